@@ -1,0 +1,45 @@
+# reasonix build targets. `make test` is the test command CI runs.
+CARGO ?= cargo
+PREFIX ?= /usr/local
+DESTDIR ?=
+MUSL_TARGET := x86_64-unknown-linux-musl
+STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
+
+.PHONY: build release static test lint install bench demo clean
+
+build:
+	$(CARGO) build
+
+release:
+	$(CARGO) build --release
+
+# A fully static, position-independent musl binary. Installs the rustup target and
+# Debian's musl-tools (for ring's C/asm parts) when they are missing.
+static:
+	@rustup target list --installed 2>/dev/null | grep -qx $(MUSL_TARGET) || rustup target add $(MUSL_TARGET)
+	@command -v musl-gcc >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null; \
+	  else echo "static: musl-gcc not found; install musl-tools" >&2; exit 1; fi; }
+	CC_x86_64_unknown_linux_musl=musl-gcc \
+	RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=pie" \
+	  $(CARGO) build --release --target $(MUSL_TARGET)
+	@ls -l $(STATIC_BIN) | awk '{print "static binary: " $$9 " (" $$5 " bytes)"}'
+
+test:
+	$(CARGO) test --all-targets
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 target/release/reasonix $(DESTDIR)$(PREFIX)/bin/reasonix
+
+bench:
+	$(CARGO) build --release
+	$(CARGO) test --release --test tests bench_ -- --ignored --nocapture --test-threads=1
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,11 @@
+//! `reasonix doctor`.
+
+use super::lex::Lexer;
+use super::Global;
+use crate::error::Error;
+
+pub const HELP: &str = "Usage: reasonix doctor\n";
+
+pub fn main(_global: Global, _lexer: &mut Lexer) -> Result<i32, Error> {
+    Err(Error::Failed("`reasonix doctor` is not built yet".into()))
+}

@@ -1,0 +1,143 @@
+//! A small command-line tokenizer in the style of lexopt: it splits arguments into long flags,
+//! short flags and values, and leaves meaning to the caller. No I/O, no allocation beyond the
+//! argument strings themselves.
+
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arg {
+    /// `--name` or `--name=value` (the value is kept for [`Lexer::value`]).
+    Long(String),
+    /// `-x`; clustered `-abc` yields `a`, `b`, `c`.
+    Short(char),
+    /// A positional argument, or anything after `--`.
+    Value(String),
+}
+
+pub struct Lexer {
+    args: VecDeque<String>,
+    /// The rest of a short cluster (`-abc` after `a`) or the `=value` of a long flag.
+    pending: Option<Pending>,
+    after_double_dash: bool,
+}
+
+enum Pending {
+    Shorts(String),
+    LongValue(String),
+}
+
+impl Lexer {
+    pub fn new(args: impl IntoIterator<Item = String>) -> Self {
+        Lexer {
+            args: args.into_iter().collect(),
+            pending: None,
+            after_double_dash: false,
+        }
+    }
+
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Arg>, String> {
+        match self.pending.take() {
+            Some(Pending::Shorts(rest)) => return Ok(Some(self.take_short(rest))),
+            Some(Pending::LongValue(value)) => {
+                return Err(format!("unexpected value `{value}`"));
+            }
+            None => {}
+        }
+        let Some(arg) = self.args.pop_front() else {
+            return Ok(None);
+        };
+        if self.after_double_dash {
+            return Ok(Some(Arg::Value(arg)));
+        }
+        if arg == "--" {
+            self.after_double_dash = true;
+            return self.next();
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            return Ok(Some(match long.split_once('=') {
+                Some((name, value)) => {
+                    self.pending = Some(Pending::LongValue(value.to_string()));
+                    Arg::Long(name.to_string())
+                }
+                None => Arg::Long(long.to_string()),
+            }));
+        }
+        if arg.len() > 1 && arg.starts_with('-') {
+            return Ok(Some(self.take_short(arg[1..].to_string())));
+        }
+        Ok(Some(Arg::Value(arg)))
+    }
+
+    fn take_short(&mut self, cluster: String) -> Arg {
+        let mut chars = cluster.chars();
+        let first = chars.next().unwrap_or('-');
+        let rest: String = chars.collect();
+        if !rest.is_empty() {
+            self.pending = Some(Pending::Shorts(rest));
+        }
+        Arg::Short(first)
+    }
+
+    /// The value of the flag just returned: `--x=v`, `-xv`, or the next argument.
+    pub fn value(&mut self, flag: &str) -> Result<String, String> {
+        match self.pending.take() {
+            Some(Pending::LongValue(value)) => Ok(value),
+            Some(Pending::Shorts(rest)) => Ok(rest.strip_prefix('=').unwrap_or(&rest).to_string()),
+            None => self
+                .args
+                .pop_front()
+                .ok_or_else(|| format!("flag `{flag}` needs a value")),
+        }
+    }
+
+    /// True when the flag just returned carried `=value`, which a switch must reject.
+    pub fn has_inline_value(&self) -> bool {
+        matches!(self.pending, Some(Pending::LongValue(_)))
+    }
+
+    /// Everything not yet consumed, as raw strings.
+    pub fn rest(&mut self) -> Vec<String> {
+        self.pending = None;
+        self.args.drain(..).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lex(args: &[&str]) -> Lexer {
+        Lexer::new(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn splits_long_short_and_values() {
+        let mut l = lex(&["--model=x", "-C", "dir", "-pv", "--", "-z", "word"]);
+        assert_eq!(l.next().unwrap(), Some(Arg::Long("model".into())));
+        assert_eq!(l.value("--model").unwrap(), "x");
+        assert_eq!(l.next().unwrap(), Some(Arg::Short('C')));
+        assert_eq!(l.value("-C").unwrap(), "dir");
+        assert_eq!(l.next().unwrap(), Some(Arg::Short('p')));
+        assert_eq!(l.next().unwrap(), Some(Arg::Short('v')));
+        assert_eq!(l.next().unwrap(), Some(Arg::Value("-z".into())));
+        assert_eq!(l.next().unwrap(), Some(Arg::Value("word".into())));
+        assert_eq!(l.next().unwrap(), None);
+    }
+
+    #[test]
+    fn lone_dash_is_a_value_and_missing_values_are_errors() {
+        let mut l = lex(&["-", "--cd"]);
+        assert_eq!(l.next().unwrap(), Some(Arg::Value("-".into())));
+        assert_eq!(l.next().unwrap(), Some(Arg::Long("cd".into())));
+        assert_eq!(l.value("--cd").unwrap_err(), "flag `--cd` needs a value");
+    }
+
+    #[test]
+    fn switch_with_inline_value_is_detected() {
+        let mut l = lex(&["--print=yes"]);
+        assert_eq!(l.next().unwrap(), Some(Arg::Long("print".into())));
+        assert!(l.has_inline_value());
+        assert_eq!(l.next().unwrap_err(), "unexpected value `yes`");
+    }
+}

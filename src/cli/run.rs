@@ -1,0 +1,11 @@
+//! `reasonix run`.
+
+use super::lex::Lexer;
+use super::Global;
+use crate::error::Error;
+
+pub const HELP: &str = "Usage: reasonix run\n";
+
+pub fn main(_global: Global, _lexer: &mut Lexer) -> Result<i32, Error> {
+    Err(Error::Failed("`reasonix run` is not built yet".into()))
+}

@@ -1,0 +1,106 @@
+//! The top-level error type and its mapping to exit codes. Every module's error converts into
+//! it; only `cli` turns it into a message and an exit code.
+
+use std::fmt;
+
+use crate::config::ConfigError;
+use crate::provider::ProviderError;
+
+/// Exit codes, documented in the README.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const FAILURE: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const AUTH: i32 = 3;
+    pub const MAX_STEPS: i32 = 4;
+    pub const INTERRUPTED: i32 = 130;
+}
+
+#[derive(Debug)]
+pub enum Error {
+    /// Bad command line: unknown flag, missing value, empty prompt.
+    Usage(String),
+    Config(ConfigError),
+    Provider(ProviderError),
+    /// A file or other I/O failure, with what we were doing.
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    /// Anything else that ends the run with status 1.
+    Failed(String),
+    Interrupted,
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) | Error::Config(_) => exit::USAGE,
+            Error::Provider(ProviderError::Auth { .. }) => exit::AUTH,
+            Error::Provider(ProviderError::Cancelled) | Error::Interrupted => exit::INTERRUPTED,
+            Error::Provider(ProviderError::Config(_)) => exit::USAGE,
+            Error::Provider(_) | Error::Io { .. } | Error::Failed(_) => exit::FAILURE,
+        }
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(detail) => write!(f, "{detail}"),
+            Error::Config(err) => write!(f, "{err}"),
+            Error::Provider(err) => write!(f, "{err}"),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::Failed(detail) => write!(f, "{detail}"),
+            Error::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Config(err) => Some(err),
+            Error::Provider(err) => Some(err),
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(err: ConfigError) -> Self {
+        Error::Config(err)
+    }
+}
+
+impl From<ProviderError> for Error {
+    fn from(err: ProviderError) -> Self {
+        Error::Provider(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_failures_exit_3_and_usage_exits_2() {
+        let auth = Error::Provider(ProviderError::Auth {
+            status: 401,
+            api_key_env: "DEEPSEEK_API_KEY".into(),
+            message: "bad key".into(),
+        });
+        assert_eq!(auth.exit_code(), 3);
+        assert!(auth.to_string().contains("$DEEPSEEK_API_KEY"));
+        assert_eq!(Error::Usage("x".into()).exit_code(), 2);
+        assert_eq!(Error::Interrupted.exit_code(), 130);
+    }
+}

@@ -1,0 +1,23 @@
+//! reasonix: a terminal coding agent for OpenAI-compatible chat models.
+//!
+//! The binary in `main.rs` is a thin shell over this library so integration tests and benches
+//! can reach the same code paths the CLI uses.
+
+pub mod cancel;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod provider;
+pub mod sandbox;
+pub mod tool;
+
+/// The version string shown by `--version` and sent as `User-Agent`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit the binary was built from, when the build could see one.
+pub const GIT_COMMIT: Option<&str> = option_env!("REASONIX_GIT_COMMIT");
+
+/// `reasonix/<version>`, the only identification we send to any server.
+pub fn user_agent() -> String {
+    format!("reasonix/{VERSION}")
+}

@@ -1,0 +1,1 @@
+//! Sans-IO decoder for `text/event-stream` (WHATWG rules).

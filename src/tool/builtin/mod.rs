@@ -1,0 +1,10 @@
+//! The built-in tools, listed in one explicit table.
+
+use std::sync::Arc;
+
+use super::Tool;
+
+/// Every built-in tool, in the order the model sees them.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    vec![]
+}

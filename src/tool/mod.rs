@@ -1,0 +1,174 @@
+//! The `Tool` trait, the run-time `Registry` and canonical tool schemas.
+//!
+//! Built-in tools live in `builtin/` and are listed in one explicit table there; the shared
+//! file walker (`walk`) and pattern matcher (`glob`) serve ls, glob and grep. Permission checks
+//! happen before `execute` is called and are not this module's business.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cancel::CancelToken;
+use crate::provider::ToolSchema;
+
+pub mod args;
+pub mod builtin;
+
+/// What a tool needs from the run it executes in.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The workspace root: relative paths resolve against it and bash runs in it.
+    pub cwd: PathBuf,
+    pub cancel: CancelToken,
+    /// `None` means no tool-local cap (`[tools] bash_timeout_seconds = 0`).
+    pub bash_timeout: Option<Duration>,
+    /// Variable names stripped from every child's environment (provider keys).
+    pub secret_env: Arc<Vec<String>>,
+}
+
+impl ToolContext {
+    pub fn new(cwd: PathBuf) -> Self {
+        ToolContext {
+            cwd,
+            cancel: CancelToken::new(),
+            bash_timeout: Some(Duration::from_secs(120)),
+            secret_env: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Resolves a model-supplied path against the workspace.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let path = std::path::Path::new(path);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        }
+    }
+}
+
+/// A failure the model should see and can correct.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolError {
+    /// The arguments are missing, mistyped or not JSON; the call itself was malformed.
+    InvalidArgs(String),
+    /// The call was well-formed but could not be carried out.
+    Failed(String),
+    Cancelled,
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::InvalidArgs(detail) => write!(f, "invalid arguments: {detail}"),
+            ToolError::Failed(detail) => write!(f, "{detail}"),
+            ToolError::Cancelled => write!(f, "cancelled by the user"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the parameters object.
+    fn schema(&self) -> Value;
+    /// Read-only tools may run in parallel and are allowed by default.
+    fn read_only(&self) -> bool;
+    fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    schema: ToolSchema,
+}
+
+/// The tools of one run, in insertion order, each with its schema canonicalised once.
+#[derive(Default)]
+pub struct Registry {
+    entries: Vec<Entry>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool, replacing one of the same name so later sources (plugins) can override.
+    pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        let schema = ToolSchema {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            parameters: canonicalize(tool.schema()),
+        };
+        let entry = Entry { tool, schema };
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.schema.name == entry.schema.name)
+        {
+            Some(existing) => *existing = entry,
+            None => self.entries.push(entry),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.entries
+            .iter()
+            .find(|e| e.schema.name == name)
+            .map(|e| &e.tool)
+    }
+
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.entries.iter().map(|e| e.schema.clone()).collect()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.schema.name.clone()).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Rebuilds a JSON value with every object's keys sorted, whatever map type produced it, so
+/// the bytes of a schema never depend on construction order.
+pub fn canonicalize(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut pairs: Vec<(String, Value)> = map.into_iter().collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (k, canonicalize(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonicalize).collect()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_schema_bytes_ignore_key_order() {
+        let a = canonicalize(
+            json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}),
+        );
+        let b = canonicalize(
+            json!({"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "type": "object"}),
+        );
+        assert_eq!(a.to_string(), b.to_string());
+        assert!(a.to_string().starts_with("{\"properties\":{\"a\""));
+    }
+}

@@ -1,0 +1,6 @@
+//! Integration tests, compiled into one binary. Each module drives the real `reasonix` binary
+//! or the library's public surface.
+
+mod util;
+
+mod cli;
