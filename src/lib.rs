@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod fsutil;
 pub mod provider;
 pub mod sandbox;
 pub mod tool;

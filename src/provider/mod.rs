@@ -208,7 +208,7 @@ pub enum Chunk {
 pub type ChunkStream = Box<dyn Iterator<Item = Result<Chunk, ProviderError>> + Send>;
 
 /// How to reach one model, resolved from config, environment and flags.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderSettings {
     /// Instance name from `[[providers]] name`.
     pub name: String,
@@ -231,6 +231,8 @@ pub struct ProviderSettings {
     pub retry: RetryPolicy,
     /// For the `replay` kind: the recording to serve.
     pub replay_file: Option<PathBuf>,
+    /// `reasonix run --record FILE`: append every exchange (request body, raw reply) here.
+    pub record_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

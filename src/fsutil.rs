@@ -1,0 +1,100 @@
+//! Crash-safe file writes shared by tools, config, the key store and sessions: write a temp
+//! file in the same directory, fsync it, rename it over the target, fsync the directory. A
+//! crash at any point leaves either the old file or the new one, never a torn mix.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Writes `bytes` to `path` atomically. `mode` sets the permission bits of a new file; when
+/// `None`, an existing file's mode is kept and a new file gets 0644 (subject to umask).
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let existing_mode = fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777);
+    let final_mode = mode.or(existing_mode).unwrap_or(0o644);
+    let temp = temp_path(&dir, path);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(final_mode)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        // The umask may have narrowed the mode on create; set it exactly.
+        file.set_permissions(fs::Permissions::from_mode(final_mode))?;
+        file.sync_all()?;
+        fs::rename(&temp, path)?;
+        sync_dir(&dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Makes a rename or a new directory entry durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn temp_path(dir: &Path, target: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    dir.join(format!(".{name}.reasonix-tmp-{}-{n}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("reasonix-fsutil-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn replaces_content_keeps_mode_and_leaves_no_temp_files() {
+        let dir = scratch("mode");
+        let file = dir.join("script.sh");
+        fs::write(&file, "old").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
+        write_atomic(&file, b"new", None).unwrap();
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn explicit_mode_applies_to_new_files() {
+        let dir = scratch("secret");
+        let file = dir.join(".env");
+        write_atomic(&file, b"K=V\n", Some(0o600)).unwrap();
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
