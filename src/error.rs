@@ -36,10 +36,9 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Config(_) => exit::USAGE,
-            Error::Provider(ProviderError::Auth { .. }) => exit::AUTH,
-            Error::Provider(ProviderError::Cancelled) | Error::Interrupted => exit::INTERRUPTED,
-            Error::Provider(ProviderError::Config(_)) => exit::USAGE,
-            Error::Provider(_) | Error::Io { .. } | Error::Failed(_) => exit::FAILURE,
+            Error::Provider(err) => provider_exit_code(err),
+            Error::Interrupted => exit::INTERRUPTED,
+            Error::Io { .. } | Error::Failed(_) => exit::FAILURE,
         }
     }
 
@@ -48,6 +47,16 @@ impl Error {
             context: context.into(),
             source,
         }
+    }
+}
+
+/// Authentication failures exit 3 so CI can tell a bad key from a failed task.
+pub fn provider_exit_code(err: &ProviderError) -> i32 {
+    match err {
+        ProviderError::Auth { .. } => exit::AUTH,
+        ProviderError::Cancelled => exit::INTERRUPTED,
+        ProviderError::Config(_) => exit::USAGE,
+        _ => exit::FAILURE,
     }
 }
 

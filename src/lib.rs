@@ -3,13 +3,17 @@
 //! The binary in `main.rs` is a thin shell over this library so integration tests and benches
 //! can reach the same code paths the CLI uses.
 
+pub mod agent;
 pub mod cancel;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod permission;
 pub mod provider;
 pub mod sandbox;
+pub mod term;
 pub mod tool;
 
 /// The version string shown by `--version` and sent as `User-Agent`.

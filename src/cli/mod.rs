@@ -9,6 +9,7 @@ use crate::error::{exit, Error};
 pub mod doctor;
 pub mod lex;
 pub mod models;
+pub mod output;
 pub mod run;
 pub mod setup;
 pub mod tools;

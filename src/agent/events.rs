@@ -1,0 +1,67 @@
+//! The events the agent loop produces. Every front end (text, json, stream-json, the chat UI)
+//! is a consumer of this one stream; adding a front end never touches the loop.
+
+use crate::provider::Usage;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The run is set up and about to send its first request.
+    Init {
+        session_id: String,
+        model: String,
+        provider: String,
+        tools: Vec<String>,
+        cwd: String,
+    },
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// The model asked for a tool; emitted before permission checks and execution.
+    ToolUse {
+        id: String,
+        name: String,
+        /// Raw JSON text of the arguments as the model sent them.
+        arguments: String,
+    },
+    ToolResult {
+        id: String,
+        name: String,
+        output: String,
+        is_error: bool,
+        duration_ms: u64,
+    },
+    /// One provider request finished; `usage` is that request's, not the running total.
+    Usage {
+        usage: Usage,
+        cost_usd: Option<f64>,
+    },
+    Notice {
+        level: NoticeLevel,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+}
+
+impl NoticeLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeLevel::Info => "info",
+            NoticeLevel::Warning => "warning",
+        }
+    }
+}
+
+/// Where events go. Called on the thread running the loop, in order.
+pub trait EventSink {
+    fn emit(&mut self, event: Event);
+}
+
+impl<F: FnMut(Event)> EventSink for F {
+    fn emit(&mut self, event: Event) {
+        self(event)
+    }
+}

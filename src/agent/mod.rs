@@ -1,0 +1,8 @@
+//! The agent: sessions, the tool-call loop and the events it reports. Nothing here writes to
+//! the terminal; front ends consume [`events::Event`].
+
+pub mod dispatch;
+pub mod events;
+pub mod prompt;
+pub mod runner;
+pub mod session;

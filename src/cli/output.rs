@@ -1,0 +1,365 @@
+//! Headless output: the `text`, `json` and `stream-json` formats and `--print`, all as
+//! consumers of the agent's event stream. The final `result` object follows the shape Claude
+//! Code uses so existing CI scripts can parse it.
+
+use std::io::{IsTerminal, Write};
+
+use serde_json::{json, Value};
+
+use crate::agent::events::{Event, EventSink};
+use crate::provider::Usage;
+use crate::term::sanitize::sanitize;
+
+/// Tool output in stream-json events is cut to this many bytes.
+const STREAM_TOOL_OUTPUT_LIMIT: usize = 4000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    StreamJson,
+    /// `-p/--print`: only the final answer.
+    Print,
+}
+
+impl Format {
+    pub fn parse(value: &str) -> Option<Format> {
+        match value {
+            "text" => Some(Format::Text),
+            "json" => Some(Format::Json),
+            "stream-json" => Some(Format::StreamJson),
+            _ => None,
+        }
+    }
+}
+
+pub struct Output {
+    format: Format,
+    show_thinking: bool,
+    /// Whether stdout is a terminal: then model text is sanitized before it is shown.
+    stdout_tty: bool,
+    stdout_ends_with_newline: bool,
+    in_reasoning: bool,
+}
+
+impl Output {
+    pub fn new(format: Format, show_thinking: bool) -> Output {
+        Output {
+            format,
+            show_thinking,
+            stdout_tty: std::io::stdout().is_terminal(),
+            stdout_ends_with_newline: true,
+            in_reasoning: false,
+        }
+    }
+
+    fn out(&mut self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|_| stdout.flush());
+        if !text.is_empty() {
+            self.stdout_ends_with_newline = text.ends_with('\n');
+        }
+    }
+
+    fn err_line(&mut self, line: &str) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", sanitize(line));
+    }
+
+    fn json_line(&mut self, value: Value) {
+        let mut line = value.to_string();
+        line.push('\n');
+        self.out(&line);
+    }
+
+    fn text_event(&mut self, event: Event) {
+        match event {
+            Event::Init { .. } => {}
+            Event::TextDelta(text) => {
+                self.end_reasoning();
+                let text = if self.stdout_tty {
+                    sanitize(&text)
+                } else {
+                    text
+                };
+                self.out(&text);
+            }
+            Event::ReasoningDelta(text) if self.show_thinking => {
+                let mut stderr = std::io::stderr().lock();
+                if !self.in_reasoning {
+                    let _ = write!(stderr, "[thinking] ");
+                    self.in_reasoning = true;
+                }
+                let _ = write!(stderr, "{}", sanitize(&text));
+            }
+            Event::ReasoningDelta(_) => {}
+            Event::ToolUse {
+                name, arguments, ..
+            } => {
+                self.end_reasoning();
+                self.finish_stdout_line();
+                self.err_line(&format!("> {name} {}", one_line(&arguments, 160)));
+            }
+            Event::ToolResult {
+                name,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                let mark = if is_error { "failed" } else { "ok" };
+                let lines = output.lines().count();
+                self.err_line(&format!(
+                    "  {name} {mark} in {duration_ms} ms, {lines} lines: {}",
+                    one_line(&output, 120)
+                ));
+            }
+            Event::Usage { usage, cost_usd } => {
+                let mut line = format!(
+                    "usage: {} in ({} cached), {} out",
+                    usage.prompt_tokens, usage.cache_hit_tokens, usage.completion_tokens
+                );
+                if usage.reasoning_tokens > 0 {
+                    line.push_str(&format!(", {} reasoning", usage.reasoning_tokens));
+                }
+                if let Some(cost) = cost_usd {
+                    line.push_str(&format!(", ${cost:.4}"));
+                }
+                if usage.estimated {
+                    line.push_str(" (estimated)");
+                }
+                self.err_line(&line);
+            }
+            Event::Notice { level, message } => {
+                self.err_line(&format!("{}: {message}", level.as_str()));
+            }
+        }
+    }
+
+    fn end_reasoning(&mut self) {
+        if self.in_reasoning {
+            self.in_reasoning = false;
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+
+    fn finish_stdout_line(&mut self) {
+        if !self.stdout_ends_with_newline {
+            self.out("\n");
+        }
+    }
+
+    /// Called once at the end with the result object.
+    pub fn finish(&mut self, result: &RunResult) {
+        match self.format {
+            Format::Text => {
+                self.end_reasoning();
+                self.finish_stdout_line();
+                if result.is_error {
+                    // The error line itself is printed by the CLI's error path.
+                } else if result.subtype == "error_max_turns" {
+                    self.err_line("stopped: the --max-steps limit was reached");
+                }
+            }
+            Format::Print => {
+                if !result.is_error || !result.result.is_empty() {
+                    let mut text = result.result.clone();
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    self.out(&text);
+                }
+            }
+            Format::Json | Format::StreamJson => self.json_line(result.to_json()),
+        }
+    }
+}
+
+impl EventSink for Output {
+    fn emit(&mut self, event: Event) {
+        match self.format {
+            Format::Text => self.text_event(event),
+            Format::StreamJson => {
+                if let Some(value) = stream_json(&event) {
+                    self.json_line(value);
+                }
+            }
+            Format::Json | Format::Print => {}
+        }
+    }
+}
+
+/// The stream-json encoding of one event (schema documented in the README).
+pub fn stream_json(event: &Event) -> Option<Value> {
+    Some(match event {
+        Event::Init {
+            session_id,
+            model,
+            provider,
+            tools,
+            cwd,
+        } => json!({"type": "init", "session_id": session_id, "model": model,
+                     "provider": provider, "tools": tools, "cwd": cwd}),
+        Event::TextDelta(text) => json!({"type": "text", "text": text}),
+        Event::ReasoningDelta(text) => json!({"type": "reasoning", "text": text}),
+        Event::ToolUse {
+            id,
+            name,
+            arguments,
+        } => {
+            let input = serde_json::from_str::<Value>(arguments)
+                .unwrap_or_else(|_| Value::String(arguments.clone()));
+            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+        }
+        Event::ToolResult {
+            id,
+            name,
+            output,
+            is_error,
+            duration_ms,
+        } => {
+            let (content, truncated) = truncate(output, STREAM_TOOL_OUTPUT_LIMIT);
+            json!({"type": "tool_result", "id": id, "name": name, "content": content,
+                   "truncated": truncated, "is_error": is_error, "duration_ms": duration_ms})
+        }
+        Event::Usage { usage, cost_usd } => json!({
+            "type": "usage",
+            "usage": usage_json(usage),
+            "cache_hit_ratio": usage.cache_hit_ratio(),
+            "cost_usd": cost_usd,
+            "estimated": usage.estimated,
+        }),
+        Event::Notice { level, message } => {
+            json!({"type": "notice", "level": level.as_str(), "message": message})
+        }
+    })
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.prompt_tokens,
+        "output_tokens": usage.completion_tokens,
+        "cache_read_input_tokens": usage.cache_hit_tokens,
+        "cache_creation_input_tokens": usage.prompt_tokens.saturating_sub(usage.cache_hit_tokens),
+        "reasoning_tokens": usage.reasoning_tokens,
+    })
+}
+
+fn truncate(text: &str, limit: usize) -> (String, bool) {
+    if text.len() <= limit {
+        return (text.to_string(), false);
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (text[..end].to_string(), true)
+}
+
+fn one_line(text: &str, limit: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (mut cut, truncated) = truncate(&flat, limit);
+    if truncated {
+        cut.push('…');
+    }
+    cut
+}
+
+/// The final object of `json` and `stream-json`.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// "success", "error_max_turns", "error_during_execution" or "error_interrupted".
+    pub subtype: &'static str,
+    pub is_error: bool,
+    pub duration_ms: u64,
+    pub num_turns: u32,
+    pub result: String,
+    pub error: Option<String>,
+    pub session_id: String,
+    pub total_cost_usd: f64,
+    pub usage: Usage,
+}
+
+impl RunResult {
+    pub fn to_json(&self) -> Value {
+        let mut value = json!({
+            "type": "result",
+            "subtype": self.subtype,
+            "is_error": self.is_error,
+            "duration_ms": self.duration_ms,
+            "num_turns": self.num_turns,
+            "result": self.result,
+            "session_id": self.session_id,
+            "total_cost_usd": self.total_cost_usd,
+            "usage": usage_json(&self.usage),
+            "cache_hit_ratio": self.usage.cache_hit_ratio(),
+        });
+        if let Some(error) = &self.error {
+            value["error"] = Value::String(error.clone());
+        }
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_are_truncated_on_a_char_boundary() {
+        let long = "é".repeat(STREAM_TOOL_OUTPUT_LIMIT);
+        let event = Event::ToolResult {
+            id: "c".into(),
+            name: "bash".into(),
+            output: long,
+            is_error: false,
+            duration_ms: 3,
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(value["truncated"], true);
+        assert_eq!(
+            value["content"].as_str().unwrap().len(),
+            STREAM_TOOL_OUTPUT_LIMIT
+        );
+    }
+
+    #[test]
+    fn result_object_has_the_documented_fields() {
+        let result = RunResult {
+            subtype: "success",
+            is_error: false,
+            duration_ms: 5,
+            num_turns: 2,
+            result: "done".into(),
+            error: None,
+            session_id: "s".into(),
+            total_cost_usd: 0.5,
+            usage: Usage {
+                prompt_tokens: 100,
+                cache_hit_tokens: 80,
+                completion_tokens: 7,
+                ..Usage::default()
+            },
+        };
+        let v = result.to_json();
+        for key in [
+            "type",
+            "subtype",
+            "is_error",
+            "duration_ms",
+            "num_turns",
+            "result",
+            "session_id",
+            "total_cost_usd",
+            "usage",
+            "cache_hit_ratio",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}: {v}");
+        }
+        assert_eq!(v["usage"]["cache_read_input_tokens"], 80);
+        assert_eq!(v["usage"]["cache_creation_input_tokens"], 20);
+        assert_eq!(v["cache_hit_ratio"], 0.8);
+    }
+}

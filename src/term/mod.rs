@@ -1,0 +1,4 @@
+//! Terminal and process-signal plumbing. Only `sys` touches libc.
+
+pub mod sanitize;
+pub mod sys;
