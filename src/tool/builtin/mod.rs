@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use super::Tool;
 
+mod bash;
+
 /// Every built-in tool, in the order the model sees them.
 pub fn all() -> Vec<Arc<dyn Tool>> {
-    vec![]
+    vec![Arc::new(bash::Bash)]
 }
