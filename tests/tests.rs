@@ -5,3 +5,4 @@ mod util;
 
 mod cli;
 mod tools_bash;
+mod tools_files;

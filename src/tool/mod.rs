@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,6 +16,8 @@ use crate::provider::ToolSchema;
 
 pub mod args;
 pub mod builtin;
+pub mod contract;
+pub mod text;
 
 /// What a tool needs from the run it executes in.
 #[derive(Clone)]
@@ -27,6 +29,8 @@ pub struct ToolContext {
     pub bash_timeout: Option<Duration>,
     /// Variable names stripped from every child's environment (provider keys).
     pub secret_env: Arc<Vec<String>>,
+    /// The task list `todo_write` replaces; shared with the agent and the UI.
+    pub todos: Arc<Mutex<Vec<builtin::todo::TodoItem>>>,
 }
 
 impl ToolContext {
@@ -36,6 +40,7 @@ impl ToolContext {
             cancel: CancelToken::new(),
             bash_timeout: Some(Duration::from_secs(120)),
             secret_env: Arc::new(Vec::new()),
+            todos: Arc::new(Mutex::new(Vec::new())),
         }
     }
 

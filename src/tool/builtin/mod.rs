@@ -5,8 +5,22 @@ use std::sync::Arc;
 use super::Tool;
 
 mod bash;
+pub mod edit;
+pub mod move_file;
+pub mod multi_edit;
+pub mod read;
+pub mod todo;
+pub mod write;
 
 /// Every built-in tool, in the order the model sees them.
 pub fn all() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(bash::Bash)]
+    vec![
+        Arc::new(read::ReadFile),
+        Arc::new(write::WriteFile),
+        Arc::new(edit::EditFile),
+        Arc::new(multi_edit::MultiEdit),
+        Arc::new(move_file::MoveFile),
+        Arc::new(bash::Bash),
+        Arc::new(todo::TodoWrite),
+    ]
 }

@@ -1,0 +1,225 @@
+//! `move_file`: renames a file or directory, never over an existing destination. Across
+//! filesystems, where rename(2) fails with EXDEV, it copies (recursively for directories,
+//! keeping modes and symlinks), syncs the copy, then removes the source.
+//!
+//! The "destination exists" check and the rename are two steps; a destination created in
+//! between by another process would be replaced. Closing that gap needs renameat2, which
+//! would mean unsafe code outside `sandbox/sys.rs`, and the agent is the only writer here.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::tool::text::io_failure;
+use crate::tool::{args, Tool, ToolContext, ToolError};
+
+pub struct MoveFile;
+
+const DESCRIPTION: &str = "\
+Moves or renames a file or directory. Never overwrites: fails if `destination_path` already \
+exists. Creates missing parent directories of the destination and works across filesystems. \
+To move something into a directory, give the full destination path including the name.";
+
+impl Tool for MoveFile {
+    fn name(&self) -> &str {
+        "move_file"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "source_path": {
+                    "type": "string",
+                    "description": "File or directory to move, absolute or relative to the workspace root"
+                },
+                "destination_path": {
+                    "type": "string",
+                    "description": "New path, including the file or directory name; must not exist yet"
+                }
+            },
+            "required": ["source_path", "destination_path"]
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let from_shown = args::required_str(args, "source_path")?;
+        let to_shown = args::required_str(args, "destination_path")?;
+        let from = ctx.resolve(from_shown);
+        let to = ctx.resolve(to_shown);
+        check_paths(&from, &to, from_shown, to_shown)?;
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|e| io_failure("cannot create the parent directory of", to_shown, &e))?;
+        }
+        match fs::rename(&from, &to) {
+            Ok(()) => Ok(format!("Moved {from_shown} to {to_shown}")),
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                move_by_copy(&from, &to).map_err(|e| {
+                    ToolError::Failed(format!(
+                        "cannot move {from_shown} to {to_shown} across filesystems: {e}; the \
+                         source is left as it was"
+                    ))
+                })?;
+                Ok(format!(
+                    "Moved {from_shown} to {to_shown} (copied across filesystems)"
+                ))
+            }
+            Err(e) => Err(io_failure(
+                &format!("cannot move {from_shown} to"),
+                to_shown,
+                &e,
+            )),
+        }
+    }
+}
+
+fn check_paths(from: &Path, to: &Path, from_shown: &str, to_shown: &str) -> Result<(), ToolError> {
+    let source = fs::symlink_metadata(from).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => ToolError::Failed(format!(
+            "source {from_shown} does not exist; use ls or glob to find the right path"
+        )),
+        _ => io_failure("cannot move", from_shown, &e),
+    })?;
+    if fs::symlink_metadata(to).is_ok() {
+        let what = if to.is_dir() { "directory" } else { "file" };
+        return Err(ToolError::Failed(format!(
+            "destination {to_shown} already exists (a {what}) and move_file never overwrites; \
+             choose a path that does not exist yet (to move into a directory, append the name: \
+             {to_shown}/<name>)"
+        )));
+    }
+    if source.is_dir() {
+        let from_real = fs::canonicalize(from).unwrap_or_else(|_| from.to_path_buf());
+        let to_parent = to
+            .parent()
+            .and_then(|p| first_existing_ancestor(p).map(|(real, rest)| real.join(rest)));
+        if to_parent.is_some_and(|p| p.starts_with(&from_real)) {
+            return Err(ToolError::Failed(format!(
+                "cannot move the directory {from_shown} into itself ({to_shown})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The canonical form of the deepest existing ancestor of `path`, plus the part below it.
+fn first_existing_ancestor(path: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let mut rest = Vec::new();
+    let mut current = path;
+    loop {
+        if let Ok(real) = fs::canonicalize(current) {
+            let tail: std::path::PathBuf = rest.iter().rev().collect();
+            return Some((real, tail));
+        }
+        rest.push(current.file_name()?.to_os_string());
+        current = current.parent()?;
+    }
+}
+
+/// Copies `from` to `to` and then removes `from`. On a copy failure the partial copy is
+/// removed and the source stays untouched.
+pub(crate) fn move_by_copy(from: &Path, to: &Path) -> io::Result<()> {
+    if let Err(e) = copy_tree(from, to) {
+        let _ = remove_tree(to);
+        return Err(e);
+    }
+    if let Some(parent) = to.parent() {
+        crate::fsutil::sync_dir(parent)?;
+    }
+    remove_tree(from)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(from)?;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        symlink(fs::read_link(from)?, to)
+    } else if kind.is_dir() {
+        fs::create_dir(to)?;
+        for entry in fs::read_dir(from)? {
+            let entry = entry?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        fs::set_permissions(to, fs::Permissions::from_mode(meta.permissions().mode()))?;
+        fs::File::open(to)?.sync_all()
+    } else {
+        // fs::copy carries the permission bits over.
+        fs::copy(from, to)?;
+        fs::File::open(to)?.sync_all()
+    }
+}
+
+fn remove_tree(path: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(path)?.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("reasonix-move-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    // rename(2) cannot be made to fail with EXDEV on demand, so the fallback is driven directly.
+    #[test]
+    fn copy_fallback_moves_a_tree_with_modes_and_symlinks() {
+        let dir = scratch("tree");
+        let src = dir.join("src");
+        fs::create_dir_all(src.join("sub")).unwrap();
+        fs::write(src.join("sub/run.sh"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(src.join("sub/run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
+        symlink("sub/run.sh", src.join("link")).unwrap();
+        let dst = dir.join("dst");
+        move_by_copy(&src, &dst).unwrap();
+        assert!(!src.exists());
+        assert_eq!(
+            fs::read_to_string(dst.join("sub/run.sh")).unwrap(),
+            "#!/bin/sh\n"
+        );
+        let mode = fs::metadata(dst.join("sub/run.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o750);
+        assert_eq!(
+            fs::read_link(dst.join("link")).unwrap(),
+            Path::new("sub/run.sh")
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn failed_copy_leaves_the_source_and_no_partial_destination() {
+        let dir = scratch("partial");
+        let src = dir.join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("a"), "a").unwrap();
+        // A socket cannot be opened for copying, so the copy fails after creating `dst`.
+        let _listener = std::os::unix::net::UnixListener::bind(src.join("sock")).unwrap();
+        let dst = dir.join("dst");
+        assert!(move_by_copy(&src, &dst).is_err());
+        assert!(!dst.exists(), "partial copy left behind");
+        assert_eq!(fs::read_to_string(src.join("a")).unwrap(), "a");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
