@@ -1,11 +1,217 @@
-//! `reasonix setup`.
+//! `reasonix setup`: writes the DeepSeek preset to `<home>/config.toml` unless a config is
+//! already there, and optionally stores the provider key from stdin in `<home>/.env`.
 
-use super::lex::Lexer;
-use super::Global;
-use crate::error::Error;
+use std::io::BufRead;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
-pub const HELP: &str = "Usage: reasonix setup\n";
+use super::lex::{Arg, Lexer};
+use super::{print_out, unknown_flag, Global};
+use crate::config::{env, paths};
+use crate::error::{exit, Error};
+use crate::fsutil;
 
-pub fn main(_global: Global, _lexer: &mut Lexer) -> Result<i32, Error> {
-    Err(Error::Failed("`reasonix setup` is not built yet".into()))
+pub const HELP: &str = "\
+Usage: reasonix setup [--force] [--api-key-stdin]
+
+Writes <home>/config.toml with the DeepSeek preset (models deepseek-v4-flash and
+deepseek-v4-pro at https://api.deepseek.com). An existing file is left alone.
+<home> is $REASONIX_HOME, else ~/.reasonix.
+
+Flags:
+  --force           Overwrite an existing config.toml; the old one is kept as config.toml.bak
+  --api-key-stdin   Read one line from stdin and store it as DEEPSEEK_API_KEY in <home>/.env
+                    (mode 0600); the key is never printed
+";
+
+/// The variable the preset's provider reads its key from.
+const KEY_NAME: &str = "DEEPSEEK_API_KEY";
+
+/// The config `reasonix setup` writes: working as is, commented for the first edit.
+pub const PRESET: &str = r#"# reasonix configuration, written by `reasonix setup`.
+# Every key is documented in reasonix.example.toml in the source tree.
+# Layering: this file < ./reasonix.toml in a project < --config FILE < command-line flags.
+
+# A provider name (-> its default model), a bare model name, or "provider/model".
+default_model = "deepseek"
+
+[[providers]]
+name           = "deepseek"
+kind           = "openai"                  # OpenAI-compatible /chat/completions
+base_url       = "https://api.deepseek.com"
+models         = ["deepseek-v4-flash", "deepseek-v4-pro"]
+default        = "deepseek-v4-flash"       # what `--model deepseek` picks
+# The key comes from this environment variable, else from <home>/.env
+# (`reasonix setup --api-key-stdin` stores it there, mode 0600).
+api_key_env    = "DEEPSEEK_API_KEY"
+context_window = 1000000                   # tokens; older history is compacted near this limit
+
+[agent]
+# temperature      = 0.0
+# reasoning_effort = "high"
+# planner_model    = "deepseek/deepseek-v4-pro"   # two-model collaboration
+
+[permissions]
+mode  = "ask"                              # writer fallback when no rule matches: ask|allow|deny
+deny  = ["Bash(rm -rf*)", "Bash(git push*)"]   # hard-blocked in every mode
+allow = []                                 # never prompted, e.g. "Bash(cargo test:*)"
+ask   = []                                 # always prompted
+
+[sandbox]
+# bash    = "enforce"   # jail bash (bubblewrap/landlock); "off" runs it unconfined
+# network = false       # let sandboxed bash reach the network
+"#;
+
+struct Flags {
+    force: bool,
+    key_from_stdin: bool,
+}
+
+pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let mut flags = Flags {
+        force: false,
+        key_from_stdin: false,
+    };
+    while let Some(arg) = lexer.next().map_err(Error::Usage)? {
+        if global.accept(&arg, lexer)? {
+            continue;
+        }
+        match &arg {
+            Arg::Long(name) if name == "force" => flags.force = true,
+            Arg::Long(name) if name == "api-key-stdin" => flags.key_from_stdin = true,
+            Arg::Long(name) if name == "help" => {
+                print_out(HELP);
+                return Ok(exit::OK);
+            }
+            Arg::Short('h') => {
+                print_out(HELP);
+                return Ok(exit::OK);
+            }
+            _ => return Err(unknown_flag("setup", &arg)),
+        }
+    }
+    global.enter_dir()?;
+    let home = home()?;
+    // Read the key before writing anything, so a missing key leaves no half-done setup.
+    let key = if flags.key_from_stdin {
+        Some(read_key()?)
+    } else {
+        None
+    };
+    let mut report = write_config(&home, flags.force)?;
+    match key {
+        Some(key) => {
+            env::store_key(&home, KEY_NAME, &key)?;
+            report.push_str(&format!(
+                "stored {KEY_NAME} in {} (mode 0600)\n",
+                paths::env_file(&home).display()
+            ));
+        }
+        None if !key_available(&home) => report.push_str(&format!(
+            "next: export {KEY_NAME}=... or pipe the key to `reasonix setup --api-key-stdin`\n"
+        )),
+        None => {}
+    }
+    print_out(&report);
+    Ok(exit::OK)
+}
+
+fn home() -> Result<PathBuf, Error> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    paths::home_from(
+        std::env::var_os("REASONIX_HOME"),
+        std::env::var_os("HOME"),
+        &cwd,
+    )
+    .ok_or(Error::Config(crate::config::ConfigError::NoHome))
+}
+
+/// One line from stdin, without its line ending or surrounding blanks.
+fn read_key() -> Result<String, Error> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| Error::io("cannot read the key from stdin", e))?;
+    let key = line.trim();
+    if key.is_empty() {
+        return Err(Error::Usage(
+            "--api-key-stdin: stdin had no key; pipe it in, e.g. `printf '%s' \"$KEY\" | reasonix setup --api-key-stdin`".into(),
+        ));
+    }
+    Ok(key.to_string())
+}
+
+/// Writes the preset unless a config exists (or `force`); returns what it did, one line each.
+fn write_config(home: &Path, force: bool) -> Result<String, Error> {
+    let path = paths::config_file(home);
+    let existing = match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+    };
+    env::create_home(home)?;
+    let mut report = String::new();
+    match existing {
+        Some(_) if !force => {
+            return Ok(format!(
+                "left {} alone: it already exists (--force overwrites it and keeps a .bak)\n",
+                path.display()
+            ));
+        }
+        Some(old) => {
+            let backup = path.with_extension("toml.bak");
+            let mode = std::fs::metadata(&path)
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0o600);
+            fsutil::write_atomic(&backup, &old, Some(mode))
+                .map_err(|e| Error::io(format!("cannot write {}", backup.display()), e))?;
+            report.push_str(&format!("saved the old config as {}\n", backup.display()));
+        }
+        None => {}
+    }
+    fsutil::write_atomic(&path, PRESET.as_bytes(), None)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    report.insert_str(0, &format!("wrote {} (DeepSeek preset)\n", path.display()));
+    Ok(report)
+}
+
+/// Whether a run would find the key: in the environment or in the store.
+fn key_available(home: &Path) -> bool {
+    std::env::var(KEY_NAME).is_ok_and(|v| !v.is_empty())
+        || env::read_store(home).is_ok_and(|s| s.get(KEY_NAME).is_some_and(|v| !v.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{load, LoadOptions};
+
+    #[test]
+    fn preset_loads_without_warnings_and_resolves_both_models() {
+        let dir =
+            std::env::temp_dir().join(format!("reasonix-setup-preset-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), PRESET).unwrap();
+        let loaded = load(&LoadOptions {
+            home: dir.clone(),
+            cwd: dir.clone(),
+            extra: None,
+        })
+        .unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let none = |_: &str| None;
+        let flash = loaded.config.resolve_model_with(None, &none).unwrap();
+        assert_eq!(flash.model, "deepseek-v4-flash");
+        assert_eq!(flash.base_url, "https://api.deepseek.com");
+        assert_eq!(flash.api_key_env, KEY_NAME);
+        let pro = loaded
+            .config
+            .resolve_model_with(Some("deepseek-v4-pro"), &none)
+            .unwrap();
+        assert_eq!(pro.context_window, 1_000_000);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

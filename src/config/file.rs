@@ -1,0 +1,548 @@
+//! The TOML schema: one serde struct per table, with the spec's defaults. These structs are both
+//! what a config file deserialises into and what the rest of the program reads after layering.
+//!
+//! The loader (`load.rs`) derives the set of known keys from these structs by serialising a
+//! parsed file back to TOML, so adding a field here is all it takes to make a key known. For that
+//! round trip to hold, fields use no serde aliases and no `skip_serializing_if`; `None` fields
+//! simply vanish from the serialised table, which is what we want.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Where a provider or plugin entry came from, for trust decisions made by its consumer (a
+/// project file is written by whoever wrote the repository, not by the user).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// Compiled in (the DeepSeek preset used when no provider is configured).
+    #[default]
+    Builtin,
+    /// `<home>/config.toml`.
+    User,
+    /// `./reasonix.toml`.
+    Project,
+    /// `--config FILE`.
+    Extra,
+}
+
+/// The whole configuration after layering. `home` and `sources` are filled by the loader.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// The reasonix home (`$REASONIX_HOME`, else `~/.reasonix`); holds `config.toml` and `.env`.
+    #[serde(skip)]
+    pub home: PathBuf,
+    /// The files that were read, lowest layer first.
+    #[serde(skip)]
+    pub sources: Vec<PathBuf>,
+    /// A provider name, a bare model name or `provider/model`.
+    pub default_model: Option<String>,
+    /// UI language tag; `None` = detect from `$REASONIX_LANG` / `$LANG`.
+    pub language: Option<String>,
+    pub ui: UiConfig,
+    pub agent: AgentConfig,
+    pub providers: Vec<ProviderConfig>,
+    pub environment: EnvironmentConfig,
+    pub tools: ToolsConfig,
+    pub skills: SkillsConfig,
+    pub permissions: PermissionsConfig,
+    pub sandbox: SandboxConfig,
+    pub serve: ServeConfig,
+    pub plugins: Vec<PluginConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UiConfig {
+    /// `classic` | `desktop`; kept for compatibility, not validated.
+    pub shortcut_layout: Option<String>,
+    pub cursor_shape: CursorShape,
+}
+
+/// The line editor's cursor. Unknown or empty values fall back to `bar` (per the spec), so a
+/// config shared with another front end never fails to load over it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CursorShape {
+    Underline,
+    Block,
+    #[default]
+    Bar,
+}
+
+impl<'de> Deserialize<'de> for CursorShape {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(match text.trim().to_ascii_lowercase().as_str() {
+            "underline" => CursorShape::Underline,
+            "block" => CursorShape::Block,
+            _ => CursorShape::Bar,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    pub system_prompt: Option<String>,
+    /// Read instead of `system_prompt`; a relative path is resolved against the directory of the
+    /// file that set it.
+    pub system_prompt_file: Option<PathBuf>,
+    /// Appended after the system prompt (built-in or configured).
+    pub append_system_prompt: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u64>,
+    /// Passed through to the provider (`low`, `medium`, `high`, `max`, ...).
+    pub reasoning_effort: Option<String>,
+    pub reasoning_language: ReasoningLanguage,
+    /// A model reference for the two-model coordinator.
+    pub planner_model: Option<String>,
+    /// Context fraction at which stale tool results are snipped.
+    pub tool_result_snip_ratio: f64,
+    /// Context fraction at which stale tool results are pruned, then summarised if needed.
+    pub compact_ratio: f64,
+    /// Context fraction at which a fold runs even when its economics say skip.
+    pub compact_force_ratio: f64,
+    /// Read-only tool calls run concurrently, at most this many at once.
+    pub max_parallel_tools: u32,
+    pub subagent_model: Option<String>,
+    pub subagent_effort: Option<String>,
+    /// Per-profile model overrides, keyed by subagent profile name.
+    pub subagent_models: BTreeMap<String, String>,
+    pub subagent_efforts: BTreeMap<String, String>,
+    pub max_subagent_concurrency: u32,
+    pub max_parallel_writers: u32,
+    /// Legacy MCP read-only trust alias; decoded for compatibility.
+    pub plan_mode_allowed_tools: Vec<String>,
+    /// Legacy; kept for config round trips only.
+    pub plan_mode_read_only_commands: Vec<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            system_prompt: None,
+            system_prompt_file: None,
+            append_system_prompt: None,
+            temperature: None,
+            max_tokens: None,
+            reasoning_effort: None,
+            reasoning_language: ReasoningLanguage::Auto,
+            planner_model: None,
+            tool_result_snip_ratio: 0.6,
+            compact_ratio: 0.8,
+            compact_force_ratio: 0.9,
+            max_parallel_tools: 4,
+            subagent_model: None,
+            subagent_effort: None,
+            subagent_models: BTreeMap::new(),
+            subagent_efforts: BTreeMap::new(),
+            max_subagent_concurrency: 6,
+            max_parallel_writers: 3,
+            plan_mode_allowed_tools: Vec::new(),
+            plan_mode_read_only_commands: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningLanguage {
+    #[default]
+    Auto,
+    Zh,
+    En,
+}
+
+/// One `[[providers]]` entry: a vendor endpoint (one base URL and key) offering one or more
+/// models. Entries are replaced whole when a later layer declares the same `name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderConfig {
+    pub name: String,
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Full chat URL for gateways that do not use `base_url + "/chat/completions"`.
+    #[serde(default)]
+    pub chat_url: Option<String>,
+    #[serde(default)]
+    pub models_url: Option<String>,
+    /// Single-model form; exclusive with `models`.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Which of `models` a bare provider reference picks; defaults to the first.
+    #[serde(default)]
+    pub default: Option<String>,
+    /// The environment variable holding the key; `None` for servers that need no key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Tokens; 0 or unset disables compaction for this provider.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    #[serde(default)]
+    pub model_overrides: BTreeMap<String, ModelOverride>,
+    /// Keyed by model ID.
+    #[serde(default)]
+    pub prices: BTreeMap<String, PriceConfig>,
+    /// Sent on every request; values get `${VAR}` expansion at resolution time.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Merged into the top level of every request body.
+    #[serde(default)]
+    pub extra_body: toml::Table,
+    /// PEM bundle of extra trusted CAs; relative to the file that set it.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    #[serde(default)]
+    pub timeouts: TimeoutsConfig,
+    #[serde(default)]
+    pub retry: RetryConfig,
+    #[serde(skip)]
+    pub origin: Layer,
+}
+
+fn default_kind() -> String {
+    "openai".to_string()
+}
+
+impl ProviderConfig {
+    /// The models this entry offers, in declaration order.
+    pub fn model_names(&self) -> Vec<&str> {
+        match &self.model {
+            Some(model) => vec![model.as_str()],
+            None => self.models.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The model a bare reference to this provider selects.
+    pub fn default_model(&self) -> Option<&str> {
+        self.default
+            .as_deref()
+            .or(self.model.as_deref())
+            .or(self.models.first().map(String::as_str))
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelOverride {
+    /// A positive value replaces the provider-wide `context_window` for this model.
+    pub context_window: Option<u64>,
+}
+
+/// USD per one million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PriceConfig {
+    pub input: f64,
+    #[serde(default)]
+    pub input_cache_hit: Option<f64>,
+    pub output: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimeoutsConfig {
+    pub connect_seconds: Option<u64>,
+    /// No byte on an open stream for this long aborts it.
+    pub idle_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetryConfig {
+    pub max_retries: Option<u32>,
+    pub initial_backoff_ms: Option<u64>,
+    pub max_backoff_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EnvironmentConfig {
+    /// Inject a stable startup summary of OS, shell and tool versions.
+    pub enabled: bool,
+    /// Trusted executable paths shown to the model, by tool name.
+    pub tools: BTreeMap<String, PathBuf>,
+}
+
+impl Default for EnvironmentConfig {
+    fn default() -> Self {
+        EnvironmentConfig {
+            enabled: true,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolsConfig {
+    /// Built-in tools to expose; empty = all.
+    pub enabled: Vec<String>,
+    /// Foreground bash cap; 0 = no cap.
+    pub bash_timeout_seconds: u64,
+    pub mcp_call_timeout_seconds: u64,
+    pub shell: ShellConfig,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            enabled: Vec::new(),
+            bash_timeout_seconds: 120,
+            mcp_call_timeout_seconds: 300,
+            shell: ShellConfig::default(),
+        }
+    }
+}
+
+/// User-only: a repository must not choose the binary we execute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ShellConfig {
+    pub prefer: ShellPrefer,
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellPrefer {
+    #[default]
+    Auto,
+    Bash,
+    Powershell,
+    Pwsh,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SkillsConfig {
+    /// Extra custom skill roots (`~` is left for the skills loader to expand).
+    pub paths: Vec<String>,
+    /// Convention roots to hide.
+    pub excluded_paths: Vec<String>,
+    pub disabled_skills: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionsConfig {
+    /// Writer fallback when no rule matches.
+    pub mode: PermissionMode,
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    /// Accumulates across layers: a later file can add deny rules, never drop them.
+    pub deny: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionMode {
+    #[default]
+    Ask,
+    Allow,
+    Deny,
+}
+
+/// Enforcement beneath permissions. Every key but `forbid_read` is user-only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    /// File writers are confined here; `None` (or `""` in the file) = the working directory.
+    pub workspace_root: Option<PathBuf>,
+    pub allow_write: Vec<PathBuf>,
+    /// Raw entries; `${VAR}` expansion is the consumer's job (see `config::env::expand`).
+    /// Accumulates across layers like `permissions.deny`.
+    pub forbid_read: Vec<String>,
+    pub bash: BashSandbox,
+    pub network: bool,
+    pub backend: SandboxBackend,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BashSandbox {
+    #[default]
+    Enforce,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBackend {
+    #[default]
+    Auto,
+    Bwrap,
+    Landlock,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServeConfig {
+    pub auth_mode: AuthMode,
+    pub token: Option<String>,
+    pub password_hash: Option<String>,
+    /// Trust `X-Forwarded-*` headers.
+    pub behind_proxy: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    #[default]
+    #[serde(rename = "none")]
+    NoAuth,
+    Token,
+    Password,
+}
+
+/// One `[[plugins]]` entry: an MCP server. `${VAR}` expansion of `command`, `args`, `env`, `url`
+/// and `headers` is left to the MCP client, which knows which variables it may see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginConfig {
+    pub name: String,
+    #[serde(rename = "type", default)]
+    pub kind: PluginType,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Per-server call timeout; 0 = the global `tools.mcp_call_timeout_seconds`.
+    #[serde(default)]
+    pub call_timeout_seconds: Option<u64>,
+    /// Per-tool timeouts keyed by the server's raw tool name.
+    #[serde(default)]
+    pub tool_timeout_seconds: BTreeMap<String, u64>,
+    /// How long the handshake may take.
+    #[serde(default = "default_startup_timeout")]
+    pub startup_timeout_seconds: u64,
+    #[serde(default)]
+    pub trusted_read_only_tools: Vec<String>,
+    /// `None` = by provenance: `approve` for user config, `auto` for project files.
+    #[serde(default)]
+    pub default_tools_approval_mode: Option<ApprovalMode>,
+    #[serde(default)]
+    pub tools: BTreeMap<String, PluginToolConfig>,
+    #[serde(default)]
+    pub approvals_reviewer: ApprovalsReviewer,
+    #[serde(skip)]
+    pub origin: Layer,
+}
+
+fn default_startup_timeout() -> u64 {
+    30
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PluginType {
+    #[default]
+    #[serde(rename = "stdio")]
+    Stdio,
+    #[serde(rename = "http")]
+    Http,
+    /// Same transport as `http`; kept distinct so the name round-trips.
+    #[serde(rename = "streamable-http")]
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport: recognised, answered with a clear error by the client.
+    #[serde(rename = "sse")]
+    Sse,
+}
+
+impl PluginType {
+    /// `http` and `streamable-http` name the same transport.
+    pub fn is_http(self) -> bool {
+        matches!(self, PluginType::Http | PluginType::StreamableHttp)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginToolConfig {
+    pub approval_mode: Option<ApprovalMode>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalMode {
+    Auto,
+    Prompt,
+    Writes,
+    Approve,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalsReviewer {
+    #[default]
+    User,
+    AutoReview,
+}
+
+/// The provider used when no file declares any: DeepSeek, so `reasonix run` works with only
+/// `DEEPSEEK_API_KEY` set.
+pub fn builtin_provider() -> ProviderConfig {
+    ProviderConfig {
+        name: "deepseek".into(),
+        kind: default_kind(),
+        base_url: Some("https://api.deepseek.com".into()),
+        chat_url: None,
+        models_url: None,
+        model: None,
+        models: vec!["deepseek-v4-flash".into(), "deepseek-v4-pro".into()],
+        default: Some("deepseek-v4-flash".into()),
+        api_key_env: Some("DEEPSEEK_API_KEY".into()),
+        context_window: Some(1_000_000),
+        model_overrides: BTreeMap::new(),
+        prices: BTreeMap::new(),
+        headers: BTreeMap::new(),
+        extra_body: toml::Table::new(),
+        ca_file: None,
+        timeouts: TimeoutsConfig::default(),
+        retry: RetryConfig::default(),
+        origin: Layer::Builtin,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_shape_falls_back_to_bar() {
+        let ui: UiConfig = toml::from_str("cursor_shape = \"BLOCK\"").unwrap();
+        assert_eq!(ui.cursor_shape, CursorShape::Block);
+        let ui: UiConfig = toml::from_str("cursor_shape = \"wobbly\"").unwrap();
+        assert_eq!(ui.cursor_shape, CursorShape::Bar);
+    }
+
+    #[test]
+    fn provider_default_model_prefers_default_then_model_then_first() {
+        let mut p = builtin_provider();
+        assert_eq!(p.default_model(), Some("deepseek-v4-flash"));
+        p.default = None;
+        p.models.reverse();
+        assert_eq!(p.default_model(), Some("deepseek-v4-pro"));
+        p.models.clear();
+        p.model = Some("solo".into());
+        assert_eq!(p.model_names(), vec!["solo"]);
+        assert_eq!(p.default_model(), Some("solo"));
+    }
+
+    #[test]
+    fn none_fields_vanish_when_serialised_so_key_sets_round_trip() {
+        let table = toml::Table::try_from(Config::default()).unwrap();
+        let agent = table["agent"].as_table().unwrap();
+        assert!(!agent.contains_key("system_prompt"));
+        assert!(agent.contains_key("compact_ratio"));
+    }
+}

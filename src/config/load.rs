@@ -1,0 +1,762 @@
+//! Layering: built-in defaults < user `<home>/config.toml` < project `./reasonix.toml` <
+//! `--config FILE`. Flags are applied above this by the `cli` layer.
+//!
+//! Each file is checked on its own, so every error and warning can point at `path:line:col`:
+//! 1. parse into toml's spanned document (syntax errors carry a span);
+//! 2. deserialise into [`Config`] (type and enum errors carry a span; we name the key at it);
+//! 3. serialise that back to TOML: the keys that survive are the known ones, so any other key in
+//!    the document is unknown and becomes a warning (retired keys are dropped silently);
+//! 4. drop user-only keys from the project file, with a warning each;
+//! 5. validate what serde cannot express (a provider must name a model, ratios are fractions);
+//! 6. resolve relative paths against the file's directory.
+//!
+//! The surviving tables are merged: tables key by key, plain arrays replaced, `[[providers]]` and
+//! `[[plugins]]` by `name`, and two deny-lists (`permissions.deny`, `sandbox.forbid_read`)
+//! accumulated so no later file can drop an earlier file's restriction. The merged table is
+//! deserialised once more into the final [`Config`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeTable, DeValue};
+use toml::{Table, Value};
+
+use super::file::{builtin_provider, Config, Layer, PluginType};
+use super::{paths, ConfigError};
+
+/// Where to look for config files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The reasonix home; its `config.toml` is the user layer.
+    pub home: PathBuf,
+    /// The working directory; its `reasonix.toml` is the project layer.
+    pub cwd: PathBuf,
+    /// `--config FILE`, the top file layer; relative paths are taken against `cwd`.
+    pub extra: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    /// home = `$REASONIX_HOME`, else `$HOME/.reasonix`.
+    pub fn from_env(cwd: PathBuf, extra: Option<PathBuf>) -> Result<LoadOptions, ConfigError> {
+        let home = paths::home_from(
+            std::env::var_os("REASONIX_HOME"),
+            std::env::var_os("HOME"),
+            &cwd,
+        )
+        .ok_or(ConfigError::NoHome)?;
+        Ok(LoadOptions { home, cwd, extra })
+    }
+}
+
+/// The layered config plus everything worth telling the user that did not stop loading.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// One line each, `path:line:col: detail`.
+    pub warnings: Vec<String>,
+}
+
+/// Keys from older versions: accepted and ignored without a warning.
+const RETIRED: &[&str] = &[
+    "agent.max_steps",
+    "agent.planner_max_steps",
+    "planner_max_steps",
+];
+
+/// Keys a project file may not set: a repository must not loosen its own jail or pick the binary
+/// we execute. Listed in `reasonix.example.toml` too.
+pub const USER_ONLY: &[&str] = &[
+    "sandbox.workspace_root",
+    "sandbox.allow_write",
+    "sandbox.bash",
+    "sandbox.network",
+    "sandbox.backend",
+    "tools.shell.path",
+    "tools.shell.prefer",
+];
+
+/// Arrays that accumulate across layers instead of being replaced.
+const ACCUMULATE: &[&str] = &["permissions.deny", "sandbox.forbid_read"];
+
+/// Arrays of tables merged by their `name` key.
+const NAMED: &[&str] = &["providers", "plugins"];
+
+pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let mut warnings = Vec::new();
+    let mut merged = Table::new();
+    let mut sources = Vec::new();
+    let mut origins = Origins::new();
+    for (layer, path) in layer_files(opts) {
+        let Some(text) = read_layer(&path, layer)? else {
+            continue;
+        };
+        let table = parse_layer(&path, &text, layer, &mut warnings)?;
+        merge_layer(&mut merged, table, layer, &mut origins);
+        sources.push(path);
+    }
+    let config: Config = merged.try_into().map_err(|e: toml::de::Error| {
+        ConfigError::Invalid(format!(
+            "the layered files do not fit together: {}",
+            one_line(e.message())
+        ))
+    })?;
+    Ok(Loaded {
+        config: finish(config, opts, sources, &origins),
+        warnings,
+    })
+}
+
+fn layer_files(opts: &LoadOptions) -> Vec<(Layer, PathBuf)> {
+    let mut files = vec![
+        (Layer::User, paths::config_file(&opts.home)),
+        (Layer::Project, paths::project_file(&opts.cwd)),
+    ];
+    if let Some(extra) = &opts.extra {
+        files.push((Layer::Extra, opts.cwd.join(extra)));
+    }
+    files
+}
+
+/// The file's text; `None` for an absent user or project file.
+fn read_layer(path: &Path, layer: Layer) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && layer == Layer::Extra => {
+            Err(ConfigError::MissingFile(path.to_path_buf()))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// One file being checked: its path and text, for turning byte spans into locations.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn location(&self, span: Option<Range<usize>>) -> String {
+        match span {
+            Some(span) => {
+                let (line, col) = line_col(self.text, span.start);
+                format!("{}:{line}:{col}", self.path.display())
+            }
+            None => self.path.display().to_string(),
+        }
+    }
+
+    fn error(&self, span: Option<Range<usize>>, message: String) -> ConfigError {
+        ConfigError::At {
+            location: self.location(span),
+            message,
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
+fn one_line(message: &str) -> String {
+    message.trim().replace('\n', "; ")
+}
+
+fn parse_layer(
+    path: &Path,
+    text: &str,
+    layer: Layer,
+    warnings: &mut Vec<String>,
+) -> Result<Table, ConfigError> {
+    let src = Source { path, text };
+    let doc = DeTable::parse(text).map_err(|e| src.error(e.span(), one_line(e.message())))?;
+    let doc = doc.get_ref();
+    let typed: Config = toml::from_str(text).map_err(|e| type_error(&src, doc, &e))?;
+    let known = Table::try_from(&typed)
+        .map_err(|e| src.error(None, format!("cannot re-encode the parsed file: {e}")))?;
+    let mut raw: Table =
+        toml::from_str(text).map_err(|e| src.error(e.span(), one_line(e.message())))?;
+    // (byte offset, text): the document iterates keys alphabetically, users read top-down.
+    let mut found = Vec::new();
+    let mut walk = Prune {
+        src: &src,
+        path: KeyPath::default(),
+        warnings: &mut found,
+    };
+    walk.table(doc, &known, &mut raw);
+    if layer == Layer::Project {
+        strip_user_only(&src, doc, &mut raw, &mut found);
+    }
+    found.sort_by_key(|(offset, _)| *offset);
+    warnings.extend(found.into_iter().map(|(_, warning)| warning));
+    if let Some((key_path, message)) = validate(&typed).into_iter().next() {
+        return Err(src.error(locate(doc, &key_path.0), message));
+    }
+    if let Some(dir) = path.parent() {
+        resolve_relative_paths(&mut raw, dir);
+    }
+    Ok(raw)
+}
+
+/// A serde error with the dotted key at its span named, so "unknown variant" says which key.
+fn type_error(src: &Source, doc: &DeTable, err: &toml::de::Error) -> ConfigError {
+    let message = one_line(err.message());
+    let Some(span) = err.span() else {
+        return src.error(None, message);
+    };
+    let key = key_at(doc, span.start);
+    let message = if key.0.is_empty() {
+        message
+    } else {
+        format!("`{key}`: {message}")
+    };
+    src.error(Some(span), message)
+}
+
+/// A dotted key path such as `providers[1].model_overrides."v4".context_window`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct KeyPath(Vec<Seg>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+impl KeyPath {
+    fn key(parts: &[&str]) -> KeyPath {
+        KeyPath(parts.iter().map(|p| Seg::Key((*p).to_string())).collect())
+    }
+
+    fn at(mut self, seg: Seg) -> KeyPath {
+        self.0.push(seg);
+        self
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Index(n) => write!(f, "[{n}]")?,
+                Seg::Key(k) => {
+                    if i > 0 {
+                        f.write_str(".")?;
+                    }
+                    let bare = !k.is_empty()
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    if bare {
+                        f.write_str(k)?;
+                    } else {
+                        write!(f, "{k:?}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The deepest key whose key or value span contains `offset`. Container spans are not trusted
+/// to cover their bodies (a `[table]` header does not), so every branch is searched.
+fn key_at(doc: &DeTable, offset: usize) -> KeyPath {
+    let mut path = KeyPath::default();
+    key_at_table(doc, offset, &mut path);
+    path
+}
+
+fn key_at_table(table: &DeTable, offset: usize, path: &mut KeyPath) -> bool {
+    for (key, value) in table.iter() {
+        path.0.push(Seg::Key(key.get_ref().to_string()));
+        if key_at_value(value.get_ref(), offset, path)
+            || key.span().contains(&offset)
+            || value.span().contains(&offset)
+        {
+            return true;
+        }
+        path.0.pop();
+    }
+    false
+}
+
+fn key_at_value(value: &DeValue, offset: usize, path: &mut KeyPath) -> bool {
+    match value {
+        DeValue::Table(table) => key_at_table(table, offset, path),
+        DeValue::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.0.push(Seg::Index(i));
+                if key_at_value(item.get_ref(), offset, path) || item.span().contains(&offset) {
+                    return true;
+                }
+                path.0.pop();
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// The span of the deepest existing part of `path`: the key itself, or the nearest ancestor
+/// when the key is absent (a validation error about a missing key points at its table).
+fn locate(doc: &DeTable, path: &[Seg]) -> Option<Range<usize>> {
+    let mut best = None;
+    let mut table = Some(doc);
+    let mut value: Option<&DeValue> = None;
+    for seg in path {
+        match seg {
+            Seg::Key(name) => {
+                let (k, v) = table?.get_key_value(name.as_str())?;
+                best = Some(k.span());
+                value = Some(v.get_ref());
+            }
+            Seg::Index(i) => {
+                let DeValue::Array(items) = value? else {
+                    return best;
+                };
+                let item = items.get(*i)?;
+                best = Some(item.span());
+                value = Some(item.get_ref());
+            }
+        }
+        table = match value {
+            Some(DeValue::Table(t)) => Some(t),
+            _ => None,
+        };
+    }
+    best
+}
+
+/// Walks the spanned document against the known (re-serialised) table, removing unknown and
+/// retired keys from `raw` and warning about the unknown ones.
+struct Prune<'a, 'w> {
+    src: &'a Source<'a>,
+    path: KeyPath,
+    warnings: &'w mut Vec<(usize, String)>,
+}
+
+impl Prune<'_, '_> {
+    fn table(&mut self, doc: &DeTable, known: &Table, raw: &mut Table) {
+        for (key, value) in doc.iter() {
+            let name: &str = key.get_ref();
+            self.path.0.push(Seg::Key(name.to_string()));
+            let dotted = self.path.to_string();
+            if RETIRED.contains(&dotted.as_str()) {
+                raw.remove(name);
+            } else {
+                match known.get(name) {
+                    None => {
+                        self.warnings.push((
+                            key.span().start,
+                            format!(
+                                "{}: unknown key `{dotted}` (ignored)",
+                                self.src.location(Some(key.span()))
+                            ),
+                        ));
+                        raw.remove(name);
+                    }
+                    Some(known_value) => {
+                        self.value(value.get_ref(), known_value, raw.get_mut(name))
+                    }
+                }
+            }
+            self.path.0.pop();
+        }
+    }
+
+    fn value(&mut self, doc: &DeValue, known: &Value, raw: Option<&mut Value>) {
+        match (doc, known, raw) {
+            (DeValue::Table(d), Value::Table(k), Some(Value::Table(r))) => self.table(d, k, r),
+            (DeValue::Array(d), Value::Array(k), Some(Value::Array(r))) => {
+                for (i, ((d, k), r)) in d.iter().zip(k).zip(r.iter_mut()).enumerate() {
+                    self.path.0.push(Seg::Index(i));
+                    self.value(d.get_ref(), k, Some(r));
+                    self.path.0.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn strip_user_only(
+    src: &Source,
+    doc: &DeTable,
+    raw: &mut Table,
+    warnings: &mut Vec<(usize, String)>,
+) {
+    for dotted in USER_ONLY {
+        let parts: Vec<&str> = dotted.split('.').collect();
+        let key_path = KeyPath::key(&parts);
+        if !remove_path(raw, &parts) {
+            continue;
+        }
+        let span = locate(doc, &key_path.0);
+        warnings.push((
+            span.as_ref().map_or(0, |s| s.start),
+            format!(
+                "{}: `{dotted}` can only be set in the user config; ignored in the project file",
+                src.location(span)
+            ),
+        ));
+    }
+}
+
+/// Removes `a.b.c` from nested tables; true when something was removed.
+fn remove_path(table: &mut Table, parts: &[&str]) -> bool {
+    match parts {
+        [] => false,
+        [last] => table.remove(*last).is_some(),
+        [first, rest @ ..] => match table.get_mut(*first) {
+            Some(Value::Table(inner)) => remove_path(inner, rest),
+            _ => false,
+        },
+    }
+}
+
+/// Rules serde cannot express. Returns the offending key paths with messages.
+fn validate(config: &Config) -> Vec<(KeyPath, String)> {
+    let mut problems = Vec::new();
+    let agent = &config.agent;
+    for (key, value) in [
+        ("tool_result_snip_ratio", agent.tool_result_snip_ratio),
+        ("compact_ratio", agent.compact_ratio),
+        ("compact_force_ratio", agent.compact_force_ratio),
+    ] {
+        if !(value > 0.0 && value <= 1.0) {
+            problems.push((
+                KeyPath::key(&["agent", key]),
+                format!("`agent.{key}` must be a fraction in (0, 1], got {value}"),
+            ));
+        }
+    }
+    for (key, value) in [
+        ("max_parallel_tools", agent.max_parallel_tools),
+        ("max_subagent_concurrency", agent.max_subagent_concurrency),
+        ("max_parallel_writers", agent.max_parallel_writers),
+    ] {
+        if value == 0 {
+            problems.push((
+                KeyPath::key(&["agent", key]),
+                format!("`agent.{key}` must be at least 1"),
+            ));
+        }
+    }
+    for (i, provider) in config.providers.iter().enumerate() {
+        let here = KeyPath::key(&["providers"]).at(Seg::Index(i));
+        if let Some((key, problem)) = provider_problem(provider) {
+            let at = match key {
+                Some(key) => here.at(Seg::Key(key.into())),
+                None => here,
+            };
+            problems.push((at, format!("provider `{}`: {problem}", provider.name)));
+        }
+    }
+    for (i, plugin) in config.plugins.iter().enumerate() {
+        let here = KeyPath::key(&["plugins"]).at(Seg::Index(i));
+        if let Some(problem) = plugin_problem(plugin) {
+            problems.push((here, format!("plugin `{}`: {problem}", plugin.name)));
+        }
+    }
+    problems
+}
+
+/// The first thing wrong with a provider entry, and the key to point at (`None` = the entry).
+fn provider_problem(p: &super::ProviderConfig) -> Option<(Option<&'static str>, String)> {
+    if p.name.trim().is_empty() || p.name.contains('/') {
+        return Some((
+            Some("name"),
+            "`name` must be non-empty and contain no `/` (it prefixes `provider/model`)".into(),
+        ));
+    }
+    if p.model.is_some() && !p.models.is_empty() {
+        return Some((
+            Some("model"),
+            "set either `model` or `models`, not both".into(),
+        ));
+    }
+    if p.model_names().iter().all(|m| m.trim().is_empty()) {
+        return Some((None, "declares no model; set `model` or `models`".into()));
+    }
+    if let Some(default) = &p.default {
+        if !p.model_names().contains(&default.as_str()) {
+            return Some((
+                Some("default"),
+                format!(
+                    "`default` = `{default}` is not one of its models ({})",
+                    p.model_names().join(", ")
+                ),
+            ));
+        }
+    }
+    if p.kind == "openai" && p.base_url.as_deref().is_none_or(|u| u.trim().is_empty()) {
+        return Some((
+            None,
+            "needs `base_url` (e.g. https://api.deepseek.com)".into(),
+        ));
+    }
+    None
+}
+
+fn plugin_problem(p: &super::PluginConfig) -> Option<String> {
+    if p.name.trim().is_empty() {
+        return Some("`name` must not be empty".into());
+    }
+    let blank = |v: &Option<String>| v.as_deref().is_none_or(|s| s.trim().is_empty());
+    match p.kind {
+        PluginType::Stdio if blank(&p.command) => Some("a stdio server needs `command`".into()),
+        PluginType::Http | PluginType::StreamableHttp | PluginType::Sse if blank(&p.url) => {
+            Some("a remote server needs `url`".into())
+        }
+        _ => None,
+    }
+}
+
+/// `agent.system_prompt_file` and `providers[].ca_file` are relative to the file that set them.
+fn resolve_relative_paths(raw: &mut Table, dir: &Path) {
+    if let Some(Value::Table(agent)) = raw.get_mut("agent") {
+        absolutize(agent, "system_prompt_file", dir);
+    }
+    if let Some(Value::Array(providers)) = raw.get_mut("providers") {
+        for provider in providers.iter_mut() {
+            if let Value::Table(provider) = provider {
+                absolutize(provider, "ca_file", dir);
+            }
+        }
+    }
+}
+
+fn absolutize(table: &mut Table, key: &str, dir: &Path) {
+    if let Some(Value::String(path)) = table.get_mut(key) {
+        if !path.is_empty() && Path::new(path.as_str()).is_relative() {
+            *path = dir.join(path.as_str()).to_string_lossy().into_owned();
+        }
+    }
+}
+
+/// Which layer last defined each named provider and plugin: `(section, name) -> layer`.
+type Origins = BTreeMap<(String, String), Layer>;
+
+fn merge_layer(base: &mut Table, over: Table, layer: Layer, origins: &mut Origins) {
+    for (key, value) in over {
+        if NAMED.contains(&key.as_str()) {
+            merge_named(base, key, value, layer, origins);
+        } else {
+            merge_value(base, key, value, "");
+        }
+    }
+}
+
+fn merge_value(base: &mut Table, key: String, value: Value, parent: &str) {
+    let path = if parent.is_empty() {
+        key.clone()
+    } else {
+        format!("{parent}.{key}")
+    };
+    match (base.get_mut(&key), value) {
+        (Some(Value::Table(existing)), Value::Table(over)) => {
+            if path == "agent"
+                && (over.contains_key("system_prompt") || over.contains_key("system_prompt_file"))
+            {
+                // The pair is one setting: a later file choosing either replaces both.
+                existing.remove("system_prompt");
+                existing.remove("system_prompt_file");
+            }
+            for (k, v) in over {
+                merge_value(existing, k, v, &path);
+            }
+        }
+        (Some(Value::Array(existing)), Value::Array(over))
+            if ACCUMULATE.contains(&path.as_str()) =>
+        {
+            for item in over {
+                if !existing.contains(&item) {
+                    existing.push(item);
+                }
+            }
+        }
+        (_, value) => {
+            base.insert(key, value);
+        }
+    }
+}
+
+fn merge_named(
+    base: &mut Table,
+    section: String,
+    value: Value,
+    layer: Layer,
+    origins: &mut Origins,
+) {
+    let Value::Array(items) = value else {
+        return;
+    };
+    let entry = base
+        .entry(section.clone())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Value::Array(existing) = entry else {
+        return;
+    };
+    for item in items {
+        let name = entry_name(&item).unwrap_or_default().to_string();
+        match existing
+            .iter()
+            .position(|e| entry_name(e) == Some(name.as_str()))
+        {
+            Some(pos) => existing[pos] = item,
+            None => existing.push(item),
+        }
+        origins.insert((section.clone(), name), layer);
+    }
+}
+
+fn entry_name(item: &Value) -> Option<&str> {
+    item.get("name").and_then(Value::as_str)
+}
+
+fn finish(
+    mut config: Config,
+    opts: &LoadOptions,
+    sources: Vec<PathBuf>,
+    origins: &Origins,
+) -> Config {
+    config.home = opts.home.clone();
+    config.sources = sources;
+    let origin = |section: &str, name: &str| {
+        origins
+            .get(&(section.to_string(), name.to_string()))
+            .copied()
+            .unwrap_or_default()
+    };
+    for provider in &mut config.providers {
+        provider.origin = origin("providers", &provider.name);
+    }
+    for plugin in &mut config.plugins {
+        plugin.origin = origin("plugins", &plugin.name);
+    }
+    if config.providers.is_empty() {
+        config.providers.push(builtin_provider());
+    }
+    if config
+        .sandbox
+        .workspace_root
+        .as_ref()
+        .is_some_and(|p| p.as_os_str().is_empty())
+    {
+        config.sandbox.workspace_root = None;
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str, layer: Layer) -> (Result<Table, ConfigError>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let result = parse_layer(Path::new("/p/r.toml"), text, layer, &mut warnings);
+        (result, warnings)
+    }
+
+    #[test]
+    fn line_col_counts_characters_from_one() {
+        let text = "a = 1\nbé = 2\n";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 6), (2, 1));
+        assert_eq!(line_col(text, 9), (2, 3));
+        assert_eq!(line_col(text, 999), (3, 1));
+    }
+
+    #[test]
+    fn key_paths_quote_keys_that_are_not_bare() {
+        let path = KeyPath::key(&["providers"])
+            .at(Seg::Index(1))
+            .at(Seg::Key("model_overrides".into()))
+            .at(Seg::Key("a.b".into()));
+        assert_eq!(path.to_string(), "providers[1].model_overrides.\"a.b\"");
+    }
+
+    #[test]
+    fn type_errors_name_the_key_inside_arrays_of_tables() {
+        let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\n\n[[providers]]\nname = \"b\"\ncontext_window = \"big\"\n";
+        let err = check(text, Layer::User).0.unwrap_err().to_string();
+        assert!(
+            err.starts_with("config: /p/r.toml:8:18: `providers[1].context_window`: invalid type"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_nested_maps_are_found_and_pruned() {
+        let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nmodel_overrides = { m = { context_window = 5, colour = 1 } }\n[agent]\nmax_steps = 3\n";
+        let (table, warnings) = check(text, Layer::User);
+        let table = table.unwrap();
+        assert_eq!(
+            warnings,
+            vec!["/p/r.toml:5:47: unknown key `providers[0].model_overrides.m.colour` (ignored)"]
+        );
+        let overrides = &table["providers"][0]["model_overrides"]["m"];
+        assert!(overrides.get("colour").is_none());
+        assert!(table["agent"].get("max_steps").is_none());
+    }
+
+    #[test]
+    fn validation_points_at_the_offending_entry() {
+        let text = "[[plugins]]\nname = \"x\"\ntype = \"http\"\n";
+        let err = check(text, Layer::User).0.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config: /p/r.toml:1:1: plugin `x`: a remote server needs `url`"
+        );
+        let text = "[agent]\ncompact_ratio = 1.5\n";
+        let err = check(text, Layer::User).0.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config: /p/r.toml:2:1: `agent.compact_ratio` must be a fraction in (0, 1], got 1.5"
+        );
+    }
+
+    #[test]
+    fn merging_replaces_arrays_accumulates_deny_lists_and_keys_named_entries() {
+        let mut base: Table = toml::from_str(
+            "[tools]\nenabled = [\"a\"]\n[permissions]\ndeny = [\"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"1\"\n[agent]\nsystem_prompt_file = \"/f\"\ntemperature = 0.5\n",
+        )
+        .unwrap();
+        let over: Table = toml::from_str(
+            "[tools]\nenabled = [\"b\"]\n[permissions]\ndeny = [\"Y\", \"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"2\"\n[[providers]]\nname = \"q\"\nmodel = \"3\"\n[agent]\nsystem_prompt = \"inline\"\n",
+        )
+        .unwrap();
+        let mut origins = Origins::new();
+        merge_layer(&mut base, over, Layer::Project, &mut origins);
+        let merged: Config = base.try_into().unwrap();
+        assert_eq!(merged.tools.enabled, vec!["b"]);
+        assert_eq!(merged.permissions.deny, vec!["X", "Y"]);
+        let models: Vec<_> = merged
+            .providers
+            .iter()
+            .map(|p| (p.name.as_str(), p.model.as_deref()))
+            .collect();
+        assert_eq!(models, vec![("p", Some("2")), ("q", Some("3"))]);
+        assert_eq!(merged.agent.system_prompt.as_deref(), Some("inline"));
+        assert_eq!(merged.agent.system_prompt_file, None);
+        assert_eq!(merged.agent.temperature, Some(0.5));
+        assert_eq!(
+            origins.get(&("providers".to_string(), "q".to_string())),
+            Some(&Layer::Project)
+        );
+    }
+}
