@@ -16,6 +16,8 @@ use crate::provider::ToolSchema;
 
 pub mod args;
 pub mod builtin;
+pub mod glob;
+pub mod walk;
 
 /// What a tool needs from the run it executes in.
 #[derive(Clone)]
