@@ -632,7 +632,7 @@ fn grep_count_mode_case_insensitivity_and_multiline() {
             &dir,
             json!({"pattern": "todo", "output_mode": "count"})
         ),
-        "src/a.rs:1\n(1 matching lines in 1 files)\n"
+        "src/a.rs:1\n(1 matching line in 1 file)\n"
     );
     assert_eq!(
         ok(

@@ -416,6 +416,9 @@ impl Walk {
         if !self.exclude.is_empty() && self.is_excluded(&dir.join(name.as_ref())) {
             return false;
         }
+        if self.overrides.is_none() && self.matchers.is_empty() {
+            return true;
+        }
         !self.is_ignored(&join_rel(dir_rel, &name), kind == EntryKind::Dir)
     }
 

@@ -1,10 +1,12 @@
 //! `grep`: searches file contents with a regex-lite pattern through the shared walker.
 //!
 //! Lines are matched one at a time (so `^`, `$` and `\s` never cross a line break) unless
-//! `multiline` is set. Two shortcuts keep the common case fast: a pattern without regex
-//! syntax is searched as plain text, and any other pattern is first tried on the whole file
-//! so files without a match cost one pass. Files whose first 8 KiB hold a NUL byte are binary
-//! and skipped. Output is in walk order (sorted paths), so the same tree gives the same bytes.
+//! `multiline` is set. regex-lite has no literal optimisations, so we supply them: a pattern
+//! without regex syntax is a plain substring search, and for any other pattern we read off
+//! literals one of which every match must contain (`_mut(` in `fn \w+_mut\(`); only lines
+//! holding one reach the regex engine. Patterns beyond that reading get one whole-file test
+//! first. Files whose first 8 KiB hold a NUL byte are binary and skipped. Output is in walk
+//! order (sorted paths), so the same tree gives the same bytes.
 
 use std::borrow::Cow;
 use std::fs;
@@ -799,21 +801,35 @@ impl Report {
         }
         if self.mode == Mode::Count {
             self.out.push_str(&format!(
-                "({} matching lines in {} files)\n",
-                self.lines_matched, self.files_matched
+                "({} in {})\n",
+                counted(self.lines_matched, "matching line"),
+                counted(self.files_matched, "file")
             ));
         }
         if self.omitted > 0 {
             let unit = match self.mode {
-                Mode::Content => "matching lines",
-                Mode::Files | Mode::Count => "files",
+                Mode::Content => "matching line",
+                Mode::Files | Mode::Count => "file",
             };
             self.out.push_str(&format!(
-                "[{} more {unit} not shown; narrow your search with path or glob, or raise head_limit]\n",
-                self.omitted
+                "[{} more {} not shown; narrow your search with path or glob, or raise head_limit]\n",
+                self.omitted,
+                noun(self.omitted, unit)
             ));
         }
         self.out
+    }
+}
+
+/// `1 file`, `2 files`.
+fn counted(n: usize, unit: &str) -> String {
+    format!("{n} {}", noun(n, unit))
+}
+
+fn noun(n: usize, unit: &str) -> String {
+    match n {
+        1 => unit.to_string(),
+        _ => format!("{unit}s"),
     }
 }
 

@@ -105,8 +105,9 @@ fn list(dir: &Path, options: Options, ctx: &ToolContext) -> Result<String, ToolE
             "... more than {MAX_COUNTED} more entries; narrow the path or use glob\n"
         ));
     } else if more > 0 {
+        let unit = if more == 1 { "entry" } else { "entries" };
         out.push_str(&format!(
-            "... {more} more entries; narrow the path or use glob\n"
+            "... {more} more {unit}; narrow the path or use glob\n"
         ));
     }
     if walk.unreadable() > 0 {
