@@ -7,3 +7,4 @@ mod cli;
 mod config;
 mod tools_bash;
 mod tools_files;
+mod tools_search;

@@ -17,7 +17,9 @@ use crate::provider::ToolSchema;
 pub mod args;
 pub mod builtin;
 pub mod contract;
+pub mod glob;
 pub mod text;
+pub mod walk;
 
 /// What a tool needs from the run it executes in.
 #[derive(Clone)]

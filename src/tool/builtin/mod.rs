@@ -6,6 +6,9 @@ use super::Tool;
 
 mod bash;
 pub mod edit;
+mod glob;
+mod grep;
+mod ls;
 pub mod move_file;
 pub mod multi_edit;
 pub mod read;
@@ -21,6 +24,9 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(multi_edit::MultiEdit),
         Arc::new(move_file::MoveFile),
         Arc::new(bash::Bash),
+        Arc::new(ls::Ls),
+        Arc::new(glob::GlobTool),
+        Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
     ]
 }
