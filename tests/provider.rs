@@ -483,6 +483,27 @@ fn auth_failure_fails_fast_and_names_the_key_variable() {
 }
 
 #[test]
+fn a_connection_dropped_before_any_byte_is_retried() {
+    let fake = FakeOpenAI::start(vec![Reply::Hangup, Reply::text("second try")]);
+    let chunks = collect(provider_for(&fake).as_ref(), &request());
+    assert_eq!(text_of(&chunks), "second try");
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn dropping_a_stream_early_closes_its_connection() {
+    let (reply, release) = Reply::hold(vec![sse_text("first")]);
+    let fake = FakeOpenAI::start(vec![reply]);
+    let mut stream = provider_for(&fake)
+        .stream(&request(), &CancelToken::new())
+        .unwrap();
+    assert_eq!(stream.next().unwrap().unwrap(), Chunk::Text("first".into()));
+    drop(stream);
+    fake.wait_for_client_hangups(1);
+    drop(release);
+}
+
+#[test]
 fn connection_refused_is_retried_then_reported() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -96,8 +96,14 @@ impl Failure {
 }
 
 impl Net {
-    pub fn new(settings: &ProviderSettings) -> Result<Net, ProviderError> {
-        let (roots, description) = load_roots(settings.ca_file.as_deref(), &env_lookup)?;
+    /// Transport for talking to `url`. Trust roots are loaded only for https, so a broken
+    /// CA setup never stands between the user and a plain-http local model server.
+    pub fn new(settings: &ProviderSettings, url: &str) -> Result<Net, ProviderError> {
+        let (roots, description) = if url.starts_with("https://") {
+            load_roots(settings.ca_file.as_deref(), &env_lookup)?
+        } else {
+            (RootCerts::WebPki, "not used (plain http)".to_string())
+        };
         Ok(Net {
             tls: TlsConfig::builder().root_certs(roots).build(),
             roots: description.into(),

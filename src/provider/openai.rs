@@ -22,7 +22,7 @@ use super::{
     Chunk, ChunkStream, Message, Provider, ProviderError, ProviderSettings, Request, Role,
     ToolCall, Usage,
 };
-use crate::cancel::CancelToken;
+use crate::cancel::{CancelToken, HookGuard};
 
 /// A models list larger than this is not a models list.
 const MODELS_BODY_LIMIT: u64 = 16 * 1024 * 1024;
@@ -47,7 +47,7 @@ impl OpenAiProvider {
     pub fn new(settings: ProviderSettings) -> Result<OpenAiProvider, ProviderError> {
         let chat_url = chat_url(&settings)?;
         let headers = request_headers(&settings, Method::Post)?;
-        let net = Net::new(&settings)?;
+        let net = Net::new(&settings, &chat_url)?;
         let recorder = settings
             .record_file
             .as_deref()
@@ -82,6 +82,9 @@ impl Provider for OpenAiProvider {
         let body_json = request_body(&self.settings, request);
         let body = serde_json::to_vec(&body_json)
             .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
+        // The exchange stops when the caller cancels or drops the stream, whichever is first.
+        let abort = CancelToken::new();
+        let abort_on_cancel = abort.clone();
         let job = Job {
             net: self.net.clone(),
             url: self.chat_url.clone(),
@@ -94,14 +97,15 @@ impl Provider for OpenAiProvider {
             policy: self.settings.retry,
             api_key_env: self.settings.api_key_env.clone(),
             recorder: self.recorder.clone(),
-            cancel: cancel.clone(),
+            abort: abort.clone(),
+            _abort_on_cancel: cancel.on_cancel(move || abort_on_cancel.cancel()),
         };
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("reasonix-provider-stream".into())
             .spawn(move || job.run(tx))
             .map_err(|e| ProviderError::Stream(format!("cannot start the stream thread: {e}")))?;
-        await_start(rx, cancel.clone())
+        await_start(rx, cancel.clone(), abort)
     }
 }
 
@@ -114,13 +118,18 @@ enum Msg {
     End,
 }
 
-fn await_start(rx: Receiver<Msg>, cancel: CancelToken) -> Result<ChunkStream, ProviderError> {
+fn await_start(
+    rx: Receiver<Msg>,
+    cancel: CancelToken,
+    abort: CancelToken,
+) -> Result<ChunkStream, ProviderError> {
     loop {
         match rx.recv() {
             Ok(Msg::Started) => {
                 return Ok(Box::new(ChannelStream {
                     rx,
                     cancel,
+                    abort,
                     finished: false,
                 }))
             }
@@ -136,11 +145,19 @@ fn await_start(rx: Receiver<Msg>, cancel: CancelToken) -> Result<ChunkStream, Pr
 }
 
 /// The consumer's end: chunks in order, then `None`; `Err(Cancelled)` as soon as the token
-/// fires (the stream thread's cancel hook wakes a blocked `recv`).
+/// fires (the stream thread's cancel hook wakes a blocked `recv`). Dropping it early shuts
+/// the connection instead of leaving the thread reading until the idle timeout.
 struct ChannelStream {
     rx: Receiver<Msg>,
     cancel: CancelToken,
+    abort: CancelToken,
     finished: bool,
+}
+
+impl Drop for ChannelStream {
+    fn drop(&mut self) {
+        self.abort.cancel();
+    }
 }
 
 impl Iterator for ChannelStream {
@@ -185,14 +202,16 @@ struct Job {
     policy: super::RetryPolicy,
     api_key_env: String,
     recorder: Option<Arc<Recorder>>,
-    cancel: CancelToken,
+    /// Fires on the caller's cancel and when the consumer drops the stream.
+    abort: CancelToken,
+    _abort_on_cancel: HookGuard,
 }
 
 impl Job {
     fn run(self, tx: Sender<Msg>) {
         let _wake_consumer = {
             let tx = tx.clone();
-            self.cancel.on_cancel(move || {
+            self.abort.on_cancel(move || {
                 let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
             })
         };
@@ -207,11 +226,13 @@ impl Job {
             },
             api_key_env: &self.api_key_env,
         };
-        match self.net.send(&exchange, &self.policy, &self.cancel) {
+        match self.net.send(&exchange, &self.policy, &self.abort) {
             Err(failure) => {
-                let error_text = (failure.status == 0).then(|| match failure.error {
+                let error_text = (failure.status == 0).then(|| match &failure.error {
                     ProviderError::Cancelled => record::CANCELLED.to_string(),
-                    ref other => other.to_string(),
+                    // Replayed as Connect(detail), which adds its own prefix.
+                    ProviderError::Connect(detail) => detail.clone(),
+                    other => other.to_string(),
                 });
                 // The exchange's own error matters more than a failure to record it.
                 let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
@@ -229,13 +250,17 @@ impl Job {
     fn read_body(&self, mut open: OpenBody, tx: &Sender<Msg>) {
         let mut parser = StreamParser::new(self.id_seed, self.prompt_estimate);
         let mut raw = Vec::new();
+        let mut received = 0usize;
         let mut buf = vec![0u8; 16 * 1024];
         let mut out = Vec::new();
         let result = loop {
             match open.reader.read(&mut buf) {
                 Ok(0) => break parser.finish(&mut out),
                 Ok(n) => {
-                    raw.extend_from_slice(&buf[..n]);
+                    received += n;
+                    if self.recorder.is_some() {
+                        raw.extend_from_slice(&buf[..n]);
+                    }
                     if let Err(err) = parser.feed(&buf[..n], &mut out) {
                         break Err(err);
                     }
@@ -248,7 +273,7 @@ impl Job {
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => break Err(self.read_error(e, raw.len())),
+                Err(e) => break Err(self.read_error(e, received)),
             }
         };
         let cancelled = matches!(result, Err(ProviderError::Cancelled));
@@ -268,7 +293,7 @@ impl Job {
     }
 
     fn read_error(&self, err: std::io::Error, received: usize) -> ProviderError {
-        if self.cancel.is_cancelled() {
+        if self.abort.is_cancelled() {
             return ProviderError::Cancelled;
         }
         match ureq::Error::from(err) {
@@ -910,7 +935,7 @@ pub fn list_models(
 ) -> Result<Vec<String>, ProviderError> {
     let url = models_url(settings)?;
     let headers = request_headers(settings, Method::Get)?;
-    let net = Net::new(settings)?;
+    let net = Net::new(settings, &url)?;
     let exchange = Exchange {
         method: Method::Get,
         url: &url,
@@ -986,7 +1011,7 @@ pub struct ProbeReport {
 pub fn probe(settings: &ProviderSettings, timeout: Duration) -> Result<ProbeReport, ProviderError> {
     let url = models_url(settings)?;
     let headers = request_headers(settings, Method::Get)?;
-    let net = Net::new(settings)?;
+    let net = Net::new(settings, &url)?;
     let exchange = Exchange {
         method: Method::Get,
         url: &url,

@@ -35,6 +35,8 @@ pub enum Reply {
     },
     /// Reads the request and sends nothing until released, then closes.
     Stall(Receiver<()>),
+    /// Reads the request and closes the connection without a byte of response.
+    Hangup,
 }
 
 /// How an SSE reply ends.
@@ -463,6 +465,7 @@ fn respond(mut stream: TcpStream, reply: Reply, state: &State) -> std::io::Resul
             stream.write_all(body.as_bytes())?;
             stream.flush()
         }
+        Reply::Hangup => stream.shutdown(Shutdown::Both),
         Reply::Stall(release) => {
             hold_until_released_or_hangup(&stream, release, state);
             Ok(())
