@@ -110,15 +110,17 @@ fn replay_exchange(
             let seed = stable_hash(&serde_json::to_vec(&recorded.request).unwrap_or_default());
             let mut parser = StreamParser::new(seed, (live_bytes as u64).div_ceil(4));
             let mut out = Vec::new();
-            let result = parser
-                .feed(recorded.response.as_bytes(), &mut out)
-                .and_then(|_| parser.finish(&mut out));
-            let mut items: Vec<Result<Chunk, ProviderError>> = out.into_iter().map(Ok).collect();
-            if let Err(err) = result {
-                items.push(Err(err));
+            let cancelled = recorded.error.as_deref() == Some(record::CANCELLED);
+            let mut result = parser.feed(recorded.response.as_bytes(), &mut out);
+            if !cancelled {
+                result = result.and_then(|_| parser.finish(&mut out));
             }
-            if recorded.error.as_deref() == Some(record::CANCELLED) {
-                items.push(Err(ProviderError::Cancelled));
+            let mut items: Vec<Result<Chunk, ProviderError>> = out.into_iter().map(Ok).collect();
+            match result {
+                Err(err) => items.push(Err(err)),
+                // The recorded run was interrupted mid-reply: so is the replay.
+                Ok(()) if cancelled => items.push(Err(ProviderError::Cancelled)),
+                Ok(()) => {}
             }
             Ok(items)
         }
@@ -252,18 +254,18 @@ mod tests {
             matches!(err, ProviderError::Connect(ref d) if d == "refused"),
             "{err}"
         );
-        let items = replay_exchange(
-            &exchange(
-                200,
-                "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n",
-                None,
-            ),
-            "K",
-            0,
-        )
-        .unwrap();
+        let partial = "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n";
+        let items = replay_exchange(&exchange(200, partial, None), "K", 0).unwrap();
         assert!(
             matches!(items.last(), Some(Err(ProviderError::Stream(_)))),
+            "{items:?}"
+        );
+        let items = replay_exchange(&exchange(200, partial, Some("cancelled")), "K", 0).unwrap();
+        assert!(
+            matches!(
+                items.as_slice(),
+                [Ok(Chunk::Text(_)), Err(ProviderError::Cancelled)]
+            ),
             "{items:?}"
         );
     }
