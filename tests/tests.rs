@@ -5,6 +5,7 @@ mod util;
 
 mod cli;
 mod config;
+mod provider;
 mod tools_bash;
 mod tools_files;
 mod tools_search;

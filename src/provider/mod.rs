@@ -14,6 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 
+pub mod net;
+pub mod openai;
+pub mod record;
+pub mod replay;
+pub mod retry;
 pub mod sse;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -303,6 +308,10 @@ pub enum ProviderError {
     Config(String),
     /// The replay provider received a request that differs from the recording.
     ReplayDiverged(String),
+    /// `--record`: the recording file could not be written.
+    Record(String),
+    /// A non-streaming endpoint (the models list) answered with something unexpected.
+    BadResponse(String),
 }
 
 impl fmt::Display for ProviderError {
@@ -324,6 +333,8 @@ impl fmt::Display for ProviderError {
             ProviderError::Cancelled => write!(f, "provider: request cancelled"),
             ProviderError::Config(detail) => write!(f, "provider: {detail}"),
             ProviderError::ReplayDiverged(detail) => write!(f, "replay: request diverged: {detail}"),
+            ProviderError::Record(detail) => write!(f, "provider: {detail}"),
+            ProviderError::BadResponse(detail) => write!(f, "provider: unexpected reply: {detail}"),
         }
     }
 }
@@ -333,7 +344,7 @@ impl std::error::Error for ProviderError {}
 type Factory = fn(ProviderSettings) -> Result<Box<dyn Provider>, ProviderError>;
 
 /// kind -> factory. Adding an OpenAI-compatible vendor is a config edit, not a row here.
-const FACTORIES: &[(&str, Factory)] = &[];
+const FACTORIES: &[(&str, Factory)] = &[("openai", openai::factory), ("replay", replay::factory)];
 
 /// The provider kinds this build knows.
 pub fn kinds() -> impl Iterator<Item = &'static str> {

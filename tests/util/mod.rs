@@ -115,3 +115,6 @@ impl std::fmt::Debug for Run {
         )
     }
 }
+
+pub mod fake_openai;
+pub mod http_proxy;

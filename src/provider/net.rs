@@ -1,0 +1,763 @@
+//! HTTP transport for providers: TLS trust roots, proxy selection, one ureq agent per
+//! exchange (so a cancel can shut exactly that exchange down), and the retry loop that runs
+//! until a response body starts.
+//!
+//! What the bytes mean is left to `openai`; when to retry and how long to wait, to `retry`.
+//! Nothing else in the crate opens a network connection to a model server.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ureq::http::Uri;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+use ureq::{Agent, BodyReader, Proxy, ProxyProtocol};
+
+use super::retry;
+use super::{ProviderError, ProviderSettings, RetryPolicy};
+use crate::cancel::{CancelToken, HookGuard};
+
+/// Error bodies are read up to this size; the message we show is one line of it anyway.
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+
+/// Distro CA bundle locations, most common first.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+    "/usr/local/etc/openssl/cert.pem",
+    "/usr/local/share/certs/ca-root-nss.crt",
+    "/etc/certs/ca-certificates.crt",
+];
+
+/// Everything needed to open connections for one provider, built once.
+#[derive(Debug, Clone)]
+pub struct Net {
+    tls: TlsConfig,
+    roots: Arc<str>,
+    connect_timeout: Duration,
+}
+
+/// Per-exchange limits on top of the connect timeout.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// No byte for this long fails the read (the idle-stream watchdog).
+    pub per_read: Option<Duration>,
+    /// The whole exchange, for one-shot probes.
+    pub total: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+}
+
+/// One HTTP exchange to attempt, with the headers already final.
+pub struct Exchange<'a> {
+    pub method: Method,
+    pub url: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: &'a [u8],
+    pub limits: Limits,
+    /// Named in the authentication error so the user knows which variable to fix.
+    pub api_key_env: &'a str,
+}
+
+/// A 2xx response whose body is ready to read. Dropping it closes the connection.
+pub struct OpenBody {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub reader: BodyReader<'static>,
+    _agent: Agent,
+    _shutdown_on_cancel: HookGuard,
+}
+
+/// The final failure of an exchange, with what the server said if it said anything.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: ProviderError,
+    /// 0 when no HTTP response arrived.
+    pub status: u16,
+    pub body: String,
+}
+
+impl Failure {
+    fn without_response(error: ProviderError) -> Self {
+        Failure {
+            error,
+            status: 0,
+            body: String::new(),
+        }
+    }
+}
+
+impl Net {
+    /// Transport for talking to `url`. Trust roots are loaded only for https, so a broken
+    /// CA setup never stands between the user and a plain-http local model server.
+    pub fn new(settings: &ProviderSettings, url: &str) -> Result<Net, ProviderError> {
+        let (roots, description) = if url.starts_with("https://") {
+            load_roots(settings.ca_file.as_deref(), &env_lookup)?
+        } else {
+            (RootCerts::WebPki, "not used (plain http)".to_string())
+        };
+        Ok(Net {
+            tls: TlsConfig::builder().root_certs(roots).build(),
+            roots: description.into(),
+            connect_timeout: settings.timeouts.connect,
+        })
+    }
+
+    /// Where the trusted CA certificates came from, for `reasonix doctor`.
+    pub fn roots_description(&self) -> &str {
+        &self.roots
+    }
+
+    /// A fresh agent for one exchange with `url`: its own connection, so shutting it down
+    /// on cancel touches nothing else.
+    pub fn agent(&self, url: &str, limits: Limits) -> Result<Agent, ProviderError> {
+        let uri = parse_url(url)?;
+        let proxy = proxy_for(&uri, &env_lookup)?;
+        let config = Agent::config_builder()
+            .http_status_as_error(false)
+            // A redirected POST would silently become a GET; report the 3xx instead.
+            .max_redirects(0)
+            .proxy(proxy)
+            .tls_config(self.tls.clone())
+            .timeout_connect(Some(self.connect_timeout))
+            .timeout_per_read(limits.per_read)
+            .timeout_global(limits.total)
+            // The caller sends User-Agent and Accept itself, exactly once.
+            .user_agent("")
+            .accept("")
+            .build();
+        Ok(Agent::new_with_config(config))
+    }
+
+    /// Runs `exchange`, retrying retryable failures with backoff until a 2xx response head
+    /// arrives, the policy gives up, or `cancel` fires.
+    pub fn send(
+        &self,
+        exchange: &Exchange<'_>,
+        policy: &RetryPolicy,
+        cancel: &CancelToken,
+    ) -> Result<OpenBody, Failure> {
+        let mut attempt = 0u32;
+        loop {
+            if cancel.is_cancelled() {
+                return Err(Failure::without_response(ProviderError::Cancelled));
+            }
+            let agent = self
+                .agent(exchange.url, exchange.limits)
+                .map_err(Failure::without_response)?;
+            let guard = {
+                let agent = agent.clone();
+                cancel.on_cancel(move || agent.shutdown())
+            };
+            let retry_after = match send_once(&agent, exchange) {
+                Ok(response) if response.status().is_success() => {
+                    return Ok(open_body(response, agent, guard));
+                }
+                Ok(response) => {
+                    let failed = http_failure(response, exchange.api_key_env);
+                    let status = failed.status;
+                    if !retry::is_retryable_status(status) || attempt >= policy.max_retries {
+                        return Err(gave_up(failed.into_failure(), attempt));
+                    }
+                    failed.retry_after
+                }
+                Err(_) if cancel.is_cancelled() => {
+                    return Err(Failure::without_response(ProviderError::Cancelled));
+                }
+                Err(err) => {
+                    let failure = Failure::without_response(ProviderError::Connect(
+                        describe_transport_error(&err, exchange.url),
+                    ));
+                    if !is_retryable_transport_error(&err) || attempt >= policy.max_retries {
+                        return Err(gave_up(failure, attempt));
+                    }
+                    None
+                }
+            };
+            drop(guard);
+            let wait = retry::delay(policy, attempt, retry_after.as_deref(), SystemTime::now());
+            if retry::sleep(wait, cancel).is_err() {
+                return Err(Failure::without_response(ProviderError::Cancelled));
+            }
+            attempt += 1;
+        }
+    }
+}
+
+fn send_once(
+    agent: &Agent,
+    exchange: &Exchange<'_>,
+) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+    match exchange.method {
+        Method::Get => {
+            let mut request = agent.get(exchange.url);
+            for (name, value) in exchange.headers {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            request.call()
+        }
+        Method::Post => {
+            let mut request = agent.post(exchange.url);
+            for (name, value) in exchange.headers {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            request.send(exchange.body)
+        }
+    }
+}
+
+fn open_body(
+    response: ureq::http::Response<ureq::Body>,
+    agent: Agent,
+    guard: HookGuard,
+) -> OpenBody {
+    let status = response.status().as_u16();
+    let content_type = header(&response, "content-type");
+    OpenBody {
+        status,
+        content_type,
+        reader: response.into_body().into_reader(),
+        _agent: agent,
+        _shutdown_on_cancel: guard,
+    }
+}
+
+fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// A non-2xx response, read and classified.
+struct HttpFailure {
+    status: u16,
+    body: String,
+    retry_after: Option<String>,
+    error: ProviderError,
+}
+
+impl HttpFailure {
+    fn into_failure(self) -> Failure {
+        Failure {
+            error: self.error,
+            status: self.status,
+            body: self.body,
+        }
+    }
+}
+
+fn http_failure(response: ureq::http::Response<ureq::Body>, api_key_env: &str) -> HttpFailure {
+    let status = response.status().as_u16();
+    let retry_after = header(&response, "retry-after");
+    let location = header(&response, "location");
+    let mut raw = Vec::new();
+    // The body only feeds the message; a read error leaves whatever arrived.
+    let _ = response
+        .into_body()
+        .into_reader()
+        .take(ERROR_BODY_LIMIT)
+        .read_to_end(&mut raw);
+    let body = String::from_utf8_lossy(&raw).into_owned();
+    let error = status_error(status, &body, api_key_env, location.as_deref());
+    HttpFailure {
+        status,
+        body,
+        retry_after,
+        error,
+    }
+}
+
+/// The error for an HTTP status and its body, shared by live requests and replays.
+pub fn status_error(
+    status: u16,
+    body: &str,
+    api_key_env: &str,
+    location: Option<&str>,
+) -> ProviderError {
+    let mut message = error_message(body);
+    if let Some(location) = location.filter(|_| (300..400).contains(&status)) {
+        message = format!("redirected to {location}; point base_url at the final address");
+    }
+    if message.is_empty() {
+        message = match status {
+            401 | 403 => "the server rejected the credentials".to_string(),
+            _ => "the server gave no details".to_string(),
+        };
+    }
+    match status {
+        401 | 403 => ProviderError::Auth {
+            status,
+            api_key_env: api_key_env.to_string(),
+            message,
+        },
+        _ => ProviderError::Http { status, message },
+    }
+}
+
+/// One line from an error body: the OpenAI error object's message, a few other common
+/// shapes, else the first non-empty line.
+pub fn error_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| json_error_message(&v));
+    let text = match from_json {
+        Some(message) => message,
+        None => body
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_string(),
+    };
+    one_line(&text, 300)
+}
+
+fn json_error_message(value: &serde_json::Value) -> Option<String> {
+    let candidates = [
+        value.pointer("/error/message"),
+        value.get("error"),
+        value.get("message"),
+        value.get("detail"),
+        value.pointer("/detail/0/msg"),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.as_str().map(str::to_string))
+}
+
+/// Collapses whitespace runs (newlines included) and cuts to `max` characters.
+pub fn one_line(text: &str, max: usize) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() <= max {
+        return joined;
+    }
+    let cut: String = joined.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+fn gave_up(mut failure: Failure, retries: u32) -> Failure {
+    if retries == 0 {
+        return failure;
+    }
+    let suffix = format!(" (gave up after {retries} retries)");
+    failure.error = match failure.error {
+        ProviderError::Http { status, message } => ProviderError::Http {
+            status,
+            message: message + &suffix,
+        },
+        ProviderError::Connect(detail) => ProviderError::Connect(detail + &suffix),
+        other => other,
+    };
+    failure
+}
+
+fn is_retryable_transport_error(err: &ureq::Error) -> bool {
+    use ureq::Timeout;
+    match err {
+        ureq::Error::Io(io) => !is_certificate_error(io),
+        ureq::Error::ConnectionFailed | ureq::Error::BodyStalled => true,
+        ureq::Error::Timeout(t) => !matches!(t, Timeout::Global),
+        _ => false,
+    }
+}
+
+/// A one-line account of a transport failure that names the fix when there is one.
+pub fn describe_transport_error(err: &ureq::Error, url: &str) -> String {
+    let host = parse_url(url)
+        .ok()
+        .and_then(|u| u.authority().map(|a| a.to_string()))
+        .unwrap_or_else(|| url.to_string());
+    match err {
+        ureq::Error::Io(io) if is_certificate_error(io) => format!(
+            "TLS with {host} failed: {io}; for a private CA set ca_file in the provider config"
+        ),
+        ureq::Error::Io(io) => match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                format!("{host} refused the connection; is the server running?")
+            }
+            _ => format!("{host}: {io}"),
+        },
+        ureq::Error::HostNotFound => format!("cannot resolve host {host}; check base_url"),
+        ureq::Error::Timeout(t) => format!("{host}: timed out ({t})"),
+        ureq::Error::Rustls(tls) => format!(
+            "TLS with {host} failed: {tls}; for a private CA set ca_file in the provider config"
+        ),
+        ureq::Error::Tls(detail) => format!("TLS with {host} failed: {detail}"),
+        ureq::Error::ConnectProxyFailed(detail) => {
+            format!("proxy refused the tunnel to {host}: {detail}; check HTTPS_PROXY/HTTP_PROXY")
+        }
+        other => format!("{host}: {other}"),
+    }
+}
+
+/// rustls reports a certificate it cannot verify as an `InvalidData` I/O error during the
+/// handshake; retrying cannot fix that, and the user needs to hear about `ca_file`.
+fn is_certificate_error(io: &std::io::Error) -> bool {
+    io.kind() == std::io::ErrorKind::InvalidData && io.to_string().contains("certificate")
+}
+
+pub fn parse_url(url: &str) -> Result<Uri, ProviderError> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|_| ProviderError::Config(format!("invalid URL `{url}`")))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") if uri.host().is_some() => Ok(uri),
+        _ => Err(ProviderError::Config(format!(
+            "URL `{url}` must start with http:// or https:// and name a host"
+        ))),
+    }
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The proxy for `uri` from the environment: `https_proxy`/`HTTPS_PROXY` for https targets,
+/// `http_proxy`/`HTTP_PROXY` for http ones, then `all_proxy`/`ALL_PROXY`; lowercase wins as
+/// with curl. `NO_PROXY` (hosts, domain suffixes, IPs, CIDR blocks, `*`) bypasses it, and so
+/// does a loopback host, as in Go's net/http: a local model server is never behind the
+/// corporate proxy.
+pub fn proxy_for(
+    uri: &Uri,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Proxy>, ProviderError> {
+    let host = uri
+        .host()
+        .unwrap_or("")
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    if is_loopback(&host) {
+        return Ok(None);
+    }
+    let no_proxy = env("no_proxy").or_else(|| env("NO_PROXY"));
+    if no_proxy.is_some_and(|list| no_proxy_matches(&list, &host)) {
+        return Ok(None);
+    }
+    let names: [&str; 4] = if uri.scheme_str() == Some("https") {
+        ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+    } else {
+        ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+    };
+    let Some((name, value)) = names
+        .iter()
+        .find_map(|name| env(name).map(|value| (*name, value)))
+    else {
+        return Ok(None);
+    };
+    let proxy = Proxy::new(value.trim()).map_err(|_| {
+        ProviderError::Config(format!("{name} is not a valid proxy URL: `{value}`"))
+    })?;
+    if !matches!(proxy.protocol(), ProxyProtocol::Http | ProxyProtocol::Https) {
+        return Err(ProviderError::Config(format!(
+            "{name} names a SOCKS proxy, which reasonix does not support; use an HTTP proxy"
+        )));
+    }
+    Ok(Some(proxy))
+}
+
+fn is_loopback(host: &str) -> bool {
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// curl's NO_PROXY rules plus CIDR blocks: `example.com` and `.example.com` both match the
+/// domain and its subdomains; a `:port` suffix on an entry is ignored.
+pub fn no_proxy_matches(list: &str, host: &str) -> bool {
+    list.split([',', ' '])
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .any(|entry| no_proxy_entry_matches(&entry, host))
+}
+
+fn no_proxy_entry_matches(entry: &str, host: &str) -> bool {
+    if entry == "*" {
+        return true;
+    }
+    if let Some((net, bits)) = entry.split_once('/') {
+        return cidr_contains(net, bits, host);
+    }
+    let entry = strip_port(entry.trim_start_matches("*.").trim_start_matches('.'));
+    let entry = entry.trim_start_matches('[').trim_end_matches(']');
+    host == entry
+        || (host.len() > entry.len()
+            && host.ends_with(entry)
+            && host.as_bytes()[host.len() - entry.len() - 1] == b'.')
+}
+
+fn strip_port(entry: &str) -> &str {
+    if entry.starts_with('[') {
+        return entry.split(']').next().unwrap_or(entry);
+    }
+    match entry.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') && port.chars().all(|c| c.is_ascii_digit()) => {
+            name
+        }
+        _ => entry,
+    }
+}
+
+fn cidr_contains(net: &str, bits: &str, host: &str) -> bool {
+    use std::net::IpAddr;
+    let (Ok(net), Ok(bits), Ok(ip)) = (
+        net.parse::<IpAddr>(),
+        bits.parse::<u32>(),
+        host.parse::<IpAddr>(),
+    ) else {
+        return false;
+    };
+    match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(i)) if bits <= 32 => {
+            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+            u32::from(n) & mask == u32::from(i) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(i)) if bits <= 128 => {
+            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+            u128::from(n) & mask == u128::from(i) & mask
+        }
+        _ => false,
+    }
+}
+
+/// The trusted roots: the system bundle (`SSL_CERT_FILE`, `SSL_CERT_DIR`, then the usual
+/// distro paths) plus `ca_file`; ureq's bundled Mozilla roots when no system bundle exists.
+/// Returns the roots and a description for `reasonix doctor`.
+pub fn load_roots(
+    ca_file: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(RootCerts, String), ProviderError> {
+    let (mut certs, mut description) = system_roots(env)?;
+    if let Some(path) = ca_file {
+        let extra = read_pem_certs(path).map_err(|detail| {
+            ProviderError::Config(format!("ca_file {}: {detail}", path.display()))
+        })?;
+        if extra.is_empty() {
+            return Err(ProviderError::Config(format!(
+                "ca_file {} holds no PEM certificate",
+                path.display()
+            )));
+        }
+        if certs.is_empty() {
+            description = "ca_file only (no system CA bundle found)".to_string();
+        }
+        description = format!(
+            "{description} + ca_file {} ({} certificates)",
+            path.display(),
+            extra.len()
+        );
+        certs.extend(extra);
+    }
+    if certs.is_empty() {
+        return Ok((RootCerts::WebPki, description));
+    }
+    Ok((RootCerts::new_with_certs(&certs), description))
+}
+
+fn system_roots(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Vec<Certificate<'static>>, String), ProviderError> {
+    if let Some(file) = env("SSL_CERT_FILE") {
+        let certs = read_pem_certs(Path::new(&file))
+            .map_err(|detail| ProviderError::Config(format!("SSL_CERT_FILE {file}: {detail}")))?;
+        let description = format!("SSL_CERT_FILE {file} ({} certificates)", certs.len());
+        return Ok((certs, description));
+    }
+    if let Some(dirs) = env("SSL_CERT_DIR") {
+        let mut certs = Vec::new();
+        for dir in dirs.split(':').filter(|d| !d.is_empty()) {
+            certs.extend(read_cert_dir(Path::new(dir)));
+        }
+        let description = format!("SSL_CERT_DIR {dirs} ({} certificates)", certs.len());
+        return Ok((certs, description));
+    }
+    for path in SYSTEM_BUNDLES {
+        if let Ok(certs) = read_pem_certs(Path::new(path)) {
+            if !certs.is_empty() {
+                let description = format!("system bundle {path} ({} certificates)", certs.len());
+                return Ok((certs, description));
+            }
+        }
+    }
+    Ok((Vec::new(), "bundled Mozilla roots".to_string()))
+}
+
+fn read_cert_dir(dir: &Path) -> Vec<Certificate<'static>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    let mut seen = std::collections::HashSet::new();
+    paths
+        .iter()
+        .filter(|p| p.is_file())
+        .flat_map(|p| read_pem_certs(p).unwrap_or_default())
+        .filter(|c| seen.insert(c.der().to_vec()))
+        .collect()
+}
+
+fn read_pem_certs(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&bytes) {
+        match item {
+            Ok(PemItem::Certificate(cert)) => certs.push(cert),
+            Ok(_) => {}
+            Err(e) => return Err(format!("not valid PEM: {e}")),
+        }
+    }
+    Ok(certs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn proxy_host(url: &str, pairs: &[(&str, &str)]) -> Option<String> {
+        let uri = parse_url(url).unwrap();
+        proxy_for(&uri, &env_of(pairs))
+            .unwrap()
+            .map(|p| format!("{}:{}", p.host(), p.port()))
+    }
+
+    #[test]
+    fn proxy_is_chosen_by_target_scheme_and_lowercase_wins() {
+        let env = [
+            ("HTTPS_PROXY", "http://secure:1"),
+            ("HTTP_PROXY", "http://plain:2"),
+        ];
+        assert_eq!(
+            proxy_host("https://api.x.com/v1", &env).unwrap(),
+            "secure:1"
+        );
+        assert_eq!(proxy_host("http://api.x.com/v1", &env).unwrap(), "plain:2");
+        let env = [
+            ("https_proxy", "lower:3"),
+            ("HTTPS_PROXY", "http://upper:4"),
+        ];
+        assert_eq!(proxy_host("https://api.x.com", &env).unwrap(), "lower:3");
+        let env = [("ALL_PROXY", "http://all:5")];
+        assert_eq!(proxy_host("http://api.x.com", &env).unwrap(), "all:5");
+        assert_eq!(
+            proxy_host("https://api.x.com", &[("HTTP_PROXY", "p:6")]),
+            None
+        );
+        assert_eq!(proxy_host("https://api.x.com", &[]), None);
+    }
+
+    #[test]
+    fn no_proxy_and_loopback_bypass_the_proxy() {
+        let env = [
+            ("HTTPS_PROXY", "http://proxy:1"),
+            (
+                "NO_PROXY",
+                "internal.corp, .example.org,10.0.0.0/8 ,api.local:8080",
+            ),
+        ];
+        assert_eq!(proxy_host("https://internal.corp/v1", &env), None);
+        assert_eq!(proxy_host("https://a.b.internal.corp/v1", &env), None);
+        assert_eq!(proxy_host("https://example.org/v1", &env), None);
+        assert_eq!(proxy_host("https://10.1.2.3/v1", &env), None);
+        assert_eq!(proxy_host("https://api.local/v1", &env), None);
+        assert!(proxy_host("https://notinternal.corp/v1", &env).is_some());
+        assert!(proxy_host("https://11.1.2.3/v1", &env).is_some());
+        for local in [
+            "https://127.0.0.1:8080",
+            "https://localhost",
+            "http://[::1]:9",
+        ] {
+            assert_eq!(proxy_host(local, &env), None, "{local}");
+        }
+        let all = [("HTTPS_PROXY", "http://proxy:1"), ("no_proxy", "*")];
+        assert_eq!(proxy_host("https://api.x.com", &all), None);
+    }
+
+    #[test]
+    fn socks_and_garbage_proxies_are_config_errors_naming_the_variable() {
+        let uri = parse_url("https://api.x.com").unwrap();
+        let err = proxy_for(&uri, &env_of(&[("HTTPS_PROXY", "socks5://p:1080")])).unwrap_err();
+        assert!(err.to_string().contains("HTTPS_PROXY"), "{err}");
+        assert!(err.to_string().contains("SOCKS"), "{err}");
+        let err = proxy_for(&uri, &env_of(&[("https_proxy", "http://[bad")])).unwrap_err();
+        assert!(err.to_string().contains("https_proxy"), "{err}");
+    }
+
+    #[test]
+    fn urls_must_be_http_or_https() {
+        assert!(parse_url("http://127.0.0.1:1/v1").is_ok());
+        assert!(parse_url("https://api.deepseek.com").is_ok());
+        for bad in ["ftp://x", "api.deepseek.com", "", "https://"] {
+            let err = parse_url(bad).unwrap_err();
+            assert!(matches!(err, ProviderError::Config(_)), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn error_messages_come_from_the_openai_error_object_or_the_first_line() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"Rate limit\nreached","type":"x"}}"#),
+            "Rate limit reached"
+        );
+        assert_eq!(error_message(r#"{"error":"bad model"}"#), "bad model");
+        assert_eq!(error_message(r#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(
+            error_message("\n  <html>oops</html>\nmore"),
+            "<html>oops</html>"
+        );
+        assert_eq!(error_message(""), "");
+        assert!(error_message(&"x".repeat(1000)).chars().count() <= 301);
+        let err = status_error(302, "", "K", Some("https://elsewhere/v1"));
+        assert!(err.to_string().contains("https://elsewhere/v1"), "{err}");
+        let err = status_error(403, "", "MY_KEY", None);
+        assert!(
+            matches!(err, ProviderError::Auth { status: 403, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("$MY_KEY"), "{err}");
+    }
+
+    #[test]
+    fn roots_come_from_ssl_cert_file_or_fall_back_to_bundled() {
+        let (roots, description) = load_roots(None, &env_of(&[])).unwrap();
+        // This machine either has a distro bundle or falls back to the bundled roots.
+        match roots {
+            RootCerts::Specific(certs) => {
+                assert!(!certs.is_empty());
+                assert!(description.starts_with("system bundle"), "{description}");
+            }
+            RootCerts::WebPki => assert_eq!(description, "bundled Mozilla roots"),
+            other => panic!("unexpected roots {other:?}"),
+        }
+        let missing = env_of(&[("SSL_CERT_FILE", "/nonexistent/ca.pem")]);
+        let err = load_roots(None, &missing).unwrap_err();
+        assert!(err.to_string().contains("SSL_CERT_FILE"), "{err}");
+        let err = load_roots(Some(Path::new("/nonexistent/ca.pem")), &env_of(&[])).unwrap_err();
+        assert!(
+            err.to_string().contains("ca_file /nonexistent/ca.pem"),
+            "{err}"
+        );
+    }
+}
