@@ -6,6 +6,7 @@ mod util;
 mod cli;
 mod config;
 mod provider;
+mod run;
 mod tools_bash;
 mod tools_files;
 mod tools_search;

@@ -1,11 +1,201 @@
-//! `reasonix doctor`.
+//! `reasonix doctor`: checks config, model resolution, the provider key, endpoint
+//! reachability and the session store, and prints a pass/fail table.
+
+use std::time::Duration;
 
 use super::lex::Lexer;
-use super::Global;
-use crate::error::Error;
+use super::{print_out, unknown_flag, Global};
+use crate::config::{self, LoadOptions};
+use crate::error::{exit, Error};
 
-pub const HELP: &str = "Usage: reasonix doctor\n";
+pub const HELP: &str = "\
+Usage: reasonix doctor [--model REF]
 
-pub fn main(_global: Global, _lexer: &mut Lexer) -> Result<i32, Error> {
-    Err(Error::Failed("`reasonix doctor` is not built yet".into()))
+Checks the configuration, model resolution, the provider key, that the endpoint answers
+(one request to its models URL, 10 s timeout) and that the session store is writable.
+Prints one row per check; exits 1 when any check fails.
+";
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        }
+    }
+}
+
+struct Row {
+    check: &'static str,
+    status: Status,
+    detail: String,
+}
+
+fn table(rows: &[Row]) -> String {
+    let width = rows.iter().map(|r| r.check.len()).max().unwrap_or(5).max(5);
+    let mut text = format!("{:<width$}  STATUS  DETAIL\n", "CHECK");
+    for row in rows {
+        text.push_str(&format!(
+            "{:<width$}  {:<6}  {}\n",
+            row.check,
+            row.status.label(),
+            crate::term::sanitize::sanitize(&row.detail)
+        ));
+    }
+    text
+}
+
+pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let mut model = None;
+    while let Some(arg) = lexer.next().map_err(Error::Usage)? {
+        if global.accept(&arg, lexer)? {
+            continue;
+        }
+        match arg {
+            super::lex::Arg::Long(ref n) if n == "model" => {
+                model = Some(lexer.value("--model").map_err(Error::Usage)?)
+            }
+            other => return Err(unknown_flag("doctor", &other)),
+        }
+    }
+    global.enter_dir()?;
+    let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+    let rows = checks(&global, cwd, model.as_deref());
+    print_out(&table(&rows));
+    let failed = rows.iter().any(|r| r.status == Status::Fail);
+    Ok(if failed { exit::FAILURE } else { exit::OK })
+}
+
+fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<Row> {
+    let mut rows = vec![Row {
+        check: "version",
+        status: Status::Pass,
+        detail: super::version_line(),
+    }];
+    let options = match LoadOptions::from_env(cwd.clone(), global.config.clone()) {
+        Ok(options) => options,
+        Err(err) => {
+            rows.push(Row {
+                check: "config",
+                status: Status::Fail,
+                detail: err.to_string(),
+            });
+            return rows;
+        }
+    };
+    let loaded = match config::load(&options) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            rows.push(Row {
+                check: "config",
+                status: Status::Fail,
+                detail: err.to_string(),
+            });
+            return rows;
+        }
+    };
+    rows.push(Row {
+        check: "config",
+        status: if loaded.warnings.is_empty() {
+            Status::Pass
+        } else {
+            Status::Warn
+        },
+        detail: match loaded.warnings.first() {
+            None => format!("home {}", options.home.display()),
+            Some(first) => format!("{} warning(s); first: {first}", loaded.warnings.len()),
+        },
+    });
+    let settings = match loaded.config.resolve_model(model) {
+        Ok(settings) => settings,
+        Err(err) => {
+            rows.push(Row {
+                check: "model",
+                status: Status::Fail,
+                detail: err.to_string(),
+            });
+            return rows;
+        }
+    };
+    rows.push(Row {
+        check: "model",
+        status: Status::Pass,
+        detail: format!(
+            "{}/{} ({})",
+            settings.name, settings.model, settings.base_url
+        ),
+    });
+    let local = settings.base_url.starts_with("http://");
+    rows.push(match &settings.api_key {
+        Some(_) => Row { check: "api key", status: Status::Pass, detail: format!("found via ${} or <home>/.env", settings.api_key_env) },
+        None if local => Row { check: "api key", status: Status::Warn, detail: format!("${} not set (fine for a local server without auth)", settings.api_key_env) },
+        None => Row { check: "api key", status: Status::Fail, detail: format!("${} is not set and <home>/.env has no such key; export it or run `reasonix setup --api-key-stdin`", settings.api_key_env) },
+    });
+    rows.push(
+        match crate::provider::openai::probe(&settings, PROBE_TIMEOUT) {
+            Ok(report) => endpoint_row(&report, &settings.api_key_env),
+            Err(err) => Row {
+                check: "endpoint",
+                status: Status::Fail,
+                detail: err.to_string(),
+            },
+        },
+    );
+    let sessions = config::paths::sessions_dir(&loaded.config.home, &cwd);
+    rows.push(match std::fs::create_dir_all(&sessions) {
+        Ok(()) => Row {
+            check: "sessions",
+            status: Status::Pass,
+            detail: sessions.display().to_string(),
+        },
+        Err(err) => Row {
+            check: "sessions",
+            status: Status::Fail,
+            detail: format!("{}: {err}", sessions.display()),
+        },
+    });
+    rows
+}
+
+fn endpoint_row(report: &crate::provider::openai::ProbeReport, api_key_env: &str) -> Row {
+    let mut detail = format!(
+        "HTTP {} in {} ms from {}",
+        report.status,
+        report.latency.as_millis(),
+        report.url
+    );
+    if let Some(count) = report.models {
+        detail.push_str(&format!(", {count} models"));
+    }
+    if report.url.starts_with("https://") {
+        detail.push_str(&format!("; TLS roots: {}", report.tls_roots));
+    }
+    let status = match report.status {
+        200..=299 => Status::Pass,
+        401 | 403 => {
+            detail.push_str(&format!(": the server rejected the key in ${api_key_env}"));
+            Status::Fail
+        }
+        // The server answered but has no models listing; chat may still work.
+        404 | 405 => Status::Warn,
+        _ => Status::Fail,
+    };
+    if !report.message.is_empty() {
+        detail.push_str(&format!(" ({})", report.message));
+    }
+    Row {
+        check: "endpoint",
+        status,
+        detail,
+    }
 }

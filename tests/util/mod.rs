@@ -118,3 +118,41 @@ impl std::fmt::Debug for Run {
 
 pub mod fake_openai;
 pub mod http_proxy;
+
+/// Writes a user config whose only provider is the fake server at `base_url`, with
+/// `extra` TOML appended (top-level keys must come before any table in `extra`).
+pub fn use_fake_provider(home: &Dir, base_url: &str, extra: &str) {
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n{extra}\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{base_url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n\n[environment]\nenabled = false\n"
+        ),
+    );
+}
+
+/// Every session file under `home`, most recently written last.
+pub fn session_files(home: &Dir) -> Vec<PathBuf> {
+    let projects = home.join(".reasonix/projects");
+    let mut files = Vec::new();
+    for project in std::fs::read_dir(projects).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(project.path().join("sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            files.push(entry.path());
+        }
+    }
+    files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    files
+}
+
+/// Parses a session file into (header, messages).
+pub fn read_session(path: &Path) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(path).expect("read session");
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("session line is JSON"));
+    let header = lines.next().expect("session header");
+    (header, lines.collect())
+}

@@ -1,0 +1,404 @@
+//! `reasonix run` end to end: the real binary against the fake OpenAI server, real tools,
+//! real files. The fake server checks tool-call pairing on every request.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Reply};
+use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir};
+
+fn setup(replies: Vec<Reply>) -> (FakeOpenAI, Dir, Dir) {
+    let server = FakeOpenAI::start(replies);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    (server, home, work)
+}
+
+fn messages(body: &Value) -> &Vec<Value> {
+    body["messages"].as_array().expect("messages array")
+}
+
+#[test]
+fn scripted_conversation_uses_every_tool_and_changes_files_on_disk() {
+    let (server, home, work) = setup(vec![
+        Reply::tool_calls(&[
+            (
+                "c1",
+                "write_file",
+                r#"{"path":"src/app.txt","content":"alpha\nbeta\n"}"#,
+            ),
+            (
+                "c2",
+                "todo_write",
+                r#"{"todos":[{"content":"edit app","status":"in_progress"}]}"#,
+            ),
+        ]),
+        Reply::tool_calls(&[
+            ("c3", "read_file", r#"{"path":"src/app.txt"}"#),
+            ("c4", "ls", r#"{"path":"src"}"#),
+            ("c5", "glob", r#"{"pattern":"**/*.txt"}"#),
+            (
+                "c6",
+                "grep",
+                r#"{"pattern":"beta","output_mode":"content"}"#,
+            ),
+        ]),
+        Reply::tool_calls(&[
+            (
+                "c7",
+                "edit_file",
+                r#"{"path":"src/app.txt","old_string":"beta","new_string":"gamma"}"#,
+            ),
+            (
+                "c8",
+                "multi_edit",
+                r#"{"path":"src/app.txt","edits":[{"old_string":"alpha","new_string":"one"},{"old_string":"gamma","new_string":"two"}]}"#,
+            ),
+            (
+                "c9",
+                "move_file",
+                r#"{"source_path":"src/app.txt","destination_path":"out/final.txt"}"#,
+            ),
+            (
+                "c10",
+                "bash",
+                r#"{"command":"cat out/final.txt; echo err >&2; exit 3"}"#,
+            ),
+        ]),
+        Reply::text("All done."),
+    ]);
+    let out = run(reasonix(&home, work.path()).args(["run", "do the thing"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "All done.\n");
+    assert_eq!(work.read("out/final.txt"), "one\ntwo\n");
+    assert!(!work.join("src/app.txt").exists());
+    let requests = server.wait_for_requests(4);
+    assert!(server.pairing_violations().is_empty());
+    let last = messages(&requests[3].body);
+    let result_of = |id: &str| -> String {
+        last.iter()
+            .find(|m| m["tool_call_id"] == id)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(result_of("c3").contains("alpha"), "{}", result_of("c3"));
+    assert!(result_of("c4").contains("app.txt"), "{}", result_of("c4"));
+    assert!(
+        result_of("c5").contains("src/app.txt"),
+        "{}",
+        result_of("c5")
+    );
+    assert!(result_of("c6").contains("beta"), "{}", result_of("c6"));
+    let bash = result_of("c10");
+    assert!(bash.contains("one\ntwo\nerr"), "{bash}");
+    assert!(bash.contains("exit code: 3"), "{bash}");
+    // Tool calls are reported on stderr in text mode, one line each.
+    for name in ["write_file", "read_file", "grep", "bash"] {
+        assert!(
+            out.stderr.contains(&format!("> {name} ")),
+            "{name}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn request_prefix_is_byte_stable_over_five_turns_and_a_resume() {
+    let mut replies = Vec::new();
+    for i in 0..4 {
+        replies.push(Reply::tool_calls(&[(
+            &format!("c{i}"),
+            "bash",
+            &format!(r#"{{"command":"echo turn {i}"}}"#),
+        )]));
+    }
+    replies.push(Reply::text("first run done"));
+    replies.push(Reply::text("second run done"));
+    let server = FakeOpenAI::start(replies);
+    let home = Dir::new();
+    let work = Dir::new();
+    // With the environment summary on: it must not change between requests either.
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n[[providers]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"FAKE_API_KEY\"\n",
+            server.base_url()
+        ),
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "go"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(reasonix(&home, work.path()).args(["run", "--continue", "again"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(6);
+    for pair in requests.windows(2) {
+        let (before, after) = (&pair[0].body, &pair[1].body);
+        assert_eq!(before["tools"].to_string(), after["tools"].to_string());
+        let (old, new) = (messages(before), messages(after));
+        assert!(new.len() > old.len());
+        for (i, message) in old.iter().enumerate() {
+            assert_eq!(
+                message.to_string(),
+                new[i].to_string(),
+                "message {i} changed"
+            );
+        }
+    }
+    assert!(messages(&requests[0].body)[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("<environment>"));
+}
+
+#[test]
+fn output_formats_parse_back_as_json() {
+    let (_server, home, work) = setup(vec![
+        Reply::tool_calls(&[("c1", "ls", r#"{"path":"."}"#)]),
+        Reply::text("answer"),
+        Reply::text("answer"),
+        Reply::text("only this"),
+    ]);
+    let out =
+        run(reasonix(&home, work.path()).args(["run", "--output-format", "stream-json", "hi"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"init"));
+    assert_eq!(types.last(), Some(&"result"));
+    for t in ["tool_use", "tool_result", "usage", "text"] {
+        assert!(types.contains(&t), "{t} missing from {types:?}");
+    }
+    assert!(events[0]["tools"].as_array().unwrap().len() >= 10);
+    let result = events.last().unwrap();
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["result"], "answer");
+    assert_eq!(result["num_turns"], 2);
+    assert_eq!(result["usage"]["input_tokens"], 200);
+    assert_eq!(result["session_id"], events[0]["session_id"]);
+
+    let out = run(reasonix(&home, work.path()).args(["run", "--output-format", "json", "hi"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let value: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON object");
+    assert_eq!(value["type"], "result");
+    assert_eq!(value["is_error"], false);
+
+    let last = work.join("last.txt");
+    let out = run(reasonix(&home, work.path()).args([
+        "run",
+        "-p",
+        "--output-last-message",
+        last.to_str().unwrap(),
+        "hi",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "only this\n");
+    assert_eq!(out.stderr, "");
+    assert_eq!(std::fs::read_to_string(last).unwrap(), "only this");
+}
+
+#[test]
+fn exit_codes_for_usage_auth_failure_and_step_limit() {
+    let (server, home, work) = setup(vec![
+        Reply::error(401, "invalid api key"),
+        Reply::error(500, "boom"),
+        Reply::tool_calls(&[("c1", "ls", "{}")]),
+        Reply::tool_calls(&[("c2", "ls", "{}")]),
+    ]);
+    let empty = run(reasonix(&home, work.path()).args(["run", "  "]));
+    assert_eq!(empty.code, 2, "{empty:?}");
+    assert!(empty.stderr.contains("empty prompt"), "{empty:?}");
+
+    let auth = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(auth.code, 3, "{auth:?}");
+    assert!(auth.stderr.contains("$FAKE_API_KEY"), "{auth:?}");
+
+    let failed = run(reasonix(&home, work.path()).args(["run", "--output-format", "json", "hi"]));
+    assert_eq!(failed.code, 1, "{failed:?}");
+    let value: Value = serde_json::from_str(failed.stdout.trim()).unwrap();
+    assert_eq!(value["subtype"], "error_during_execution");
+    assert!(value["error"].as_str().unwrap().contains("boom"), "{value}");
+
+    let limited = run(reasonix(&home, work.path()).args(["run", "--max-steps", "1", "hi"]));
+    assert_eq!(limited.code, 4, "{limited:?}");
+    assert!(server.pairing_violations().is_empty());
+    // The unexecuted call still got a result, so the saved history stays valid.
+    let (_, saved) = read_session(session_files(&home).last().unwrap());
+    let last = saved.last().unwrap();
+    assert_eq!(last["tool_call_id"], "c2");
+    assert!(last["content"].as_str().unwrap().contains("step limit"));
+}
+
+#[test]
+fn missing_key_for_a_remote_provider_exits_3_naming_the_variable() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("$DEEPSEEK_API_KEY"), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+}
+
+#[test]
+fn repeated_malformed_call_ends_the_run() {
+    let bad = || Reply::tool_calls(&[("c", "read_file", r#"{"path": 7}"#)]);
+    let (server, home, work) = setup(vec![bad(), bad(), bad(), Reply::text("never")]);
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("same malformed `read_file` call 3 times"),
+        "{out:?}"
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+fn spawn_with_open_stdin(home: &Dir, work: &Dir, args: &[&str]) -> Child {
+    reasonix(home, work.path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+#[test]
+fn prompt_argument_with_idle_open_stdin_does_not_hang() {
+    let (_server, home, work) = setup(vec![Reply::text("fine")]);
+    let mut child = spawn_with_open_stdin(&home, &work, &["run", "hi"]);
+    // stdin stays open and silent; the run must finish anyway.
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(stdout, "fine\n");
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn stdin_is_the_prompt_or_a_stdin_block_with_dash() {
+    let (server, home, work) = setup(vec![Reply::text("a"), Reply::text("b")]);
+    let mut piped = reasonix(&home, work.path());
+    piped
+        .args(["run"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = piped.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"from stdin").unwrap();
+    }
+    assert!(child.wait_with_output().unwrap().status.success());
+    let mut dash = reasonix(&home, work.path());
+    dash.args(["run", "review", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = dash.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"diff text\n").unwrap();
+    }
+    assert!(child.wait_with_output().unwrap().status.success());
+    let requests = server.wait_for_requests(2);
+    let user = |i: usize| messages(&requests[i].body).last().unwrap()["content"].clone();
+    assert_eq!(user(0), "from stdin");
+    assert_eq!(user(1), "review\n\n<stdin>\ndiff text\n</stdin>");
+}
+
+fn interrupt(child: &Child) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+}
+
+#[test]
+fn sigint_mid_stream_exits_130_and_leaves_a_resumable_session() {
+    let (held, release) = Reply::hold(vec![sse_text("partial ans")]);
+    let server = FakeOpenAI::start(vec![held]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut child = spawn_with_open_stdin(&home, &work, &["run", "long task"]);
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = [0u8; 11];
+    stdout.read_exact(&mut seen).unwrap();
+    assert_eq!(&seen, b"partial ans");
+    interrupt(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    release.release();
+    let (header, saved) = read_session(session_files(&home).last().unwrap());
+    assert_eq!(saved.last().unwrap()["content"], "partial ans");
+
+    server.push(Reply::events(vec![
+        sse_text("resumed"),
+        sse_finish("stop"),
+        sse_usage(5, 1, 0),
+        done(),
+    ]));
+    // A unique prefix of the id is enough.
+    let id = header["id"].as_str().unwrap();
+    let out = run(reasonix(&home, work.path()).args(["run", "--resume", &id[..12], "continue"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "resumed\n");
+    let requests = server.requests();
+    let resumed = messages(&requests.last().unwrap().body);
+    let contents: Vec<&str> = resumed
+        .iter()
+        .skip(1)
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents[..2], ["long task", "partial ans"]);
+    assert_eq!(contents.last(), Some(&"continue"));
+}
+
+#[test]
+fn sigint_mid_tool_kills_it_and_keeps_every_call_paired() {
+    let work = Dir::new();
+    let fifo = work.join("started.fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let command = format!("echo started > {}; sleep 60", fifo.display());
+    let server = FakeOpenAI::start(vec![Reply::tool_calls(&[
+        ("c1", "bash", &json!({"command": command}).to_string()),
+        ("c2", "ls", "{}"),
+    ])]);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut child = spawn_with_open_stdin(&home, &work, &["run", "run it"]);
+    let mut line = String::new();
+    BufReader::new(std::fs::File::open(&fifo).unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "started\n");
+    interrupt(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let (_, saved) = read_session(session_files(&home).last().unwrap());
+    let results: Vec<&Value> = saved.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(results.len(), 2, "{saved:?}");
+    assert_eq!(results[0]["tool_call_id"], "c1");
+    assert_eq!(results[1]["tool_call_id"], "c2");
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{:?}",
+        results[0]
+    );
+}
