@@ -29,6 +29,22 @@ pub enum Event {
         is_error: bool,
         duration_ms: u64,
     },
+    /// The permission gate decided a call by anything other than a plain allow: a deny, or an
+    /// Ask resolved by the posture, a session grant, the user or (headless) without a user.
+    Permission {
+        tool: String,
+        subject: Option<String>,
+        /// The static policy's decision: "allow", "ask" or "deny".
+        decision: String,
+        /// How it was resolved: "rule", "mode", "auto", "yolo", "strict", "headless",
+        /// "session-grant", "user-once", "user-session", "user-always" or "user-deny".
+        resolution: String,
+        /// Whether the tool runs.
+        allowed: bool,
+        rule: Option<String>,
+        /// "ask", "auto", "yolo" or "strict".
+        posture: String,
+    },
     /// One provider request finished; `usage` is that request's, not the running total.
     Usage {
         usage: Usage,

@@ -298,7 +298,7 @@ impl Agent {
                 name: call.name().to_string(),
                 arguments: call.arguments().to_string(),
             });
-            match self.prepare(call) {
+            match self.prepare(call, sink) {
                 Ok(prepared) => {
                     runnable.push(prepared);
                     runnable_index.push(i);
@@ -340,7 +340,7 @@ impl Agent {
         }
     }
 
-    fn prepare(&self, call: &ToolCall) -> Result<Prepared, ToolError> {
+    fn prepare(&self, call: &ToolCall, sink: &mut dyn EventSink) -> Result<Prepared, ToolError> {
         let tool = self.tools.get(call.name()).ok_or_else(|| {
             ToolError::InvalidArgs(format!(
                 "unknown tool `{}`; available tools: {}",
@@ -363,8 +363,13 @@ impl Agent {
                 "arguments must be a JSON object".into(),
             ));
         }
-        if let Verdict::Deny { reason } = self.gate.check(call.name(), tool.read_only(), &args) {
-            return Err(ToolError::Failed(format!("blocked: {reason}")));
+        let verdict = self.gate.check(call.name(), tool.read_only(), &args);
+        report_verdict(call.name(), &verdict, sink);
+        if !verdict.allowed {
+            let message = verdict
+                .message
+                .unwrap_or_else(|| "blocked by the permission policy".into());
+            return Err(ToolError::Failed(message));
         }
         Ok(Prepared {
             tool: Arc::clone(tool),
@@ -392,6 +397,27 @@ impl Agent {
             tool: key.0,
             detail: detail.clone(),
         })
+    }
+}
+
+/// Every decision that was not a plain allow goes into the event stream.
+fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
+    if verdict.is_reportable() {
+        sink.emit(Event::Permission {
+            tool: tool.to_string(),
+            subject: verdict.subject.clone(),
+            decision: verdict.decision.as_str().to_string(),
+            resolution: verdict.resolution.as_str().to_string(),
+            allowed: verdict.allowed,
+            rule: verdict.rule.clone(),
+            posture: verdict.posture.map_or("none", |p| p.as_str()).to_string(),
+        });
+    }
+    if let Some(warning) = &verdict.warning {
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message: warning.clone(),
+        });
     }
 }
 

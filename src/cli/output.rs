@@ -116,6 +116,27 @@ impl Output {
                     one_line(&output, 120)
                 ));
             }
+            Event::Permission {
+                tool,
+                subject,
+                decision,
+                resolution,
+                allowed,
+                rule,
+                posture,
+            } => {
+                let verb = if allowed { "allowed" } else { "blocked" };
+                let mut line = format!("permission: {verb} {tool}");
+                if let Some(subject) = subject {
+                    line.push_str(&format!(" {}", one_line(&subject, 120)));
+                }
+                line.push_str(&format!(" ({decision} resolved by {resolution}"));
+                if let Some(rule) = rule {
+                    line.push_str(&format!(", rule `{rule}`"));
+                }
+                line.push_str(&format!(", posture {posture})"));
+                self.err_line(&line);
+            }
             Event::Usage { usage, cost_usd } => {
                 let mut line = format!(
                     "usage: {} in ({} cached), {} out",
@@ -224,6 +245,17 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             json!({"type": "tool_result", "id": id, "name": name, "content": content,
                    "truncated": truncated, "is_error": is_error, "duration_ms": duration_ms})
         }
+        Event::Permission {
+            tool,
+            subject,
+            decision,
+            resolution,
+            allowed,
+            rule,
+            posture,
+        } => json!({"type": "permission", "tool": tool, "subject": subject,
+                     "decision": decision, "resolution": resolution, "allowed": allowed,
+                     "rule": rule, "posture": posture}),
         Event::Usage { usage, cost_usd } => json!({
             "type": "usage",
             "usage": usage_json(usage),
@@ -322,6 +354,26 @@ mod tests {
         assert_eq!(
             value["content"].as_str().unwrap().len(),
             STREAM_TOOL_OUTPUT_LIMIT
+        );
+    }
+
+    #[test]
+    fn permission_events_encode_every_field() {
+        let event = Event::Permission {
+            tool: "write_file".into(),
+            subject: Some("a.txt".into()),
+            decision: "ask".into(),
+            resolution: "strict".into(),
+            allowed: false,
+            rule: None,
+            posture: "strict".into(),
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(
+            value,
+            json!({"type": "permission", "tool": "write_file", "subject": "a.txt",
+                   "decision": "ask", "resolution": "strict", "allowed": false,
+                   "rule": null, "posture": "strict"})
         );
     }
 

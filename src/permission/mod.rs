@@ -1,26 +1,16 @@
-//! The per-call permission gate the agent consults before executing a tool. The rule parser,
-//! policy and approvers arrive with the permissions work; until then the gate allows all.
+//! Per-call permission gating (SPEC §3.7): rules (`rules`), the shell analysis Bash rules need
+//! (`shell`), the static policy with its precedence (`policy`) and the gate that resolves Ask
+//! through the posture, session grants and an approver (`gate`). The agent consults a [`Gate`]
+//! before executing each tool; confining what an allowed tool can touch is the sandbox's job.
 
-use serde_json::Value;
+pub mod gate;
+pub mod policy;
+pub mod rules;
+pub mod shell;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Allow,
-    /// The tool must not run; the model is told which rule blocked it.
-    Deny {
-        reason: String,
-    },
-}
-
-pub trait Gate: Send + Sync {
-    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict;
-}
-
-/// The pass-through gate.
-pub struct AllowAll;
-
-impl Gate for AllowAll {
-    fn check(&self, _tool: &str, _read_only: bool, _args: &Value) -> Verdict {
-        Verdict::Allow
-    }
-}
+pub use gate::{
+    parse_posture, AllowAll, ApprovalAnswer, ApprovalRequest, Approver, Gate, Persist, PolicyGate,
+    Posture, Resolution, Verdict,
+};
+pub use policy::{Basis, Decision, Policy, Ruling};
+pub use rules::{split_rule_list, Call, MatchContext, Polarity, Rule, RuleError, Subject};

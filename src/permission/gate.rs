@@ -1,0 +1,431 @@
+//! The gate the agent consults before every tool call: the static policy, then the posture,
+//! session grants and the approver turn an Ask into a yes or a no. The interactive approver
+//! (the terminal prompt) and the persistence of "always" rules into the project config are
+//! supplied by the front end; without an approver the run is headless.
+
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+
+use super::policy::{Basis, Decision, Policy};
+use super::rules::{exact_command_rule, prefix_command_rule, Call, Rule, Subject, WRITERS};
+
+/// How Ask decisions are resolved (§3.7 tool approval posture).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posture {
+    /// Follow the policy: Ask prompts the approver (headless: allowed without a user).
+    Ask,
+    /// The writer fallback is allowed; explicit ask and deny rules still apply.
+    Auto,
+    /// Every Ask is allowed; deny rules still block.
+    Yolo,
+    /// Headless runs on untrusted input: every Ask is denied, approver or not (the CLI offers
+    /// it for `reasonix run` only).
+    Strict,
+}
+
+impl Posture {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Posture::Ask => "ask",
+            Posture::Auto => "auto",
+            Posture::Yolo => "yolo",
+            Posture::Strict => "strict",
+        }
+    }
+}
+
+/// Parses `--permission-mode`. Claude Code's names are accepted as aliases: `default` (ask),
+/// `acceptEdits` (auto), `bypassPermissions` (yolo) and `dontAsk` (strict).
+pub fn parse_posture(value: &str) -> Result<Posture, String> {
+    match value {
+        "ask" | "default" => Ok(Posture::Ask),
+        "auto" | "acceptEdits" => Ok(Posture::Auto),
+        "yolo" | "bypassPermissions" => Ok(Posture::Yolo),
+        "strict" | "dontAsk" => Ok(Posture::Strict),
+        other => Err(format!(
+            "unknown permission mode `{other}`; expected ask, auto, yolo or strict"
+        )),
+    }
+}
+
+/// How the final answer was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// The policy allowed the call outright (allow rule, read-only fallback, `mode = "allow"`).
+    Plain,
+    /// A deny rule matched.
+    Rule,
+    /// `mode = "deny"` and no rule matched.
+    Mode,
+    /// Auto posture allowed the writer fallback.
+    Auto,
+    /// Yolo posture skipped the prompt.
+    Yolo,
+    /// Strict posture denied the Ask.
+    Strict,
+    /// No approver: the Ask was allowed without a user (a model assumption, not a decision).
+    Headless,
+    /// An earlier "this session" or "always" answer covers the call.
+    SessionGrant,
+    UserOnce,
+    UserSession,
+    UserAlways,
+    UserDeny,
+}
+
+impl Resolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Plain => "plain",
+            Resolution::Rule => "rule",
+            Resolution::Mode => "mode",
+            Resolution::Auto => "auto",
+            Resolution::Yolo => "yolo",
+            Resolution::Strict => "strict",
+            Resolution::Headless => "headless",
+            Resolution::SessionGrant => "session-grant",
+            Resolution::UserOnce => "user-once",
+            Resolution::UserSession => "user-session",
+            Resolution::UserAlways => "user-always",
+            Resolution::UserDeny => "user-deny",
+        }
+    }
+}
+
+/// The gate's answer for one call, with what the event stream needs to report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub allowed: bool,
+    /// What the static policy said before the posture and approver were consulted.
+    pub decision: Decision,
+    pub resolution: Resolution,
+    /// The rule that decided (a deny/ask/allow rule, a session grant or the scope just granted).
+    pub rule: Option<String>,
+    pub subject: Option<String>,
+    /// `None` from gates without a posture ([`AllowAll`]).
+    pub posture: Option<Posture>,
+    /// The tool result the model sees when the call is blocked.
+    pub message: Option<String>,
+    /// Something the user should hear about, e.g. an "always" rule that could not be saved.
+    pub warning: Option<String>,
+}
+
+impl Verdict {
+    pub fn allow() -> Verdict {
+        Verdict {
+            allowed: true,
+            decision: Decision::Allow,
+            resolution: Resolution::Plain,
+            rule: None,
+            subject: None,
+            posture: None,
+            message: None,
+            warning: None,
+        }
+    }
+
+    /// Everything except a plain allow is reported in the event stream.
+    pub fn is_reportable(&self) -> bool {
+        self.resolution != Resolution::Plain
+    }
+}
+
+/// What the agent consults before executing a tool.
+pub trait Gate: Send + Sync {
+    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict;
+}
+
+/// The pass-through gate, for sub-agents and tests that need no policy.
+pub struct AllowAll;
+
+impl Gate for AllowAll {
+    fn check(&self, _tool: &str, _read_only: bool, _args: &Value) -> Verdict {
+        Verdict::allow()
+    }
+}
+
+/// What the approver is asked.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    pub tool: String,
+    pub subject: Option<String>,
+    pub args: Value,
+    /// The ask rule that forced the prompt, when it was not the writer fallback.
+    pub rule: Option<String>,
+    /// Grant scopes to offer, narrowest first: for Bash the exact command, then a
+    /// conservative `Bash(prefix:*)` when the command is one plain simple command; for file
+    /// writers `Edit(<path>)` (when there is a single path) then `Edit`; otherwise the tool.
+    pub scopes: Vec<Rule>,
+}
+
+impl ApprovalRequest {
+    /// The default scope for "allow for this session": for file writers every edit, for
+    /// anything else the narrowest scope.
+    pub fn session_scope(&self) -> Option<&Rule> {
+        if WRITERS.contains(&self.tool.as_str()) {
+            self.scopes.last()
+        } else {
+            self.scopes.first()
+        }
+    }
+
+    /// The default scope for "always allow": the narrowest, path-scoped for file writers.
+    pub fn always_scope(&self) -> Option<&Rule> {
+        self.scopes.first()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    Once,
+    /// Allow calls the rule covers for the rest of the session.
+    Session(Rule),
+    /// Like `Session`, and the rule is saved to the project config.
+    Always(Rule),
+    Deny,
+}
+
+/// The interactive side of the gate; the terminal UI implements it.
+pub trait Approver: Send + Sync {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer;
+}
+
+/// Saves an "always" rule (the CLI appends it to `./reasonix.toml`).
+pub type Persist = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// The gate built from a [`Policy`], a [`Posture`] and an optional [`Approver`].
+pub struct PolicyGate {
+    policy: Policy,
+    posture: Mutex<Posture>,
+    approver: Option<Box<dyn Approver>>,
+    persist: Option<Persist>,
+    grants: Mutex<Vec<Rule>>,
+}
+
+impl PolicyGate {
+    pub fn new(policy: Policy, posture: Posture, approver: Option<Box<dyn Approver>>) -> Self {
+        PolicyGate {
+            policy,
+            posture: Mutex::new(posture),
+            approver,
+            persist: None,
+            grants: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Sets where "always" answers are saved.
+    pub fn with_persist(mut self, persist: Persist) -> Self {
+        self.persist = Some(persist);
+        self
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn posture(&self) -> Posture {
+        *self.posture.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The UI switches posture mid-session (ask/auto/yolo).
+    pub fn set_posture(&self, posture: Posture) {
+        *self.posture.lock().unwrap_or_else(PoisonError::into_inner) = posture;
+    }
+
+    /// The session grants so far, as rule text.
+    pub fn grants(&self) -> Vec<String> {
+        self.lock_grants()
+            .iter()
+            .map(|r| r.text().to_string())
+            .collect()
+    }
+
+    fn lock_grants(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+        self.grants.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn resolve_ask(&self, call: &Call, basis: &Basis, args: &Value, base: Verdict) -> Verdict {
+        let granted = {
+            let grants = self.lock_grants();
+            self.policy
+                .granted_by(&grants, call)
+                .map(|r| r.text().to_string())
+        };
+        if let Some(grant) = granted {
+            return Verdict {
+                rule: Some(grant),
+                ..allowed(base, Resolution::SessionGrant)
+            };
+        }
+        let posture = base.posture.unwrap_or(Posture::Ask);
+        match (posture, basis) {
+            (Posture::Yolo, _) => return allowed(base, Resolution::Yolo),
+            (Posture::Auto, Basis::Mode) => return allowed(base, Resolution::Auto),
+            (Posture::Strict, _) => {
+                let message = strict_message(&call.tool, base.rule.as_deref());
+                return blocked(base, Resolution::Strict, message);
+            }
+            _ => {}
+        }
+        match &self.approver {
+            None => allowed(base, Resolution::Headless),
+            Some(approver) => self.ask_user(approver.as_ref(), call, args, base),
+        }
+    }
+
+    fn ask_user(
+        &self,
+        approver: &dyn Approver,
+        call: &Call,
+        args: &Value,
+        base: Verdict,
+    ) -> Verdict {
+        let request = ApprovalRequest {
+            tool: call.tool.clone(),
+            subject: base.subject.clone(),
+            args: args.clone(),
+            rule: base.rule.clone(),
+            scopes: suggest_scopes(call, &self.policy),
+        };
+        match approver.approve(&request) {
+            ApprovalAnswer::Once => allowed(base, Resolution::UserOnce),
+            ApprovalAnswer::Session(scope) => {
+                let text = scope.text().to_string();
+                self.lock_grants().push(scope);
+                Verdict {
+                    rule: Some(text),
+                    ..allowed(base, Resolution::UserSession)
+                }
+            }
+            ApprovalAnswer::Always(scope) => {
+                let text = scope.text().to_string();
+                self.lock_grants().push(scope);
+                let warning = match &self.persist {
+                    Some(persist) => persist(&text)
+                        .err()
+                        .map(|e| format!("permission: could not save rule `{text}`: {e}")),
+                    None => Some(format!(
+                        "permission: rule `{text}` applies to this session only; this run has no config to save it to"
+                    )),
+                };
+                Verdict {
+                    rule: Some(text),
+                    warning,
+                    ..allowed(base, Resolution::UserAlways)
+                }
+            }
+            ApprovalAnswer::Deny => {
+                let message = format!(
+                    "blocked: the user declined this `{}` call; do not retry it unchanged, \
+                     take another approach or ask the user",
+                    call.tool
+                );
+                blocked(base, Resolution::UserDeny, message)
+            }
+        }
+    }
+}
+
+impl Gate for PolicyGate {
+    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
+        let call = Call::new(tool, args);
+        let ruling = self.policy.decide_call(&call, read_only);
+        let base = Verdict {
+            allowed: false,
+            decision: ruling.decision,
+            resolution: Resolution::Plain,
+            rule: ruling.rule().map(str::to_string),
+            subject: call.subject.as_ref().map(Subject::display),
+            posture: Some(self.posture()),
+            message: None,
+            warning: None,
+        };
+        match (ruling.decision, &ruling.basis) {
+            (Decision::Allow, _) => allowed(base, Resolution::Plain),
+            (Decision::Deny, Basis::Rule(rule)) => {
+                let message = format!(
+                    "blocked by rule `{rule}`: the user's permission rules forbid this call; \
+                     do not retry it, take another approach or ask the user"
+                );
+                blocked(base, Resolution::Rule, message)
+            }
+            (Decision::Deny, _) => {
+                let message = format!(
+                    "blocked: `{tool}` calls are denied unless an allow rule covers them \
+                     ([permissions] mode = \"deny\"); take another approach or ask the user \
+                     to add an allow rule"
+                );
+                blocked(base, Resolution::Mode, message)
+            }
+            (Decision::Ask, basis) => self.resolve_ask(&call, basis, args, base),
+        }
+    }
+}
+
+fn allowed(base: Verdict, resolution: Resolution) -> Verdict {
+    Verdict {
+        allowed: true,
+        resolution,
+        ..base
+    }
+}
+
+fn blocked(base: Verdict, resolution: Resolution, message: String) -> Verdict {
+    Verdict {
+        allowed: false,
+        resolution,
+        message: Some(message),
+        ..base
+    }
+}
+
+fn strict_message(tool: &str, rule: Option<&str>) -> String {
+    let why = match rule {
+        Some(rule) => format!(" (rule `{rule}`)"),
+        None => String::new(),
+    };
+    format!(
+        "blocked: `{tool}`{why} requires approval and this run cannot ask \
+         (--permission-mode strict); take another approach or report that this step needs approval"
+    )
+}
+
+/// The grant scopes offered for a call, narrowest first.
+pub fn suggest_scopes(call: &Call, policy: &Policy) -> Vec<Rule> {
+    let mut scopes = Vec::new();
+    match &call.subject {
+        Some(Subject::Command(command)) if call.tool == "bash" => {
+            scopes.extend(exact_command_rule(command));
+            scopes.extend(prefix_command_rule(command));
+        }
+        Some(Subject::Paths(paths)) if WRITERS.contains(&call.tool.as_str()) => {
+            if let [path] = paths.as_slice() {
+                scopes.extend(path_scope(path, policy));
+            }
+            scopes.extend(Rule::parse("Edit").ok());
+        }
+        _ => scopes.extend(Rule::parse(&call.tool).ok()),
+    }
+    scopes.dedup();
+    scopes
+}
+
+/// `Edit(<path>)` naming exactly this file: relative to the workspace when inside it
+/// (`./name` anchors a top-level file), absolute otherwise; the literal form when the path
+/// contains glob characters.
+fn path_scope(path: &str, policy: &Policy) -> Option<Rule> {
+    let workspace = &policy.context.workspace;
+    let absolute = super::rules::normalize(&workspace.join(path));
+    let shown = match absolute.strip_prefix(workspace) {
+        Ok(relative) if relative.as_os_str().is_empty() => return None,
+        Ok(relative) => format!("./{}", relative.to_string_lossy()),
+        Err(_) => absolute.to_string_lossy().into_owned(),
+    };
+    let text = if shown.contains(['*', '?', ')']) {
+        format!("Edit={shown}")
+    } else {
+        format!("Edit({shown})")
+    };
+    Rule::parse(&text).ok()
+}

@@ -1,0 +1,910 @@
+//! Permission rules: parsing the textual forms and matching one rule against one tool call.
+//! Precedence between rule lists is the policy's business; what a rule is allowed to cover
+//! depends on whether it grants (allow) or restricts (deny, ask), see [`Polarity`].
+//!
+//! Accepted forms:
+//! - `Tool` (bare): every call of that tool or family;
+//! - `Tool(specifier)`: calls whose subject matches the specifier;
+//! - `Tool=literal` (legacy): calls whose subject equals the literal, no wildcards;
+//! - `Bash(prefix:*)` and legacy `Bash(prefix *)`: commands starting with `prefix` at a word
+//!   boundary; `Bash(exact command)`; a `*` elsewhere in a Bash specifier matches any text;
+//! - `Edit(glob)`: every file-mutating built-in (write_file, edit_file, multi_edit, move_file);
+//! - `Read(glob)`: read_file, ls, glob and grep;
+//! - lowercase tool ids (`bash(...)`, `write_file`, `read_file(...)`) and the Claude Code
+//!   aliases `Write`, `MultiEdit`, `Glob`, `Grep`, `LS`;
+//! - `mcp__server__tool` for one MCP tool and `mcp__server` (or `mcp__server__*`) for all of a
+//!   server's tools.
+//!
+//! Path globs support `*` and `?` within one path segment and `**` across segments. A glob
+//! starting with `/` (or Claude Code's `//`) is absolute, `~/` is the home directory, anything
+//! else is relative to the workspace root; a relative glob without a `/` matches the file name
+//! at any depth (as in .gitignore) and one ending in `/` covers everything below. The private
+//! matcher here only serves rule specifiers; `tool::glob` serves the glob tool.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use super::shell::Analysis;
+
+/// Built-in tools that change files; an `Edit` rule covers them all.
+pub const WRITERS: &[&str] = &["write_file", "edit_file", "multi_edit", "move_file"];
+/// Built-in tools that read files or list them; a `Read` rule covers them all.
+pub const READERS: &[&str] = &["read_file", "ls", "glob", "grep"];
+
+const ACCEPTED_FORMS: &str = "accepted forms: Tool, Tool(specifier), Tool=literal, \
+Bash(prefix:*), Bash(exact command), Edit(glob), Read(glob), mcp__server__tool, mcp__server";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    pub rule: String,
+    pub detail: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "permission: invalid rule `{}`: {}; {ACCEPTED_FORMS}",
+            self.rule, self.detail
+        )
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+/// Whether a rule grants or restricts, which decides how much of a call it must cover.
+///
+/// A grant (allow rule, session grant) must cover the whole call: a Bash prefix rule only
+/// matches one plain simple command, and for `move_file` both paths must match. A restriction
+/// (deny or ask rule) matches as soon as any part of the call matches: any simple command the
+/// line could run (behind `&&`, inside `$(...)`, behind `sudo` or `sh -c`), or either path of
+/// a move. Erring towards "not covered" for grants and "covered" for restrictions means a
+/// rule can only ever make the outcome stricter than the user wrote, never looser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Polarity {
+    Grant,
+    Restrict,
+}
+
+/// What paths in rules and calls are resolved against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchContext {
+    pub workspace: PathBuf,
+    pub home: Option<PathBuf>,
+}
+
+impl MatchContext {
+    pub fn new(workspace: PathBuf, home: Option<PathBuf>) -> MatchContext {
+        MatchContext {
+            workspace: normalize(&workspace),
+            home: home.map(|h| normalize(&h)),
+        }
+    }
+}
+
+/// The part of a call's arguments that rules look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// `command`.
+    Command(String),
+    /// `source_path` and `destination_path`, or `path`, or `file_path`.
+    Paths(Vec<String>),
+    /// `pattern`, when no path is given.
+    Pattern(String),
+}
+
+impl Subject {
+    /// Extracts the subject by the known argument keys, in order of preference.
+    pub fn extract(args: &Value) -> Option<Subject> {
+        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
+        if let Some(command) = text("command") {
+            return Some(Subject::Command(command));
+        }
+        let moved: Vec<String> = ["source_path", "destination_path"]
+            .iter()
+            .filter_map(|key| text(key))
+            .collect();
+        if !moved.is_empty() {
+            return Some(Subject::Paths(moved));
+        }
+        if let Some(path) = text("path").or_else(|| text("file_path")) {
+            return Some(Subject::Paths(vec![path]));
+        }
+        text("pattern").map(Subject::Pattern)
+    }
+
+    /// One line for events and prompts.
+    pub fn display(&self) -> String {
+        match self {
+            Subject::Command(command) => command.trim().to_string(),
+            Subject::Paths(paths) => paths.join(" -> "),
+            Subject::Pattern(pattern) => pattern.clone(),
+        }
+    }
+}
+
+/// A tool call as rules see it; the command analysis is done once per call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub tool: String,
+    pub subject: Option<Subject>,
+    analysis: Option<Analysis>,
+}
+
+impl Call {
+    pub fn new(tool: &str, args: &Value) -> Call {
+        let subject = Subject::extract(args);
+        let analysis = match &subject {
+            Some(Subject::Command(command)) => Some(Analysis::parse(command)),
+            _ => None,
+        };
+        Call {
+            tool: tool.to_string(),
+            subject,
+            analysis,
+        }
+    }
+
+    pub fn analysis(&self) -> Option<&Analysis> {
+        self.analysis.as_ref()
+    }
+}
+
+/// Which tools a rule covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Bash,
+    /// Every file-mutating built-in, [`WRITERS`].
+    Edit,
+    /// Every reading built-in, [`READERS`].
+    Read,
+    /// One tool by its exact name.
+    Tool(String),
+    /// Every tool whose name starts with this prefix (`mcp__server__`).
+    Server(String),
+}
+
+impl Target {
+    fn from_name(name: &str) -> Result<Target, String> {
+        let target = match name {
+            "Bash" | "bash" => Target::Bash,
+            "Edit" | "edit" => Target::Edit,
+            "Read" | "read" => Target::Read,
+            "Write" => Target::Tool("write_file".into()),
+            "MultiEdit" => Target::Tool("multi_edit".into()),
+            "Glob" => Target::Tool("glob".into()),
+            "Grep" => Target::Tool("grep".into()),
+            "LS" => Target::Tool("ls".into()),
+            _ => return Target::named(name),
+        };
+        Ok(target)
+    }
+
+    fn named(name: &str) -> Result<Target, String> {
+        let server_wildcard = name.starts_with("mcp__") && name.ends_with("__*");
+        let plain = name
+            .strip_suffix("__*")
+            .filter(|_| server_wildcard)
+            .unwrap_or(name);
+        let valid = plain
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && plain
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !valid {
+            return Err(format!(
+                "`{name}` is not a tool name (letters, digits, `_`, `-`, `.`)"
+            ));
+        }
+        let Some(server) = plain.strip_prefix("mcp__") else {
+            return Ok(Target::Tool(name.to_string()));
+        };
+        if server.is_empty() || server.starts_with("__") {
+            return Err("an MCP rule needs a server name: mcp__server or mcp__server__tool".into());
+        }
+        if server_wildcard || !server.contains("__") {
+            Ok(Target::Server(format!("mcp__{server}__")))
+        } else {
+            Ok(Target::Tool(name.to_string()))
+        }
+    }
+
+    pub fn covers(&self, tool: &str) -> bool {
+        match self {
+            Target::Bash => tool == "bash",
+            Target::Edit => WRITERS.contains(&tool),
+            Target::Read => READERS.contains(&tool),
+            Target::Tool(name) => tool == name,
+            Target::Server(prefix) => tool.starts_with(prefix.as_str()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Spec {
+    Any,
+    Bash(BashPattern),
+    Path(PathPattern),
+    /// A specifier on any other tool: matched by the kind of subject the call exposes.
+    Generic {
+        bash: Option<BashPattern>,
+        path: PathPattern,
+        text: Pattern,
+    },
+}
+
+/// One parsed permission rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    text: String,
+    target: Target,
+    spec: Spec,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Specifier,
+    Literal,
+}
+
+impl Rule {
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
+        let trimmed = text.trim();
+        let error = |detail: String| RuleError {
+            rule: trimmed.to_string(),
+            detail,
+        };
+        if trimmed.is_empty() {
+            return Err(error("the rule is empty".into()));
+        }
+        let paren = trimmed.find('(');
+        let equals = trimmed.find('=');
+        let literal_form = match (paren, equals) {
+            (Some(open), Some(eq)) => eq < open,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        let (name, spec) = if let (true, Some(eq)) = (literal_form, equals) {
+            let literal = &trimmed[eq + 1..];
+            if literal.trim().is_empty() {
+                return Err(error("nothing follows `=`".into()));
+            }
+            (&trimmed[..eq], Some((literal, Form::Literal)))
+        } else if let Some(open) = paren {
+            let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                return Err(error("missing the closing `)`".into()));
+            };
+            if inner.trim().is_empty() {
+                return Err(error(
+                    "the specifier in `()` is empty; write the bare tool name to match every call"
+                        .into(),
+                ));
+            }
+            (&trimmed[..open], Some((inner, Form::Specifier)))
+        } else {
+            (trimmed, None)
+        };
+        let target = Target::from_name(name.trim()).map_err(&error)?;
+        let spec = match spec {
+            None => Spec::Any,
+            Some((spec, form)) => Rule::spec(&target, spec, form).map_err(&error)?,
+        };
+        Ok(Rule {
+            text: trimmed.to_string(),
+            target,
+            spec,
+        })
+    }
+
+    fn spec(target: &Target, spec: &str, form: Form) -> Result<Spec, String> {
+        if form == Form::Specifier && spec.trim() == "*" {
+            return Ok(Spec::Any);
+        }
+        Ok(match target {
+            Target::Bash => Spec::Bash(BashPattern::parse(spec, form)?),
+            Target::Edit | Target::Read => Spec::Path(PathPattern::parse(spec, form)),
+            Target::Tool(_) | Target::Server(_) => Spec::Generic {
+                bash: BashPattern::parse(spec, form).ok(),
+                path: PathPattern::parse(spec, form),
+                text: Pattern::new(spec.trim(), form, Stars::Wildcards),
+            },
+        })
+    }
+
+    /// The rule as written (trimmed); this is what events and error messages quote.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Whether the rule has no specifier and so covers every call of its tools.
+    pub fn is_bare(&self) -> bool {
+        self.spec == Spec::Any
+    }
+
+    pub fn matches(&self, call: &Call, polarity: Polarity, ctx: &MatchContext) -> bool {
+        if !self.target.covers(&call.tool) {
+            return false;
+        }
+        let subject = match (&self.spec, &call.subject) {
+            (Spec::Any, _) => return true,
+            (_, None) => return false,
+            (_, Some(subject)) => subject,
+        };
+        match (&self.spec, subject) {
+            (Spec::Bash(pattern), Subject::Command(_)) => call
+                .analysis()
+                .is_some_and(|a| pattern.matches(a, polarity)),
+            (Spec::Path(pattern), Subject::Paths(paths)) => {
+                pattern.matches_all(paths, polarity, ctx)
+            }
+            (Spec::Generic { bash, .. }, Subject::Command(_)) => bash
+                .as_ref()
+                .zip(call.analysis())
+                .is_some_and(|(pattern, a)| pattern.matches(a, polarity)),
+            (Spec::Generic { path, .. }, Subject::Paths(paths)) => {
+                path.matches_all(paths, polarity, ctx)
+            }
+            (Spec::Generic { text, .. }, Subject::Pattern(value)) => text.matches(value),
+            _ => false,
+        }
+    }
+}
+
+/// Splits a Claude Code style list (`"Bash(git:*) Edit,Read"`) on commas and whitespace that
+/// are outside parentheses.
+pub fn split_rule_list(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (c == ',' || c.is_whitespace()) {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        } else {
+            current.push(c);
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The rule a user would save to allow exactly this command again.
+pub fn exact_command_rule(command: &str) -> Option<Rule> {
+    let analysis = Analysis::parse(command);
+    if analysis.error().is_some() || analysis.has_substitution() {
+        return None;
+    }
+    let rendered = analysis.raw_rendering();
+    if rendered.is_empty() {
+        return None;
+    }
+    // A `*` in the specifier form is a wildcard; the literal form keeps it literal.
+    let text = if rendered.contains('*') {
+        format!("Bash={rendered}")
+    } else {
+        format!("Bash({rendered})")
+    };
+    Rule::parse(&text).ok()
+}
+
+/// Tools whose second word names the real subcommand, so a prefix approval keeps two words
+/// (three for `npm run <script>` and the like).
+const MULTI_WORD: &[&str] = &[
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "deno",
+    "npx",
+    "cargo",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "terraform",
+    "gh",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "rustup",
+    "dotnet",
+    "mvn",
+    "gradle",
+    "make",
+    "just",
+    "brew",
+    "apt",
+    "apt-get",
+    "systemctl",
+    "python",
+    "python3",
+];
+
+/// A conservative `Bash(prefix:*)` rule for this command, when it is one plain simple command.
+pub fn prefix_command_rule(command: &str) -> Option<Rule> {
+    let analysis = Analysis::parse(command);
+    let words = analysis.simple_command().ok()?;
+    let first = words.first()?;
+    let mut take = 1;
+    if MULTI_WORD.contains(&first.text.as_str()) {
+        if let Some(second) = words.get(1) {
+            // `git -C dir status`: a one-word prefix would cover every git command.
+            if second.text.starts_with('-') {
+                return None;
+            }
+            take = 2;
+            let runs_script = matches!(second.text.as_str(), "run" | "exec");
+            if runs_script && words.get(2).is_some_and(|w| !w.text.starts_with('-')) {
+                take = 3;
+            }
+        }
+    }
+    let prefix: Vec<&str> = words.iter().take(take).map(|w| w.raw.as_str()).collect();
+    let prefix = prefix.join(" ");
+    if prefix.contains(['*', '(', ')']) {
+        return None;
+    }
+    Rule::parse(&format!("Bash({prefix}:*)")).ok()
+}
+
+/// A Bash specifier compiled for both polarities.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BashPattern {
+    /// Against the raw rendering of a plain simple command (or the whole line for exact
+    /// rules); only unquoted `*` are wildcards.
+    grant: Pattern,
+    /// Against the quote-removed form of every command the line could run; every `*` is a
+    /// wildcard, so quoting cannot hide a command from a deny rule.
+    restrict: Pattern,
+    prefix: bool,
+}
+
+impl BashPattern {
+    fn parse(spec: &str, form: Form) -> Result<BashPattern, String> {
+        let spec = spec.trim();
+        let (body, prefix) = match form {
+            Form::Literal => (spec, false),
+            Form::Specifier => match spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *")) {
+                Some(body) => (body.trim_end(), true),
+                None => (spec, false),
+            },
+        };
+        if body.is_empty() {
+            return Err("the command prefix before `:*` is empty".into());
+        }
+        let analysis = Analysis::parse(body);
+        if let Some(error) = analysis.error() {
+            return Err(format!("the command does not parse ({error})"));
+        }
+        let has_control = analysis
+            .tokens()
+            .iter()
+            .any(|t| matches!(t, super::shell::Token::Control(_)));
+        if prefix && has_control {
+            return Err(
+                "a prefix rule cannot contain shell operators; write one rule per command".into(),
+            );
+        }
+        Ok(BashPattern {
+            grant: Pattern::new(&analysis.raw_rendering(), form, Stars::Unquoted),
+            restrict: Pattern::new(&analysis.plain_rendering(), form, Stars::Wildcards),
+            prefix,
+        })
+    }
+
+    fn matches(&self, analysis: &Analysis, polarity: Polarity) -> bool {
+        match polarity {
+            Polarity::Grant => self.grants(analysis),
+            Polarity::Restrict => self.restricts(analysis),
+        }
+    }
+
+    fn grants(&self, analysis: &Analysis) -> bool {
+        if analysis.error().is_some() || analysis.has_substitution() {
+            return false;
+        }
+        if !self.prefix && !self.grant.has_wildcard() {
+            return self.grant.matches(&analysis.raw_rendering());
+        }
+        let Ok(words) = analysis.simple_command() else {
+            return false;
+        };
+        let line: Vec<&str> = words.iter().map(|w| w.raw.as_str()).collect();
+        self.fits(&self.grant, &line.join(" "))
+    }
+
+    fn restricts(&self, analysis: &Analysis) -> bool {
+        if self.fits(&self.restrict, &analysis.plain_rendering()) {
+            return true;
+        }
+        analysis
+            .executed_forms()
+            .iter()
+            .any(|form| self.fits(&self.restrict, form))
+    }
+
+    fn fits(&self, pattern: &Pattern, line: &str) -> bool {
+        pattern.matches(line) || self.prefix && pattern.matches_prefix_of(line)
+    }
+}
+
+/// How `*` in a specifier is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stars {
+    /// Every `*` is a wildcard.
+    Wildcards,
+    /// Only `*` outside shell quotes is a wildcard.
+    Unquoted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    Char(char),
+    /// `*`: any run of characters.
+    Any,
+    /// `?` in path globs: one character.
+    One,
+}
+
+/// A string pattern with `*` wildcards, matched against a whole string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pattern {
+    pieces: Vec<Piece>,
+}
+
+impl Pattern {
+    fn new(text: &str, form: Form, stars: Stars) -> Pattern {
+        if form == Form::Literal {
+            return Pattern {
+                pieces: text.chars().map(Piece::Char).collect(),
+            };
+        }
+        let mut pieces = Vec::new();
+        let mut quote: Option<char> = None;
+        let mut escaped = false;
+        for c in text.chars() {
+            let quoted = quote.is_some() || escaped;
+            pieces.push(if c == '*' && (stars == Stars::Wildcards || !quoted) {
+                Piece::Any
+            } else {
+                Piece::Char(c)
+            });
+            if stars == Stars::Unquoted {
+                (quote, escaped) = next_quote_state(quote, escaped, c);
+            }
+        }
+        Pattern { pieces }
+    }
+
+    fn has_wildcard(&self) -> bool {
+        self.pieces.iter().any(|p| !matches!(p, Piece::Char(_)))
+    }
+
+    fn matches(&self, text: &str) -> bool {
+        let chars: Vec<char> = text.chars().collect();
+        wildcard_match(&self.pieces, &chars)
+    }
+
+    /// Whether `text` is this pattern followed by a space and anything.
+    fn matches_prefix_of(&self, text: &str) -> bool {
+        let mut pieces = self.pieces.clone();
+        pieces.push(Piece::Char(' '));
+        pieces.push(Piece::Any);
+        let chars: Vec<char> = text.chars().collect();
+        wildcard_match(&pieces, &chars)
+    }
+}
+
+fn next_quote_state(quote: Option<char>, escaped: bool, c: char) -> (Option<char>, bool) {
+    match (quote, c) {
+        _ if escaped => (quote, false),
+        (Some('\''), '\'') => (None, false),
+        (Some('\''), _) => (quote, false),
+        (_, '\\') => (quote, true),
+        (Some('"'), '"') => (None, false),
+        (None, '\'' | '"') => (Some(c), false),
+        _ => (quote, false),
+    }
+}
+
+/// Classic greedy wildcard matching with one backtrack point; linear in practice.
+fn wildcard_match(pieces: &[Piece], text: &[char]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pieces.get(p) {
+            Some(Piece::Any) => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            Some(Piece::One) => {
+                p += 1;
+                t += 1;
+            }
+            Some(Piece::Char(c)) if *c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match backtrack {
+                Some((star, matched)) => {
+                    p = star + 1;
+                    t = matched + 1;
+                    backtrack = Some((star, matched + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pieces[p.min(pieces.len())..]
+        .iter()
+        .all(|piece| *piece == Piece::Any)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Anchor {
+    Workspace,
+    Home,
+    Root,
+}
+
+/// A path glob from an `Edit(...)`/`Read(...)` specifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PathPattern {
+    anchor: Anchor,
+    /// One pattern per path segment; `None` is `**`.
+    segments: Vec<Option<Pattern>>,
+}
+
+impl PathPattern {
+    fn parse(spec: &str, form: Form) -> PathPattern {
+        let spec = spec.trim();
+        let (anchor, mut rest) = if let Some(rest) = spec.strip_prefix("~/") {
+            (Anchor::Home, rest.to_string())
+        } else if let Some(rest) = spec.strip_prefix('/') {
+            (Anchor::Root, rest.trim_start_matches('/').to_string())
+        } else {
+            let mut rest = spec;
+            while let Some(stripped) = rest.strip_prefix("./") {
+                rest = stripped;
+            }
+            (Anchor::Workspace, rest.to_string())
+        };
+        let is_glob = form == Form::Specifier;
+        if is_glob && rest.ends_with('/') {
+            rest.push_str("**");
+        }
+        // `./name` anchors at the workspace root like a path with a directory part.
+        let any_depth = is_glob && anchor == Anchor::Workspace && !spec.contains('/');
+        let mut segments: Vec<Option<Pattern>> = Vec::new();
+        if any_depth {
+            segments.push(None);
+        }
+        for segment in rest.split('/').filter(|s| !s.is_empty() && *s != ".") {
+            segments.push(if is_glob && segment == "**" {
+                None
+            } else {
+                Some(segment_pattern(segment, form))
+            });
+        }
+        PathPattern { anchor, segments }
+    }
+
+    fn matches_all(&self, paths: &[String], polarity: Polarity, ctx: &MatchContext) -> bool {
+        match polarity {
+            Polarity::Grant => paths.iter().all(|p| self.matches(p, ctx)),
+            Polarity::Restrict => paths.iter().any(|p| self.matches(p, ctx)),
+        }
+    }
+
+    fn matches(&self, path: &str, ctx: &MatchContext) -> bool {
+        let absolute = normalize(&ctx.workspace.join(path));
+        let base = match self.anchor {
+            Anchor::Workspace => ctx.workspace.clone(),
+            Anchor::Home => match &ctx.home {
+                Some(home) => home.clone(),
+                None => return false,
+            },
+            Anchor::Root => PathBuf::from("/"),
+        };
+        let Ok(relative) = absolute.strip_prefix(&base) else {
+            return false;
+        };
+        let names: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        segments_match(&self.segments, &names)
+    }
+}
+
+fn segment_pattern(segment: &str, form: Form) -> Pattern {
+    if form == Form::Literal {
+        return Pattern::new(segment, form, Stars::Wildcards);
+    }
+    Pattern {
+        pieces: segment
+            .chars()
+            .map(|c| match c {
+                '*' => Piece::Any,
+                '?' => Piece::One,
+                other => Piece::Char(other),
+            })
+            .collect(),
+    }
+}
+
+fn segments_match(pattern: &[Option<Pattern>], names: &[String]) -> bool {
+    match pattern.split_first() {
+        None => names.is_empty(),
+        Some((None, rest)) => (0..=names.len()).any(|skip| segments_match(rest, &names[skip..])),
+        Some((Some(segment), rest)) => names
+            .split_first()
+            .is_some_and(|(name, tail)| segment.matches(name) && segments_match(rest, tail)),
+    }
+}
+
+/// Resolves `.` and `..` lexically. The policy is pure: symlinks are the sandbox's concern.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() && !out.has_root() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> MatchContext {
+        MatchContext::new("/ws".into(), Some("/home/u".into()))
+    }
+
+    fn matches(rule: &str, tool: &str, args: Value, polarity: Polarity) -> bool {
+        Rule::parse(rule)
+            .unwrap()
+            .matches(&Call::new(tool, &args), polarity, &ctx())
+    }
+
+    #[test]
+    fn wildcards_match_whole_strings() {
+        let p = Pattern::new("rm -rf*", Form::Specifier, Stars::Wildcards);
+        assert!(p.matches("rm -rf /"));
+        assert!(p.matches("rm -rf"));
+        assert!(!p.matches("sudo rm -rf /"));
+        let p = Pattern::new("git * main", Form::Specifier, Stars::Wildcards);
+        assert!(p.matches("git push origin main"));
+        assert!(!p.matches("git push origin main2"));
+        let p = Pattern::new("echo '*'", Form::Specifier, Stars::Unquoted);
+        assert!(p.matches("echo '*'"));
+        assert!(!p.matches("echo 'x'"));
+    }
+
+    #[test]
+    fn path_globs() {
+        let m = |rule: &str, path: &str| {
+            matches(rule, "write_file", json!({"path": path}), Polarity::Grant)
+        };
+        assert!(m("Edit(src/**)", "src/a/b.rs"));
+        assert!(m("Edit(src/**)", "/ws/src/x"));
+        assert!(!m("Edit(src/**)", "srcx/a"));
+        assert!(m("Edit(src/**/*.rs)", "src/main.rs"));
+        assert!(!m("Edit(src/*.rs)", "src/a/main.rs"));
+        assert!(m("Edit(*.md)", "docs/deep/README.md"));
+        assert!(m("Edit(docs/)", "docs/a/b"));
+        assert!(m("Edit(fil?.txt)", "file.txt"));
+        assert!(!m("Edit(src/**)", "src/../../etc/passwd"));
+        assert!(m("Edit(/tmp/**)", "/tmp/x/y"));
+        assert!(m("Edit(//tmp/**)", "/tmp/x"));
+        assert!(m("Edit(~/notes/*)", "/home/u/notes/a"));
+        assert!(
+            !m("Edit(**)", "/etc/passwd"),
+            "relative globs stay inside the workspace"
+        );
+        assert!(matches(
+            "write_file=src/a.rs",
+            "write_file",
+            json!({"path": "./src/a.rs"}),
+            Polarity::Grant
+        ));
+    }
+
+    #[test]
+    fn rule_list_splitting_respects_parentheses() {
+        assert_eq!(
+            split_rule_list("Bash(git commit -m \"a, b\") Edit,Read  mcp__x"),
+            ["Bash(git commit -m \"a, b\")", "Edit", "Read", "mcp__x"]
+        );
+        assert!(split_rule_list(" , ").is_empty());
+    }
+
+    #[test]
+    fn suggested_scopes() {
+        let prefix = |c: &str| prefix_command_rule(c).map(|r| r.text().to_string());
+        assert_eq!(
+            prefix("git status --short").as_deref(),
+            Some("Bash(git status:*)")
+        );
+        assert_eq!(
+            prefix("npm run build -- --x").as_deref(),
+            Some("Bash(npm run build:*)")
+        );
+        assert_eq!(
+            prefix("cargo test -p x").as_deref(),
+            Some("Bash(cargo test:*)")
+        );
+        assert_eq!(prefix("ls -la").as_deref(), Some("Bash(ls:*)"));
+        assert_eq!(prefix("git -C x status"), None);
+        assert_eq!(prefix("ls && rm x"), None);
+        assert_eq!(prefix("eval ls"), None);
+        let exact = |c: &str| exact_command_rule(c).map(|r| r.text().to_string());
+        assert_eq!(
+            exact("npm  run build").as_deref(),
+            Some("Bash(npm run build)")
+        );
+        assert_eq!(exact("rm *.o").as_deref(), Some("Bash=rm *.o"));
+        assert_eq!(exact("echo $(date)"), None);
+        let rule = exact_command_rule("rm *.o").unwrap();
+        let call = Call::new("bash", &json!({"command": "rm *.o"}));
+        assert!(rule.matches(&call, Polarity::Grant, &ctx()));
+        let call = Call::new("bash", &json!({"command": "rm -rf / x.o"}));
+        assert!(!rule.matches(&call, Polarity::Grant, &ctx()));
+    }
+
+    #[test]
+    fn errors_name_the_rule_and_the_forms() {
+        for (rule, detail) in [
+            ("", "empty"),
+            ("Bash(go test", "closing"),
+            ("Bash()", "empty"),
+            ("Bash(:*)", "prefix"),
+            ("Bash('go:*)", "parse"),
+            ("Bash(a && b:*)", "operators"),
+            ("bash=", "nothing follows"),
+            ("9lives", "not a tool name"),
+            ("mcp__", "server"),
+        ] {
+            let err = Rule::parse(rule).unwrap_err().to_string();
+            assert!(err.starts_with("permission: invalid rule `"), "{err}");
+            assert!(err.contains(detail), "{rule:?}: {err}");
+            assert!(
+                err.contains("accepted forms: Tool, Tool(specifier)"),
+                "{err}"
+            );
+        }
+    }
+}
