@@ -4,5 +4,6 @@
 mod util;
 
 mod cli;
+mod sandbox;
 mod tools_bash;
 mod tools_files;
