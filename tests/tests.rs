@@ -8,6 +8,7 @@ mod config;
 mod permissions;
 mod provider;
 mod run;
+mod sandbox;
 mod tools_bash;
 mod tools_files;
 mod tools_search;

@@ -1,15 +1,542 @@
 //! Enforcement beneath the permission layer: child processes with deadlines and process-group
-//! kills, and (later) path confinement and the OS jail for bash.
+//! kills, path confinement for the file tools, and the OS jail for bash.
 //!
-//! - [`process`] owns every child the agent starts: how a [`process::CommandSpec`] becomes a
-//!   command, the process group it runs in, the pipes drained on threads, the deadline, the
-//!   output cap, and killing the whole group on timeout, cancel and drop. Tools describe what
-//!   to run as a `CommandSpec`; a jail (bubblewrap, Landlock) will rewrite that spec before it
-//!   is built, so no tool needs to know whether it runs confined.
-//! - [`sys`] holds the few libc calls std lacks (new session, group kill, waiting without
-//!   reaping, poll); it is the only module here with `unsafe`.
+//! - [`Policy`] is the `[sandbox]` configuration in resolved form: the workspace root, the
+//!   write roots (the reasonix home plus `allow_write`), the `forbid_read` paths (always with
+//!   `<home>/.env`), whether bash is jailed, whether the jail keeps the network, and which
+//!   backend to use. The lead maps config into [`Settings`]; [`Policy::new`] resolves the
+//!   paths once.
+//! - [`confine`] decides what the file tools may write and read, on absolute, symlink-free
+//!   paths.
+//! - [`bwrap`] and [`landlock`] are the two bash jails; [`Policy::confine_command`] picks one
+//!   (see [`Policy::select`]) and rewrites a [`process::CommandSpec`] with it, so no tool needs
+//!   to know whether it runs confined.
+//! - [`process`] owns every child the agent starts: how a spec becomes a command, the process
+//!   group it runs in, the pipes drained on threads, the deadline, the output cap, and killing
+//!   the whole group on timeout, cancel and drop.
+//! - [`sys`] holds the few libc calls std lacks; it is the only module here with `unsafe`.
 //!
-//! Deciding whether a command may run at all is the permission layer's job, not this one's.
+//! Deciding whether a call may run at all is the permission layer's job, not this one's: the
+//! sandbox is what still holds when a permission rule was too generous.
 
+use std::ffi::OsStr;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+pub mod bwrap;
+pub mod confine;
+pub mod landlock;
 pub mod process;
 pub mod sys;
+
+use process::CommandSpec;
+
+/// `[sandbox] bash`: whether each bash command runs in a jail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BashMode {
+    /// Jail every command; refuse to run bash when no backend works.
+    Enforce,
+    /// Run commands unconfined (the file tools stay confined).
+    Off,
+}
+
+/// `[sandbox] backend`: which jail bash runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// bubblewrap when it works here, else Landlock when the kernel supports it.
+    Auto,
+    Bwrap,
+    Landlock,
+}
+
+impl Backend {
+    /// The name used in `[sandbox] backend` and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Auto => "auto",
+            Backend::Bwrap => "bwrap",
+            Backend::Landlock => "landlock",
+        }
+    }
+}
+
+/// The `[sandbox]` settings as plain values, before any path is resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where file writers are confined and bash may write; usually the cwd.
+    pub workspace_root: PathBuf,
+    /// The reasonix home: writable, and its `.env` is always hidden.
+    pub home: PathBuf,
+    /// `[sandbox] allow_write`; relative entries are taken relative to the workspace root.
+    pub allow_write: Vec<PathBuf>,
+    /// `[sandbox] forbid_read`, with `${VAR}` already expanded by the caller.
+    pub forbid_read: Vec<PathBuf>,
+    pub bash: BashMode,
+    /// `[sandbox] network`: whether jailed commands may use the network.
+    pub network: bool,
+    pub backend: Backend,
+}
+
+/// The sandbox of one session, shared by every tool call (`ToolContext::sandbox`). All paths
+/// are absolute and symlink-free (see [`confine::resolve`]).
+#[derive(Debug)]
+pub struct Policy {
+    pub workspace_root: PathBuf,
+    /// The reasonix home and the `allow_write` roots.
+    pub write_roots: Vec<PathBuf>,
+    /// Paths no tool may read and the bash jail hides; always includes `<home>/.env`.
+    pub forbid_read: Vec<PathBuf>,
+    pub bash: BashMode,
+    pub network: bool,
+    pub backend: Backend,
+    /// Whether [`Policy::take_notice`] still has to say how bash runs.
+    notice_pending: AtomicBool,
+}
+
+impl Policy {
+    /// Resolves the settings' paths (relative ones against the workspace root), adds the home to
+    /// the write roots and `<home>/.env` to the hidden paths.
+    pub fn new(settings: Settings) -> Policy {
+        let workspace_root = resolve_or_keep(&absolute_from_cwd(&settings.workspace_root));
+        let under_workspace = |p: &Path| resolve_or_keep(&workspace_root.join(p));
+        let mut write_roots = Vec::new();
+        for root in std::iter::once(&settings.home).chain(settings.allow_write.iter()) {
+            push_unique(&mut write_roots, under_workspace(root));
+        }
+        let mut forbid_read = Vec::new();
+        let home_env = settings.home.join(".env");
+        for hidden in settings
+            .forbid_read
+            .iter()
+            .chain(std::iter::once(&home_env))
+        {
+            push_unique(&mut forbid_read, under_workspace(hidden));
+        }
+        Policy {
+            workspace_root,
+            write_roots,
+            forbid_read,
+            bash: settings.bash,
+            network: settings.network,
+            backend: settings.backend,
+            notice_pending: AtomicBool::new(true),
+        }
+    }
+
+    /// The default of `ToolContext::new`: writers confined to `cwd`, nothing hidden, bash not
+    /// jailed and nothing announced. Meant for tests and embedders that set no `[sandbox]`; a
+    /// session built from configuration uses [`Policy::new`].
+    pub fn workspace_only(cwd: &Path) -> Policy {
+        Policy {
+            workspace_root: resolve_or_keep(&absolute_from_cwd(cwd)),
+            write_roots: Vec::new(),
+            forbid_read: Vec::new(),
+            bash: BashMode::Off,
+            network: true,
+            backend: Backend::Auto,
+            notice_pending: AtomicBool::new(false),
+        }
+    }
+
+    /// The jail bash runs in on `host`: `None` when `bash = "off"`, an error when `enforce`
+    /// finds no usable backend (the message names the fixes).
+    pub fn select(&self, host: &Host) -> Result<Option<Jail>, SandboxError> {
+        if self.bash == BashMode::Off {
+            return Ok(None);
+        }
+        let bwrap = || host.bwrap.clone().map(Jail::Bwrap);
+        let landlock = || host.landlock.clone().map(Jail::Landlock);
+        let unusable = |backend, why| SandboxError::BackendUnusable { backend, why };
+        match self.backend {
+            Backend::Bwrap => bwrap()
+                .map(Some)
+                .map_err(|why| unusable(Backend::Bwrap, why)),
+            Backend::Landlock => landlock()
+                .map(Some)
+                .map_err(|why| unusable(Backend::Landlock, why)),
+            Backend::Auto => match (bwrap(), landlock()) {
+                (Ok(jail), _) | (Err(_), Ok(jail)) => Ok(Some(jail)),
+                (Err(bwrap), Err(landlock)) => Err(SandboxError::Unavailable { bwrap, landlock }),
+            },
+        }
+    }
+
+    /// Rewrites `spec` to run in this policy's jail on this machine (see [`Host::current`]).
+    pub fn confine_command(&self, spec: CommandSpec) -> Result<CommandSpec, SandboxError> {
+        self.confine_command_on(spec, Host::current())
+    }
+
+    /// [`Policy::confine_command`] on a given host, so tests can hide bwrap.
+    pub fn confine_command_on(
+        &self,
+        spec: CommandSpec,
+        host: &Host,
+    ) -> Result<CommandSpec, SandboxError> {
+        match self.select(host)? {
+            None => Ok(spec),
+            Some(Jail::Bwrap(program)) => Ok(bwrap::wrap(spec, &program, self)),
+            Some(Jail::Landlock(abi)) => {
+                let ruleset = landlock::prepare(self, abi).map_err(SandboxError::Landlock)?;
+                let mut spec = spec;
+                spec.landlock_ruleset = Some(ruleset);
+                Ok(spec)
+            }
+        }
+    }
+
+    /// A one-time remark for the model or the user about how bash runs, when it runs with less
+    /// confinement than asked for: unconfined (`bash = "off"`), or under Landlock without
+    /// network confinement on a kernel older than Landlock ABI 4. `None` afterwards, and always
+    /// for [`Policy::workspace_only`].
+    pub fn take_notice(&self) -> Option<String> {
+        if !self.notice_pending.load(Ordering::SeqCst) {
+            return None;
+        }
+        let notice = self.notice(Host::current())?;
+        self.notice_pending
+            .swap(false, Ordering::SeqCst)
+            .then_some(notice)
+    }
+
+    fn notice(&self, host: &Host) -> Option<String> {
+        match self.select(host) {
+            Ok(None) => Some(
+                "sandbox: bash runs unconfined because [sandbox] bash = \"off\"; commands can \
+                 read and write anything this user can"
+                    .into(),
+            ),
+            Ok(Some(Jail::Landlock(abi))) if !landlock::confines_network(self, abi) => {
+                Some(landlock::network_gap(abi))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A jail that works on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Jail {
+    /// bubblewrap, at this path.
+    Bwrap(PathBuf),
+    /// Landlock, with this kernel ABI version.
+    Landlock(u32),
+}
+
+/// Which jails work on this machine, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// The bwrap that passed the probe, or why there is none.
+    pub bwrap: Result<PathBuf, String>,
+    /// The kernel's Landlock ABI version, or why Landlock is unavailable.
+    pub landlock: Result<u32, String>,
+}
+
+impl Host {
+    /// This process's host, probed once: bwrap on `PATH` (run once to see that it works) and
+    /// the kernel's Landlock ABI.
+    pub fn current() -> &'static Host {
+        static HOST: OnceLock<Host> = OnceLock::new();
+        HOST.get_or_init(|| Host::probe(std::env::var_os("PATH").as_deref()))
+    }
+
+    /// Probes with `path` as the search path for bwrap, without caching.
+    pub fn probe(path: Option<&OsStr>) -> Host {
+        let bwrap = match bwrap::locate(path) {
+            Some(program) => bwrap::probe(&program).map(|()| program),
+            None => Err("bwrap is not installed (not found on PATH)".to_string()),
+        };
+        Host {
+            bwrap,
+            landlock: landlock::probe(),
+        }
+    }
+}
+
+/// What `reasonix doctor` shows about the bash jail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendReport {
+    /// The backend bash commands run in; `None` when they run unconfined or not at all.
+    pub active: Option<Backend>,
+    /// One line saying why.
+    pub reason: String,
+}
+
+/// Which backend jails bash under `policy` on this machine, and why.
+pub fn describe_backend(policy: &Policy) -> BackendReport {
+    describe_backend_on(policy, Host::current())
+}
+
+/// [`describe_backend`] on a given host.
+pub fn describe_backend_on(policy: &Policy, host: &Host) -> BackendReport {
+    let (active, mut reason) = match policy.select(host) {
+        Ok(None) => (
+            None,
+            "[sandbox] bash = \"off\": bash commands run unconfined".to_string(),
+        ),
+        Ok(Some(Jail::Bwrap(program))) => (
+            Some(Backend::Bwrap),
+            format!(
+                "bubblewrap at {} works ([sandbox] backend = \"{}\")",
+                program.display(),
+                policy.backend.name()
+            ),
+        ),
+        Ok(Some(Jail::Landlock(abi))) => {
+            let mut reason = format!("Landlock ABI {abi} is supported by this kernel");
+            if let Err(why) = &host.bwrap {
+                reason = format!("{reason}; bubblewrap is unusable: {why}");
+            }
+            if !landlock::confines_network(policy, abi) {
+                reason = format!("{reason}; {}", landlock::network_gap(abi));
+            }
+            (Some(Backend::Landlock), reason)
+        }
+        Err(e) => (None, e.to_string()),
+    };
+    if let Some(rest) = reason.strip_prefix("sandbox: ") {
+        reason = rest.to_string();
+    }
+    BackendReport { active, reason }
+}
+
+/// Why the sandbox refused a path or a command.
+#[derive(Debug)]
+pub enum SandboxError {
+    /// A writer's path resolves outside the workspace and every write root.
+    OutsideWrite {
+        path: PathBuf,
+        workspace: PathBuf,
+    },
+    /// The path resolves under a `forbid_read` path.
+    Forbidden {
+        path: PathBuf,
+        hidden: PathBuf,
+    },
+    /// Moving this entry would move a `forbid_read` path inside it.
+    ContainsForbidden {
+        path: PathBuf,
+        hidden: PathBuf,
+    },
+    /// The path could not be resolved (a permission error, a file used as a directory).
+    Resolve {
+        path: PathBuf,
+        source: io::Error,
+    },
+    SymlinkLoop {
+        path: PathBuf,
+    },
+    /// `bash = "enforce"` with `backend = "auto"`, and neither backend works.
+    Unavailable {
+        bwrap: String,
+        landlock: String,
+    },
+    /// The backend named in `[sandbox] backend` does not work here.
+    BackendUnusable {
+        backend: Backend,
+        why: String,
+    },
+    /// Building the Landlock ruleset failed.
+    Landlock(io::Error),
+}
+
+impl fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SandboxError::OutsideWrite { path, workspace } => write!(
+                f,
+                "sandbox: path {} is outside the workspace {} and the allowed write roots; \
+                 [sandbox] allow_write can add a root",
+                path.display(),
+                workspace.display()
+            ),
+            SandboxError::Forbidden { path, hidden } => write!(
+                f,
+                "sandbox: path {} is hidden by [sandbox] forbid_read ({}); it may not be read \
+                 or changed by any tool",
+                path.display(),
+                hidden.display()
+            ),
+            SandboxError::ContainsForbidden { path, hidden } => write!(
+                f,
+                "sandbox: cannot move {}: it contains {}, which [sandbox] forbid_read hides",
+                path.display(),
+                hidden.display()
+            ),
+            SandboxError::Resolve { path, source } => {
+                write!(f, "sandbox: cannot resolve {}: {source}", path.display())
+            }
+            SandboxError::SymlinkLoop { path } => write!(
+                f,
+                "sandbox: too many symbolic links while resolving {}",
+                path.display()
+            ),
+            SandboxError::Unavailable { bwrap, landlock } => write!(
+                f,
+                "sandbox: bash is disabled: [sandbox] bash = \"enforce\" needs bubblewrap or \
+                 Landlock and neither works here (bwrap: {bwrap}; landlock: {landlock}); \
+                 install bubblewrap (apt-get install bubblewrap) or set [sandbox] bash = \"off\""
+            ),
+            SandboxError::BackendUnusable { backend, why } => write!(
+                f,
+                "sandbox: bash is disabled: [sandbox] backend = \"{}\" does not work here \
+                 ({why}); set [sandbox] backend = \"auto\", install bubblewrap (apt-get install \
+                 bubblewrap) or set [sandbox] bash = \"off\"",
+                backend.name()
+            ),
+            SandboxError::Landlock(e) => {
+                write!(f, "sandbox: cannot prepare the Landlock ruleset: {e}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SandboxError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SandboxError::Resolve { source, .. } | SandboxError::Landlock(source) => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// `path` made absolute against the process's working directory.
+fn absolute_from_cwd(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .unwrap_or_else(|_| Path::new("/").join(path))
+}
+
+/// The resolved form of a configured root; the path as given when it cannot be resolved
+/// (checks against it then still work on the literal path).
+fn resolve_or_keep(path: &Path) -> PathBuf {
+    confine::resolve(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn push_unique(paths: &mut Vec<PathBuf>, path: PathBuf) {
+    if !paths.contains(&path) {
+        paths.push(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(bwrap: Result<&str, &str>, landlock: Result<u32, &str>) -> Host {
+        Host {
+            bwrap: bwrap.map(PathBuf::from).map_err(String::from),
+            landlock: landlock.map_err(String::from),
+        }
+    }
+
+    fn policy(bash: BashMode, backend: Backend, network: bool) -> Policy {
+        Policy::new(Settings {
+            workspace_root: PathBuf::from("/nonexistent-ws"),
+            home: PathBuf::from("/nonexistent-home"),
+            allow_write: vec![PathBuf::from("extra")],
+            forbid_read: vec![PathBuf::from("/nonexistent-secret")],
+            bash,
+            network,
+            backend,
+        })
+    }
+
+    #[test]
+    fn settings_become_resolved_roots() {
+        let p = policy(BashMode::Enforce, Backend::Auto, false);
+        assert_eq!(p.workspace_root, PathBuf::from("/nonexistent-ws"));
+        assert_eq!(
+            p.write_roots,
+            vec![
+                PathBuf::from("/nonexistent-home"),
+                PathBuf::from("/nonexistent-ws/extra")
+            ]
+        );
+        assert_eq!(
+            p.forbid_read,
+            vec![
+                PathBuf::from("/nonexistent-secret"),
+                PathBuf::from("/nonexistent-home/.env")
+            ]
+        );
+    }
+
+    #[test]
+    fn auto_prefers_bwrap_then_landlock_then_refuses_naming_both_fixes() {
+        let p = policy(BashMode::Enforce, Backend::Auto, false);
+        let both = host(Ok("/usr/bin/bwrap"), Ok(4));
+        assert_eq!(
+            p.select(&both).unwrap(),
+            Some(Jail::Bwrap("/usr/bin/bwrap".into()))
+        );
+        let no_bwrap = host(Err("not found"), Ok(4));
+        assert_eq!(p.select(&no_bwrap).unwrap(), Some(Jail::Landlock(4)));
+        let neither = host(Err("not found"), Err("kernel too old"));
+        let err = p.select(&neither).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "sandbox: bash is disabled: [sandbox] bash = \"enforce\" needs bubblewrap or \
+             Landlock and neither works here (bwrap: not found; landlock: kernel too old); \
+             install bubblewrap (apt-get install bubblewrap) or set [sandbox] bash = \"off\""
+        );
+        let report = describe_backend_on(&p, &neither);
+        assert_eq!(report.active, None);
+        assert!(report.reason.starts_with("bash is disabled"), "{report:?}");
+    }
+
+    #[test]
+    fn an_explicit_backend_never_falls_back() {
+        let p = policy(BashMode::Enforce, Backend::Bwrap, false);
+        let err = p
+            .select(&host(Err("no userns"), Ok(5)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("backend = \"bwrap\" does not work here (no userns)"),
+            "{err}"
+        );
+        let p = policy(BashMode::Enforce, Backend::Landlock, false);
+        assert_eq!(
+            p.select(&host(Ok("/bin/bwrap"), Ok(2))).unwrap(),
+            Some(Jail::Landlock(2))
+        );
+    }
+
+    #[test]
+    fn off_runs_unconfined_and_reports_it() {
+        let p = policy(BashMode::Off, Backend::Auto, false);
+        let h = host(Ok("/usr/bin/bwrap"), Ok(4));
+        assert_eq!(p.select(&h).unwrap(), None);
+        assert!(p.notice(&h).unwrap().contains("unconfined"));
+        assert_eq!(describe_backend_on(&p, &h).active, None);
+    }
+
+    #[test]
+    fn old_landlock_reports_the_network_gap() {
+        let p = policy(BashMode::Enforce, Backend::Auto, false);
+        let h = host(Err("not found"), Ok(3));
+        let report = describe_backend_on(&p, &h);
+        assert_eq!(report.active, Some(Backend::Landlock));
+        assert!(
+            report.reason.contains("network is not confined"),
+            "{report:?}"
+        );
+        assert!(p.notice(&h).unwrap().contains("network is not confined"));
+        assert_eq!(p.notice(&host(Err("not found"), Ok(4))), None);
+        let open = policy(BashMode::Enforce, Backend::Auto, true);
+        assert_eq!(open.notice(&h), None);
+    }
+
+    #[test]
+    fn the_default_policy_announces_nothing() {
+        let p = Policy::workspace_only(Path::new("/"));
+        assert_eq!(p.take_notice(), None);
+        assert_eq!(p.bash, BashMode::Off);
+    }
+}

@@ -35,6 +35,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,9 @@ pub struct CommandSpec {
     /// Time between SIGTERM and SIGKILL when the runner stops the group.
     pub kill_grace: Duration,
     pub output_cap: OutputCap,
+    /// A Landlock ruleset the child enforces on itself just before exec (see
+    /// `sandbox::landlock`); `None` runs the program without one.
+    pub landlock_ruleset: Option<Arc<OwnedFd>>,
 }
 
 impl CommandSpec {
@@ -87,12 +91,14 @@ impl CommandSpec {
                 head_bytes: 30 * 1024,
                 tail_bytes: 10 * 1024,
             },
+            landlock_ruleset: None,
         }
     }
 }
 
-/// Builds the `Command` for `spec`: program, arguments, working directory and environment.
-/// Stdio is left to the caller; [`GroupChild::spawn`] adds the new session.
+/// Builds the `Command` for `spec`: program, arguments, working directory, environment and
+/// the Landlock ruleset, if any. Stdio is left to the caller; [`GroupChild::spawn`] adds the
+/// new session.
 pub fn command(spec: &CommandSpec) -> Command {
     let mut command = Command::new(&spec.program);
     command.args(&spec.args).current_dir(&spec.cwd);
@@ -101,6 +107,9 @@ pub fn command(spec: &CommandSpec) -> Command {
     }
     for (name, value) in &spec.env_set {
         command.env(name, value);
+    }
+    if let Some(ruleset) = &spec.landlock_ruleset {
+        sys::restrict_self_before_exec(&mut command, Arc::clone(ruleset));
     }
     command
 }

@@ -1,6 +1,7 @@
 //! The libc calls the sandbox needs that std does not offer: starting a child in its own
-//! session, signalling a whole process group, waiting for an exit without reaping it, and
-//! waiting for either of two pipes to become readable.
+//! session, signalling a whole process group, waiting for an exit without reaping it, waiting
+//! for either of two pipes to become readable, and the three Landlock system calls (with
+//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller).
 //!
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
 //! `term::sys`); everything here is a thin, documented wrapper, and policy (which signal, how
@@ -10,6 +11,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::Arc;
 
 /// The signals the process runner sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +161,144 @@ pub fn wait_readable(data: BorrowedFd<'_>, wake: BorrowedFd<'_>) -> io::Result<R
     }
 }
 
+/// Whether this process runs with effective user id 0 (root keeps capabilities inside a
+/// bubblewrap sandbox unless they are dropped explicitly).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.
+const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1 << 0;
+/// `LANDLOCK_RULE_PATH_BENEATH`: a rule granting access beneath a file or directory.
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// `struct landlock_ruleset_attr` as of ABI 6; older kernels are handed a prefix of it.
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// `struct landlock_path_beneath_attr`, which the kernel declares packed.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// What a new Landlock ruleset handles (denies unless a rule grants it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RulesetSpec {
+    pub handled_fs: u64,
+    /// Only honoured by ABI 4 and later.
+    pub handled_net: u64,
+    /// Only honoured by ABI 6 and later.
+    pub scoped: u64,
+}
+
+/// The Landlock ABI version the running kernel supports. `ENOSYS` means the kernel was built
+/// without Landlock, `EOPNOTSUPP` that it was not enabled at boot.
+pub fn landlock_abi() -> io::Result<u32> {
+    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag the call reads no
+    // memory and only returns a number (or -1 with errno).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<RulesetAttr>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    u32::try_from(rc).map_err(|_| io::Error::other("landlock ABI version out of range"))
+}
+
+/// Creates a ruleset for a kernel with the given ABI, passing only as much of the attribute
+/// struct as that ABI knows (the kernel rejects unknown trailing fields it cannot ignore).
+pub fn landlock_create_ruleset(spec: RulesetSpec, abi: u32) -> io::Result<OwnedFd> {
+    let attr = RulesetAttr {
+        handled_access_fs: spec.handled_fs,
+        handled_access_net: if abi >= 4 { spec.handled_net } else { 0 },
+        scoped: if abi >= 6 { spec.scoped } else { 0 },
+    };
+    let size = match abi {
+        0..=3 => 8usize,
+        4 | 5 => 16,
+        _ => std::mem::size_of::<RulesetAttr>(),
+    };
+    // SAFETY: `attr` is a live, initialised repr(C) struct at least `size` bytes long, which
+    // the kernel only reads during the call. On success the result is a new descriptor that
+    // nobody else owns, so wrapping it in an OwnedFd once is sound.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            size,
+            0u32,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = libc::c_int::try_from(rc)
+        .map_err(|_| io::Error::other("landlock ruleset descriptor out of range"))?;
+    // SAFETY: see above; `fd` is fresh and owned by us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Grants `access` beneath the file or directory `parent` (opened with `O_PATH`).
+pub fn landlock_add_path_rule(
+    ruleset: BorrowedFd<'_>,
+    parent: BorrowedFd<'_>,
+    access: u64,
+) -> io::Result<()> {
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: parent.as_raw_fd(),
+    };
+    // SAFETY: both descriptors are borrowed open fds for the duration of the call, and `attr`
+    // is a live packed struct with the layout the kernel expects, read only during the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes the child enforce `ruleset` on itself just before exec: it sets no_new_privs (so a
+/// setuid binary cannot shed the restriction) and calls `landlock_restrict_self`. The ruleset
+/// is built in the parent; only these two system calls run between fork and exec. The `Arc`
+/// keeps the descriptor open for as long as the command may still be spawned.
+pub fn restrict_self_before_exec(command: &mut Command, ruleset: Arc<OwnedFd>) {
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // functions may be called. prctl(2) and syscall(2) are plain system calls that neither
+    // allocate nor take locks, the descriptor stays open because the closure owns an Arc to
+    // it, and `last_os_error` only reads errno.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +325,19 @@ mod tests {
             wait_readable(data_r.as_fd(), wake_r.as_fd()).unwrap(),
             Readiness::Wake
         );
+    }
+
+    #[test]
+    fn landlock_abi_is_a_version_or_a_clear_refusal() {
+        match landlock_abi() {
+            Ok(abi) => assert!(abi >= 1, "abi {abi}"),
+            Err(e) => assert!(
+                matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP)
+                ),
+                "{e}"
+            ),
+        }
     }
 }

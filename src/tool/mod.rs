@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::cancel::CancelToken;
 use crate::provider::ToolSchema;
+use crate::sandbox::{Policy, SandboxError};
 
 pub mod args;
 pub mod builtin;
@@ -33,16 +34,22 @@ pub struct ToolContext {
     pub secret_env: Arc<Vec<String>>,
     /// The task list `todo_write` replaces; shared with the agent and the UI.
     pub todos: Arc<Mutex<Vec<builtin::todo::TodoItem>>>,
+    /// Where file tools may write and read and how bash is jailed. [`ToolContext::new`] uses
+    /// [`Policy::workspace_only`] (writers confined to `cwd`, bash not jailed, nothing
+    /// announced) so a context built without configuration is still confined; a session
+    /// replaces it with the policy built from `[sandbox]`.
+    pub sandbox: Arc<Policy>,
 }
 
 impl ToolContext {
     pub fn new(cwd: PathBuf) -> Self {
         ToolContext {
-            cwd,
             cancel: CancelToken::new(),
             bash_timeout: Some(Duration::from_secs(120)),
             secret_env: Arc::new(Vec::new()),
             todos: Arc::new(Mutex::new(Vec::new())),
+            sandbox: Arc::new(Policy::workspace_only(&cwd)),
+            cwd,
         }
     }
 
@@ -54,6 +61,29 @@ impl ToolContext {
         } else {
             self.cwd.join(path)
         }
+    }
+
+    /// Resolves a path a writer is about to change and checks it against the sandbox; the
+    /// result is absolute and symlink-free, and the tool must use it rather than the input.
+    pub fn resolve_write(&self, path: &str) -> Result<PathBuf, ToolError> {
+        Ok(self.sandbox.check_write(&self.resolve(path))?)
+    }
+
+    /// Like [`ToolContext::resolve_write`] for a path a reader is about to open.
+    pub fn resolve_read(&self, path: &str) -> Result<PathBuf, ToolError> {
+        Ok(self.sandbox.check_read(&self.resolve(path))?)
+    }
+
+    /// Like [`ToolContext::resolve_write`] for a directory entry that is moved as it is (a
+    /// final symlink is not followed).
+    pub fn resolve_write_entry(&self, path: &str) -> Result<PathBuf, ToolError> {
+        Ok(self.sandbox.check_write_entry(&self.resolve(path))?)
+    }
+}
+
+impl From<SandboxError> for ToolError {
+    fn from(e: SandboxError) -> ToolError {
+        ToolError::Failed(e.to_string())
     }
 }
 

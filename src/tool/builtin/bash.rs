@@ -2,9 +2,10 @@
 //! how it ended.
 //!
 //! Building the [`CommandSpec`] ([`shell_command`]) is kept apart from running it so the sandbox
-//! can later rewrite the spec (wrap it in bubblewrap, add a Landlock hook) without this tool
-//! knowing. Process lifetime, output capture and group kills belong to `sandbox::process`;
-//! whether the command may run at all is decided by the permission gate before `execute`.
+//! rewrites the spec (`Policy::confine_command`: wrap it in bubblewrap or attach a Landlock
+//! ruleset) without this tool knowing how. Process lifetime, output capture and group kills
+//! belong to `sandbox::process`; whether the command may run at all is decided by the
+//! permission gate before `execute`.
 //!
 //! The child's environment is the inherited one minus the secret variables of the run
 //! (`ToolContext::secret_env`), plus a few non-interactive defaults ([`NON_INTERACTIVE_ENV`]):
@@ -93,13 +94,19 @@ impl Tool for Bash {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let spec = shell_command(command, timeout, ctx);
+        let spec = ctx
+            .sandbox
+            .confine_command(shell_command(command, timeout, ctx))?;
         let finished =
             process::run(&spec, &ctx.cancel).map_err(|e| ToolError::Failed(e.to_string()))?;
         if finished.stopped == Some(Stop::Cancelled) {
             return Err(ToolError::Cancelled);
         }
-        Ok(render(&finished, timeout))
+        let mut text = render(&finished, timeout);
+        if let Some(notice) = ctx.sandbox.take_notice() {
+            text.push_str(&format!("\n[{notice}]"));
+        }
+        Ok(text)
     }
 }
 

@@ -58,7 +58,7 @@ impl Tool for EditFile {
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let shown = args::required_str(args, "path")?;
         let edit = Edit::parse(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
-        let file = text::load(&ctx.resolve(shown), shown)?;
+        let file = text::load(&ctx.resolve_write(shown)?, shown)?;
         let applied = apply(&file.text, &edit)
             .map_err(|failure| ToolError::Failed(failure.describe(shown, None)))?;
         text::save(&file.path, &applied.text, file.encoding, shown)?;

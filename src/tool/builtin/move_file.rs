@@ -56,8 +56,8 @@ impl Tool for MoveFile {
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let from_shown = args::required_str(args, "source_path")?;
         let to_shown = args::required_str(args, "destination_path")?;
-        let from = ctx.resolve(from_shown);
-        let to = ctx.resolve(to_shown);
+        let from = ctx.resolve_write_entry(from_shown)?;
+        let to = ctx.resolve_write_entry(to_shown)?;
         check_paths(&from, &to, from_shown, to_shown)?;
         if let Some(parent) = to.parent() {
             fs::create_dir_all(parent)

@@ -68,7 +68,7 @@ impl Tool for MultiEdit {
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let shown = args::required_str(args, "path")?;
         let edits = parse_edits(args::required_array(args, "edits")?)?;
-        let file = text::load(&ctx.resolve(shown), shown)?;
+        let file = text::load(&ctx.resolve_write(shown)?, shown)?;
         let mut current = file.text.clone();
         let mut report = Vec::with_capacity(edits.len());
         for (index, edit) in edits.iter().enumerate() {

@@ -82,7 +82,7 @@ impl Tool for ReadFile {
             limit,
             shown,
         };
-        let path = ctx.resolve(shown);
+        let path = ctx.resolve_read(shown)?;
         let meta = fs::metadata(&path).map_err(|e| open_failure(shown, &e))?;
         if meta.is_dir() {
             return Err(ToolError::Failed(format!(

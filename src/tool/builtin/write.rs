@@ -52,7 +52,7 @@ impl Tool for WriteFile {
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let shown = args::required_str(args, "path")?;
         let content = args::required_str(args, "content")?;
-        let path = text::write_target(&ctx.resolve(shown));
+        let path = ctx.resolve_write(shown)?;
         let previous = existing(&path, shown)?;
         let (bytes, kept) = match &previous {
             Some(Previous::Text { text, encoding, .. }) => {

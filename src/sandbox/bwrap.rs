@@ -1,0 +1,204 @@
+//! The bubblewrap jail for bash: finding `bwrap` on PATH, checking once that it can create its
+//! namespaces here, and rewriting a [`CommandSpec`] to run inside it.
+//!
+//! The sandbox a command sees, in the order the arguments build it:
+//! - the whole filesystem read-only (`--ro-bind / /`), a minimal `/dev`, a fresh `/proc`, and a
+//!   private, empty `/tmp` that disappears with the command;
+//! - read-write binds of the workspace and each write root that exists, shallowest first, so a
+//!   root under `/tmp` is still reachable;
+//! - every existing `forbid_read` path masked: an empty tmpfs over a directory, `/dev/null`
+//!   (read-only) over anything else. Masks come last so they also cover hidden paths inside a
+//!   writable root, such as `<home>/.env`;
+//! - new PID and IPC namespaces (the command cannot see or signal processes outside, and
+//!   `/proc/<pid>/root` of an unconfined process is out of reach), a new network namespace
+//!   with only a loopback device unless `[sandbox] network = true`, `--die-with-parent` so
+//!   nothing outlives reasonix, and `--new-session` so the command cannot push keystrokes into
+//!   a terminal with TIOCSTI. As root, `--cap-drop ALL` as well: otherwise the command would keep
+//!   CAP_SYS_ADMIN inside the namespace and could simply remount `/` read-write.
+//!
+//! Consequence of the PID namespace: when the command's shell exits, bwrap's init exits and
+//! the kernel kills everything left in the namespace, so background jobs do not outlive the
+//! command even when their output is redirected. The environment is passed through unchanged,
+//! which means the secret variables `CommandSpec::env_remove` drops are absent inside too.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::process::{self, CommandSpec, Exit};
+use super::{sys, Policy};
+use crate::cancel::CancelToken;
+
+/// How long the probe may take; bwrap starts in milliseconds, so only a wedged host hits this.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The first executable `bwrap` in the directories of `path` (a `PATH` value).
+pub fn locate(path: Option<&OsStr>) -> Option<PathBuf> {
+    let path = path?;
+    std::env::split_paths(path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join("bwrap"))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+}
+
+/// Runs `true` in a sandbox with the namespaces a real command gets. bwrap fails here on hosts
+/// that restrict unprivileged user namespaces (some container runtimes, Ubuntu's AppArmor
+/// policy); the error carries bwrap's own explanation.
+pub fn probe(program: &Path) -> Result<(), String> {
+    let mut spec = CommandSpec::new(program, "/");
+    spec.args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        .iter()
+        .map(OsString::from)
+        .chain(isolation(Network::Unshared))
+        .chain(["--", "true"].iter().map(OsString::from))
+        .collect();
+    spec.timeout = Some(PROBE_TIMEOUT);
+    let finished = process::run(&spec, &CancelToken::new())
+        .map_err(|e| format!("{} cannot be started: {e}", program.display()))?;
+    if finished.exit == Exit::Code(0) && finished.stopped.is_none() {
+        return Ok(());
+    }
+    let text = finished.output.to_text();
+    let said = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    Err(format!(
+        "{} does not work here ({}): {}",
+        program.display(),
+        finished.exit,
+        said.trim()
+    ))
+}
+
+/// `spec` rewritten to run inside bwrap at `program` under `policy`. The environment, the
+/// deadline and the output cap stay as they were.
+pub fn wrap(spec: CommandSpec, program: &Path, policy: &Policy) -> CommandSpec {
+    let mut args = args(policy, &spec.cwd);
+    args.push(OsString::from("--"));
+    args.push(spec.program.clone());
+    args.extend(spec.args.iter().cloned());
+    CommandSpec {
+        program: program.as_os_str().to_os_string(),
+        args,
+        ..spec
+    }
+}
+
+/// The bwrap options (everything before `--`) for a command run in `cwd` under `policy`.
+pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    let mut roots: Vec<&PathBuf> = policy.roots().filter(|root| root.exists()).collect();
+    roots.sort_by_key(|root| root.components().count());
+    roots.dedup();
+    for root in roots {
+        args.extend([
+            OsString::from("--bind"),
+            root.as_os_str().into(),
+            root.as_os_str().into(),
+        ]);
+    }
+    for hidden in &policy.forbid_read {
+        match std::fs::symlink_metadata(hidden) {
+            Ok(meta) if meta.is_dir() => {
+                args.extend([OsString::from("--tmpfs"), hidden.as_os_str().into()]);
+            }
+            Ok(_) => args.extend([
+                OsString::from("--ro-bind"),
+                OsString::from("/dev/null"),
+                hidden.as_os_str().into(),
+            ]),
+            // Nothing to hide yet; a command that creates it owns what it wrote.
+            Err(_) => {}
+        }
+    }
+    let network = if policy.network {
+        Network::Shared
+    } else {
+        Network::Unshared
+    };
+    args.extend(isolation(network));
+    args.extend([OsString::from("--chdir"), cwd.as_os_str().into()]);
+    args
+}
+
+/// Whether the sandbox keeps the host's network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Network {
+    Shared,
+    Unshared,
+}
+
+/// The namespace and lifetime options shared by real commands and the probe.
+fn isolation(network: Network) -> Vec<OsString> {
+    let mut args = vec!["--unshare-pid", "--unshare-ipc"];
+    if network == Network::Unshared {
+        args.push("--unshare-net");
+    }
+    args.extend(["--die-with-parent", "--new-session"]);
+    if sys::is_root() {
+        args.extend(["--cap-drop", "ALL"]);
+    }
+    args.into_iter().map(OsString::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::{Backend, BashMode, Settings};
+
+    #[test]
+    fn masks_follow_binds_and_network_is_unshared_by_default() {
+        let scratch =
+            std::env::temp_dir().join(format!("reasonix-bwrap-unit-{}", std::process::id()));
+        let home = scratch.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join(".env"), "KEY=1").unwrap();
+        let secret_dir = scratch.join("secrets");
+        std::fs::create_dir_all(&secret_dir).unwrap();
+        let policy = Policy::new(Settings {
+            workspace_root: scratch.clone(),
+            home: home.clone(),
+            allow_write: vec![PathBuf::from("/nonexistent-root")],
+            forbid_read: vec![secret_dir.clone()],
+            bash: BashMode::Enforce,
+            network: false,
+            backend: Backend::Bwrap,
+        });
+        let args: Vec<String> = args(&policy, &scratch)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let _ = std::fs::remove_dir_all(&scratch);
+        let joined = args.join(" ");
+        let ws = policy.workspace_root.display().to_string();
+        let home = policy.write_roots[0].display().to_string();
+        let expected_binds = format!("--tmpfs /tmp --bind {ws} {ws} --bind {home} {home} ");
+        assert!(joined.contains(&expected_binds), "{joined}");
+        assert!(!joined.contains("nonexistent-root"), "{joined}");
+        let masks = format!(
+            "--tmpfs {} --ro-bind /dev/null {}/.env",
+            policy.forbid_read[0].display(),
+            home
+        );
+        assert!(joined.contains(&masks), "{joined}");
+        assert!(joined.find(&masks) > joined.find(&expected_binds));
+        assert!(joined.contains("--unshare-net"), "{joined}");
+        assert!(joined.ends_with(&format!("--chdir {}", scratch.display())));
+    }
+}

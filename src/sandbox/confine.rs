@@ -1,0 +1,278 @@
+//! Path confinement for the file tools: turning a model-supplied path into an absolute,
+//! symlink-free one, then deciding whether a writer may change it (it must lie under the
+//! workspace root, the reasonix home or an `allow_write` root) and whether a reader may see it
+//! (it must not lie under a `forbid_read` path).
+//!
+//! Resolution walks the path one component at a time the way the kernel does, keeping a prefix
+//! that is already free of symlinks: a symlink is replaced by its target (read with
+//! `readlink`, so a dangling link is followed to where a write through it would land), `..`
+//! removes the last component of the resolved prefix (so `link/..` means the parent of the
+//! link's target, as for the kernel), and components that do not exist yet are appended as
+//! they are. The tools then operate on the resolved path, never on the original one, so what
+//! was checked is what gets written.
+//!
+//! Limits, stated so nobody relies on more:
+//! - A hard link inside the workspace to a file outside cannot be told apart from any other
+//!   file by its path. Writers are still safe: `fsutil::write_atomic` writes a temp file and
+//!   renames it over the target, which replaces the directory entry (the link) instead of
+//!   writing into the shared inode, so the outside file keeps its content.
+//! - Between the check and the write another process (a concurrent bash command) could swap a
+//!   directory for a symlink. The bash jail keeps such a process inside the same roots, so the
+//!   swap cannot point a write anywhere a command could not already write.
+//!
+//! The bash jail (bubblewrap or Landlock) is separate: see `sandbox::bwrap` and
+//! `sandbox::landlock`.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use super::{Policy, SandboxError};
+
+/// More symlinks than this while resolving one path is treated as a loop (the kernel's limit).
+const MAX_SYMLINKS: usize = 40;
+
+impl Policy {
+    /// The path a writer may change: `path` resolved to an absolute, symlink-free path (a final
+    /// symlink is followed, so writing keeps the link and changes its target), which must lie
+    /// under the workspace root or a write root and outside every `forbid_read` path (changing
+    /// a hidden file could reveal it, for example through an edit's error message).
+    pub fn check_write(&self, path: &Path) -> Result<PathBuf, SandboxError> {
+        let resolved = resolve(&self.absolute(path))?;
+        self.ensure_writable(path, &resolved)?;
+        self.ensure_visible(path, &resolved)?;
+        Ok(resolved)
+    }
+
+    /// The path a reader may open: `path` resolved like [`Policy::check_write`], refused when it
+    /// lies under a `forbid_read` path. Reading is otherwise not confined.
+    pub fn check_read(&self, path: &Path) -> Result<PathBuf, SandboxError> {
+        let resolved = resolve(&self.absolute(path))?;
+        self.ensure_visible(path, &resolved)?;
+        Ok(resolved)
+    }
+
+    /// The directory entry `path` names, for operations on the entry itself (moving or
+    /// removing it): the parent is resolved, a final symlink is kept as it is. The entry must
+    /// lie strictly inside a write root, because moving it changes its parent directory, and
+    /// it may neither lie under nor contain a `forbid_read` path, because moving a directory
+    /// that holds a hidden path would bring that path out of hiding.
+    pub fn check_write_entry(&self, path: &Path) -> Result<PathBuf, SandboxError> {
+        let absolute = self.absolute(path);
+        let resolved = match (absolute.parent(), absolute.file_name()) {
+            (Some(parent), Some(name)) => resolve(parent)?.join(name),
+            // `/` or a path ending in `..`: the entry is the directory itself.
+            _ => resolve(&absolute)?,
+        };
+        let strictly_inside = self
+            .roots()
+            .any(|root| resolved.starts_with(root) && resolved != *root);
+        if !strictly_inside {
+            return Err(self.outside(path));
+        }
+        self.ensure_visible(path, &resolved)?;
+        if let Some(hidden) = self
+            .forbid_read
+            .iter()
+            .find(|hidden| hidden.starts_with(&resolved))
+        {
+            return Err(SandboxError::ContainsForbidden {
+                path: path.to_path_buf(),
+                hidden: hidden.clone(),
+            });
+        }
+        Ok(resolved)
+    }
+
+    /// Whether `resolved` (an absolute, symlink-free path) is hidden by `forbid_read`; for
+    /// walkers (ls, glob, grep) that must skip hidden entries without reporting an error.
+    pub fn hides(&self, resolved: &Path) -> bool {
+        self.forbid_read
+            .iter()
+            .any(|hidden| resolved.starts_with(hidden))
+    }
+
+    /// The workspace root followed by the write roots.
+    pub(crate) fn roots(&self) -> impl Iterator<Item = &PathBuf> {
+        std::iter::once(&self.workspace_root).chain(self.write_roots.iter())
+    }
+
+    fn absolute(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.workspace_root.join(path)
+        }
+    }
+
+    fn ensure_writable(&self, shown: &Path, resolved: &Path) -> Result<(), SandboxError> {
+        if self.roots().any(|root| resolved.starts_with(root)) {
+            Ok(())
+        } else {
+            Err(self.outside(shown))
+        }
+    }
+
+    fn ensure_visible(&self, shown: &Path, resolved: &Path) -> Result<(), SandboxError> {
+        match self
+            .forbid_read
+            .iter()
+            .find(|hidden| resolved.starts_with(hidden))
+        {
+            Some(hidden) => Err(SandboxError::Forbidden {
+                path: shown.to_path_buf(),
+                hidden: hidden.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn outside(&self, shown: &Path) -> SandboxError {
+        SandboxError::OutsideWrite {
+            path: shown.to_path_buf(),
+            workspace: self.workspace_root.clone(),
+        }
+    }
+}
+
+/// Resolves an absolute `path` to an absolute path without symlinks, `.` or `..`, following
+/// symlinks (dangling ones included) through their targets. Components that do not exist are
+/// kept as they are; a component that exists but is not a directory, yet is followed by more
+/// components, is an error (`ENOTDIR`), as are permission errors: the caller must fail closed.
+pub fn resolve(path: &Path) -> Result<PathBuf, SandboxError> {
+    let failed = |source: io::Error| SandboxError::Resolve {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !path.is_absolute() {
+        return Err(failed(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path is not absolute",
+        )));
+    }
+    let mut pending: VecDeque<OsString> = components(path).collect();
+    let mut resolved = PathBuf::from("/");
+    let mut links = 0;
+    // Once a component is missing, nothing below it can exist (or be a symlink).
+    let mut missing = false;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            resolved.pop();
+            // Climbing out of the missing part puts us back among real entries.
+            missing = missing && fs::symlink_metadata(&resolved).is_err();
+            continue;
+        }
+        let candidate = resolved.join(&name);
+        if missing {
+            resolved = candidate;
+            continue;
+        }
+        match fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(SandboxError::SymlinkLoop {
+                        path: path.to_path_buf(),
+                    });
+                }
+                let target = fs::read_link(&candidate).map_err(failed)?;
+                if target.is_absolute() {
+                    resolved = PathBuf::from("/");
+                }
+                for part in components(&target).collect::<Vec<_>>().into_iter().rev() {
+                    pending.push_front(part);
+                }
+            }
+            Ok(meta) => {
+                if !meta.is_dir() && !pending.is_empty() {
+                    return Err(failed(io::Error::from_raw_os_error(libc::ENOTDIR)));
+                }
+                resolved = candidate;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                missing = true;
+                resolved = candidate;
+            }
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    Ok(resolved)
+}
+
+/// The names and `..` of `path`, without the root and `.` components.
+fn components(path: &Path) -> impl Iterator<Item = OsString> + '_ {
+    path.components().filter_map(|c| match c {
+        Component::Normal(name) => Some(name.to_os_string()),
+        Component::ParentDir => Some(OsString::from("..")),
+        Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let path = std::env::temp_dir().join(format!(
+                "reasonix-confine-unit-{}-{name}",
+                std::process::id()
+            ));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).unwrap();
+            Scratch(fs::canonicalize(&path).unwrap())
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn resolves_missing_tails_dots_and_links() {
+        let s = Scratch::new("resolve");
+        let root = &s.0;
+        fs::create_dir(root.join("real")).unwrap();
+        symlink(root.join("real"), root.join("abs")).unwrap();
+        symlink("real", root.join("rel")).unwrap();
+        symlink("nowhere/deeper", root.join("dangling")).unwrap();
+        assert_eq!(
+            resolve(&root.join("abs/new/../x.txt")).unwrap(),
+            root.join("real/x.txt")
+        );
+        assert_eq!(resolve(&root.join("rel/./y")).unwrap(), root.join("real/y"));
+        assert_eq!(
+            resolve(&root.join("dangling")).unwrap(),
+            root.join("nowhere/deeper")
+        );
+        // `..` after a symlink applies to the link's target, as the kernel does it.
+        fs::create_dir(root.join("real/inner")).unwrap();
+        symlink(root.join("real/inner"), root.join("deep")).unwrap();
+        assert_eq!(resolve(&root.join("deep/..")).unwrap(), root.join("real"));
+        // Climbing back out of a missing part must follow links again.
+        assert_eq!(
+            resolve(&root.join("missing/../abs/z")).unwrap(),
+            root.join("real/z")
+        );
+    }
+
+    #[test]
+    fn symlink_loops_and_file_parents_fail() {
+        let s = Scratch::new("loops");
+        symlink("b", s.0.join("a")).unwrap();
+        symlink("a", s.0.join("b")).unwrap();
+        let err = resolve(&s.0.join("a/x")).unwrap_err();
+        assert!(err.to_string().contains("too many symbolic links"), "{err}");
+        fs::write(s.0.join("file"), "x").unwrap();
+        assert!(resolve(&s.0.join("file/child")).is_err());
+        assert!(resolve(&s.0.join("file/..")).is_err());
+        assert!(resolve(Path::new("relative")).is_err());
+    }
+}

@@ -1,0 +1,734 @@
+//! Escape attempts against the sandbox with real files and real processes: the file tools'
+//! confinement (symlinked directories, `..`, absolute paths, dangling symlinks, hard links,
+//! move_file in both directions, hidden paths) and the bash jail under every backend that works
+//! on this machine (bubblewrap and Landlock), including bwrap hidden from PATH. Every attempt
+//! must fail closed and leave the outside file untouched; each jail test also runs a control
+//! that must succeed, so a jail that merely breaks everything cannot pass.
+//!
+//! The scene lives under Cargo's target tmp dir, not under /tmp: bwrap gives commands a private
+//! /tmp and Landlock lets them write the shared one, so an "outside" directory under /tmp would
+//! prove nothing. Where a backend is unusable the tests print why and skip it, except when
+//! `REASONIX_REQUIRE_SANDBOX` is set (CI sets it after installing bubblewrap): then a missing
+//! backend is a failure.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use reasonix::cancel::CancelToken;
+use reasonix::sandbox::process::{self, CommandSpec, Stop};
+use reasonix::sandbox::{
+    describe_backend_on, Backend, BashMode, Host, Jail, Policy, SandboxError, Settings,
+};
+use reasonix::tool::{builtin, ToolContext, ToolError};
+
+const ORIGINAL: &str = "original outside content\n";
+const SECRET: &str = "TOPSECRET-KEY-4242";
+const ENV_SECRET: &str = "TOPSECRET-ENV-9191";
+
+/// A workspace, a reasonix home, a directory outside both with a victim file, and a hidden
+/// directory holding a secret; all removed on drop.
+struct Scene {
+    base: PathBuf,
+    ws: PathBuf,
+    home: PathBuf,
+    outside: PathBuf,
+    secrets: PathBuf,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("sandbox-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        let base = base.canonicalize().unwrap();
+        let scene = Scene {
+            ws: base.join("ws"),
+            home: base.join("home"),
+            outside: base.join("outside"),
+            secrets: base.join("secrets"),
+            base,
+        };
+        for dir in [&scene.ws, &scene.home, &scene.outside, &scene.secrets] {
+            fs::create_dir_all(dir).unwrap();
+        }
+        fs::write(scene.victim_path(), ORIGINAL).unwrap();
+        fs::write(scene.secrets.join("key"), SECRET).unwrap();
+        fs::write(scene.home.join(".env"), format!("SOME_KEY={ENV_SECRET}\n")).unwrap();
+        scene
+    }
+
+    fn victim_path(&self) -> PathBuf {
+        self.outside.join("victim.txt")
+    }
+
+    /// The victim file's content; every test ends by checking it is still [`ORIGINAL`].
+    fn victim(&self) -> String {
+        fs::read_to_string(self.victim_path()).unwrap()
+    }
+
+    fn policy(&self, bash: BashMode, backend: Backend, network: bool) -> Policy {
+        Policy::new(Settings {
+            workspace_root: self.ws.clone(),
+            home: self.home.clone(),
+            allow_write: Vec::new(),
+            forbid_read: vec![self.secrets.clone()],
+            bash,
+            network,
+            backend,
+        })
+    }
+
+    fn ctx(&self, policy: Policy) -> ToolContext {
+        let mut ctx = ToolContext::new(self.ws.clone());
+        ctx.sandbox = Arc::new(policy);
+        ctx
+    }
+
+    /// A context for the file tools (bash jailed by whatever works).
+    fn files(&self) -> ToolContext {
+        self.ctx(self.policy(BashMode::Enforce, Backend::Auto, false))
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.base);
+    }
+}
+
+fn call(ctx: &ToolContext, name: &str, args: Value) -> Result<String, ToolError> {
+    let tool = builtin::all()
+        .into_iter()
+        .find(|t| t.name() == name)
+        .unwrap_or_else(|| panic!("no built-in tool {name}"));
+    tool.execute(&args, ctx)
+}
+
+/// The refusal text of a call that must fail.
+fn refused(result: Result<String, ToolError>) -> String {
+    match result {
+        Err(ToolError::Failed(text)) => text,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn assert_outside_refusal(text: &str) {
+    assert!(
+        text.contains("is outside the workspace") && text.contains("allow_write"),
+        "unexpected refusal: {text}"
+    );
+}
+
+fn bash(ctx: &ToolContext, command: &str) -> String {
+    match call(ctx, "bash", json!({ "command": command })) {
+        Ok(text) => text,
+        Err(e) => panic!("bash refused to run {command:?}: {e}"),
+    }
+}
+
+/// The jails that work here. A missing one is skipped with a message, or fails when
+/// `REASONIX_REQUIRE_SANDBOX` is set.
+fn jails() -> Vec<Backend> {
+    let host = Host::current();
+    let mut usable = Vec::new();
+    match &host.bwrap {
+        Ok(_) => usable.push(Backend::Bwrap),
+        Err(why) => missing("bwrap", why),
+    }
+    match &host.landlock {
+        Ok(_) => usable.push(Backend::Landlock),
+        Err(why) => missing("landlock", why),
+    }
+    eprintln!(
+        "sandbox escape tests run under: {:?}",
+        usable.iter().map(|b| b.name()).collect::<Vec<_>>()
+    );
+    usable
+}
+
+fn missing(backend: &str, why: &str) {
+    if std::env::var_os("REASONIX_REQUIRE_SANDBOX").is_some() {
+        panic!("REASONIX_REQUIRE_SANDBOX is set but the {backend} backend is unusable: {why}");
+    }
+    eprintln!("warning: {backend} escape tests skipped: {why} (install bubblewrap to run them)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// File tools
+
+#[test]
+fn writers_refuse_a_symlinked_directory_pointing_outside() {
+    let s = Scene::new();
+    let ctx = s.files();
+    symlink(&s.outside, s.ws.join("link")).unwrap();
+    let text = refused(call(
+        &ctx,
+        "write_file",
+        json!({"path": "link/victim.txt", "content": "pwned"}),
+    ));
+    assert_outside_refusal(&text);
+    refused(call(
+        &ctx,
+        "write_file",
+        json!({"path": "link/new.txt", "content": "pwned"}),
+    ));
+    refused(call(
+        &ctx,
+        "edit_file",
+        json!({"path": "link/victim.txt", "old_string": "original", "new_string": "pwned"}),
+    ));
+    refused(call(
+        &ctx,
+        "multi_edit",
+        json!({"path": "link/victim.txt", "edits": [{"old_string": "original", "new_string": "pwned"}]}),
+    ));
+    assert_eq!(s.victim(), ORIGINAL);
+    assert!(!s.outside.join("new.txt").exists());
+}
+
+#[test]
+fn writers_refuse_dot_dot_traversal_and_absolute_paths() {
+    let s = Scene::new();
+    let ctx = s.files();
+    let up = "../".repeat(s.ws.components().count());
+    let relative = format!(
+        "{up}{}",
+        s.victim_path().strip_prefix("/").unwrap().display()
+    );
+    for path in [
+        relative,
+        "sub/../../outside/victim.txt".to_string(),
+        s.victim_path().display().to_string(),
+    ] {
+        let text = refused(call(
+            &ctx,
+            "write_file",
+            json!({"path": path, "content": "pwned"}),
+        ));
+        assert_outside_refusal(&text);
+    }
+    assert_eq!(
+        refused(call(
+            &ctx,
+            "write_file",
+            json!({"path": "/etc/passwd", "content": "x"})
+        )),
+        format!(
+            "sandbox: path /etc/passwd is outside the workspace {} and the allowed write roots; \
+             [sandbox] allow_write can add a root",
+            s.ws.display()
+        )
+    );
+    assert_eq!(s.victim(), ORIGINAL);
+    // Control: the workspace and the home are writable, and `..` that stays inside is fine.
+    call(
+        &ctx,
+        "write_file",
+        json!({"path": "sub/../inside.txt", "content": "ok"}),
+    )
+    .unwrap();
+    assert_eq!(fs::read_to_string(s.ws.join("inside.txt")).unwrap(), "ok");
+    let in_home = s.home.join("notes.md");
+    call(
+        &ctx,
+        "write_file",
+        json!({"path": in_home, "content": "ok"}),
+    )
+    .unwrap();
+    assert!(in_home.exists());
+}
+
+#[test]
+fn a_dangling_symlink_created_in_the_workspace_cannot_be_written_through() {
+    let s = Scene::new();
+    let ctx = s.files();
+    let target = s.outside.join("created.txt");
+    // Created by a tool that may write the workspace, as a model would try it.
+    symlink(&target, s.ws.join("dangling")).unwrap();
+    assert_outside_refusal(&refused(call(
+        &ctx,
+        "write_file",
+        json!({"path": "dangling", "content": "pwned"}),
+    )));
+    // A chain: a dangling link to a link that dangles outside.
+    symlink("dangling", s.ws.join("chain")).unwrap();
+    refused(call(
+        &ctx,
+        "write_file",
+        json!({"path": "chain", "content": "pwned"}),
+    ));
+    assert!(!target.exists(), "the write went through the dangling link");
+    assert!(fs::symlink_metadata(s.ws.join("dangling"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Control: a dangling link that stays inside is written through, and the link survives.
+    symlink(s.ws.join("later.txt"), s.ws.join("inner-link")).unwrap();
+    call(
+        &ctx,
+        "write_file",
+        json!({"path": "inner-link", "content": "ok"}),
+    )
+    .unwrap();
+    assert_eq!(fs::read_to_string(s.ws.join("later.txt")).unwrap(), "ok");
+}
+
+#[test]
+fn writing_a_hard_link_replaces_the_link_and_leaves_the_outside_file_untouched() {
+    let s = Scene::new();
+    let ctx = s.files();
+    fs::hard_link(s.victim_path(), s.ws.join("hard.txt")).unwrap();
+    assert_eq!(fs::metadata(s.victim_path()).unwrap().nlink(), 2);
+    call(
+        &ctx,
+        "write_file",
+        json!({"path": "hard.txt", "content": "new content\n"}),
+    )
+    .unwrap();
+    assert_eq!(s.victim(), ORIGINAL);
+    assert_eq!(
+        fs::read_to_string(s.ws.join("hard.txt")).unwrap(),
+        "new content\n"
+    );
+    assert_eq!(fs::metadata(s.victim_path()).unwrap().nlink(), 1);
+
+    fs::remove_file(s.ws.join("hard.txt")).unwrap();
+    fs::hard_link(s.victim_path(), s.ws.join("hard.txt")).unwrap();
+    call(
+        &ctx,
+        "edit_file",
+        json!({"path": "hard.txt", "old_string": "original", "new_string": "edited"}),
+    )
+    .unwrap();
+    assert_eq!(s.victim(), ORIGINAL);
+    assert_eq!(
+        fs::read_to_string(s.ws.join("hard.txt")).unwrap(),
+        "edited outside content\n"
+    );
+}
+
+#[test]
+fn move_file_refuses_an_outside_destination_or_source() {
+    let s = Scene::new();
+    let ctx = s.files();
+    fs::write(s.ws.join("a.txt"), "mine").unwrap();
+    symlink(&s.outside, s.ws.join("link")).unwrap();
+    for destination in [
+        s.outside.join("a.txt").display().to_string(),
+        "link/a.txt".to_string(),
+        "../outside/a.txt".to_string(),
+    ] {
+        assert_outside_refusal(&refused(call(
+            &ctx,
+            "move_file",
+            json!({"source_path": "a.txt", "destination_path": destination}),
+        )));
+    }
+    assert!(s.ws.join("a.txt").exists());
+    assert!(!s.outside.join("a.txt").exists());
+    // Moving a file in from outside removes it from a directory we may not change.
+    assert_outside_refusal(&refused(call(
+        &ctx,
+        "move_file",
+        json!({"source_path": s.victim_path(), "destination_path": "stolen.txt"}),
+    )));
+    assert_outside_refusal(&refused(call(
+        &ctx,
+        "move_file",
+        json!({"source_path": "link/victim.txt", "destination_path": "stolen.txt"}),
+    )));
+    // The workspace root itself cannot be moved away either.
+    refused(call(
+        &ctx,
+        "move_file",
+        json!({"source_path": s.ws, "destination_path": "inner"}),
+    ));
+    assert_eq!(s.victim(), ORIGINAL);
+    assert!(!s.ws.join("stolen.txt").exists());
+    // Control: a move inside the workspace, and moving a symlink (not its target) inside.
+    call(
+        &ctx,
+        "move_file",
+        json!({"source_path": "link", "destination_path": "sub/link"}),
+    )
+    .unwrap();
+    assert!(fs::symlink_metadata(s.ws.join("sub/link")).is_ok());
+}
+
+#[test]
+fn hidden_paths_cannot_be_read_or_changed_by_the_file_tools() {
+    let s = Scene::new();
+    let ctx = s.files();
+    symlink(&s.secrets, s.ws.join("peek")).unwrap();
+    let key = s.secrets.join("key");
+    for path in [
+        key.display().to_string(),
+        "peek/key".to_string(),
+        s.home.join(".env").display().to_string(),
+    ] {
+        let text = refused(call(&ctx, "read_file", json!({ "path": path })));
+        assert!(text.contains("forbid_read"), "{text}");
+        assert!(!text.contains(SECRET) && !text.contains(ENV_SECRET));
+    }
+    // The home is writable, but its .env may neither be edited (which would reveal it) nor
+    // overwritten.
+    let env = s.home.join(".env");
+    refused(call(
+        &ctx,
+        "edit_file",
+        json!({"path": env, "old_string": "SOME", "new_string": "X"}),
+    ));
+    refused(call(
+        &ctx,
+        "write_file",
+        json!({"path": env, "content": "x"}),
+    ));
+    assert!(fs::read_to_string(&env).unwrap().contains(ENV_SECRET));
+    // A directory that holds a hidden path cannot be moved out from over it.
+    let policy = Policy::new(Settings {
+        forbid_read: vec![s.ws.join("conf/key")],
+        ..settings(&s)
+    });
+    fs::create_dir_all(s.ws.join("conf")).unwrap();
+    fs::write(s.ws.join("conf/key"), SECRET).unwrap();
+    let ctx = s.ctx(policy);
+    let text = refused(call(
+        &ctx,
+        "move_file",
+        json!({"source_path": "conf", "destination_path": "conf2"}),
+    ));
+    assert!(text.contains("forbid_read"), "{text}");
+    assert!(s.ws.join("conf/key").exists());
+    // Control: an ordinary file outside the workspace is readable.
+    assert!(call(&ctx, "read_file", json!({"path": s.victim_path()}))
+        .unwrap()
+        .contains("original"));
+}
+
+fn settings(s: &Scene) -> Settings {
+    Settings {
+        workspace_root: s.ws.clone(),
+        home: s.home.clone(),
+        allow_write: Vec::new(),
+        forbid_read: vec![s.secrets.clone()],
+        bash: BashMode::Enforce,
+        network: false,
+        backend: Backend::Auto,
+    }
+}
+
+#[test]
+fn allow_write_adds_a_root() {
+    let s = Scene::new();
+    let ctx = s.ctx(Policy::new(Settings {
+        allow_write: vec![s.outside.clone()],
+        ..settings(&s)
+    }));
+    call(
+        &ctx,
+        "write_file",
+        json!({"path": s.outside.join("ok.txt"), "content": "ok"}),
+    )
+    .unwrap();
+    assert!(s.outside.join("ok.txt").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bash jail
+
+#[test]
+fn jailed_bash_cannot_write_outside_but_works_inside() {
+    for backend in jails() {
+        let s = Scene::new();
+        let ctx = s.ctx(s.policy(BashMode::Enforce, backend, false));
+        symlink(&s.outside, s.ws.join("link")).unwrap();
+        let victim = s.victim_path();
+        let attempts = [
+            format!("echo pwned > {}", victim.display()),
+            format!("echo pwned >> {}", victim.display()),
+            "echo pwned > link/victim.txt".to_string(),
+            format!("touch {}/new.txt", s.outside.display()),
+            format!("rm -f {}", victim.display()),
+            format!("mv {} stolen.txt", victim.display()),
+            format!("ln -s {} {}/link-out", s.ws.display(), s.outside.display()),
+            format!("ln {} hard.txt && echo pwned > hard.txt", victim.display()),
+            format!("cd {} && echo pwned > ../outside/dots.txt", s.ws.display()),
+        ];
+        for attempt in &attempts {
+            let text = bash(&ctx, attempt);
+            assert!(
+                !text.ends_with("[exit code: 0]"),
+                "{}: `{attempt}` succeeded: {text}",
+                backend.name()
+            );
+        }
+        assert_eq!(s.victim(), ORIGINAL, "{}", backend.name());
+        let leftovers: Vec<_> = fs::read_dir(&s.outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers, vec!["victim.txt"], "{}", backend.name());
+
+        // Control: ordinary work inside the workspace, /tmp and /dev/null.
+        let text = bash(
+            &ctx,
+            "echo ok > inside.txt && mkdir -p d/e && mv inside.txt d/e/ && cat d/e/inside.txt \
+             && t=$(mktemp) && echo tmp > \"$t\" && cat \"$t\" && echo quiet > /dev/null \
+             && ls / > /dev/null && echo done > /dev/stdout",
+        );
+        assert_eq!(text, "ok\ntmp\ndone\n[exit code: 0]", "{}", backend.name());
+        eprintln!(
+            "{}: {} write escapes refused",
+            backend.name(),
+            attempts.len()
+        );
+    }
+}
+
+#[test]
+fn jailed_bash_cannot_read_hidden_files() {
+    for backend in jails() {
+        let s = Scene::new();
+        let ctx = s.ctx(s.policy(BashMode::Enforce, backend, false));
+        symlink(&s.secrets, s.ws.join("peek")).unwrap();
+        for attempt in [
+            format!("cat {}/key", s.secrets.display()),
+            "cat peek/key".to_string(),
+            format!("cat {}/.env", s.home.display()),
+            format!("cp {}/key copied && cat copied", s.secrets.display()),
+            format!("grep -r TOPSECRET {}", s.base.display()),
+            format!("cat /proc/1/root{}/key", s.secrets.display()),
+            format!("cat /proc/self/root{}/.env", s.home.display()),
+            format!("mv {}/.env leaked; cat leaked", s.home.display()),
+            format!("ln {}/.env hardlinked; cat hardlinked", s.home.display()),
+        ] {
+            let text = bash(&ctx, &attempt);
+            assert!(
+                !text.contains(SECRET) && !text.contains(ENV_SECRET),
+                "{}: `{attempt}` revealed a secret: {text}",
+                backend.name()
+            );
+        }
+        let env = fs::read_to_string(s.home.join(".env")).unwrap();
+        assert!(
+            env.contains(ENV_SECRET),
+            "{}: .env was moved",
+            backend.name()
+        );
+        // Control: an ordinary file outside the workspace is readable.
+        let text = bash(&ctx, &format!("cat {}", s.victim_path().display()));
+        assert_eq!(
+            text,
+            format!("{ORIGINAL}[exit code: 0]"),
+            "{}",
+            backend.name()
+        );
+    }
+}
+
+/// Connects from bash to a listener in this process; true when bash reports a connection.
+fn bash_connects(ctx: &ToolContext, listener: &TcpListener) -> bool {
+    let port = listener.local_addr().unwrap().port();
+    let text = bash(
+        ctx,
+        &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+    );
+    text.contains("connected\n")
+}
+
+#[test]
+fn jailed_bash_cannot_reach_a_loopback_listener_unless_the_network_is_allowed() {
+    for backend in jails() {
+        let s = Scene::new();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+
+        let closed = s.ctx(s.policy(BashMode::Enforce, backend, false));
+        assert!(
+            !bash_connects(&closed, &listener),
+            "{}: connected with the network off",
+            backend.name()
+        );
+        // Nothing reached the listener (the connection would be queued by now).
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            ErrorKind::WouldBlock,
+            "{}",
+            backend.name()
+        );
+
+        let open = s.ctx(s.policy(BashMode::Enforce, backend, true));
+        assert!(
+            bash_connects(&open, &listener),
+            "{}: control with network = true did not connect",
+            backend.name()
+        );
+        assert!(listener.accept().is_ok(), "{}", backend.name());
+    }
+}
+
+#[test]
+fn jailed_bash_does_not_receive_secret_variables() {
+    let name = ["CARGO_MANIFEST_DIR", "HOME", "USER"]
+        .into_iter()
+        .find(|name| std::env::var_os(name).is_some())
+        .expect("the test environment has CARGO_MANIFEST_DIR, HOME or USER");
+    for backend in jails() {
+        let s = Scene::new();
+        let mut ctx = s.ctx(s.policy(BashMode::Enforce, backend, false));
+        ctx.secret_env = Arc::new(vec![name.to_string()]);
+        assert_eq!(
+            bash(&ctx, &format!("echo \"${{{name}-unset}}\" $TERM")),
+            "unset dumb\n[exit code: 0]",
+            "{}",
+            backend.name()
+        );
+    }
+}
+
+#[test]
+fn a_timed_out_jailed_command_leaves_nothing_running() {
+    for backend in jails() {
+        let s = Scene::new();
+        let ctx = s.ctx(s.policy(BashMode::Enforce, backend, false));
+        // A unique argument finds the sleeper in /proc whatever PID namespace it runs in.
+        let marker = format!("31{}.{}", std::process::id(), backend.name().len());
+        let started = Instant::now();
+        let text = call(
+            &ctx,
+            "bash",
+            json!({"command": format!("sleep {marker} & sleep {marker}"), "timeout": 1}),
+        )
+        .unwrap();
+        assert!(text.contains("[timed out after 1s"), "{text}");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            gone_soon(&marker),
+            "{}: a sleeper survived the timeout",
+            backend.name()
+        );
+    }
+}
+
+/// Polls (bounded) because the kernel delivers the kills asynchronously after the runner
+/// returned; this is not synchronisation with the code under test.
+fn gone_soon(marker: &str) -> bool {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        if !running_with_arg(marker) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn running_with_arg(marker: &str) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            return false;
+        };
+        let alive = fs::read_to_string(entry.path().join("stat"))
+            .map(|stat| !stat.contains(") Z "))
+            .unwrap_or(false);
+        alive
+            && cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == marker.as_bytes())
+    })
+}
+
+#[test]
+fn with_bwrap_hidden_from_path_auto_falls_back_to_landlock() {
+    if let Err(why) = &Host::current().landlock {
+        missing("landlock", why);
+        return;
+    }
+    // The real PATH without any directory that holds bwrap.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let without: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| !dir.join("bwrap").exists())
+        .collect();
+    let without = std::env::join_paths(without).unwrap();
+    let host = Host::probe(Some(&without));
+    assert!(host.bwrap.is_err(), "{host:?}");
+
+    let s = Scene::new();
+    let policy = s.policy(BashMode::Enforce, Backend::Auto, false);
+    assert_eq!(
+        policy
+            .select(&host)
+            .unwrap()
+            .map(|j| matches!(j, Jail::Landlock(_))),
+        Some(true)
+    );
+    let report = describe_backend_on(&policy, &host);
+    assert_eq!(report.active, Some(Backend::Landlock), "{report:?}");
+    assert!(
+        report.reason.contains("bubblewrap is unusable"),
+        "{report:?}"
+    );
+
+    let run = |script: &str| {
+        let mut spec = CommandSpec::new("/bin/sh", &s.ws);
+        spec.args = vec!["-c".into(), script.into()];
+        spec.timeout = Some(Duration::from_secs(60));
+        let spec = policy.confine_command_on(spec, &host).unwrap();
+        assert!(spec.landlock_ruleset.is_some());
+        let finished = process::run(&spec, &CancelToken::new()).unwrap();
+        assert_eq!(finished.stopped, None::<Stop>);
+        finished
+    };
+    let escape = run(&format!("echo pwned > {}", s.victim_path().display()));
+    assert_ne!(escape.exit, process::Exit::Code(0));
+    let peek = run(&format!("cat {}/key", s.secrets.display()));
+    assert!(!peek.output.to_text().contains(SECRET));
+    let inside = run("echo ok > inside.txt && cat inside.txt");
+    assert_eq!(inside.output.to_text(), "ok\n");
+    assert_eq!(s.victim(), ORIGINAL);
+
+    // An explicit bwrap backend does not fall back; it refuses, naming the fixes.
+    let strict = s.policy(BashMode::Enforce, Backend::Bwrap, false);
+    let err = strict
+        .confine_command_on(CommandSpec::new("/bin/sh", &s.ws), &host)
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::BackendUnusable { .. }), "{err}");
+    assert!(
+        err.to_string().contains("apt-get install bubblewrap"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bash_off_runs_unconfined_and_says_so_once() {
+    let s = Scene::new();
+    let ctx = s.ctx(s.policy(BashMode::Off, Backend::Auto, false));
+    let first = bash(&ctx, "echo hi");
+    assert!(
+        first.starts_with("hi\n[exit code: 0]\n[sandbox: bash runs unconfined"),
+        "{first}"
+    );
+    assert_eq!(bash(&ctx, "echo hi"), "hi\n[exit code: 0]");
+    // Unconfined means unconfined: the file tools stay confined, bash does not.
+    let outside = s.outside.join("off.txt");
+    bash(&ctx, &format!("echo written > {}", outside.display()));
+    assert!(outside.exists());
+}
