@@ -402,3 +402,64 @@ fn sigint_mid_tool_kills_it_and_keeps_every_call_paired() {
         results[0]
     );
 }
+
+#[test]
+fn headless_permission_flags_block_calls_and_report_them() {
+    let (server, home, work) = setup(vec![
+        Reply::tool_calls(&[
+            ("c1", "bash", r#"{"command":"git push origin main"}"#),
+            ("c2", "write_file", r#"{"path":"a.txt","content":"x"}"#),
+            ("c3", "bash", r#"{"command":"echo allowed"}"#),
+        ]),
+        Reply::text("ok"),
+    ]);
+    let out = run(reasonix(&home, work.path()).args([
+        "run",
+        "--output-format",
+        "stream-json",
+        "--permission-mode",
+        "strict",
+        "--disallowedTools",
+        "Bash(git push:*)",
+        "--allow",
+        "Bash(echo:*)",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        !work.join("a.txt").exists(),
+        "strict mode must not let a writer run"
+    );
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let permissions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "permission")
+        .collect();
+    assert_eq!(permissions.len(), 2, "{permissions:?}");
+    assert_eq!(permissions[0]["decision"], "deny");
+    assert_eq!(permissions[0]["rule"], "Bash(git push:*)");
+    assert_eq!(permissions[1]["tool"], "write_file");
+    assert_eq!(permissions[1]["allowed"], false);
+    let requests = server.wait_for_requests(2);
+    let results: Vec<String> = messages(&requests[1].body)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        results[0].contains("blocked by rule `Bash(git push:*)`"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("strict"), "{results:?}");
+    assert!(results[2].contains("allowed"), "{results:?}");
+
+    let bad = run(reasonix(&home, work.path()).args(["run", "--allow", "Bash(", "go"]));
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("invalid rule"), "{bad:?}");
+    let bad = run(reasonix(&home, work.path()).args(["run", "--permission-mode", "maybe", "go"]));
+    assert_eq!(bad.code, 2, "{bad:?}");
+}

@@ -732,3 +732,49 @@ fn bash_off_runs_unconfined_and_says_so_once() {
     bash(&ctx, &format!("echo written > {}", outside.display()));
     assert!(outside.exists());
 }
+
+#[test]
+fn search_tools_neither_list_nor_search_hidden_paths() {
+    let s = Scene::new();
+    let hidden_inside = s.ws.join("private");
+    fs::create_dir_all(&hidden_inside).unwrap();
+    fs::write(hidden_inside.join("token.txt"), SECRET).unwrap();
+    fs::write(s.ws.join("notes.txt"), "public words\n").unwrap();
+    let ctx = s.ctx(Policy::new(Settings {
+        forbid_read: vec![s.secrets.clone(), hidden_inside.clone()],
+        ..settings(&s)
+    }));
+    let listing = call(&ctx, "ls", json!({"path": ".", "recursive": true})).unwrap();
+    assert!(
+        listing.contains("notes.txt") && !listing.contains("private"),
+        "{listing}"
+    );
+    let flat = call(&ctx, "ls", json!({"path": "."})).unwrap();
+    assert!(!flat.contains("private"), "{flat}");
+    let globbed = call(&ctx, "glob", json!({"pattern": "**/*.txt"})).unwrap();
+    assert!(
+        globbed.contains("notes.txt") && !globbed.contains("token"),
+        "{globbed}"
+    );
+    let grepped = match call(
+        &ctx,
+        "grep",
+        json!({"pattern": SECRET, "output_mode": "content"}),
+    ) {
+        Ok(text) | Err(ToolError::Failed(text)) => text,
+        other => panic!("{other:?}"),
+    };
+    assert!(grepped.starts_with("No matches"), "{grepped}");
+    for (tool, args) in [
+        ("ls", json!({"path": "private"})),
+        ("ls", json!({"path": s.secrets})),
+        ("glob", json!({"pattern": "*", "path": s.secrets})),
+        (
+            "grep",
+            json!({"pattern": "x", "path": s.secrets.join("key")}),
+        ),
+    ] {
+        let text = refused(call(&ctx, tool, args));
+        assert!(text.contains("forbid_read"), "{tool}: {text}");
+    }
+}

@@ -4,6 +4,7 @@
 mod util;
 
 mod cli;
+mod commands;
 mod config;
 mod permissions;
 mod provider;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::error::{exit, Error};
 
 pub mod doctor;
+pub mod guard;
 pub mod lex;
 pub mod models;
 pub mod output;

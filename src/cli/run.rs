@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::guard::{self, PermissionFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
 use super::{unknown_flag, Global};
@@ -14,6 +15,7 @@ use crate::agent::runner::{Agent, AgentError, Finish, Options};
 use crate::agent::session::{self, Header, Session};
 use crate::config::{self, Config, LoadOptions};
 use crate::error::{exit, Error};
+use crate::permission::split_rule_list;
 use crate::provider::{self, Message, ProviderError, ProviderSettings};
 use crate::tool::{builtin, Registry, ToolContext};
 
@@ -39,6 +41,15 @@ Flags:
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
 
+Permissions (no one can be asked in a headless run):
+      --permission-mode MODE   ask (default: calls that would ask are allowed), auto (writer
+                               fallback allowed), yolo (every ask allowed), strict (every ask
+                               denied: for untrusted prompts). Deny rules always block.
+      --allow RULE             Allow rule, e.g. 'Bash(cargo test:*)' (repeatable)
+      --deny RULE              Deny rule, e.g. 'Bash(git push:*)' (repeatable)
+      --allowedTools LIST      Claude Code alias: comma/space separated allow rules
+      --disallowedTools LIST   Claude Code alias: comma/space separated deny rules
+
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
 failure, 4 --max-steps reached, 130 interrupted.
 ";
@@ -60,6 +71,7 @@ struct RunArgs {
     replay: Option<PathBuf>,
     words: Vec<String>,
     stdin_dash: bool,
+    permissions: PermissionFlags,
 }
 
 #[derive(Debug)]
@@ -130,6 +142,25 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<RunArgs, Error> {
             Arg::Long(ref n) if n == "record" => {
                 args.record = Some(lexer.value(&flag).map_err(usage)?.into())
             }
+            Arg::Long(ref n) if n == "permission-mode" => args
+                .permissions
+                .set_posture(&lexer.value(&flag).map_err(usage)?)?,
+            Arg::Long(ref n) if n == "allow" => args
+                .permissions
+                .allow
+                .push(lexer.value(&flag).map_err(usage)?),
+            Arg::Long(ref n) if n == "deny" => args
+                .permissions
+                .deny
+                .push(lexer.value(&flag).map_err(usage)?),
+            Arg::Long(ref n) if n == "allowedTools" => args
+                .permissions
+                .allow
+                .extend(split_rule_list(&lexer.value(&flag).map_err(usage)?)),
+            Arg::Long(ref n) if n == "disallowedTools" => args
+                .permissions
+                .deny
+                .extend(split_rule_list(&lexer.value(&flag).map_err(usage)?)),
             Arg::Long(ref n) if n == "replay" => {
                 args.replay = Some(lexer.value(&flag).map_err(usage)?.into())
             }
@@ -314,6 +345,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         secs => Some(std::time::Duration::from_secs(secs)),
     };
     ctx.secret_env = std::sync::Arc::new(config.secret_env_names());
+    ctx.sandbox = std::sync::Arc::new(guard::sandbox_policy(&config, &cwd)?);
+    let gate = guard::gate(&config, &cwd, &args.permissions, None)?;
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
@@ -341,7 +374,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut agent = Agent::new(
         provider_handle,
         tools,
-        Box::new(crate::permission::AllowAll),
+        Box::new(gate),
         session,
         ctx,
         options,

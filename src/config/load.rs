@@ -78,6 +78,9 @@ pub const USER_ONLY: &[&str] = &[
     "tools.shell.prefer",
 ];
 
+/// Provider keys a project file may not set.
+const PROVIDER_USER_ONLY: &[&str] = &["api_key_env", "headers"];
+
 /// Arrays that accumulate across layers instead of being replaced.
 const ACCUMULATE: &[&str] = &["permissions.deny", "sandbox.forbid_read"];
 
@@ -413,6 +416,43 @@ fn strip_user_only(
                 src.location(span)
             ),
         ));
+    }
+    strip_provider_secrets(src, doc, raw, warnings);
+}
+
+/// A repository's reasonix.toml may point a provider at any URL, so it must not be able to
+/// attach the user's key (or secret-bearing headers) to it: those stay user-only.
+fn strip_provider_secrets(
+    src: &Source,
+    doc: &DeTable,
+    raw: &mut Table,
+    warnings: &mut Vec<(usize, String)>,
+) {
+    let Some(Value::Array(providers)) = raw.get_mut("providers") else {
+        return;
+    };
+    for (index, provider) in providers.iter_mut().enumerate() {
+        let Value::Table(provider) = provider else {
+            continue;
+        };
+        for key in PROVIDER_USER_ONLY {
+            if provider.remove(*key).is_none() {
+                continue;
+            }
+            let path = KeyPath(vec![
+                Seg::Key("providers".into()),
+                Seg::Index(index),
+                Seg::Key((*key).to_string()),
+            ]);
+            let span = locate(doc, &path.0);
+            warnings.push((
+                span.as_ref().map_or(0, |s| s.start),
+                format!(
+                    "{}: `providers.{key}` can only be set in the user config (a project file must not send your key to its own endpoint); ignored",
+                    src.location(span)
+                ),
+            ));
+        }
     }
 }
 

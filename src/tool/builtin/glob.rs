@@ -70,7 +70,7 @@ impl Tool for GlobTool {
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let pattern = required_str(args, "pattern")?;
-        let base = ctx.resolve(optional_str(args, "path")?.unwrap_or("."));
+        let base = ctx.resolve_read(optional_str(args, "path")?.unwrap_or("."))?;
         let sort = match optional_str(args, "sort")? {
             None | Some("modified") => SortBy::Modified,
             Some("path") => SortBy::Path,
@@ -138,7 +138,11 @@ impl Query {
             return Ok(Vec::new());
         }
         let mut found = Vec::new();
-        for entry in Walk::new(&self.root, Options::with_user_excludes()) {
+        let options = Options {
+            exclude: ctx.sandbox.forbid_read.clone(),
+            ..Options::with_user_excludes()
+        };
+        for entry in Walk::new(&self.root, options) {
             if ctx.cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
             }

@@ -112,7 +112,7 @@ impl Tool for Grep {
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let request = Request::parse(args)?;
-        let target = ctx.resolve(optional_str(args, "path")?.unwrap_or("."));
+        let target = ctx.resolve_read(optional_str(args, "path")?.unwrap_or("."))?;
         let shown_target = display_path(&target, &ctx.cwd);
         let meta = fs::metadata(&target).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ToolError::Failed(format!(
@@ -649,7 +649,11 @@ fn search_dir(
     report: &mut Report,
     ctx: &ToolContext,
 ) -> Result<(), ToolError> {
-    for entry in Walk::new(root, Options::with_user_excludes()) {
+    let options = Options {
+        exclude: ctx.sandbox.forbid_read.clone(),
+        ..Options::with_user_excludes()
+    };
+    for entry in Walk::new(root, options) {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }

@@ -58,11 +58,12 @@ impl Tool for Ls {
         let path = optional_str(args, "path")?.unwrap_or(".");
         let recursive = optional_bool(args, "recursive")?.unwrap_or(false);
         let ignore = optional_str_list(args, "ignore")?;
-        let dir = ctx.resolve(path);
+        let dir = ctx.resolve_read(path)?;
         check_directory(&dir, &ctx.cwd)?;
         let options = if recursive {
             Options {
                 overrides: ignore,
+                exclude: ctx.sandbox.forbid_read.clone(),
                 ..Options::with_user_excludes()
             }
         } else {
@@ -70,6 +71,7 @@ impl Tool for Ls {
                 max_depth: Some(1),
                 ignores: Ignores::Disregard,
                 overrides: ignore,
+                exclude: ctx.sandbox.forbid_read.clone(),
                 ..Options::default()
             }
         };

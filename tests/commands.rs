@@ -1,0 +1,90 @@
+//! `reasonix models` and `reasonix doctor` through the real binary against the fake server.
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, use_fake_provider, Dir};
+
+fn models_body() -> String {
+    r#"{"object":"list","data":[{"id":"zeta"},{"id":"fake-model"}]}"#.to_string()
+}
+
+#[test]
+fn models_lists_the_endpoint_and_marks_configured_ones() {
+    let server = FakeOpenAI::start(vec![Reply::body(200, "application/json", &models_body())]);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, home.path()).args(["models", "fake"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "* fake-model\n  zeta\n");
+    let unknown = run(reasonix(&home, home.path()).args(["models", "nope"]));
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+    assert!(unknown.stderr.contains("nope"), "{unknown:?}");
+}
+
+#[test]
+fn doctor_prints_a_table_and_passes_against_a_healthy_endpoint() {
+    let server = FakeOpenAI::start(vec![Reply::body(200, "application/json", &models_body())]);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, home.path())
+        .arg("doctor")
+        .env("FAKE_API_KEY", "k"));
+    assert!(out.stdout.starts_with("CHECK"), "{out:?}");
+    for check in [
+        "version", "config", "model", "api key", "endpoint", "sandbox", "sessions",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l.starts_with(check)),
+            "{check}: {out:?}"
+        );
+    }
+    let endpoint = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("endpoint"))
+        .unwrap();
+    assert!(
+        endpoint.contains("pass") && endpoint.contains("HTTP 200") && endpoint.contains("2 models"),
+        "{endpoint}"
+    );
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer k")
+    );
+    let sandbox_ok = out
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("sandbox") && l.contains("pass"));
+    assert_eq!(out.code, if sandbox_ok { 0 } else { 1 }, "{out:?}");
+}
+
+#[test]
+fn doctor_fails_on_a_rejected_key_and_a_broken_config() {
+    let server = FakeOpenAI::start(vec![Reply::error(401, "bad key")]);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, home.path()).arg("doctor"));
+    assert_eq!(out.code, 1, "{out:?}");
+    let endpoint = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("endpoint"))
+        .unwrap();
+    assert!(
+        endpoint.contains("FAIL") && endpoint.contains("$FAKE_API_KEY"),
+        "{endpoint}"
+    );
+
+    let broken = Dir::new();
+    broken.write(".reasonix/config.toml", "default_model = [\n");
+    let out = run(reasonix(&broken, broken.path()).arg("doctor"));
+    assert_eq!(out.code, 1, "{out:?}");
+    let config = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("config"))
+        .unwrap();
+    assert!(
+        config.contains("FAIL") && config.contains("config.toml:"),
+        "{config}"
+    );
+}
