@@ -41,5 +41,18 @@ bench:
 	$(CARGO) build --release
 	$(CARGO) test --release --test tests bench_ -- --ignored --nocapture --test-threads=1
 
+# Runs the real agent loop on a copy of examples/demo with the model's replies served from
+# the recording: no network, no API key.
+DEMO_PROMPT := The test suite fails. Find the bug, fix it and make the tests pass.
+demo:
+	$(CARGO) build -q
+	@tmp=$$(mktemp -d) && \
+	cp examples/demo/calc.py examples/demo/test_calc.py examples/demo/README.md "$$tmp"/ && \
+	echo "demo: working in $$tmp (a copy of examples/demo); replies replayed from examples/demo/session.jsonl" && \
+	REASONIX_HOME="$$tmp/.reasonix-home" ./target/debug/reasonix -C "$$tmp" run \
+	  --replay "$(CURDIR)/examples/demo/session.jsonl" "$(DEMO_PROMPT)" && \
+	echo "demo: python3 -m unittest in $$tmp after the run:" && \
+	cd "$$tmp" && python3 -m unittest
+
 clean:
 	$(CARGO) clean

@@ -6,6 +6,7 @@ mod util;
 mod cli;
 mod commands;
 mod config;
+mod demo;
 mod permissions;
 mod provider;
 mod run;

@@ -63,7 +63,11 @@ impl Output {
         }
     }
 
+    /// One status line on stderr. A partial answer line on stdout is ended first, so the two
+    /// streams never run together on a terminal.
     fn err_line(&mut self, line: &str) {
+        self.end_reasoning();
+        self.finish_stdout_line();
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "{}", sanitize(line));
     }

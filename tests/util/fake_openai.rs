@@ -91,6 +91,16 @@ impl Reply {
         Reply::events(events)
     }
 
+    /// Some text, then tool calls in the same reply.
+    pub fn text_then_tool_calls(text: &str, calls: &[(&str, &str, &str)]) -> Reply {
+        let mut events: Vec<String> = split_text(text).iter().map(|t| sse_text(t)).collect();
+        events.push(sse_tool_calls(calls));
+        events.push(sse_finish("tool_calls"));
+        events.push(sse_usage(100, 10, 0));
+        events.push(done());
+        Reply::events(events)
+    }
+
     /// An OpenAI error object with `status`.
     pub fn error(status: u16, message: &str) -> Reply {
         Reply::Status {
