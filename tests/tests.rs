@@ -3,6 +3,7 @@
 
 mod util;
 
+mod bench;
 mod cli;
 mod commands;
 mod config;

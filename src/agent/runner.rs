@@ -146,8 +146,9 @@ impl Agent {
 
     /// Sends `input` as a user turn and loops until the model answers without tools.
     pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
+        // Written now, made durable at the end of the first round: an fsync here would delay
+        // the request, and a killed process loses nothing that write() has handed the kernel.
         self.session.push(Message::user(input))?;
-        self.session.sync()?;
         let result = self.run_loop(sink);
         // Whatever happened, what was received is made durable.
         self.session.sync()?;

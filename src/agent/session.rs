@@ -101,6 +101,8 @@ pub struct Session {
     messages: Vec<Message>,
     path: PathBuf,
     file: File,
+    /// Whether the directory entry of a new session file has been made durable.
+    dir_synced: bool,
 }
 
 impl Session {
@@ -116,13 +118,14 @@ impl Session {
         let mut line = serde_json::to_string(&header).unwrap_or_default();
         line.push('\n');
         file.write_all(line.as_bytes()).map_err(io_err(&path))?;
-        file.sync_all().map_err(io_err(&path))?;
-        crate::fsutil::sync_dir(dir).map_err(io_err(dir))?;
+        // Durability waits for the first turn boundary (see `sync`): an fsync here would sit
+        // between start-up and the first request.
         Ok(Session {
             header,
             messages: Vec::new(),
             path,
             file,
+            dir_synced: false,
         })
     }
 
@@ -143,6 +146,7 @@ impl Session {
             messages: Vec::new(),
             path: path.to_path_buf(),
             file,
+            dir_synced: true,
         };
         session.messages = messages;
         session.repair_unpaired_calls()?;
@@ -174,7 +178,14 @@ impl Session {
 
     /// Makes everything pushed so far durable: called at each turn boundary.
     pub fn sync(&mut self) -> Result<(), SessionError> {
-        self.file.sync_data().map_err(io_err(&self.path))
+        self.file.sync_data().map_err(io_err(&self.path))?;
+        if !self.dir_synced {
+            if let Some(dir) = self.path.parent() {
+                crate::fsutil::sync_dir(dir).map_err(io_err(dir))?;
+            }
+            self.dir_synced = true;
+        }
+        Ok(())
     }
 
     fn repair_unpaired_calls(&mut self) -> Result<(), SessionError> {

@@ -1,0 +1,159 @@
+//! Benchmarks printed by `make bench` (ignored in `make test`): start-up to first request,
+//! harness overhead per tool round, and peak memory of a plain headless run. Build with
+//! `--release` for meaningful numbers; the fake server answers instantly.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, use_fake_provider, Dir};
+
+/// Waits for `child` and returns its exit code and peak resident set size in KiB.
+fn wait_with_peak_rss(child: std::process::Child) -> (i32, i64) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for a child we spawned and have not reaped.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
+    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// `home` is shared across samples so caches (tool versions) are as warm as on a user's
+/// machine after the first run.
+fn startup_sample(home: &Dir, environment: bool) -> Duration {
+    let (reply, release) = Reply::stall();
+    let server = FakeOpenAI::start(vec![reply]);
+    let work = Dir::new();
+    use_fake_provider(home, &server.base_url(), "");
+    if environment {
+        let path = home.join(".reasonix/config.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("enabled = false", "enabled = true")).unwrap();
+    }
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["run", "hi"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let request = server.wait_for_requests(1).remove(0);
+    let elapsed = request.at.duration_since(started);
+    let _ = child.kill();
+    let _ = child.wait();
+    release.release();
+    elapsed
+}
+
+#[test]
+#[ignore]
+fn bench_startup_to_first_request() {
+    for environment in [false, true] {
+        let home = Dir::new();
+        // The first run fills the tool-version cache (a one-time cost, reported separately).
+        let cold = startup_sample(&home, environment);
+        let samples: Vec<Duration> = (0..15)
+            .map(|_| startup_sample(&home, environment))
+            .collect();
+        if environment {
+            println!(
+                "first run with [environment] enabled (probes tool versions): {:.1} ms",
+                cold.as_secs_f64() * 1000.0
+            );
+        }
+        println!(
+            "startup to first request ([environment] enabled = {environment}): median {:.2} ms, min {:.2} ms over {} runs",
+            median(samples.clone()).as_secs_f64() * 1000.0,
+            samples.iter().min().unwrap().as_secs_f64() * 1000.0,
+            samples.len()
+        );
+    }
+}
+
+#[test]
+#[ignore]
+fn bench_tool_round_overhead_and_peak_memory() {
+    const ROUNDS: usize = 200;
+    let work = Dir::new();
+    work.write("a.txt", "hello\n");
+    let mut replies: Vec<Reply> = (0..ROUNDS)
+        .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
+        .collect();
+    replies.push(Reply::text("done"));
+    let server = FakeOpenAI::start(replies);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["run", "--output-format", "json", "loop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let child = cmd.spawn().unwrap();
+    let (code, peak_kib) = wait_with_peak_rss(child);
+    let total = started.elapsed();
+    assert_eq!(code, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), ROUNDS + 1);
+    // Time from one request's arrival to the next: the harness's whole share of a round
+    // (parse the reply, run the tool, persist, build and send the next request).
+    let gaps: Vec<Duration> = requests
+        .windows(2)
+        .map(|w| w[1].at.duration_since(w[0].at))
+        .collect();
+    println!(
+        "tool round overhead: median {:.3} ms, mean {:.3} ms per round over {ROUNDS} rounds (whole run {:.0} ms); peak RSS {:.1} MiB",
+        median(gaps.clone()).as_secs_f64() * 1000.0,
+        gaps.iter().sum::<Duration>().as_secs_f64() * 1000.0 / gaps.len() as f64,
+        total.as_secs_f64() * 1000.0,
+        peak_kib as f64 / 1024.0
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_plain_headless_run_memory() {
+    let server = FakeOpenAI::start(vec![Reply::text("a short answer")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["run", "hi"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let (code, peak_kib) = wait_with_peak_rss(cmd.spawn().unwrap());
+    assert_eq!(code, 0);
+    println!(
+        "plain headless run: peak RSS {:.1} MiB",
+        peak_kib as f64 / 1024.0
+    );
+    let static_bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/x86_64-unknown-linux-musl/release/reasonix");
+    match std::fs::metadata(&static_bin) {
+        Ok(meta) => {
+            let server = FakeOpenAI::start(vec![Reply::text("a short answer")]);
+            use_fake_provider(&home, &server.base_url(), "");
+            let mut cmd = Command::new(&static_bin);
+            cmd.current_dir(work.path())
+                .env("HOME", home.path())
+                .env("REASONIX_HOME", home.join(".reasonix"))
+                .args(["run", "hi"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let (code, peak_kib) = wait_with_peak_rss(cmd.spawn().unwrap());
+            assert_eq!(code, 0);
+            println!(
+                "static musl binary: {} bytes ({:.2} MiB); plain headless run peak RSS {:.1} MiB",
+                meta.len(),
+                meta.len() as f64 / 1048576.0,
+                peak_kib as f64 / 1024.0
+            );
+        }
+        Err(_) => println!("static musl binary not built (run `make static` first to measure it)"),
+    }
+}
