@@ -36,7 +36,7 @@ fn startup_sample(home: &Dir, environment: bool) -> Duration {
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replace("enabled = false", "enabled = true")).unwrap();
     }
-    let mut cmd = reasonix(&home, work.path());
+    let mut cmd = reasonix(home, work.path());
     cmd.args(["run", "hi"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
