@@ -43,12 +43,34 @@ struct Scene {
     secrets: PathBuf,
 }
 
+/// Where scenes live. Not under a temp directory: Landlock leaves those writable and bwrap
+/// replaces `/tmp` with a private one, so an "outside" file there could not show an escape.
+/// CI may clone the repository under `/tmp`, hence the fallback to the home directory.
+fn scene_root() -> PathBuf {
+    let shared = |p: &Path| {
+        ["/tmp", "/var/tmp", "/dev/shm"]
+            .iter()
+            .any(|t| p.starts_with(t))
+    };
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if !shared(target) {
+        return target.to_path_buf();
+    }
+    let home =
+        PathBuf::from(std::env::var_os("HOME").expect("HOME must be set for the sandbox tests"));
+    assert!(
+        !shared(&home),
+        "the sandbox tests need a directory outside /tmp, /var/tmp and /dev/shm; HOME is {}",
+        home.display()
+    );
+    home.join(".cache/reasonix-sandbox-tests")
+}
+
 impl Scene {
     fn new() -> Scene {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("sandbox-{}-{n}", std::process::id()));
+        let base = scene_root().join(format!("sandbox-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&base);
         fs::create_dir_all(&base).unwrap();
         let base = base.canonicalize().unwrap();
