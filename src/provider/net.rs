@@ -7,7 +7,8 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use ureq::http::Uri;
@@ -39,10 +40,23 @@ pub struct Net {
     tls: TlsConfig,
     roots: Arc<str>,
     connect_timeout: Duration,
+    /// The agent whose connection pool later requests reuse (keep-alive saves a TLS
+    /// handshake per turn). A cancel shuts it down and empties the slot, so the next
+    /// request starts a fresh one.
+    pooled: Arc<Mutex<Option<Pooled>>>,
+}
+
+#[derive(Debug)]
+struct Pooled {
+    url: String,
+    limits: Limits,
+    agent: Agent,
+    /// Tells this agent apart from a later one in the same slot.
+    generation: u64,
 }
 
 /// Per-exchange limits on top of the connect timeout.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Limits {
     /// No byte for this long fails the read (the idle-stream watchdog).
     pub per_read: Option<Duration>,
@@ -108,6 +122,7 @@ impl Net {
             tls: TlsConfig::builder().root_certs(roots).build(),
             roots: description.into(),
             connect_timeout: settings.timeouts.connect,
+            pooled: Arc::default(),
         })
     }
 
@@ -116,8 +131,28 @@ impl Net {
         &self.roots
     }
 
-    /// A fresh agent for one exchange with `url`: its own connection, so shutting it down
-    /// on cancel touches nothing else.
+    /// The agent for an exchange with `url`: the pooled one when it was built for the same
+    /// URL and limits, else a new one that becomes the pooled one.
+    fn pooled_agent(&self, url: &str, limits: Limits) -> Result<(Agent, u64), ProviderError> {
+        static GENERATION: AtomicU64 = AtomicU64::new(0);
+        let mut slot = self.pooled.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pooled) = slot.as_ref() {
+            if pooled.url == url && pooled.limits == limits {
+                return Ok((pooled.agent.clone(), pooled.generation));
+            }
+        }
+        let agent = self.agent(url, limits)?;
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
+        *slot = Some(Pooled {
+            url: url.to_string(),
+            limits,
+            agent: agent.clone(),
+            generation,
+        });
+        Ok((agent, generation))
+    }
+
+    /// A fresh agent for one exchange with `url`.
     pub fn agent(&self, url: &str, limits: Limits) -> Result<Agent, ProviderError> {
         let uri = parse_url(url)?;
         let proxy = proxy_for(&uri, &env_lookup)?;
@@ -150,12 +185,21 @@ impl Net {
             if cancel.is_cancelled() {
                 return Err(Failure::without_response(ProviderError::Cancelled));
             }
-            let agent = self
-                .agent(exchange.url, exchange.limits)
+            let (agent, generation) = self
+                .pooled_agent(exchange.url, exchange.limits)
                 .map_err(Failure::without_response)?;
             let guard = {
                 let agent = agent.clone();
-                cancel.on_cancel(move || agent.shutdown())
+                let pooled = Arc::clone(&self.pooled);
+                cancel.on_cancel(move || {
+                    // Shut down exactly this agent; a newer pooled one is not ours to kill.
+                    let mut slot = pooled.lock().unwrap_or_else(|p| p.into_inner());
+                    if slot.as_ref().is_some_and(|p| p.generation == generation) {
+                        *slot = None;
+                    }
+                    drop(slot);
+                    agent.shutdown()
+                })
             };
             let retry_after = match send_once(&agent, exchange) {
                 Ok(response) if response.status().is_success() => {

@@ -170,7 +170,16 @@ impl Iterator for ChannelStream {
                 return Some(Err(ProviderError::Cancelled));
             }
             match self.rx.recv() {
-                Ok(Msg::Chunk(chunk)) => return Some(Ok(chunk)),
+                Ok(Msg::Chunk(chunk)) => {
+                    if matches!(chunk, Chunk::Done { .. }) {
+                        self.finished = true;
+                        // Give the stream thread a moment to read past [DONE] so the
+                        // connection is back in the pool before the next request; a server
+                        // that keeps the body open costs at most this wait.
+                        let _ = self.rx.recv_timeout(DRAIN_WAIT);
+                    }
+                    return Some(Ok(chunk));
+                }
                 Ok(Msg::Started) => continue,
                 Ok(Msg::Failed(err)) => {
                     self.finished = true;
@@ -188,6 +197,12 @@ impl Iterator for ChannelStream {
         None
     }
 }
+
+/// How long the caller waits, after the last chunk, for the end of the body.
+const DRAIN_WAIT: Duration = Duration::from_millis(20);
+
+/// How much trailing body after `[DONE]` is read to keep a connection reusable.
+const DRAIN_LIMIT: u64 = 64 * 1024;
 
 /// One streamed exchange, run on its own thread.
 struct Job {
@@ -287,8 +302,17 @@ impl Job {
             out.retain(|chunk| !matches!(chunk, Chunk::Done { .. }));
         }
         send_all(tx, &mut out);
+        let complete = parser.is_done() && result.is_ok() && recorded.is_ok();
         if let Err(err) = result.and(recorded) {
             let _ = tx.send(Msg::Failed(err));
+        }
+        if complete {
+            // Read past [DONE] to the end of the body: only a fully read response returns its
+            // connection to the pool, and keep-alive saves a TLS handshake on the next turn.
+            let _ = std::io::copy(
+                &mut (&mut open.reader).take(DRAIN_LIMIT),
+                &mut std::io::sink(),
+            );
         }
     }
 
