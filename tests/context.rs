@@ -51,7 +51,7 @@ fn is_summary(body: &Value) -> bool {
 /// Answers like the model of a long chat: a user turn gets a `read_file` call for the path it
 /// names, a tool result gets a short answer, a summary request gets a short digest. Usage is
 /// what a provider with a prefix cache would report: about four bytes per token, cache hits
-/// in 64-token blocks of the longest prefix shared with a recent request.
+/// in 64-token blocks of the longest prefix shared with one of the last three requests.
 struct Conversation {
     prompts: Vec<String>,
     digests: usize,
@@ -76,7 +76,7 @@ impl Conversation {
             .prompts
             .iter()
             .rev()
-            .take(8)
+            .take(3)
             .map(|p| common_prefix(p, &text))
             .max()
             .unwrap_or(0);
@@ -178,10 +178,12 @@ fn messages_text(body: &Value) -> String {
 /// Per consecutive pair of requests: `None` when the later one starts with every byte of the
 /// earlier one's messages, else the index of the first message that differs.
 fn prefix_breaks(requests: &[Value]) -> Vec<Option<usize>> {
+    let texts: Vec<String> = requests.iter().map(messages_text).collect();
     requests
         .windows(2)
-        .map(|pair| {
-            let (before, after) = (messages_text(&pair[0]), messages_text(&pair[1]));
+        .zip(texts.windows(2))
+        .map(|(pair, text)| {
+            let (before, after) = (&text[0], &text[1]);
             assert_eq!(
                 pair[0]["tools"], pair[1]["tools"],
                 "tool definitions changed"
@@ -354,13 +356,11 @@ fn two_hundred_turns_in_a_32k_window_keep_every_user_fact() {
     assert!(folds >= 2, "only {folds} folds: {tiers:?}");
 
     // The context never outgrew the window.
-    let prompts: Vec<u64> = h
-        .server
-        .requests()
+    let peak = requests
         .iter()
-        .map(|r| prompt_text(&r.body).len() as u64 / 4)
-        .collect();
-    let peak = prompts.iter().max().copied().unwrap_or(0);
+        .map(|body| prompt_text(body).len() as u64 / 4)
+        .max()
+        .unwrap_or(0);
     assert!(peak < 32_000, "peak prompt {peak} tokens");
 
     let stats = h.agent.stats();
@@ -837,6 +837,35 @@ fn memory_writes_ask_every_time_even_in_yolo_and_show_a_preview() {
     assert!(!index.contains("db-port"), "{index}");
     let archived: Vec<_> = std::fs::read_dir(memory.join("archive")).unwrap().collect();
     assert_eq!(archived.len(), 1);
+}
+
+#[test]
+fn fresh_approval_is_refused_without_a_person_and_deny_rules_still_block() {
+    let work = Dir::new();
+    let args = json!({"name": "x", "content": "y"});
+    let policy = Policy::new(Decision::Allow, work.path().to_path_buf(), None);
+    // Headless, even with everything allowed and the yolo posture.
+    let headless = PolicyGate::new(policy.clone(), Posture::Yolo, None);
+    let verdict = headless.check_fresh("remember", &args, "save new fact `x`: y");
+    assert!(!verdict.allowed);
+    assert_eq!(verdict.resolution.as_str(), "headless");
+    assert!(verdict.message.unwrap().contains("non-interactive"));
+    assert!(!AllowAll.check_fresh("forget", &args, "p").allowed);
+    // A deny rule blocks before any person is asked.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut denying = policy;
+    denying.deny = vec![Rule::parse("remember").unwrap()];
+    let gate = PolicyGate::new(
+        denying,
+        Posture::Ask,
+        Some(Box::new(RecordingApprover {
+            seen: Arc::clone(&seen),
+        })),
+    );
+    let verdict = gate.check_fresh("remember", &args, "p");
+    assert!(!verdict.allowed);
+    assert_eq!(verdict.resolution.as_str(), "rule");
+    assert!(seen.lock().unwrap().is_empty());
 }
 
 #[test]

@@ -111,6 +111,8 @@ pub struct Agent {
     malformed: Option<(String, String, u32)>,
     warned_estimated_usage: bool,
     meter: Meter,
+    /// The one "context half full" notice of a run was given.
+    warned_half_full: bool,
     /// Estimated tokens of the tool definitions, part of every request.
     tools_tokens: u64,
 }
@@ -144,6 +146,7 @@ impl Agent {
             malformed: None,
             warned_estimated_usage: false,
             meter: Meter::new(),
+            warned_half_full: false,
             tools_tokens,
         }
     }
@@ -469,6 +472,19 @@ impl Agent {
         let Some(limits) = Limits::new(&self.options.context) else {
             return Ok(());
         };
+        if used >= limits.window / 2 && !self.warned_half_full {
+            self.warned_half_full = true;
+            sink.emit(Event::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "context: about {used} of {} tokens in use; stale tool output is shortened from {}",
+                    limits.window, limits.snip_at
+                ),
+            });
+        }
+        if used < limits.snip_at {
+            return Ok(());
+        }
         let costs = self.message_costs();
         if let Some(plan) = compaction::plan(&limits, used, self.session.messages(), &costs) {
             self.apply_plan(plan, &limits, sink)?;
@@ -641,28 +657,19 @@ fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
     }
 }
 
-/// A rough count for servers that report no usage: about four bytes per token.
+/// Our estimate for servers that report no usage.
 fn estimate_usage(request: &Request, reply: &Reply) -> Usage {
-    let prompt_bytes: usize = request
-        .messages
-        .iter()
-        .map(|m| m.content.len() + m.reasoning_content.as_ref().map_or(0, String::len))
-        .sum::<usize>()
-        + request
-            .tools
-            .iter()
-            .map(|t| t.description.len() + t.parameters.to_string().len())
-            .sum::<usize>();
-    let completion_bytes = reply.text.len()
-        + reply.reasoning.len()
+    let completion = tokens::estimate_text(&reply.text)
+        + tokens::estimate_text(&reply.reasoning)
         + reply
             .calls
             .iter()
-            .map(|c| c.arguments().len())
-            .sum::<usize>();
+            .map(|c| tokens::estimate_text(c.arguments()))
+            .sum::<u64>();
     Usage {
-        prompt_tokens: (prompt_bytes / 4) as u64,
-        completion_tokens: (completion_bytes / 4) as u64,
+        prompt_tokens: tokens::estimate_messages(&request.messages)
+            + tokens::estimate_tools(&request.tools),
+        completion_tokens: completion,
         estimated: true,
         ..Usage::default()
     }
