@@ -851,8 +851,18 @@ fn fresh_approval_is_refused_without_a_person_and_deny_rules_still_block() {
     assert_eq!(verdict.resolution.as_str(), "headless");
     assert!(verdict.message.unwrap().contains("non-interactive"));
     assert!(!AllowAll.check_fresh("forget", &args, "p").allowed);
-    // A deny rule blocks before any person is asked.
+    // The strict posture (untrusted headless input) refuses even with an approver.
     let seen = Arc::new(Mutex::new(Vec::new()));
+    let strict = PolicyGate::new(
+        policy.clone(),
+        Posture::Strict,
+        Some(Box::new(RecordingApprover {
+            seen: Arc::clone(&seen),
+        })),
+    );
+    assert!(!strict.check_fresh("remember", &args, "p").allowed);
+    assert!(seen.lock().unwrap().is_empty());
+    // A deny rule blocks before any person is asked.
     let mut denying = policy;
     denying.deny = vec![Rule::parse("remember").unwrap()];
     let gate = PolicyGate::new(

@@ -353,19 +353,24 @@ impl PolicyGate {
 }
 
 impl Gate for PolicyGate {
-    /// Deny rules still block; otherwise the approver is asked with the preview as the
-    /// subject, and any yes counts for this call only.
+    /// Deny rules still block; the strict posture and a missing approver refuse; otherwise
+    /// the approver is asked with the preview as the subject, and any yes counts for this
+    /// call only.
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
         let call = Call::new(tool, args);
         let ruling = self.policy.decide_call(&call, false);
         if let (Decision::Deny, Basis::Rule(_)) = (ruling.decision, &ruling.basis) {
             return self.check(tool, false, args);
         }
-        let Some(approver) = &self.approver else {
-            return Verdict {
-                posture: Some(self.posture()),
-                ..refused_headless(tool, ruling.decision)
-            };
+        let posture = self.posture();
+        let approver = match &self.approver {
+            Some(approver) if posture != Posture::Strict => approver,
+            _ => {
+                return Verdict {
+                    posture: Some(posture),
+                    ..refused_headless(tool, ruling.decision)
+                }
+            }
         };
         let request = ApprovalRequest {
             tool: tool.to_string(),
@@ -380,7 +385,7 @@ impl Gate for PolicyGate {
             resolution: Resolution::Plain,
             rule: None,
             subject: Some(preview.to_string()),
-            posture: Some(self.posture()),
+            posture: Some(posture),
             message: None,
             warning: None,
         };
