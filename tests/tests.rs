@@ -7,6 +7,7 @@ mod bench;
 mod cli;
 mod commands;
 mod config;
+mod context;
 mod demo;
 mod permissions;
 mod provider;

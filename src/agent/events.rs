@@ -54,6 +54,29 @@ pub enum Event {
         level: NoticeLevel,
         message: String,
     },
+    /// Context maintenance rewrote the history: stale tool results were snipped or pruned
+    /// and, for `tier = "fold"`, earlier assistant/tool work was folded into a digest.
+    Compaction {
+        /// "auto", "force" or "manual" (`/compact`).
+        trigger: String,
+        /// "snip", "prune" or "fold".
+        tier: String,
+        before_tokens: u64,
+        after_tokens: u64,
+        /// Messages replaced by the digest (0 unless folding).
+        messages_folded: usize,
+        /// Tool results snipped or pruned.
+        results_shortened: usize,
+        /// The archive file the originals were appended to.
+        archive: Option<String>,
+    },
+    /// The request prefix changed, so the provider's prompt cache restarts from
+    /// `first_changed` (an index into the messages). Only compaction does this.
+    CachePrefixChanged {
+        /// "snip", "prune" or "fold".
+        reason: String,
+        first_changed: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,10 @@
-//! The agent: sessions, the tool-call loop and the events it reports. Nothing here writes to
-//! the terminal; front ends consume [`events::Event`].
+//! The agent: sessions, the tool-call loop, context management and the events it reports.
+//! Nothing here writes to the terminal; front ends consume [`events::Event`].
 
+pub mod compaction;
 pub mod dispatch;
 pub mod events;
 pub mod prompt;
 pub mod runner;
 pub mod session;
+pub mod tokens;

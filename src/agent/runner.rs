@@ -1,16 +1,22 @@
 //! The loop: build the request from the session, stream the reply, run the tools the model
 //! asked for, append everything to the session, repeat until the model answers without tools.
+//! Before each request the context is measured and, near the window, maintained (see
+//! `compaction`): the only place the request prefix changes.
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel};
 use super::session::{Session, SessionError};
+use super::tokens::{self, Meter};
 use crate::permission::{Gate, Verdict};
-use crate::provider::{Chunk, Message, Prices, Provider, ProviderError, Request, ToolCall, Usage};
+use crate::provider::{
+    Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, Usage,
+};
 use crate::tool::{Registry, ToolContext, ToolError};
 
 /// The same malformed call this many times in a row ends the run.
@@ -25,6 +31,8 @@ pub struct Options {
     pub max_tokens: Option<u64>,
     pub reasoning_effort: Option<String>,
     pub prices: Option<Prices>,
+    /// Context window and compaction thresholds; the default (window 0) disables maintenance.
+    pub context: ContextOptions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +92,12 @@ pub struct Stats {
     pub cost_usd: f64,
     /// Text of the last assistant message.
     pub final_text: String,
+    /// Summary requests made by compaction (not counted in `requests`; their usage is).
+    pub summary_requests: u32,
+    /// Maintenance rewrites of the history (snip, prune or fold), each a cache reset.
+    pub compactions: u32,
+    /// Prompt tokens of the last request, as measured before sending it.
+    pub context_tokens: u64,
 }
 
 pub struct Agent {
@@ -96,6 +110,11 @@ pub struct Agent {
     stats: Stats,
     malformed: Option<(String, String, u32)>,
     warned_estimated_usage: bool,
+    meter: Meter,
+    /// The one "context half full" notice of a run was given.
+    warned_half_full: bool,
+    /// Estimated tokens of the tool definitions, part of every request.
+    tools_tokens: u64,
 }
 
 /// What one assistant reply consisted of.
@@ -115,6 +134,7 @@ impl Agent {
         ctx: ToolContext,
         options: Options,
     ) -> Agent {
+        let tools_tokens = tokens::estimate_tools(&tools.schemas());
         Agent {
             provider,
             tools,
@@ -125,6 +145,9 @@ impl Agent {
             stats: Stats::default(),
             malformed: None,
             warned_estimated_usage: false,
+            meter: Meter::new(),
+            warned_half_full: false,
+            tools_tokens,
         }
     }
 
@@ -160,6 +183,7 @@ impl Agent {
             if self.ctx.cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);
             }
+            self.maintain_context(sink)?;
             let reply = self.request(sink)?;
             let calls = reply.calls.clone();
             self.record_reply(reply)?;
@@ -211,6 +235,14 @@ impl Agent {
         match outcome {
             Ok(()) => {
                 self.account_usage(&request, &reply, sink);
+                if let Some(usage) = reply.usage.filter(|u| !u.estimated) {
+                    self.meter.observe(
+                        self.session.messages(),
+                        request.messages.len(),
+                        self.tools_tokens,
+                        usage.prompt_tokens,
+                    );
+                }
                 Ok(reply)
             }
             Err(err) => {
@@ -364,7 +396,10 @@ impl Agent {
                 "arguments must be a JSON object".into(),
             ));
         }
-        let verdict = self.gate.check(call.name(), tool.read_only(), &args);
+        let verdict = match tool.fresh_approval(&args, &self.ctx) {
+            Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
+            None => self.gate.check(call.name(), tool.read_only(), &args),
+        };
         report_verdict(call.name(), &verdict, sink);
         if !verdict.allowed {
             let message = verdict
@@ -401,6 +436,207 @@ impl Agent {
     }
 }
 
+/// Context maintenance: measuring the prompt, snipping, pruning and folding.
+impl Agent {
+    /// Estimated prompt tokens of the next request: the provider's last count plus an
+    /// estimate of what was appended since.
+    pub fn context_tokens(&self) -> u64 {
+        self.meter
+            .context_tokens(self.session.messages(), self.tools_tokens)
+    }
+
+    /// `/compact`: prunes stale tool results and folds the work before a short recent tail,
+    /// whatever the thresholds say. Returns whether anything changed.
+    pub fn compact_now(&mut self, sink: &mut dyn EventSink) -> Result<bool, AgentError> {
+        let mut limits = Limits::manual(&self.options.context);
+        // The user asked for it: the tail is the current user turn (capped as usual), so
+        // everything before it can fold.
+        let history = self.session.messages();
+        if let Some(last_user) = history
+            .iter()
+            .rposition(|m| m.role == Role::User && !compaction::is_digest(m))
+        {
+            let costs = self.message_costs();
+            limits.tail = limits.tail.min(costs[last_user..].iter().sum());
+        }
+        let plan = Plan {
+            trigger: Trigger::Manual,
+            shorten: Shorten::Prune,
+            fold: true,
+        };
+        self.apply_plan(plan, &limits, sink)
+    }
+
+    fn maintain_context(&mut self, sink: &mut dyn EventSink) -> Result<(), AgentError> {
+        let used = self.context_tokens();
+        self.stats.context_tokens = used;
+        let Some(limits) = Limits::new(&self.options.context) else {
+            return Ok(());
+        };
+        if used >= limits.window / 2 && !self.warned_half_full {
+            self.warned_half_full = true;
+            sink.emit(Event::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "context: about {used} of {} tokens in use; stale tool output is shortened from {}",
+                    limits.window, limits.snip_at
+                ),
+            });
+        }
+        if used < limits.snip_at {
+            return Ok(());
+        }
+        let costs = self.message_costs();
+        if let Some(plan) = compaction::plan(&limits, used, self.session.messages(), &costs) {
+            self.apply_plan(plan, &limits, sink)?;
+            self.stats.context_tokens = self.context_tokens();
+        }
+        Ok(())
+    }
+
+    /// Each message's estimate, scaled by what the provider's counts have shown.
+    fn message_costs(&self) -> Vec<u64> {
+        self.session
+            .messages()
+            .iter()
+            .map(|m| self.meter.scaled(tokens::estimate_message(m)))
+            .collect()
+    }
+
+    fn apply_plan(
+        &mut self,
+        plan: Plan,
+        limits: &Limits,
+        sink: &mut dyn EventSink,
+    ) -> Result<bool, AgentError> {
+        let before = self.context_tokens();
+        let costs = self.message_costs();
+        let original = self.session.messages().to_vec();
+        let tail = compaction::tail_start(&original, &costs, limits.tail);
+        let fold = plan
+            .fold
+            .then(|| compaction::partition(&original, &costs, tail, limits.pin))
+            .flatten();
+        let (history, changed, tier, shortened) = match &fold {
+            Some(fold) => {
+                let summary = self.summarize(&original, fold, limits, sink)?;
+                let digest = compaction::digest_message(&summary, fold.folded.len());
+                let history = compaction::folded_history(&original, fold, digest);
+                (history, fold.folded.clone(), "fold", 0)
+            }
+            None => {
+                let mut history = original.clone();
+                let changed: Vec<usize> =
+                    compaction::shorten_stale(&mut history, tail, plan.shorten)
+                        .into_iter()
+                        .map(|(i, _)| i)
+                        .collect();
+                let count = changed.len();
+                (history, changed, plan.shorten.as_str(), count)
+            }
+        };
+        let Some(&first_changed) = changed.first() else {
+            return Ok(false);
+        };
+        let dropped: Vec<Message> = changed.iter().map(|&i| original[i].clone()).collect();
+        let archive = self.archive(tier, &dropped, sink);
+        self.session.rewrite(history)?;
+        self.meter.invalidate();
+        self.stats.compactions += 1;
+        sink.emit(Event::Compaction {
+            trigger: plan.trigger.as_str().to_string(),
+            tier: tier.to_string(),
+            before_tokens: before,
+            after_tokens: self.context_tokens(),
+            messages_folded: fold.as_ref().map_or(0, |f| f.folded.len()),
+            results_shortened: shortened,
+            archive,
+        });
+        sink.emit(Event::CachePrefixChanged {
+            reason: tier.to_string(),
+            first_changed,
+        });
+        Ok(true)
+    }
+
+    /// Appends the originals to the archive; a failure is reported, not fatal, since a
+    /// context that overflows would end the run anyway.
+    fn archive(
+        &self,
+        reason: &str,
+        dropped: &[Message],
+        sink: &mut dyn EventSink,
+    ) -> Option<String> {
+        let dir = self.options.context.archive_dir.as_ref()?;
+        match compaction::archive(dir, self.session.id(), reason, dropped) {
+            Ok(path) => Some(path.display().to_string()),
+            Err(err) => {
+                sink.emit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    message: format!(
+                        "context: could not archive {} messages in {} ({err}); compacting anyway",
+                        dropped.len(),
+                        dir.display()
+                    ),
+                });
+                None
+            }
+        }
+    }
+
+    /// The digest text from the executor's own provider with no tools; a mechanical list when
+    /// the provider fails or returns nothing.
+    fn summarize(
+        &mut self,
+        history: &[Message],
+        fold: &Fold,
+        limits: &Limits,
+        sink: &mut dyn EventSink,
+    ) -> Result<String, AgentError> {
+        let request = compaction::summary_request(history, fold, limits);
+        self.stats.summary_requests += 1;
+        let outcome = self.collect_text(&request);
+        if self.ctx.cancel.is_cancelled() {
+            return Err(AgentError::Interrupted);
+        }
+        let failure = match outcome {
+            Ok((text, usage)) => {
+                let reply = Reply {
+                    text: text.clone(),
+                    reasoning: String::new(),
+                    calls: Vec::new(),
+                    usage,
+                };
+                self.account_usage(&request, &reply, sink);
+                if !text.trim().is_empty() {
+                    return Ok(text);
+                }
+                "the summarizer returned no text".to_string()
+            }
+            Err(err) => err.to_string(),
+        };
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message: format!("context: {failure}; folding with a mechanical digest instead"),
+        });
+        Ok(compaction::mechanical_summary(history, fold))
+    }
+
+    /// Streams a request without reporting its text as the answer.
+    fn collect_text(&self, request: &Request) -> Result<(String, Option<Usage>), ProviderError> {
+        let mut text = String::new();
+        let mut usage = None;
+        for chunk in self.provider.stream(request, &self.ctx.cancel)? {
+            match chunk? {
+                Chunk::Text(piece) => text.push_str(&piece),
+                Chunk::Usage(reported) => usage = Some(reported),
+                Chunk::Reasoning(_) | Chunk::ToolCall(_) | Chunk::Done { .. } => {}
+            }
+        }
+        Ok((text, usage))
+    }
+}
+
 /// Every decision that was not a plain allow goes into the event stream.
 fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
     if verdict.is_reportable() {
@@ -422,28 +658,19 @@ fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
     }
 }
 
-/// A rough count for servers that report no usage: about four bytes per token.
+/// Our estimate for servers that report no usage.
 fn estimate_usage(request: &Request, reply: &Reply) -> Usage {
-    let prompt_bytes: usize = request
-        .messages
-        .iter()
-        .map(|m| m.content.len() + m.reasoning_content.as_ref().map_or(0, String::len))
-        .sum::<usize>()
-        + request
-            .tools
-            .iter()
-            .map(|t| t.description.len() + t.parameters.to_string().len())
-            .sum::<usize>();
-    let completion_bytes = reply.text.len()
-        + reply.reasoning.len()
+    let completion = tokens::estimate_text(&reply.text)
+        + tokens::estimate_text(&reply.reasoning)
         + reply
             .calls
             .iter()
-            .map(|c| c.arguments().len())
-            .sum::<usize>();
+            .map(|c| tokens::estimate_text(c.arguments()))
+            .sum::<u64>();
     Usage {
-        prompt_tokens: (prompt_bytes / 4) as u64,
-        completion_tokens: (completion_bytes / 4) as u64,
+        prompt_tokens: tokens::estimate_messages(&request.messages)
+            + tokens::estimate_tools(&request.tools),
+        completion_tokens: completion,
         estimated: true,
         ..Usage::default()
     }

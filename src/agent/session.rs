@@ -188,6 +188,27 @@ impl Session {
         Ok(())
     }
 
+    /// Replaces the whole message list (context compaction). The file is swapped atomically,
+    /// so a crash leaves either the old history or the new one; callers archive what they
+    /// drop before calling this.
+    pub fn rewrite(&mut self, messages: Vec<Message>) -> Result<(), SessionError> {
+        let mut text = serde_json::to_string(&self.header).unwrap_or_default();
+        text.push('\n');
+        for message in &messages {
+            text.push_str(&serde_json::to_string(message).unwrap_or_default());
+            text.push('\n');
+        }
+        crate::fsutil::write_atomic(&self.path, text.as_bytes(), None)
+            .map_err(io_err(&self.path))?;
+        // The old handle points at the replaced inode; appends must go to the new file.
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(io_err(&self.path))?;
+        self.messages = messages;
+        Ok(())
+    }
+
     fn repair_unpaired_calls(&mut self) -> Result<(), SessionError> {
         let missing = unanswered_calls(&self.messages);
         if missing.is_empty() {
@@ -434,6 +455,30 @@ mod tests {
         // The repaired file parses cleanly again.
         drop(reopened);
         assert_eq!(Session::open(&path).unwrap().messages().len(), 4);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn rewrite_replaces_the_file_and_later_pushes_append_to_it() {
+        let dir = scratch("rewrite");
+        let mut s = Session::create(&dir, header("r1")).unwrap();
+        for text in ["one", "two", "three"] {
+            s.push(Message::user(text)).unwrap();
+        }
+        s.rewrite(vec![Message::system("sys"), Message::user("three")])
+            .unwrap();
+        s.push(Message::assistant("four")).unwrap();
+        s.sync().unwrap();
+        let path = s.path().to_path_buf();
+        drop(s);
+        let reopened = Session::open(&path).unwrap();
+        let contents: Vec<&str> = reopened
+            .messages()
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(contents, vec!["sys", "three", "four"]);
+        assert_eq!(reopened.header.id, "r1");
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -143,8 +143,11 @@ impl Output {
             }
             Event::Usage { usage, cost_usd } => {
                 let mut line = format!(
-                    "usage: {} in ({} cached), {} out",
-                    usage.prompt_tokens, usage.cache_hit_tokens, usage.completion_tokens
+                    "usage: {} in ({} cached{}), {} out",
+                    usage.prompt_tokens,
+                    usage.cache_hit_tokens,
+                    percent(usage.cache_hit_ratio()),
+                    usage.completion_tokens
                 );
                 if usage.reasoning_tokens > 0 {
                     line.push_str(&format!(", {} reasoning", usage.reasoning_tokens));
@@ -159,6 +162,33 @@ impl Output {
             }
             Event::Notice { level, message } => {
                 self.err_line(&format!("{}: {message}", level.as_str()));
+            }
+            Event::Compaction {
+                trigger,
+                tier,
+                before_tokens,
+                after_tokens,
+                messages_folded,
+                results_shortened,
+                ..
+            } => {
+                let what = match tier.as_str() {
+                    "fold" => format!("folded {messages_folded} messages into a digest"),
+                    "snip" => format!("snipped {results_shortened} stale tool results"),
+                    _ => format!("pruned {results_shortened} stale tool results"),
+                };
+                self.err_line(&format!(
+                    "context: {what} ({before_tokens} -> {after_tokens} tokens, {trigger})"
+                ));
+            }
+            Event::CachePrefixChanged {
+                reason,
+                first_changed,
+            } => {
+                self.err_line(&format!(
+                    "context: {}",
+                    prefix_changed_message(&reason, first_changed)
+                ));
             }
         }
     }
@@ -187,6 +217,15 @@ impl Output {
                 } else if result.subtype == "error_max_turns" {
                     self.err_line("stopped: the --max-steps limit was reached");
                 }
+                let usage = &result.usage;
+                self.err_line(&format!(
+                    "session: {} requests, {} in ({} cached{}), {} out",
+                    result.num_turns,
+                    usage.prompt_tokens,
+                    usage.cache_hit_tokens,
+                    percent(usage.cache_hit_ratio()),
+                    usage.completion_tokens
+                ));
             }
             Format::Print => {
                 if !result.is_error || !result.result.is_empty() {
@@ -270,7 +309,36 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }
+        Event::Compaction {
+            trigger,
+            tier,
+            before_tokens,
+            after_tokens,
+            messages_folded,
+            results_shortened,
+            archive,
+        } => json!({"type": "compaction", "trigger": trigger, "tier": tier,
+                     "before_tokens": before_tokens, "after_tokens": after_tokens,
+                     "messages_folded": messages_folded,
+                     "results_shortened": results_shortened, "archive": archive}),
+        Event::CachePrefixChanged {
+            reason,
+            first_changed,
+        } => json!({"type": "notice", "level": "info", "kind": "cache_prefix_changed",
+                     "reason": reason, "first_changed": first_changed,
+                     "message": prefix_changed_message(reason, *first_changed)}),
     })
+}
+
+fn prefix_changed_message(reason: &str, first_changed: usize) -> String {
+    format!(
+        "cache prefix changed from message {first_changed} ({reason}); the provider's prompt cache restarts there"
+    )
+}
+
+/// ", 83%" for a ratio, nothing without one.
+fn percent(ratio: Option<f64>) -> String {
+    ratio.map_or(String::new(), |r| format!(", {:.0}%", r * 100.0))
 }
 
 fn usage_json(usage: &Usage) -> Value {
@@ -379,6 +447,35 @@ mod tests {
                    "decision": "ask", "resolution": "strict", "allowed": false,
                    "rule": null, "posture": "strict"})
         );
+    }
+
+    #[test]
+    fn compaction_and_prefix_notices_encode_every_field() {
+        let event = Event::Compaction {
+            trigger: "auto".into(),
+            tier: "fold".into(),
+            before_tokens: 900,
+            after_tokens: 300,
+            messages_folded: 12,
+            results_shortened: 0,
+            archive: Some("/h/archive/x.jsonl".into()),
+        };
+        assert_eq!(
+            stream_json(&event).unwrap(),
+            json!({"type": "compaction", "trigger": "auto", "tier": "fold",
+                   "before_tokens": 900, "after_tokens": 300, "messages_folded": 12,
+                   "results_shortened": 0, "archive": "/h/archive/x.jsonl"})
+        );
+        let notice = stream_json(&Event::CachePrefixChanged {
+            reason: "snip".into(),
+            first_changed: 7,
+        })
+        .unwrap();
+        assert_eq!(notice["type"], "notice");
+        assert_eq!(notice["kind"], "cache_prefix_changed");
+        assert_eq!(notice["reason"], "snip");
+        assert_eq!(notice["first_changed"], 7);
+        assert!(notice["message"].as_str().unwrap().contains("message 7"));
     }
 
     #[test]

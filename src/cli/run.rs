@@ -9,6 +9,7 @@ use super::guard::{self, PermissionFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
 use super::{unknown_flag, Global};
+use crate::agent::compaction::ContextOptions;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::runner::{Agent, AgentError, Finish, Options};
@@ -347,6 +348,10 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     ctx.secret_env = std::sync::Arc::new(config.secret_env_names());
     ctx.sandbox = std::sync::Arc::new(guard::sandbox_policy(&config, &cwd)?);
     let gate = guard::gate(&config, &cwd, &args.permissions, None)?;
+    ctx.state = Some(std::sync::Arc::new(builtin::history::StatePaths::new(
+        &config::paths::state_dir(&config.home),
+        config::paths::sessions_dir(&config.home, &cwd),
+    )));
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
@@ -363,6 +368,13 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             .clone()
             .or(config.agent.reasoning_effort.clone()),
         prices: settings.prices,
+        context: ContextOptions {
+            window: settings.context_window,
+            snip_ratio: config.agent.tool_result_snip_ratio,
+            compact_ratio: config.agent.compact_ratio,
+            force_ratio: config.agent.compact_force_ratio,
+            archive_dir: Some(config::paths::state_dir(&config.home).join("archive")),
+        },
     };
     output.emit(Event::Init {
         session_id: session.id().to_string(),

@@ -134,6 +134,31 @@ impl Verdict {
 /// What the agent consults before executing a tool.
 pub trait Gate: Send + Sync {
     fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict;
+
+    /// For calls that need a fresh approval from a person every time (`remember`, `forget`):
+    /// no posture, grant or allow rule answers them. Without a person to ask, as here, the
+    /// call is refused.
+    fn check_fresh(&self, tool: &str, _args: &Value, _preview: &str) -> Verdict {
+        refused_headless(tool, Decision::Ask)
+    }
+}
+
+/// The refusal of a fresh-approval call when no person can answer.
+fn refused_headless(tool: &str, decision: Decision) -> Verdict {
+    Verdict {
+        allowed: false,
+        decision,
+        resolution: Resolution::Headless,
+        rule: None,
+        subject: None,
+        posture: None,
+        message: Some(format!(
+            "refused: `{tool}` changes long-term memory and needs a fresh approval from a person \
+             every time; this run is non-interactive, so no one can approve it. Do not retry; \
+             tell the user what you wanted to save or remove so they can do it themselves"
+        )),
+        warning: None,
+    }
 }
 
 /// The pass-through gate, for sub-agents and tests that need no policy.
@@ -328,6 +353,53 @@ impl PolicyGate {
 }
 
 impl Gate for PolicyGate {
+    /// Deny rules still block; the strict posture and a missing approver refuse; otherwise
+    /// the approver is asked with the preview as the subject, and any yes counts for this
+    /// call only.
+    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
+        let call = Call::new(tool, args);
+        let ruling = self.policy.decide_call(&call, false);
+        if let (Decision::Deny, Basis::Rule(_)) = (ruling.decision, &ruling.basis) {
+            return self.check(tool, false, args);
+        }
+        let posture = self.posture();
+        let approver = match &self.approver {
+            Some(approver) if posture != Posture::Strict => approver,
+            _ => {
+                return Verdict {
+                    posture: Some(posture),
+                    ..refused_headless(tool, ruling.decision)
+                }
+            }
+        };
+        let request = ApprovalRequest {
+            tool: tool.to_string(),
+            subject: Some(preview.to_string()),
+            args: args.clone(),
+            rule: None,
+            scopes: Vec::new(),
+        };
+        let base = Verdict {
+            allowed: false,
+            decision: ruling.decision,
+            resolution: Resolution::Plain,
+            rule: None,
+            subject: Some(preview.to_string()),
+            posture: Some(posture),
+            message: None,
+            warning: None,
+        };
+        match approver.approve(&request) {
+            ApprovalAnswer::Deny => {
+                let message = format!(
+                    "blocked: the user declined this `{tool}` call; do not retry it unchanged"
+                );
+                blocked(base, Resolution::UserDeny, message)
+            }
+            _ => allowed(base, Resolution::UserOnce),
+        }
+    }
+
     fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
         let call = Call::new(tool, args);
         let ruling = self.policy.decide_call(&call, read_only);

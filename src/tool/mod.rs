@@ -16,6 +16,7 @@ use crate::provider::ToolSchema;
 use crate::sandbox::{Policy, SandboxError};
 
 pub mod args;
+pub mod bm25;
 pub mod builtin;
 pub mod contract;
 pub mod glob;
@@ -39,6 +40,9 @@ pub struct ToolContext {
     /// announced) so a context built without configuration is still confined; a session
     /// replaces it with the policy built from `[sandbox]`.
     pub sandbox: Arc<Policy>,
+    /// Where saved sessions, compaction archives and memory live, for the history and memory
+    /// tools; `None` (the default) makes them explain that no state directory is configured.
+    pub state: Option<Arc<builtin::history::StatePaths>>,
 }
 
 impl ToolContext {
@@ -49,6 +53,7 @@ impl ToolContext {
             secret_env: Arc::new(Vec::new()),
             todos: Arc::new(Mutex::new(Vec::new())),
             sandbox: Arc::new(Policy::workspace_only(&cwd)),
+            state: None,
             cwd,
         }
     }
@@ -116,6 +121,12 @@ pub trait Tool: Send + Sync {
     fn schema(&self) -> Value;
     /// Read-only tools may run in parallel and are allowed by default.
     fn read_only(&self) -> bool;
+    /// A tool whose every call needs a fresh approval from a person (saving or removing
+    /// memory) returns the preview the approver shows. Such calls bypass posture and session
+    /// grants and are refused when no person can answer; see `Gate::check_fresh`.
+    fn fresh_approval(&self, _args: &Value, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }
 

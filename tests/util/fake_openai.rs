@@ -261,9 +261,14 @@ impl RecordedRequest {
     }
 }
 
+/// Computes a reply from every request so far (the current one last); consulted once the
+/// scripted replies run out.
+pub type Handler = Box<dyn FnMut(&[RecordedRequest]) -> Reply + Send>;
+
 #[derive(Default)]
 struct State {
     replies: Mutex<VecDeque<Reply>>,
+    handler: Mutex<Option<Handler>>,
     requests: Mutex<Vec<RecordedRequest>>,
     violations: Mutex<Vec<String>>,
     /// Connections the client closed while the server was holding them open.
@@ -293,6 +298,16 @@ impl FakeOpenAI {
                 .expect("spawn fake server");
         }
         FakeOpenAI { addr, state, stop }
+    }
+
+    /// A server that answers every request with `handler`, for conversations too long or too
+    /// dynamic to script (e.g. usage figures computed from the request body).
+    pub fn start_with(
+        handler: impl FnMut(&[RecordedRequest]) -> Reply + Send + 'static,
+    ) -> FakeOpenAI {
+        let server = FakeOpenAI::start(Vec::new());
+        *server.state.handler.lock().unwrap() = Some(Box::new(handler));
+        server
     }
 
     /// `http://127.0.0.1:<port>/v1`
@@ -392,13 +407,18 @@ fn serve(stream: TcpStream, state: Arc<State>) {
             violations.extend(problems.into_iter().map(|p| format!("request {n}: {p}")));
         }
     }
-    let number = {
+    let (number, computed) = {
         let mut requests = state.requests.lock().unwrap();
         requests.push(request);
-        requests.len()
+        let scripted_left = !state.replies.lock().unwrap().is_empty();
+        let computed = match state.handler.lock().unwrap().as_mut() {
+            Some(handler) if !scripted_left => Some(handler(&requests)),
+            _ => None,
+        };
+        (requests.len(), computed)
     };
     state.changed.notify_all();
-    let reply = state.replies.lock().unwrap().pop_front();
+    let reply = computed.or_else(|| state.replies.lock().unwrap().pop_front());
     let reply = reply.unwrap_or_else(|| {
         Reply::error(
             400,

@@ -8,7 +8,9 @@ mod bash;
 pub mod edit;
 mod glob;
 mod grep;
+pub mod history;
 mod ls;
+pub mod memory;
 pub mod move_file;
 pub mod multi_edit;
 pub mod read;
@@ -28,5 +30,9 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
+        Arc::new(history::History),
+        Arc::new(memory::MemoryTool),
+        Arc::new(memory::Remember),
+        Arc::new(memory::Forget),
     ]
 }
