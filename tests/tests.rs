@@ -5,6 +5,7 @@ mod util;
 
 mod cli;
 mod config;
+mod mcp;
 mod permissions;
 mod provider;
 mod run;
