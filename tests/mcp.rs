@@ -813,3 +813,210 @@ fn an_interactive_always_answer_stores_a_grant_that_headless_runs_honour() {
     assert_eq!(deny.1.load(Ordering::SeqCst), 1);
     assert_eq!(always.1.load(Ordering::SeqCst), 1);
 }
+
+/// One request to the scripted HTTP server.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A loopback HTTP server answering each request with `handler`, reporting every request.
+fn scripted_http(
+    handler: impl Fn(&Seen) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
+) -> (String, mpsc::Receiver<Seen>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (seen_tx, seen_rx) = mpsc::channel();
+    let handler = std::sync::Arc::new(handler);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            let (handler, seen_tx) = (handler.clone(), seen_tx.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(&stream);
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let method = line.split_whitespace().next().unwrap_or("").to_string();
+                let mut headers = Vec::new();
+                loop {
+                    let mut header = String::new();
+                    reader.read_line(&mut header).unwrap();
+                    match header.trim().split_once(':') {
+                        Some((n, v)) => headers.push((n.trim().to_string(), v.trim().to_string())),
+                        None => break,
+                    }
+                }
+                let length = headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |(_, v)| v.parse().unwrap());
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let seen = Seen {
+                    method,
+                    headers,
+                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                };
+                let (status, extra, body) = handler(&seen);
+                let _ = seen_tx.send(seen);
+                let mut head = format!(
+                    "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+                    body.len()
+                );
+                for (n, v) in extra {
+                    head.push_str(&format!("{n}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let mut stream = &stream;
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(body.as_bytes());
+            });
+        }
+    });
+    (url, seen_rx)
+}
+
+fn sse_headers() -> Vec<(String, String)> {
+    vec![("Content-Type".into(), "text/event-stream".into())]
+}
+
+fn sse_message(id: &str, message: Value) -> String {
+    format!("event: message\nid: {id}\ndata: {message}\n\n")
+}
+
+#[test]
+fn streamable_http_follows_the_sdk_servers_behaviour() {
+    let standing_opened = std::sync::atomic::AtomicBool::new(false);
+    let (url, seen) = scripted_http(move |req| {
+        let method = req.body["method"].as_str().unwrap_or("");
+        let id = req.body["id"].clone();
+        match (req.method.as_str(), method, req.header("last-event-id")) {
+            ("POST", "initialize", _) => {
+                let mut headers = sse_headers();
+                headers.push(("Mcp-Session-Id".into(), "s-1".into()));
+                // A 2025-11-25 priming event first: an id and empty data.
+                let body = format!(
+                    "id: a1\nretry: 10\ndata: \n\n{}",
+                    sse_message(
+                        "a2",
+                        json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "scripted", "version": "1"}}})
+                    )
+                );
+                (200, headers, body)
+            }
+            // The server cuts the stream after priming; the reply comes on a resumed GET.
+            ("POST", "tools/list", _) => {
+                (200, sse_headers(), "id: t1\nretry: 10\ndata: \n\n".into())
+            }
+            ("GET", _, Some("t1")) => (
+                200,
+                sse_headers(),
+                sse_message(
+                    "t2",
+                    json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "resumed"}]}}),
+                ),
+            ),
+            // The standing stream carries a request the server makes on its own.
+            ("GET", _, None)
+                if !standing_opened.swap(true, std::sync::atomic::Ordering::SeqCst) =>
+            {
+                (
+                    200,
+                    sse_headers(),
+                    format!(
+                        "data: {}\n\n",
+                        json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"})
+                    ),
+                )
+            }
+            ("GET", _, _) => (405, Vec::new(), String::new()),
+            ("DELETE", _, _) => (405, Vec::new(), String::new()),
+            // Notifications and our answers: accepted, no body (labelled JSON, as Python does).
+            _ => (
+                202,
+                vec![("Content-Type".into(), "application/json".into())],
+                String::new(),
+            ),
+        }
+    });
+    let home = Dir::new();
+    let plugin = format!(
+        "{}headers = {{ Authorization = \"Bearer ${{REASONIX_TEST_UNSET_TOKEN:-tok}}\" }}\n",
+        http_plugin("scripted", &url)
+    );
+    let config = everything_config(&home, &plugin);
+    let mut notices = Vec::new();
+    let handle = reasonix::mcp::start(&config, home.path(), Default::default(), &mut |e| {
+        notices.push(e)
+    });
+    assert!(notices.is_empty(), "{notices:?}");
+    let server = handle.server("scripted").expect("connected");
+    assert_eq!(server.info().protocol_version, "2025-06-18");
+    assert_eq!(server.tools()[0].name, "resumed");
+    let mut requests: Vec<Seen> = Vec::new();
+    while !requests
+        .iter()
+        .any(|r| r.body["id"] == 0 && r.body.get("result").is_some())
+    {
+        requests.push(
+            seen.recv_timeout(Duration::from_secs(30))
+                .expect("no answer to roots/list"),
+        );
+    }
+    drop(handle);
+    while !requests.iter().any(|r| r.method == "DELETE") {
+        requests.push(
+            seen.recv_timeout(Duration::from_secs(30))
+                .expect("no DELETE"),
+        );
+    }
+    let roots = requests
+        .iter()
+        .find(|r| r.body["id"] == 0)
+        .map(|r| r.body["result"]["roots"][0]["uri"].clone());
+    assert_eq!(
+        roots,
+        Some(json!(format!("file://{}", home.path().display())))
+    );
+    for request in &requests {
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer tok"),
+            "{request:?}"
+        );
+        match request.method.as_str() {
+            "POST" => assert_eq!(
+                request.header("accept"),
+                Some("application/json, text/event-stream")
+            ),
+            _ => assert_eq!(
+                request.header("accept").unwrap_or("text/event-stream"),
+                "text/event-stream"
+            ),
+        }
+        if request.body["method"] != "initialize" {
+            assert_eq!(request.header("mcp-session-id"), Some("s-1"), "{request:?}");
+        }
+        if request.method == "POST" && request.body["method"] != "initialize" {
+            assert_eq!(
+                request.header("mcp-protocol-version"),
+                Some("2025-06-18"),
+                "{request:?}"
+            );
+        }
+    }
+}

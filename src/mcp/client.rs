@@ -140,7 +140,7 @@ impl Client {
         });
         let dispatcher = Arc::clone(&inner);
         std::thread::Builder::new()
-            .name(format!("mcp-{}-rx", inner.options.name))
+            .name(super::thread_name(&inner.options.name, "rx"))
             .spawn(move || dispatch(dispatcher, rx))
             .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))?;
         Ok(Client {

@@ -492,7 +492,7 @@ impl Transport for HttpTransport {
         }
         let (shared, id, body) = (Arc::clone(&self.shared), id.clone(), request.to_json());
         std::thread::Builder::new()
-            .name(format!("mcp-{}-post", self.shared.spec.name))
+            .name(super::thread_name(&self.shared.spec.name, "post"))
             .spawn(move || {
                 if let Err(error) = shared.exchange(&id, &body) {
                     let _ = shared.inbox.send(Incoming::Failed { id, error });
@@ -552,7 +552,7 @@ impl Transport for HttpTransport {
     fn ready(&self) {
         let shared = Arc::clone(&self.shared);
         let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-get", self.shared.spec.name))
+            .name(super::thread_name(&self.shared.spec.name, "get"))
             .spawn(move || shared.listen());
         if let Err(e) = spawned {
             self.shared

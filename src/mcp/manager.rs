@@ -466,7 +466,7 @@ pub fn connect_all(
     for (index, spec) in specs.iter().enumerate() {
         let (tx, spec, launch) = (tx.clone(), spec.clone(), launch.clone());
         let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-start", spec.name))
+            .name(super::thread_name(&spec.name, "start"))
             .spawn(move || {
                 let result = Server::connect(spec, &launch);
                 // A start that arrives after the deadline is dropped here, which shuts it down.
@@ -836,7 +836,7 @@ impl Drop for McpHandle {
         std::thread::scope(|scope| {
             for server in &servers {
                 let spawned = std::thread::Builder::new()
-                    .name(format!("mcp-{}-stop", server.name()))
+                    .name(super::thread_name(server.name(), "stop"))
                     .spawn_scoped(scope, || server.shutdown());
                 if spawned.is_err() {
                     server.shutdown();

@@ -30,6 +30,12 @@ pub mod transport;
 
 pub use manager::{start, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
 
+/// `mcp-<server>-<role>`, safe for a thread name whatever the server is called (a NUL byte
+/// would make spawning panic).
+fn thread_name(server: &str, role: &str) -> String {
+    format!("mcp-{}-{role}", adapter::sanitize(server))
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum McpError {
     /// The server's configuration cannot be used as written.
@@ -85,6 +91,16 @@ impl std::error::Error for McpError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_names_survive_any_server_name() {
+        assert_eq!(thread_name("a\0b c", "rx"), "mcp-a_b_c-rx");
+        let spawned = std::thread::Builder::new()
+            .name(thread_name("\0", "t"))
+            .spawn(|| 1)
+            .unwrap();
+        assert_eq!(spawned.join().unwrap(), 1);
+    }
 
     #[test]
     fn messages_are_one_line_and_prefixed() {

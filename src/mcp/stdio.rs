@@ -158,7 +158,7 @@ impl StdioTransport {
     }
 
     fn thread(&self, role: &str) -> std::thread::Builder {
-        std::thread::Builder::new().name(format!("mcp-{}-{role}", self.name))
+        std::thread::Builder::new().name(super::thread_name(&self.name, role))
     }
 
     fn watch_exit(&self, pid: u32) -> Result<(), McpError> {
