@@ -10,6 +10,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod mcp;
 pub mod permission;
 pub mod provider;
 pub mod sandbox;

@@ -9,6 +9,7 @@ use crate::error::{exit, Error};
 pub mod doctor;
 pub mod guard;
 pub mod lex;
+pub mod mcp;
 pub mod models;
 pub mod output;
 pub mod run;
@@ -98,6 +99,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List the built-in tools (--markdown prints the tool contract)",
         help: tools::HELP,
         handler: tools::main,
+    },
+    Command {
+        name: "mcp",
+        summary: "List the MCP servers or call one of their tools",
+        help: mcp::HELP,
+        handler: mcp::main,
     },
     Command {
         name: "help",

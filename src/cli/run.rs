@@ -16,6 +16,7 @@ use crate::agent::runner::{Agent, AgentError, Finish, Options};
 use crate::agent::session::{self, Header, Session};
 use crate::config::{self, Config, LoadOptions};
 use crate::error::{exit, Error};
+use crate::mcp::{self, McpHandle, McpOptions};
 use crate::permission::split_rule_list;
 use crate::provider::{self, Message, ProviderError, ProviderSettings};
 use crate::tool::{builtin, Registry, ToolContext};
@@ -41,6 +42,10 @@ Flags:
       --resume ID|PATH         Continue a session by id, unique id prefix or file path
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
+      --trust-project-mcp      Launch MCP servers declared by project files without a grant
+
+A prompt starting with /mcp__SERVER__PROMPT [ARGS] runs that MCP prompt; @SERVER:URI in the
+prompt attaches that MCP resource.
 
 Permissions (no one can be asked in a headless run):
       --permission-mode MODE   ask (default: calls that would ask are allowed), auto (writer
@@ -70,6 +75,7 @@ struct RunArgs {
     resume: Option<Resume>,
     record: Option<PathBuf>,
     replay: Option<PathBuf>,
+    trust_project_mcp: bool,
     words: Vec<String>,
     stdin_dash: bool,
     permissions: PermissionFlags,
@@ -165,6 +171,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<RunArgs, Error> {
             Arg::Long(ref n) if n == "replay" => {
                 args.replay = Some(lexer.value(&flag).map_err(usage)?.into())
             }
+            Arg::Long(ref n) if n == "trust-project-mcp" => args.trust_project_mcp = true,
             other => return Err(unknown_flag("run", &other)),
         }
         if lexer.has_inline_value() {
@@ -247,6 +254,20 @@ fn registry(config: &Config, sink: &mut dyn EventSink) -> Registry {
         }
     }
     registry
+}
+
+/// Runs a leading `/mcp__server__prompt` and attaches `@server:uri` resources.
+fn expand_mcp(mcp: &McpHandle, prompt: String, sink: &mut dyn EventSink) -> Result<String, Error> {
+    let expansion = mcp
+        .expand_message(&prompt)
+        .map_err(|e| usage(e.to_string()))?;
+    for message in expansion.notices {
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
+    Ok(expansion.text)
 }
 
 fn open_session(
@@ -338,7 +359,14 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     };
     let mut output = Output::new(format, args.show_thinking);
     let provider_handle = provider::build(settings.clone())?;
-    let tools = registry(&config, &mut output);
+    let mut tools = registry(&config, &mut output);
+    let mcp_options = McpOptions {
+        trust_project: args.trust_project_mcp,
+        ..McpOptions::default()
+    };
+    let mcp = mcp::start(&config, &cwd, mcp_options, &mut output);
+    mcp.register(&mut tools);
+    let prompt = expand_mcp(&mcp, prompt, &mut output)?;
     let session = open_session(&args, &config, &settings, &cwd)?;
     let mut ctx = ToolContext::new(cwd.clone());
     ctx.bash_timeout = match config.tools.bash_timeout_seconds {
@@ -347,7 +375,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     };
     ctx.secret_env = std::sync::Arc::new(config.secret_env_names());
     ctx.sandbox = std::sync::Arc::new(guard::sandbox_policy(&config, &cwd)?);
-    let gate = guard::gate(&config, &cwd, &args.permissions, None)?;
+    let gate = guard::gate(&config, &cwd, &args.permissions, None)?.with_mcp(mcp.tool_policies());
     ctx.state = Some(std::sync::Arc::new(builtin::history::StatePaths::new(
         &config::paths::state_dir(&config.home),
         config::paths::sessions_dir(&config.home, &cwd),

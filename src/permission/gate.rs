@@ -8,7 +8,10 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use super::policy::{Basis, Decision, Policy};
-use super::rules::{exact_command_rule, prefix_command_rule, Call, Rule, Subject, WRITERS};
+use super::rules::{
+    exact_command_rule, prefix_command_rule, Call, Polarity, Rule, Subject, Target, WRITERS,
+};
+use crate::config::ApprovalMode;
 
 /// How Ask decisions are resolved (§3.7 tool approval posture).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +222,19 @@ pub trait Approver: Send + Sync {
 /// Saves an "always" rule (the CLI appends it to `./reasonix.toml`).
 pub type Persist = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
+/// What the gate must know about an MCP tool (§3.7 MCP approval policy): local metadata from
+/// the server's annotations and the plugin config, never part of the provider-visible schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpToolPolicy {
+    /// The server declared `annotations.destructiveHint: true`.
+    pub destructive: bool,
+    /// The tool's `approval_mode`, else the server's `default_tools_approval_mode`.
+    pub mode: ApprovalMode,
+}
+
+/// Finds the MCP policy of a tool by its registry name; `None` for every other tool.
+pub type McpLookup = Box<dyn Fn(&str) -> Option<McpToolPolicy> + Send + Sync>;
+
 /// The gate built from a [`Policy`], a [`Posture`] and an optional [`Approver`].
 pub struct PolicyGate {
     policy: Policy,
@@ -226,6 +242,7 @@ pub struct PolicyGate {
     approver: Option<Box<dyn Approver>>,
     persist: Option<Persist>,
     grants: Mutex<Vec<Rule>>,
+    mcp: Option<McpLookup>,
 }
 
 impl PolicyGate {
@@ -236,7 +253,14 @@ impl PolicyGate {
             approver,
             persist: None,
             grants: Mutex::new(Vec::new()),
+            mcp: None,
         }
+    }
+
+    /// Applies MCP approval modes and `destructiveHint` to the tools `lookup` knows.
+    pub fn with_mcp(mut self, lookup: McpLookup) -> Self {
+        self.mcp = Some(lookup);
+        self
     }
 
     /// Sets where "always" answers are saved.
@@ -352,6 +376,64 @@ impl PolicyGate {
     }
 }
 
+impl PolicyGate {
+    /// An allow rule that names exactly this tool (not a server-wide `mcp__server` rule).
+    fn named_allow(&self, call: &Call) -> Option<String> {
+        self.policy
+            .allow
+            .iter()
+            .find(|r| {
+                matches!(r.target(), Target::Tool(name) if *name == call.tool)
+                    && r.matches(call, Polarity::Grant, &self.policy.context)
+            })
+            .map(|r| r.text().to_string())
+    }
+
+    /// A destructive MCP call: a fresh human answer every time (no grant, posture or
+    /// reviewer answers it); without a human only an allow rule naming the tool runs it.
+    fn check_destructive(&self, call: &Call, args: &Value, base: Verdict) -> Verdict {
+        let named = self.named_allow(call);
+        let posture = base.posture.unwrap_or(Posture::Ask);
+        match (&self.approver, posture) {
+            (Some(approver), p) if p != Posture::Strict => {
+                let request = ApprovalRequest {
+                    tool: call.tool.clone(),
+                    subject: base.subject.clone(),
+                    args: args.clone(),
+                    rule: Some("destructiveHint".into()),
+                    scopes: Vec::new(),
+                };
+                match approver.approve(&request) {
+                    ApprovalAnswer::Deny => {
+                        let message = format!(
+                            "blocked: the user declined this destructive `{}` call; do not retry \
+                             it unchanged, take another approach or ask the user",
+                            call.tool
+                        );
+                        blocked(base, Resolution::UserDeny, message)
+                    }
+                    _ => allowed(base, Resolution::UserOnce),
+                }
+            }
+            _ => match named {
+                Some(rule) => Verdict {
+                    rule: Some(rule),
+                    ..allowed(base, Resolution::Plain)
+                },
+                None => {
+                    let message = format!(
+                        "blocked: `{tool}` is marked destructive by its MCP server and this run \
+                         cannot ask the user; report that this step needs approval (an allow \
+                         rule naming `{tool}` permits it in headless runs)",
+                        tool = call.tool
+                    );
+                    blocked(base, Resolution::Strict, message)
+                }
+            },
+        }
+    }
+}
+
 impl Gate for PolicyGate {
     /// Deny rules still block; the strict posture and a missing approver refuse; otherwise
     /// the approver is asked with the preview as the subject, and any yes counts for this
@@ -402,7 +484,23 @@ impl Gate for PolicyGate {
 
     fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
         let call = Call::new(tool, args);
-        let ruling = self.policy.decide_call(&call, read_only);
+        let mut ruling = self.policy.decide_call(&call, read_only);
+        let mcp = self.mcp.as_ref().and_then(|lookup| lookup(tool));
+        // §3.7 precedence: explicit deny, destructiveHint, the tool's mode, the server's.
+        let destructive = mcp.is_some_and(|m| m.destructive) && ruling.decision != Decision::Deny;
+        let explicit_deny = ruling.decision == Decision::Deny && ruling.rule().is_some();
+        if let Some(mcp) = mcp.filter(|m| !m.destructive && !explicit_deny) {
+            match mcp.mode {
+                ApprovalMode::Prompt | ApprovalMode::Writes
+                    if mcp.mode == ApprovalMode::Prompt || !read_only =>
+                {
+                    ruling.decision = Decision::Ask;
+                    ruling.basis = Basis::Rule(format!("approval_mode = {}", mode_name(mcp.mode)));
+                }
+                ApprovalMode::Approve => ruling.decision = Decision::Allow,
+                _ => {}
+            }
+        }
         let base = Verdict {
             allowed: false,
             decision: ruling.decision,
@@ -413,6 +511,9 @@ impl Gate for PolicyGate {
             message: None,
             warning: None,
         };
+        if destructive {
+            return self.check_destructive(&call, args, base);
+        }
         match (ruling.decision, &ruling.basis) {
             (Decision::Allow, _) => allowed(base, Resolution::Plain),
             (Decision::Deny, Basis::Rule(rule)) => {
@@ -432,6 +533,15 @@ impl Gate for PolicyGate {
             }
             (Decision::Ask, basis) => self.resolve_ask(&call, basis, args, base),
         }
+    }
+}
+
+fn mode_name(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Auto => "auto",
+        ApprovalMode::Prompt => "prompt",
+        ApprovalMode::Writes => "writes",
+        ApprovalMode::Approve => "approve",
     }
 }
 
@@ -500,4 +610,144 @@ fn path_scope(path: &str, policy: &Policy) -> Option<Rule> {
         format!("Edit({shown})")
     };
     Rule::parse(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// Answers every request with `answer` and counts the questions.
+    struct Counting {
+        answer: ApprovalAnswer,
+        asked: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Approver for Counting {
+        fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+            self.asked.lock().unwrap().push(request.tool.clone());
+            self.answer.clone()
+        }
+    }
+
+    fn lookup() -> McpLookup {
+        Box::new(|tool| {
+            let (destructive, mode) = match tool {
+                "mcp__s__rm" => (true, ApprovalMode::Approve),
+                "mcp__s__approve" => (false, ApprovalMode::Approve),
+                "mcp__s__prompt" => (false, ApprovalMode::Prompt),
+                "mcp__s__writes" => (false, ApprovalMode::Writes),
+                "mcp__s__auto" => (false, ApprovalMode::Auto),
+                _ => return None,
+            };
+            Some(McpToolPolicy { destructive, mode })
+        })
+    }
+
+    fn policy(allow: &[&str], deny: &[&str]) -> Policy {
+        let mut policy = Policy::new(Decision::Ask, "/ws".into(), None);
+        policy.allow = Policy::parse_rules(allow).unwrap();
+        policy.deny = Policy::parse_rules(deny).unwrap();
+        policy
+    }
+
+    fn gate(
+        allow: &[&str],
+        deny: &[&str],
+        posture: Posture,
+        answer: Option<ApprovalAnswer>,
+    ) -> (PolicyGate, Arc<Mutex<Vec<String>>>) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let approver = answer.map(|answer| {
+            Box::new(Counting {
+                answer,
+                asked: Arc::clone(&asked),
+            }) as Box<dyn Approver>
+        });
+        let gate = PolicyGate::new(policy(allow, deny), posture, approver).with_mcp(lookup());
+        (gate, asked)
+    }
+
+    #[test]
+    fn headless_runs_deny_destructive_tools_unless_an_allow_rule_names_them() {
+        let args = json!({});
+        let (g, _) = gate(&[], &[], Posture::Ask, None);
+        let verdict = g.check("mcp__s__rm", false, &args);
+        assert!(!verdict.allowed);
+        let message = verdict.message.unwrap();
+        assert!(message.contains("marked destructive"), "{message}");
+        let (g, _) = gate(&["mcp__s"], &[], Posture::Yolo, None);
+        assert!(
+            !g.check("mcp__s__rm", false, &args).allowed,
+            "a server-wide rule does not name the tool"
+        );
+        let (g, _) = gate(&["mcp__s__rm"], &[], Posture::Ask, None);
+        let verdict = g.check("mcp__s__rm", false, &args);
+        assert!(verdict.allowed);
+        assert_eq!(verdict.rule.as_deref(), Some("mcp__s__rm"));
+        let (g, _) = gate(&["mcp__s__rm"], &["mcp__s__rm"], Posture::Ask, None);
+        assert_eq!(
+            g.check("mcp__s__rm", false, &args).resolution,
+            Resolution::Rule
+        );
+    }
+
+    #[test]
+    fn interactive_runs_ask_for_every_destructive_call_whatever_the_posture() {
+        let args = json!({});
+        let (g, asked) = gate(
+            &["mcp__s__rm"],
+            &[],
+            Posture::Yolo,
+            Some(ApprovalAnswer::Session(Rule::parse("mcp__s__rm").unwrap())),
+        );
+        assert!(g.check("mcp__s__rm", false, &args).allowed);
+        assert!(g.check("mcp__s__rm", false, &args).allowed);
+        assert_eq!(
+            asked.lock().unwrap().len(),
+            2,
+            "no grant answers a destructive call"
+        );
+        assert!(g.grants().is_empty());
+        let (g, _) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Deny));
+        let verdict = g.check("mcp__s__rm", false, &args);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::UserDeny)
+        );
+    }
+
+    #[test]
+    fn approval_modes_feed_the_decision() {
+        let args = json!({});
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Once));
+        // approve: a writer runs without a question.
+        assert_eq!(
+            g.check("mcp__s__approve", false, &args).resolution,
+            Resolution::Plain
+        );
+        // prompt: even a reader is reviewed.
+        let verdict = g.check("mcp__s__prompt", true, &args);
+        assert_eq!(verdict.rule.as_deref(), Some("approval_mode = prompt"));
+        // writes: readers pass, writers are reviewed.
+        assert_eq!(
+            g.check("mcp__s__writes", true, &args).resolution,
+            Resolution::Plain
+        );
+        g.check("mcp__s__writes", false, &args);
+        // auto: the ordinary decision (a writer falls back to ask).
+        g.check("mcp__s__auto", false, &args);
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["mcp__s__prompt", "mcp__s__writes", "mcp__s__auto"]
+        );
+        // An explicit deny still wins over approve.
+        let (g, _) = gate(&[], &["mcp__s__approve"], Posture::Ask, None);
+        assert!(!g.check("mcp__s__approve", false, &args).allowed);
+        // Tools the lookup does not know are unaffected.
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Once));
+        assert!(g.check("read_file", true, &json!({"path": "a"})).allowed);
+        assert!(asked.lock().unwrap().is_empty());
+    }
 }

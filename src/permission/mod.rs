@@ -9,8 +9,8 @@ pub mod rules;
 pub mod shell;
 
 pub use gate::{
-    parse_posture, AllowAll, ApprovalAnswer, ApprovalRequest, Approver, Gate, Persist, PolicyGate,
-    Posture, Resolution, Verdict,
+    parse_posture, AllowAll, ApprovalAnswer, ApprovalRequest, Approver, Gate, McpLookup,
+    McpToolPolicy, Persist, PolicyGate, Posture, Resolution, Verdict,
 };
 pub use policy::{Basis, Decision, Policy, Ruling};
 pub use rules::{split_rule_list, Call, MatchContext, Polarity, Rule, RuleError, Subject};

@@ -113,15 +113,25 @@ impl Net {
     /// Transport for talking to `url`. Trust roots are loaded only for https, so a broken
     /// CA setup never stands between the user and a plain-http local model server.
     pub fn new(settings: &ProviderSettings, url: &str) -> Result<Net, ProviderError> {
+        Net::for_url(url, settings.ca_file.as_deref(), settings.timeouts.connect)
+    }
+
+    /// The same trust roots and proxy rules for a server that is not a provider (an MCP
+    /// server over HTTP).
+    pub fn for_url(
+        url: &str,
+        ca_file: Option<&Path>,
+        connect_timeout: Duration,
+    ) -> Result<Net, ProviderError> {
         let (roots, description) = if url.starts_with("https://") {
-            load_roots(settings.ca_file.as_deref(), &env_lookup)?
+            load_roots(ca_file, &env_lookup)?
         } else {
             (RootCerts::WebPki, "not used (plain http)".to_string())
         };
         Ok(Net {
             tls: TlsConfig::builder().root_certs(roots).build(),
             roots: description.into(),
-            connect_timeout: settings.timeouts.connect,
+            connect_timeout,
             pooled: Arc::default(),
         })
     }

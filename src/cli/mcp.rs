@@ -1,0 +1,327 @@
+//! `reasonix mcp`: `list` starts every configured MCP server and prints its transport, status,
+//! protocol version and tool/prompt/resource counts; `call SERVER TOOL [JSON]` calls one tool
+//! directly, to debug a server without a model in the loop.
+//!
+//! On a terminal, project servers without a grant are offered for approval (once, or always
+//! for this exact command or URL); elsewhere they need `--trust-project-mcp`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::lex::{Arg, Lexer};
+use super::{print_out, unknown_flag, Global};
+use crate::agent::events::Event;
+use crate::config::{self, Config, LoadOptions};
+use crate::error::{exit, Error};
+use crate::mcp::manager::ServerState;
+use crate::mcp::{self, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
+use crate::term::sanitize::sanitize;
+
+pub const HELP: &str = "\
+Usage: reasonix mcp list [--trust-project-mcp]
+       reasonix mcp call [--trust-project-mcp] SERVER TOOL [JSON]
+
+Manages the MCP servers declared in [[plugins]] and the project's .mcp.json.
+
+  list   Start every server and show its transport, status, protocol version and how many
+         tools, prompts and resources it offers
+  call   Call TOOL of SERVER with the JSON object of arguments (default {}) and print the
+         result; exits 1 when the tool reports an error
+
+Flags:
+  --trust-project-mcp   Launch servers declared by project files (reasonix.toml, .mcp.json)
+                        without a stored grant
+
+On a terminal, a project server without a grant is offered for approval first.
+";
+
+enum Action {
+    List,
+    Call {
+        server: String,
+        tool: String,
+        args: Value,
+    },
+}
+
+pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let mut trust_project = false;
+    let mut words = Vec::new();
+    while let Some(arg) = lexer.next().map_err(Error::Usage)? {
+        if global.accept(&arg, lexer)? {
+            continue;
+        }
+        match arg {
+            Arg::Long(ref name) if name == "trust-project-mcp" => trust_project = true,
+            Arg::Long(ref name) if name == "help" => return show_help(),
+            Arg::Short('h') => return show_help(),
+            Arg::Value(word) => words.push(word),
+            other => return Err(unknown_flag("mcp", &other)),
+        }
+    }
+    let action = parse_action(words)?;
+    global.enter_dir()?;
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| Error::io("reading the working directory", e))?;
+    let config = load_config(&global, &cwd)?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let mut options = McpOptions {
+        trust_project,
+        interactive,
+        approver: interactive.then(|| Arc::new(TerminalApprover) as Arc<dyn LaunchApprover>),
+        ..McpOptions::default()
+    };
+    match action {
+        Action::List => {
+            let handle = start(&config, &cwd, options);
+            print_out(&listing(&handle));
+            Ok(exit::OK)
+        }
+        Action::Call { server, tool, args } => {
+            options.only = Some(server.clone());
+            let handle = start(&config, &cwd, options);
+            call(&handle, &server, &tool, &args)
+        }
+    }
+}
+
+fn show_help() -> Result<i32, Error> {
+    print_out(HELP);
+    Ok(exit::OK)
+}
+
+fn parse_action(words: Vec<String>) -> Result<Action, Error> {
+    let mut words = words.into_iter();
+    let usage =
+        || Error::Usage("usage: reasonix mcp list | reasonix mcp call SERVER TOOL [JSON]".into());
+    match words.next().as_deref() {
+        Some("list") if words.len() == 0 => Ok(Action::List),
+        Some("call") => {
+            let (Some(server), Some(tool)) = (words.next(), words.next()) else {
+                return Err(usage());
+            };
+            let json = words.next().unwrap_or_else(|| "{}".into());
+            if words.next().is_some() {
+                return Err(Error::Usage(
+                    "`reasonix mcp call` takes one JSON argument; quote the whole object".into(),
+                ));
+            }
+            let args: Value = serde_json::from_str(&json).map_err(|e| {
+                Error::Usage(format!("the tool arguments are not valid JSON ({e}); pass an object like '{{\"text\":\"hi\"}}'"))
+            })?;
+            if !args.is_object() {
+                return Err(Error::Usage(
+                    "the tool arguments must be a JSON object like '{\"text\":\"hi\"}'".into(),
+                ));
+            }
+            Ok(Action::Call { server, tool, args })
+        }
+        Some(other) if other != "list" => Err(Error::Usage(format!(
+            "unknown `reasonix mcp` action `{other}`; use `list` or `call`"
+        ))),
+        _ => Err(usage()),
+    }
+}
+
+fn load_config(global: &Global, cwd: &Path) -> Result<Config, Error> {
+    let options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
+    let loaded = config::load(&options)?;
+    for warning in &loaded.warnings {
+        eprintln!("reasonix: warning: {warning}");
+    }
+    Ok(loaded.config)
+}
+
+/// Starts the servers, printing each notice to stderr as it happens.
+fn start(config: &Config, cwd: &Path, options: McpOptions) -> McpHandle {
+    let mut notices = |event: Event| {
+        if let Event::Notice { message, .. } = event {
+            eprintln!("reasonix: {}", sanitize(&message));
+        }
+    };
+    mcp::start(config, cwd, options, &mut notices)
+}
+
+fn count(list: Result<Vec<Value>, mcp::McpError>) -> String {
+    match list {
+        Ok(items) => items.len().to_string(),
+        Err(_) => "?".into(),
+    }
+}
+
+fn listing(handle: &McpHandle) -> String {
+    if handle.statuses().is_empty() {
+        return "No MCP servers configured. Declare them in [[plugins]] or .mcp.json.\n".into();
+    }
+    let mut rows = vec![[
+        "NAME",
+        "TRANSPORT",
+        "STATUS",
+        "PROTOCOL",
+        "TOOLS",
+        "PROMPTS",
+        "RESOURCES",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let mut reasons = Vec::new();
+    for status in handle.statuses() {
+        let name = sanitize(&status.name);
+        let mut row = vec![name.clone(), status.transport.to_string()];
+        match (&status.state, handle.server(&status.name)) {
+            (ServerState::Connected, Some(server)) => {
+                row.push("connected".into());
+                row.push(server.info().protocol_version.clone());
+                row.push(server.tools().len().to_string());
+                row.push(count(server.prompts()));
+                row.push(count(server.resources()));
+            }
+            (ServerState::Failed(reason), _) => {
+                row.push("failed".into());
+                reasons.push(format!("{name}: {}", sanitize(reason)));
+            }
+            (ServerState::Skipped(reason), _) => {
+                row.push("not started".into());
+                reasons.push(format!("{name}: {}", sanitize(reason)));
+            }
+            (ServerState::Connected, None) => row.push("gone".into()),
+        }
+        while row.len() < 7 {
+            row.push("-".into());
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    if !reasons.is_empty() {
+        out.push('\n');
+        for reason in reasons {
+            out.push_str(&reason);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn call(handle: &McpHandle, server_name: &str, tool: &str, args: &Value) -> Result<i32, Error> {
+    let Some(server) = handle.server(server_name) else {
+        let reason = handle
+            .statuses()
+            .iter()
+            .find(|s| s.name == server_name)
+            .map(|s| match &s.state {
+                ServerState::Failed(r) | ServerState::Skipped(r) => r.clone(),
+                ServerState::Connected => "it is not connected".into(),
+            });
+        return Err(Error::Failed(match reason {
+            Some(reason) => format!("MCP server `{server_name}` is unavailable: {reason}"),
+            None => format!(
+                "no MCP server named `{server_name}`; `reasonix mcp list` shows the configured ones"
+            ),
+        }));
+    };
+    // Accept the registry name too (`mcp__server__tool`), as the model and logs show it.
+    let raw = handle
+        .tools()
+        .iter()
+        .find(|t| crate::tool::Tool::name(t.as_ref()) == tool)
+        .map(|t| t.remote_name().to_string())
+        .unwrap_or_else(|| tool.to_string());
+    let cancel = crate::cancel::CancelToken::new();
+    let _ = crate::term::sys::cancel_on_interrupt(cancel.clone());
+    match server.call_tool(&raw, args, &cancel) {
+        Ok(output) if output.is_error => {
+            print_out(&format!("{}\n", sanitize(&output.text)));
+            eprintln!("reasonix: the tool reported an error");
+            Ok(exit::FAILURE)
+        }
+        Ok(output) => {
+            print_out(&format!("{}\n", sanitize(&output.text)));
+            Ok(exit::OK)
+        }
+        Err(mcp::McpError::Cancelled) => Err(Error::Interrupted),
+        Err(err) => Err(Error::Failed(err.to_string())),
+    }
+}
+
+/// Asks on the terminal before a project server is launched.
+struct TerminalApprover;
+
+impl LaunchApprover for TerminalApprover {
+    fn approve(&self, request: &LaunchRequest) -> LaunchAnswer {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "{} declares the MCP server `{}` ({}):\n  {}\nLaunch it? [y]es once / [a]lways for this workspace / [N]o: ",
+            request.origin.describe(),
+            sanitize(&request.server),
+            request.transport,
+            sanitize(&request.launch)
+        );
+        let _ = err.flush();
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() {
+            return LaunchAnswer::Deny;
+        }
+        match answer.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => LaunchAnswer::Once,
+            "a" | "always" => LaunchAnswer::Always,
+            _ => LaunchAnswer::Deny,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn actions_parse_and_bad_json_is_a_usage_error() {
+        assert!(matches!(parse_action(words(&["list"])), Ok(Action::List)));
+        let Ok(Action::Call { server, tool, args }) =
+            parse_action(words(&["call", "s", "t", "{\"a\":1}"]))
+        else {
+            panic!("expected a call");
+        };
+        assert_eq!((server.as_str(), tool.as_str()), ("s", "t"));
+        assert_eq!(args["a"], 1);
+        let Ok(Action::Call { args, .. }) = parse_action(words(&["call", "s", "t"])) else {
+            panic!("expected a call");
+        };
+        assert!(args.as_object().unwrap().is_empty());
+        for bad in [
+            &["call", "s"][..],
+            &["call", "s", "t", "[1]"],
+            &["frob"],
+            &[],
+        ] {
+            assert!(
+                matches!(parse_action(words(bad)), Err(Error::Usage(_))),
+                "{bad:?}"
+            );
+        }
+        let Err(Error::Usage(message)) = parse_action(words(&["call", "s", "t", "{oops"])) else {
+            panic!("expected a usage error");
+        };
+        assert!(message.contains("not valid JSON"), "{message}");
+    }
+}

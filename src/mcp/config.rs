@@ -1,0 +1,526 @@
+//! Which MCP servers a run knows about: `[[plugins]]` from the layered config, merged with the
+//! project's `.mcp.json` (Claude Code's `mcpServers` schema; reasonix.toml wins a name clash),
+//! with `${VAR}` and `${VAR:-default}` expanded in command, args, env, url and headers.
+//!
+//! Each server comes out as a [`ServerSpec`] carrying where it was declared (project files need
+//! a launch grant), its launch identity (what a grant is bound to), its timeouts and its
+//! approval modes. A server that cannot be used (the legacy `sse` transport, an unset
+//! variable, a malformed `.mcp.json`) is reported as a problem; the others still start.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::grants::sha256_hex;
+use crate::config::env::{expand, parse_store};
+use crate::config::{ApprovalMode, Config, Layer, PluginConfig, PluginType};
+
+/// The project file Claude Code reads, in the workspace root.
+pub const MCP_JSON: &str = ".mcp.json";
+
+/// How long an HTTP server may take to accept a connection, at most.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a server was declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `<home>/config.toml` or `--config FILE`: authorized by the user who wrote it.
+    User,
+    /// `./reasonix.toml` in the workspace.
+    ProjectToml,
+    /// `./.mcp.json` in the workspace.
+    McpJson,
+}
+
+impl Origin {
+    /// Project files are written by whoever wrote the repository, so their servers need a
+    /// launch grant before anything runs.
+    pub fn needs_grant(self) -> bool {
+        matches!(self, Origin::ProjectToml | Origin::McpJson)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Origin::User => "user config",
+            Origin::ProjectToml => "reasonix.toml",
+            Origin::McpJson => ".mcp.json",
+        }
+    }
+}
+
+/// How to reach a server, with every `${VAR}` already expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// One usable server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    pub name: String,
+    pub origin: Origin,
+    pub endpoint: Endpoint,
+    pub startup_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Per-server cap; `None` = no cap.
+    pub call_timeout: Option<Duration>,
+    /// Per-tool caps by raw tool name; `None` = no cap for that tool.
+    pub tool_timeouts: BTreeMap<String, Option<Duration>>,
+    pub default_mode: ApprovalMode,
+    /// Per-tool modes by raw tool name.
+    pub tool_modes: BTreeMap<String, ApprovalMode>,
+}
+
+impl ServerSpec {
+    pub fn transport_name(&self) -> &'static str {
+        match self.endpoint {
+            Endpoint::Stdio { .. } => "stdio",
+            Endpoint::Http { .. } => "http",
+        }
+    }
+
+    /// The timeout for one tool: its own, else the server's, else the global one.
+    pub fn tool_timeout(&self, tool: &str) -> Option<Duration> {
+        match self.tool_timeouts.get(tool) {
+            Some(timeout) => *timeout,
+            None => self.call_timeout,
+        }
+    }
+
+    pub fn tool_mode(&self, tool: &str) -> ApprovalMode {
+        self.tool_modes
+            .get(tool)
+            .copied()
+            .unwrap_or(self.default_mode)
+    }
+
+    /// The launch identity: command, arguments and the *names* of the environment variables
+    /// (values are often rotating secrets), or the URL. Canonical JSON, so it hashes stably.
+    pub fn identity(&self) -> String {
+        match &self.endpoint {
+            Endpoint::Stdio { command, args, env } => {
+                let names: BTreeSet<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+                json!({"command": command, "args": args, "env": names}).to_string()
+            }
+            Endpoint::Http { url, .. } => json!({ "url": url }).to_string(),
+        }
+    }
+
+    pub fn identity_hash(&self) -> String {
+        sha256_hex(self.identity().as_bytes())
+    }
+
+    /// What the user is asked to approve: the command line or the URL.
+    pub fn launch_text(&self) -> String {
+        match &self.endpoint {
+            Endpoint::Stdio { command, args, env } => {
+                let mut text = String::new();
+                for (name, _) in env {
+                    text.push_str(&format!("{name}=… "));
+                }
+                text.push_str(command);
+                for arg in args {
+                    text.push(' ');
+                    text.push_str(arg);
+                }
+                text
+            }
+            Endpoint::Http { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// The servers of a run and the problems that kept others out.
+#[derive(Debug, Default)]
+pub struct Declared {
+    pub servers: Vec<ServerSpec>,
+    /// One line each, naming the server and the fix.
+    pub problems: Vec<String>,
+}
+
+/// Everything needed to expand variables for a server.
+struct Vars<'a> {
+    /// `./.env` in the workspace: non-provider variables only.
+    project_env: BTreeMap<String, String>,
+    /// Provider key names: never taken from the project `.env`, and never expanded for
+    /// servers a project file declared.
+    secrets: &'a [String],
+}
+
+impl Vars<'_> {
+    fn lookup(&self, name: &str, origin: Origin) -> Result<Option<String>, String> {
+        let secret = self.secrets.iter().any(|s| s == name);
+        if secret && origin.needs_grant() {
+            return Err(format!(
+                "`${{{name}}}` names a provider key, which servers declared in {} may not read",
+                origin.describe()
+            ));
+        }
+        if let Ok(value) = std::env::var(name) {
+            return Ok(Some(value));
+        }
+        if secret {
+            return Ok(None);
+        }
+        Ok(self.project_env.get(name).cloned())
+    }
+
+    fn expand(&self, text: &str, origin: Origin) -> Result<String, String> {
+        let refused = std::cell::RefCell::new(None);
+        let lookup = |name: &str| match self.lookup(name, origin) {
+            Ok(value) => value,
+            Err(reason) => {
+                refused.borrow_mut().get_or_insert(reason);
+                None
+            }
+        };
+        let expanded = expand(text, &lookup).map_err(|e| {
+            let text = e.to_string();
+            text.strip_prefix("config: ").unwrap_or(&text).to_string()
+        });
+        match refused.into_inner() {
+            Some(reason) => Err(reason),
+            None => expanded,
+        }
+    }
+}
+
+/// Collects the servers of `config` and `<cwd>/.mcp.json`.
+pub fn declared(config: &Config, cwd: &Path) -> Declared {
+    let mut declared = Declared::default();
+    let secrets = config.secret_env_names();
+    let vars = Vars {
+        project_env: project_env(cwd, &secrets),
+        secrets: &secrets,
+    };
+    let mut entries: Vec<(PluginConfig, Origin)> = config
+        .plugins
+        .iter()
+        .map(|p| (p.clone(), origin_of(p.origin)))
+        .collect();
+    match read_mcp_json(&cwd.join(MCP_JSON)) {
+        Ok(from_json) => {
+            for plugin in from_json {
+                if !entries.iter().any(|(p, _)| p.name == plugin.name) {
+                    entries.push((plugin, Origin::McpJson));
+                }
+            }
+        }
+        Err(problem) => declared.problems.push(problem),
+    }
+    for (plugin, origin) in entries {
+        match resolve(&plugin, origin, config, &vars) {
+            Ok(spec) => declared.servers.push(spec),
+            Err(problem) => declared.problems.push(format!(
+                "mcp: server `{}` ({}): {problem}",
+                plugin.name,
+                origin.describe()
+            )),
+        }
+    }
+    declared
+}
+
+fn origin_of(layer: Layer) -> Origin {
+    match layer {
+        Layer::Project => Origin::ProjectToml,
+        Layer::Builtin | Layer::User | Layer::Extra => Origin::User,
+    }
+}
+
+fn project_env(cwd: &Path, secrets: &[String]) -> BTreeMap<String, String> {
+    let mut vars = std::fs::read_to_string(cwd.join(".env"))
+        .map(|text| parse_store(&text))
+        .unwrap_or_default();
+    vars.retain(|name, _| !secrets.contains(name) && !name.starts_with("REASONIX_"));
+    vars
+}
+
+/// The servers of a `.mcp.json`; an absent file has none.
+pub fn read_mcp_json(path: &Path) -> Result<Vec<PluginConfig>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("mcp: cannot read {}: {e}", path.display())),
+    };
+    parse_mcp_json(&text).map_err(|detail| format!("mcp: {}: {detail}", path.display()))
+}
+
+/// Keys of a Claude Code server entry; anything else (reasonix-only options such as approval
+/// modes) is ignored, so a project file cannot loosen approvals through this route.
+const MCP_JSON_KEYS: &[&str] = &["type", "command", "args", "env", "url", "headers"];
+
+pub fn parse_mcp_json(text: &str) -> Result<Vec<PluginConfig>, String> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON ({e}); fix the file"))?;
+    let Some(servers) = value.get("mcpServers") else {
+        return Ok(Vec::new());
+    };
+    let Value::Object(servers) = servers else {
+        return Err("`mcpServers` must be an object of servers by name".into());
+    };
+    let mut plugins = Vec::new();
+    for (name, entry) in servers {
+        let Value::Object(fields) = entry else {
+            return Err(format!("server `{name}` must be an object"));
+        };
+        let mut kept: serde_json::Map<String, Value> = fields
+            .iter()
+            .filter(|(k, _)| MCP_JSON_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        // Claude Code infers a remote server from a bare `url`.
+        if !kept.contains_key("type") && kept.contains_key("url") && !kept.contains_key("command") {
+            kept.insert("type".into(), json!("http"));
+        }
+        kept.insert("name".into(), json!(name));
+        let plugin: PluginConfig = serde_json::from_value(Value::Object(kept))
+            .map_err(|e| format!("server `{name}`: {e}"))?;
+        plugins.push(plugin);
+    }
+    Ok(plugins)
+}
+
+fn resolve(
+    plugin: &PluginConfig,
+    origin: Origin,
+    config: &Config,
+    vars: &Vars,
+) -> Result<ServerSpec, String> {
+    let endpoint = match plugin.kind {
+        PluginType::Sse => {
+            return Err(
+                "type `sse` (the legacy HTTP+SSE transport) is not supported; \
+                 use type `http` (streamable HTTP) with the server's MCP endpoint"
+                    .into(),
+            )
+        }
+        PluginType::Http | PluginType::StreamableHttp => {
+            let url = plugin
+                .url
+                .as_deref()
+                .filter(|u| !u.trim().is_empty())
+                .ok_or("a remote server needs `url`")?;
+            let mut headers = Vec::new();
+            for (name, value) in &plugin.headers {
+                headers.push((name.clone(), vars.expand(value, origin)?));
+            }
+            Endpoint::Http {
+                url: vars.expand(url, origin)?,
+                headers,
+            }
+        }
+        PluginType::Stdio => {
+            let command = plugin
+                .command
+                .as_deref()
+                .filter(|c| !c.trim().is_empty())
+                .ok_or("a stdio server needs `command`")?;
+            let mut args = Vec::new();
+            for arg in &plugin.args {
+                args.push(vars.expand(arg, origin)?);
+            }
+            let mut env = Vec::new();
+            for (name, value) in &plugin.env {
+                env.push((name.clone(), vars.expand(value, origin)?));
+            }
+            Endpoint::Stdio {
+                command: vars.expand(command, origin)?,
+                args,
+                env,
+            }
+        }
+    };
+    let global = seconds(config.tools.mcp_call_timeout_seconds);
+    let call_timeout = match plugin.call_timeout_seconds {
+        Some(n) if n > 0 => Some(Duration::from_secs(n)),
+        _ => global,
+    };
+    let startup_timeout = Duration::from_secs(plugin.startup_timeout_seconds.max(1));
+    Ok(ServerSpec {
+        name: plugin.name.clone(),
+        origin,
+        endpoint,
+        startup_timeout,
+        connect_timeout: CONNECT_TIMEOUT.min(startup_timeout),
+        call_timeout,
+        tool_timeouts: plugin
+            .tool_timeout_seconds
+            .iter()
+            .map(|(tool, secs)| (tool.clone(), seconds(*secs)))
+            .collect(),
+        default_mode: default_mode(plugin, origin),
+        tool_modes: plugin
+            .tools
+            .iter()
+            .filter_map(|(tool, c)| c.approval_mode.map(|m| (tool.clone(), cap_mode(m, origin))))
+            .collect(),
+    })
+}
+
+fn seconds(secs: u64) -> Option<Duration> {
+    (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+/// With no explicit mode, servers the user installed default to `approve`, servers from
+/// project files to `auto` (the ordinary permission decision).
+fn default_mode(plugin: &PluginConfig, origin: Origin) -> ApprovalMode {
+    match plugin.default_tools_approval_mode {
+        Some(mode) => cap_mode(mode, origin),
+        None if origin.needs_grant() => ApprovalMode::Auto,
+        None => ApprovalMode::Approve,
+    }
+}
+
+/// A project file may tighten approvals but not waive them.
+fn cap_mode(mode: ApprovalMode, origin: Origin) -> ApprovalMode {
+    match mode {
+        ApprovalMode::Approve if origin.needs_grant() => ApprovalMode::Auto,
+        other => other,
+    }
+}
+
+/// The workspace root offered to servers through `roots/list`.
+pub fn workspace_root(config: &Config, cwd: &Path) -> PathBuf {
+    config
+        .sandbox
+        .workspace_root
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| cwd.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin(toml_text: &str) -> PluginConfig {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    fn vars(secrets: &[String]) -> Vars<'_> {
+        Vars {
+            project_env: [("FROM_DOTENV".to_string(), "dot".to_string())]
+                .into_iter()
+                .collect(),
+            secrets,
+        }
+    }
+
+    #[test]
+    fn mcp_json_follows_claude_codes_schema() {
+        let servers = parse_mcp_json(
+            r#"{"mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "server-fs"], "env": {"A": "1"}},
+                "stripe": {"type": "http", "url": "https://mcp.stripe.com", "headers": {"Authorization": "Bearer ${K}"}},
+                "bare": {"url": "https://x.example/mcp"},
+                "legacy": {"type": "sse", "url": "https://old.example/sse"},
+                "sneaky": {"command": "x", "default_tools_approval_mode": "approve"}
+            }}"#,
+        )
+        .unwrap();
+        let by_name = |n: &str| servers.iter().find(|p| p.name == n).unwrap();
+        assert_eq!(by_name("fs").kind, PluginType::Stdio);
+        assert_eq!(by_name("fs").args, ["-y", "server-fs"]);
+        assert_eq!(by_name("stripe").kind, PluginType::Http);
+        assert_eq!(by_name("bare").kind, PluginType::Http);
+        assert_eq!(by_name("legacy").kind, PluginType::Sse);
+        assert_eq!(by_name("sneaky").default_tools_approval_mode, None);
+        assert!(parse_mcp_json("{}").unwrap().is_empty());
+        let err = parse_mcp_json("{\"mcpServers\": [1]}").unwrap_err();
+        assert!(err.contains("object"), "{err}");
+        assert!(parse_mcp_json("{oops")
+            .unwrap_err()
+            .contains("not valid JSON"));
+    }
+
+    #[test]
+    fn variables_expand_everywhere_and_provider_keys_stay_with_the_user() {
+        std::env::set_var("REASONIX_TEST_MCP_TOKEN", "tok");
+        let config = Config::default();
+        let secrets = vec!["REASONIX_TEST_MCP_TOKEN".to_string()];
+        let v = vars(&secrets);
+        let p = plugin(
+            "name = \"s\"\ncommand = \"${FROM_DOTENV}/bin\"\nargs = [\"--x=${MISSING:-d}\"]\nenv = { T = \"${REASONIX_TEST_MCP_TOKEN}\" }\n",
+        );
+        let spec = resolve(&p, Origin::User, &config, &v).unwrap();
+        assert_eq!(
+            spec.endpoint,
+            Endpoint::Stdio {
+                command: "dot/bin".into(),
+                args: vec!["--x=d".into()],
+                env: vec![("T".into(), "tok".into())]
+            }
+        );
+        let err = resolve(&p, Origin::McpJson, &config, &v).unwrap_err();
+        assert!(err.contains("provider key"), "{err}");
+        let http =
+            plugin("name = \"h\"\ntype = \"http\"\nurl = \"http://127.0.0.1:${PORT_UNSET}/mcp\"\n");
+        let err = resolve(&http, Origin::User, &config, &v).unwrap_err();
+        assert!(err.contains("PORT_UNSET"), "{err}");
+        let sse = plugin("name = \"l\"\ntype = \"sse\"\nurl = \"http://x/sse\"\n");
+        let err = resolve(&sse, Origin::User, &config, &v).unwrap_err();
+        assert!(err.contains("use type `http`"), "{err}");
+    }
+
+    #[test]
+    fn identity_covers_command_args_and_env_names_but_not_values() {
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let spec = |text: &str| resolve(&plugin(text), Origin::McpJson, &config, &v).unwrap();
+        let a = spec("name = \"s\"\ncommand = \"srv\"\nargs = [\"a\"]\nenv = { K = \"1\" }\n");
+        let same = spec("name = \"s\"\ncommand = \"srv\"\nargs = [\"a\"]\nenv = { K = \"2\" }\n");
+        let other_arg =
+            spec("name = \"s\"\ncommand = \"srv\"\nargs = [\"b\"]\nenv = { K = \"1\" }\n");
+        let other_env =
+            spec("name = \"s\"\ncommand = \"srv\"\nargs = [\"a\"]\nenv = { J = \"1\" }\n");
+        assert_eq!(a.identity_hash(), same.identity_hash());
+        assert_ne!(a.identity_hash(), other_arg.identity_hash());
+        assert_ne!(a.identity_hash(), other_env.identity_hash());
+        assert_eq!(a.launch_text(), "K=… srv a");
+    }
+
+    #[test]
+    fn timeouts_and_modes_resolve_by_precedence() {
+        let mut config = Config::default();
+        config.tools.mcp_call_timeout_seconds = 300;
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let p = plugin(
+            "name = \"s\"\ncommand = \"x\"\ncall_timeout_seconds = 600\ntool_timeout_seconds = { slow = 1800, free = 0 }\ntools = { rm = { approval_mode = \"prompt\" }, ok = { approval_mode = \"approve\" } }\n",
+        );
+        let user = resolve(&p, Origin::User, &config, &v).unwrap();
+        assert_eq!(user.tool_timeout("slow"), Some(Duration::from_secs(1800)));
+        assert_eq!(user.tool_timeout("free"), None);
+        assert_eq!(user.tool_timeout("other"), Some(Duration::from_secs(600)));
+        assert_eq!(user.tool_mode("rm"), ApprovalMode::Prompt);
+        assert_eq!(user.tool_mode("other"), ApprovalMode::Approve);
+        let project = resolve(&p, Origin::ProjectToml, &config, &v).unwrap();
+        assert_eq!(project.tool_mode("other"), ApprovalMode::Auto);
+        assert_eq!(
+            project.tool_mode("ok"),
+            ApprovalMode::Auto,
+            "projects cannot waive approval"
+        );
+        let plain = resolve(
+            &plugin("name = \"s\"\ncommand = \"x\"\n"),
+            Origin::User,
+            &config,
+            &v,
+        )
+        .unwrap();
+        assert_eq!(plain.tool_timeout("any"), Some(Duration::from_secs(300)));
+        assert_eq!(plain.startup_timeout, Duration::from_secs(30));
+    }
+}

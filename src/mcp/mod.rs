@@ -1,0 +1,136 @@
+//! The MCP client (SPEC §3.3): users bring tools, prompts and resources as MCP servers.
+//!
+//! - `jsonrpc`: messages and stdio line framing; `transport`: the call/notify/close interface;
+//!   `stdio` and `http` (streamable HTTP) implement it.
+//! - `client`: id correlation, server-to-client requests, notifications, timeouts and
+//!   cancellation, the handshake and the typed MCP calls, once for every transport.
+//! - `config`: `[[plugins]]` merged with the project's `.mcp.json`, `${VAR}` expansion and each
+//!   server's launch identity; `grants`: the launch grants for project-declared servers.
+//! - `content`: MCP results (tool content, prompt messages, resource contents) as text;
+//!   `adapter`: a remote tool as a [`crate::tool::Tool`] named `mcp__<server>__<tool>`.
+//! - `manager`: starting servers in parallel with startup timeouts, the handle a run keeps, and
+//!   the `/mcp__server__prompt` and `@server:uri` resolution for user messages.
+//!
+//! Permission decisions stay in `permission`; this module only reports each tool's annotations
+//! and approval mode through [`McpHandle::tool_policies`].
+
+use std::fmt;
+
+pub mod adapter;
+pub mod client;
+pub mod config;
+pub mod content;
+pub mod grants;
+pub mod http;
+pub mod jsonrpc;
+pub mod log;
+pub mod manager;
+pub mod stdio;
+pub mod transport;
+
+pub use manager::{start, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
+
+/// `mcp-<server>-<role>`, safe for a thread name whatever the server is called (a NUL byte
+/// would make spawning panic).
+fn thread_name(server: &str, role: &str) -> String {
+    format!("mcp-{}-{role}", adapter::sanitize(server))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpError {
+    /// The server's configuration cannot be used as written.
+    Config(String),
+    /// The server could not be started or reached.
+    Start(String),
+    /// The connection ended (the process exited, the stream closed).
+    Closed(String),
+    Timeout {
+        method: String,
+        seconds: f64,
+    },
+    Cancelled,
+    /// The server answered with a JSON-RPC error.
+    Rpc(jsonrpc::RpcError),
+    /// The server broke the protocol.
+    Protocol(String),
+    /// An HTTP error status.
+    Http {
+        status: u16,
+        detail: String,
+    },
+    /// The HTTP server no longer knows our session (404); the client initializes again.
+    SessionExpired,
+    Io(String),
+}
+
+impl fmt::Display for McpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpError::Config(detail) => write!(f, "mcp: {detail}"),
+            McpError::Start(detail) => write!(f, "mcp: {detail}"),
+            McpError::Closed(reason) => write!(f, "mcp: the server is gone: {reason}"),
+            McpError::Timeout { method, seconds } => write!(
+                f,
+                "mcp: `{method}` got no answer within {seconds} s; raise the timeout or check the server"
+            ),
+            McpError::Cancelled => write!(f, "mcp: cancelled"),
+            McpError::Rpc(error) => write!(f, "mcp: the server answered with an error: {error}"),
+            McpError::Protocol(detail) => write!(f, "mcp: protocol error: {detail}"),
+            McpError::Http { status, detail } if detail.is_empty() => {
+                write!(f, "mcp: HTTP {status}")
+            }
+            McpError::Http { status, detail } => write!(f, "mcp: HTTP {status}: {detail}"),
+            McpError::SessionExpired => write!(f, "mcp: the server no longer knows our session"),
+            McpError::Io(detail) => write!(f, "mcp: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for McpError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_names_survive_any_server_name() {
+        assert_eq!(thread_name("a\0b c", "rx"), "mcp-a_b_c-rx");
+        let spawned = std::thread::Builder::new()
+            .name(thread_name("\0", "t"))
+            .spawn(|| 1)
+            .unwrap();
+        assert_eq!(spawned.join().unwrap(), 1);
+    }
+
+    #[test]
+    fn messages_are_one_line_and_prefixed() {
+        let errors = [
+            McpError::Config("server `x`: `sse` is not supported".into()),
+            McpError::Closed("the server closed its output".into()),
+            McpError::Timeout {
+                method: "tools/call".into(),
+                seconds: 1.5,
+            },
+            McpError::Cancelled,
+            McpError::Rpc(jsonrpc::RpcError::new(-32601, "Method not found")),
+            McpError::Http {
+                status: 406,
+                detail: String::new(),
+            },
+            McpError::SessionExpired,
+        ];
+        for err in errors {
+            let text = err.to_string();
+            assert!(text.starts_with("mcp: "), "{text}");
+            assert!(!text.contains('\n') && !text.ends_with('.'), "{text}");
+        }
+        assert_eq!(
+            McpError::Timeout {
+                method: "initialize".into(),
+                seconds: 30.0
+            }
+            .to_string(),
+            "mcp: `initialize` got no answer within 30 s; raise the timeout or check the server"
+        );
+    }
+}

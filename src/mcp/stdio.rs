@@ -1,0 +1,342 @@
+//! The stdio transport: the server is a child process speaking one JSON-RPC message per line on
+//! its stdin and stdout. Its stderr goes to the debug log (and a short tail is kept for error
+//! messages); it runs in its own process group so shutting it down reaches every descendant.
+//!
+//! Threads, one job each: `mcp-<name>-in` writes queued messages to stdin (so a server that
+//! stops reading can never block a caller past its timeout), `mcp-<name>-out` reads stdout into
+//! the inbox, `mcp-<name>-err` drains stderr, and `mcp-<name>-wait` notices the exit, kills what
+//! is left of the group and reaps the leader. Shutdown closes stdin, waits briefly for the server to leave on its own, then sends
+//! SIGTERM and finally SIGKILL to the group.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{ChildStdin, Stdio};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::jsonrpc::{self, Frame, Message};
+use super::transport::{Inbox, Incoming, Transport};
+use super::McpError;
+use crate::sandbox::process::{command, CommandSpec, GroupChild};
+use crate::sandbox::sys::{wait_exit_keep_zombie, Signal};
+
+/// A single message larger than this is dropped (and logged) rather than buffered.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How many stderr lines are kept for error messages.
+const STDERR_TAIL: usize = 20;
+
+/// How long a server may take to exit after its stdin closed, and again after SIGTERM.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// After stdout ends, how long to wait for the exit status to include it in the reason.
+const STATUS_WAIT: Duration = Duration::from_millis(500);
+
+/// What to launch.
+#[derive(Debug, Clone)]
+pub struct StdioSpec {
+    /// The server name, for thread names and messages.
+    pub name: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Set in the child's environment.
+    pub env: Vec<(String, String)>,
+    /// Removed from the inherited environment (provider keys the server did not ask for).
+    pub env_remove: Vec<String>,
+}
+
+/// The exit of the server process, once known.
+#[derive(Default)]
+struct ExitState {
+    exited: bool,
+    status: Option<String>,
+    /// The stderr drain reached end of file, so the tail is complete.
+    stderr_done: bool,
+}
+
+struct Exit {
+    state: Mutex<ExitState>,
+    changed: Condvar,
+}
+
+impl Exit {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ExitState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record(&self, status: Option<String>) {
+        let mut state = self.lock();
+        state.exited = true;
+        state.status = status;
+        self.changed.notify_all();
+    }
+
+    fn stderr_done(&self) {
+        self.lock().stderr_done = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits up to `limit` for the exit; true when the server has exited.
+    fn wait(&self, limit: Duration) -> bool {
+        let state = self.lock();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, limit, |s| !s.exited)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.exited
+    }
+
+    /// Waits up to `limit` for the exit and the end of stderr, so a failure can quote the
+    /// server's last words.
+    fn wait_final(&self, limit: Duration) -> Option<String> {
+        let state = self.lock();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, limit, |s| !(s.exited && s.stderr_done))
+            .unwrap_or_else(PoisonError::into_inner);
+        state.status.clone()
+    }
+
+    fn status(&self) -> Option<String> {
+        self.lock().status.clone()
+    }
+}
+
+pub struct StdioTransport {
+    name: String,
+    /// Lines for the writer thread; taken (dropped) to close stdin.
+    stdin: Mutex<Option<Sender<String>>>,
+    child: Arc<Mutex<GroupChild>>,
+    exit: Arc<Exit>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl StdioTransport {
+    /// Starts the server. Everything it writes goes to `inbox`.
+    pub fn spawn(spec: &StdioSpec, inbox: Inbox) -> Result<StdioTransport, McpError> {
+        let mut cmd_spec = CommandSpec::new(&spec.program, &spec.cwd);
+        cmd_spec.args = spec.args.iter().map(Into::into).collect();
+        cmd_spec.env_remove = spec.env_remove.clone();
+        cmd_spec.env_set = spec.env.clone();
+        let mut cmd = command(&cmd_spec);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = GroupChild::spawn(cmd).map_err(|e| {
+            McpError::Start(format!(
+                "cannot run `{}`: {e}; check `command` and PATH",
+                spec.program
+            ))
+        })?;
+        let (stdin, stdout, stderr) =
+            (child.take_stdin(), child.take_stdout(), child.take_stderr());
+        let pid = child.id();
+        let transport = StdioTransport {
+            name: spec.name.clone(),
+            stdin: Mutex::new(None),
+            child: Arc::new(Mutex::new(child)),
+            exit: Arc::new(Exit {
+                state: Mutex::new(ExitState::default()),
+                changed: Condvar::new(),
+            }),
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+        };
+        transport.watch_exit(pid)?;
+        if let Some(stdin) = stdin {
+            transport.write_stdin(stdin, inbox.clone())?;
+        }
+        if let Some(stderr) = stderr {
+            transport.drain_stderr(stderr, inbox.clone())?;
+        }
+        if let Some(stdout) = stdout {
+            transport.read_stdout(stdout, inbox)?;
+        }
+        Ok(transport)
+    }
+
+    fn thread(&self, role: &str) -> std::thread::Builder {
+        std::thread::Builder::new().name(super::thread_name(&self.name, role))
+    }
+
+    fn watch_exit(&self, pid: u32) -> Result<(), McpError> {
+        let (child, exit) = (Arc::clone(&self.child), Arc::clone(&self.exit));
+        self.thread("wait")
+            .spawn(move || {
+                let _ = wait_exit_keep_zombie(pid);
+                let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
+                // The leader is a zombie, so the group id is still ours: clear out anything it
+                // left behind before reaping it.
+                let _ = child.signal(Signal::Kill);
+                let status = child.reap().ok().map(|s| describe_status(&s));
+                exit.record(status);
+            })
+            .map(drop)
+            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+    }
+
+    fn write_stdin(&self, mut stdin: ChildStdin, inbox: Inbox) -> Result<(), McpError> {
+        let (tx, rx) = mpsc::channel::<String>();
+        *self.stdin.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        self.thread("in")
+            .spawn(move || {
+                for line in rx {
+                    if let Err(e) = stdin.write_all(line.as_bytes()).and_then(|_| stdin.flush()) {
+                        let _ =
+                            inbox.send(Incoming::Log(format!("cannot write to the server: {e}")));
+                        return;
+                    }
+                }
+                // Every sender is gone: dropping stdin here is the end of input.
+            })
+            .map(drop)
+            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+    }
+
+    fn drain_stderr(
+        &self,
+        stderr: std::process::ChildStderr,
+        inbox: Inbox,
+    ) -> Result<(), McpError> {
+        let tail = Arc::clone(&self.stderr_tail);
+        let exit = Arc::clone(&self.exit);
+        self.thread("err")
+            .spawn(move || {
+                let mut reader = BufReader::new(stderr);
+                let mut line = Vec::new();
+                loop {
+                    line.clear();
+                    match reader.read_until(b'\n', &mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                    if text.is_empty() {
+                        continue;
+                    }
+                    {
+                        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                        if tail.len() == STDERR_TAIL {
+                            tail.pop_front();
+                        }
+                        tail.push_back(text.clone());
+                    }
+                    let _ = inbox.send(Incoming::Log(format!("stderr: {text}")));
+                }
+                exit.stderr_done();
+            })
+            .map(drop)
+            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+    }
+
+    fn read_stdout(&self, stdout: std::process::ChildStdout, inbox: Inbox) -> Result<(), McpError> {
+        let exit = Arc::clone(&self.exit);
+        self.thread("out")
+            .spawn(move || {
+                let mut reader = BufReader::new(stdout);
+                let reason = loop {
+                    match jsonrpc::read_frame(&mut reader, MAX_LINE) {
+                        Ok(Frame::Message(message)) => {
+                            if inbox.send(Incoming::Message(message)).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(Frame::Invalid(err)) => {
+                            let _ = inbox.send(Incoming::Garbage(err.to_string()));
+                        }
+                        Ok(Frame::Eof) => break "the server closed its output".to_string(),
+                        Err(e) => break format!("reading the server's output failed: {e}"),
+                    }
+                };
+                let reason = match exit.wait_final(STATUS_WAIT) {
+                    Some(status) => format!("{reason} and {status}"),
+                    None => reason,
+                };
+                let _ = inbox.send(Incoming::Closed(reason));
+            })
+            .map(drop)
+            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+    }
+
+    /// Queues one line for the writer thread. Fails only once the connection is closed or
+    /// the writer gave up; a server that died is reported by the reader with its status.
+    fn write(&self, message: &Message) -> Result<(), McpError> {
+        let stdin = self.stdin.lock().unwrap_or_else(PoisonError::into_inner);
+        let closed = || {
+            McpError::Closed(match self.exit.status() {
+                Some(status) => format!("the server {status}"),
+                None => "the connection is closed".into(),
+            })
+        };
+        let Some(writer) = stdin.as_ref() else {
+            return Err(closed());
+        };
+        let mut line = message.to_json();
+        line.push('\n');
+        writer.send(line).map_err(|_| closed())
+    }
+
+    fn signal(&self, signal: Signal) {
+        let child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = child.signal(signal);
+    }
+}
+
+fn describe_status(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => match crate::sandbox::process::signal_name(signal) {
+            Some(name) => format!("was killed by {name}"),
+            None => format!("was killed by signal {signal}"),
+        },
+        _ => "exited".to_string(),
+    }
+}
+
+impl Transport for StdioTransport {
+    fn call(&self, request: &Message) -> Result<(), McpError> {
+        self.write(request)
+    }
+
+    fn notify(&self, message: &Message) -> Result<(), McpError> {
+        self.write(message)
+    }
+
+    fn close(&self) {
+        // Closing stdin is the polite MCP shutdown; most servers exit on end of input. The
+        // writer closes it once the queue is drained.
+        drop(
+            self.stdin
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        if self.exit.wait(EXIT_GRACE) {
+            return;
+        }
+        self.signal(Signal::Term);
+        if self.exit.wait(EXIT_GRACE) {
+            return;
+        }
+        self.signal(Signal::Kill);
+        self.exit.wait(EXIT_GRACE);
+    }
+
+    fn diagnostics(&self) -> Vec<String> {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
