@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::error::{exit, Error};
 
+pub mod assemble;
 pub mod doctor;
 pub mod lex;
 pub mod models;
