@@ -12,3 +12,4 @@ mod sandbox;
 mod tools_bash;
 mod tools_files;
 mod tools_search;
+mod tui;
