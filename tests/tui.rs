@@ -473,3 +473,153 @@ fn piped_chat_runs_one_turn_per_line() {
     assert!(last_user_message(&server, 1).starts_with("<file path=\"notes.txt\">"));
     assert_eq!(last_user_message(&server, 2), "two");
 }
+
+#[test]
+fn model_and_effort_switch_between_turns() {
+    let server = FakeOpenAI::start(vec![Reply::text("From the other model.")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let other = format!(
+        "[ui]\ncursor_shape = \"block\"\n\n[[providers]]\nname = \"other\"\nbase_url = \"{}\"\nmodel = \"other-model\"\napi_key_env = \"FAKE_API_KEY\"\n",
+        server.base_url()
+    );
+    use_fake_provider(&home, &server.base_url(), &other);
+    let mut pty = chat(&home, &work, &[]);
+    assert!(
+        pty.raw_text().contains("\x1b[2 q"),
+        "[ui] cursor_shape = block"
+    );
+    pty.send("/model\r");
+    pty.wait_text("● fake/fake-model");
+    assert!(
+        pty.screen().contains("  other/other-model"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("/model other\r");
+    pty.wait_text("other-model · ask");
+    pty.send("/effort high\r");
+    pty.wait_text("reasoning effort set to high");
+    pty.send("/effort extreme\r");
+    pty.wait_text("unknown effort `extreme`");
+    pty.send("hello\r");
+    pty.wait_text("From the other model.");
+    let body = &server.wait_for_requests(1)[0].body;
+    assert_eq!(body["model"], "other-model");
+    assert_eq!(body["reasoning_effort"], "high");
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn new_resume_and_clear_manage_conversations() {
+    let (server, home, work) = setup(
+        vec![
+            Reply::text("Noted the first topic."),
+            Reply::text("Noted the second topic."),
+            Reply::text("Back on the first topic."),
+        ],
+        "",
+    );
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("first topic\r");
+    pty.wait_text("Noted the first topic.");
+    wait_idle(&mut pty);
+    pty.send("/new\r");
+    pty.wait_text("new conversation");
+    pty.send("second topic\r");
+    pty.wait_text("Noted the second topic.");
+    wait_idle(&mut pty);
+    assert_eq!(
+        messages(&server, 2).len(),
+        2,
+        "system + the second topic only"
+    );
+    pty.send("/resume\r");
+    pty.wait_text("Resume a conversation");
+    assert!(pty.screen().contains("first topic"), "{}", pty.screen());
+    assert!(
+        !pty.screen().contains("Ask anything"),
+        "the picker hides the composer"
+    );
+    pty.send("\r");
+    pty.wait_text("resumed conversation");
+    pty.send("and more\r");
+    pty.wait_text("Back on the first topic.");
+    let sent: Vec<String> = messages(&server, 3)
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(sent.iter().any(|c| c == "first topic"), "{sent:?}");
+    assert!(!sent.iter().any(|c| c == "second topic"), "{sent:?}");
+    wait_idle(&mut pty);
+    let before = session_files(&home).len();
+    pty.send("/clear\r");
+    pty.wait_text("Clear the conversation?");
+    pty.send("y");
+    pty.wait_text("conversation cleared");
+    // The cleared conversation is gone; a fresh empty one took its place.
+    assert_eq!(session_files(&home).len(), before);
+    exit_with_ctrl_d(&mut pty);
+    assert_eq!(
+        session_files(&home).len(),
+        before - 1,
+        "the empty session is not kept"
+    );
+}
+
+#[test]
+fn ctrl_c_interrupts_a_waiting_turn_and_the_chat_goes_on() {
+    let (stalled, _release) = Reply::stall();
+    let (server, home, work) = setup(vec![stalled, Reply::text("Fine.")], "");
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("slow\r");
+    server.wait_for_requests(1);
+    pty.wait_text("Working…");
+    pty.send("\x03");
+    pty.wait_text("⎿ interrupted");
+    wait_idle(&mut pty);
+    pty.send("again\r");
+    pty.wait_text("Fine.");
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn info_commands_and_the_mcp_modal() {
+    let (_server, home, work) = setup(vec![], "");
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("/tools\r");
+    pty.wait_text("read_file  read-only");
+    pty.send("/status\r");
+    pty.wait_text("permissions");
+    assert!(pty.screen().contains("posture ask"), "{}", pty.screen());
+    pty.send("/cost\r");
+    pty.wait_text("0 prompt tokens");
+    pty.send("/compact\r");
+    pty.wait_text("compaction is not available");
+    pty.send("/mcp\r");
+    pty.wait_text("No MCP servers are connected.");
+    assert!(
+        !pty.screen().contains("Ask anything"),
+        "modal hides the composer"
+    );
+    pty.send("\x1b");
+    wait_idle(&mut pty);
+    pty.send("/nonsense\r");
+    pty.wait_text("unknown command /nonsense");
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn suspend_and_continue_keep_the_chat_usable() {
+    let (_server, home, work) = setup(vec![], "");
+    let mut pty = chat(&home, &work, &[]);
+    // SAFETY (test code): signalling the child we spawned. Its process group has no shell
+    // to stop it, so the stop is discarded and the chat comes straight back.
+    assert_eq!(unsafe { libc::kill(pty.pid(), libc::SIGTSTP) }, 0);
+    assert_eq!(unsafe { libc::kill(pty.pid(), libc::SIGCONT) }, 0);
+    pty.send("still here");
+    pty.wait_text("› still here");
+    let flags = pty.local_flags();
+    assert_eq!(flags & libc::ICANON, 0, "raw mode is back after a continue");
+    exit_with_ctrl_d_after_clearing(&mut pty);
+}

@@ -229,6 +229,9 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             "Resume this conversation with: reasonix chat --resume {}",
             outcome.session_id
         );
+    } else {
+        // Nothing was said: a file holding only the system prompt is not worth keeping.
+        let _ = std::fs::remove_file(&outcome.session_path);
     }
     Ok(outcome.code)
 }

@@ -12,9 +12,18 @@ use crate::cancel::CancelToken;
 
 static SIGNAL_PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 
-/// The terminal state before raw mode, for restoring from anywhere (panic hook, signal
-/// thread). `None` when raw mode is not active.
-static SAVED: Mutex<Option<(i32, libc::termios)>> = Mutex::new(None);
+/// The terminal before raw mode, for restoring from anywhere (panic hook, signal thread).
+/// `None` when raw mode is not active.
+static SAVED: Mutex<Option<Saved>> = Mutex::new(None);
+
+#[derive(Clone, Copy)]
+struct Saved {
+    /// The descriptor whose mode we changed (the input side of the terminal).
+    input: i32,
+    /// Where the restoring escapes go (the output side).
+    output: i32,
+    termios: libc::termios,
+}
 
 /// Escapes that undo what the chat turns on: bracketed paste, a hidden cursor, a custom
 /// cursor shape, a half-written style, an unfinished synchronized frame.
@@ -145,7 +154,7 @@ pub fn suspend_self() -> io::Result<()> {
     set_handler(libc::SIGTSTP)
 }
 
-/// Raw mode on a terminal descriptor; dropping it restores the saved state.
+/// Raw mode on a terminal; dropping it restores the saved state.
 pub struct RawMode {
     fd: i32,
 }
@@ -155,20 +164,25 @@ impl RawMode {
     /// no signals from keys (Ctrl-C, Ctrl-Z arrive as bytes), no CR→NL translation (so Enter
     /// and Ctrl-J differ). Output processing stays on so a stray `\n` still returns the
     /// carriage.
-    pub fn enter(fd: i32) -> io::Result<RawMode> {
-        let original = get_attr(fd)?;
-        *SAVED.lock().unwrap_or_else(PoisonError::into_inner) = Some((fd, original));
-        let mode = RawMode { fd };
+    /// `input` is the terminal's input descriptor, `output` where escapes are written.
+    pub fn enter(input: i32, output: i32) -> io::Result<RawMode> {
+        let termios = get_attr(input)?;
+        *SAVED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Saved {
+            input,
+            output,
+            termios,
+        });
+        let mode = RawMode { fd: input };
         mode.apply_raw()?;
         Ok(mode)
     }
 
     /// Switches back to raw mode after a suspend or a shell-out.
     pub fn apply_raw(&self) -> io::Result<()> {
-        let Some((_, original)) = *SAVED.lock().unwrap_or_else(PoisonError::into_inner) else {
+        let Some(saved) = *SAVED.lock().unwrap_or_else(PoisonError::into_inner) else {
             return Ok(());
         };
-        let mut raw = original;
+        let mut raw = saved.termios;
         raw.c_iflag &= !(libc::BRKINT | libc::ICRNL | libc::INPCK | libc::ISTRIP | libc::IXON);
         raw.c_cflag |= libc::CS8;
         raw.c_lflag &= !(libc::ECHO | libc::ICANON | libc::IEXTEN | libc::ISIG);
@@ -194,14 +208,18 @@ impl Drop for RawMode {
 /// the panic hook and more than once; does nothing when raw mode was never entered.
 pub fn restore_terminal() {
     let saved = *SAVED.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some((fd, original)) = saved else {
+    let Some(saved) = saved else {
         return;
     };
-    let _ = set_attr(fd, &original);
-    // SAFETY: writing a static byte string to stdout's descriptor; a short or failed write
-    // only leaves cosmetic modes behind.
+    let _ = set_attr(saved.input, &saved.termios);
+    // SAFETY: writing a static byte string to the terminal's descriptor; a short or failed
+    // write only leaves cosmetic modes behind.
     unsafe {
-        libc::write(1, RESTORE_ESCAPES.as_ptr().cast(), RESTORE_ESCAPES.len());
+        libc::write(
+            saved.output,
+            RESTORE_ESCAPES.as_ptr().cast(),
+            RESTORE_ESCAPES.len(),
+        );
     }
 }
 
@@ -272,6 +290,60 @@ pub fn read_fd(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
             return Err(err);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pseudo-terminal pair: (master, terminal side).
+    fn pty() -> (i32, i32) {
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty fills the two descriptors; null name, termios and size are allowed.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0);
+        (master, slave)
+    }
+
+    #[test]
+    fn raw_mode_is_restored_with_its_escapes_by_drop_and_by_restore() {
+        let (master, slave) = pty();
+        let cooked = get_attr(slave).unwrap().c_lflag;
+        assert_ne!(cooked & libc::ICANON, 0);
+        let raw = RawMode::enter(slave, slave).unwrap();
+        let flags = get_attr(slave).unwrap().c_lflag;
+        assert_eq!(flags & (libc::ICANON | libc::ECHO | libc::ISIG), 0);
+        // What the panic hook and the signal thread call.
+        restore_terminal();
+        assert_eq!(get_attr(slave).unwrap().c_lflag, cooked);
+        raw.apply_raw().unwrap();
+        assert_eq!(get_attr(slave).unwrap().c_lflag & libc::ICANON, 0);
+        drop(raw);
+        assert_eq!(get_attr(slave).unwrap().c_lflag, cooked);
+        restore_terminal();
+        let mut buf = [0u8; 256];
+        assert!(poll_readable(master, 1000).unwrap());
+        let n = read_fd(master, &mut buf).unwrap();
+        let written = String::from_utf8_lossy(&buf[..n]);
+        assert!(
+            written.contains("\x1b[?2004l\x1b[0 q\x1b[?25h"),
+            "{written:?}"
+        );
+        assert_eq!(window_size(slave), None, "a fresh pty has no size");
+        // SAFETY: closing the descriptors this test opened.
+        unsafe {
+            libc::close(master);
+            libc::close(slave);
         }
     }
 }

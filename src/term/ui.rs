@@ -170,7 +170,8 @@ pub struct Parts {
 pub struct Exit {
     pub code: i32,
     pub session_id: String,
-    /// Whether the conversation has any user turn worth resuming.
+    pub session_path: PathBuf,
+    /// Whether the conversation has a user turn, so it is worth resuming.
     pub resumable: bool,
 }
 
@@ -244,13 +245,12 @@ struct Chat {
     interrupted: bool,
     exiting: Option<i32>,
     quit: Option<i32>,
-    turns: usize,
 }
 
 /// Runs the chat on this thread until the user leaves. Fails only if the terminal cannot be
 /// put into raw mode.
 pub fn run(parts: Parts) -> io::Result<Exit> {
-    let raw = RawMode::enter(0)?;
+    let raw = RawMode::enter(0, 1)?;
     let size = sys::window_size(1).unwrap_or((80, 24));
     let color = ColorMode::detect(
         true,
@@ -312,17 +312,29 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         interrupted: false,
         exiting: None,
         quit: None,
-        turns: 0,
     };
     chat.banner(&parts.notices);
     let code = chat.event_loop(&parts.rx);
     let _ = chat.screen.leave();
-    let session_id = chat.agent().session().id().to_string();
+    let (session_id, session_path, resumable) = {
+        let agent = chat.agent();
+        let session = agent.session();
+        let has_turns = session
+            .messages()
+            .iter()
+            .any(|m| m.role == crate::provider::Role::User);
+        (
+            session.id().to_string(),
+            session.path().to_path_buf(),
+            has_turns,
+        )
+    };
     drop(chat);
     Ok(Exit {
         code,
         session_id,
-        resumable: true,
+        session_path,
+        resumable,
     })
 }
 
@@ -478,12 +490,10 @@ impl Chat {
             Msg::Signal(signal) => self.on_signal(signal),
             Msg::Agent(event) => self.on_agent_event(event),
             Msg::File { id, stage, content } => self.transcript.file_snapshot(&id, stage, content),
-            Msg::TurnDone(result) => self.on_turn_done(result),
-            Msg::TurnLost => self.on_turn_done(Err(AgentError::Session(
-                crate::agent::session::SessionError::NotFound(
-                    "the turn stopped unexpectedly (internal error)".into(),
-                ),
-            ))),
+            Msg::TurnDone(result) => self.finish_turn(turn_end(result)),
+            Msg::TurnLost => self.finish_turn(TurnEnd::Failed(
+                "the turn stopped unexpectedly (an internal error); the conversation is saved up to it".into(),
+            )),
             Msg::Approval(request, reply) => {
                 let rows = self.screen.height().saturating_sub(14).max(4);
                 let choices = approval_choices(&request, &self.cwd, self.screen.width(), rows);
@@ -1025,7 +1035,6 @@ impl Chat {
             });
         match spawned {
             Ok(_) => {
-                self.turns += 1;
                 self.turn = Some(Turn {
                     cancel,
                     started: Instant::now(),
@@ -1047,13 +1056,7 @@ impl Chat {
         self.transcript.event(&event);
     }
 
-    fn on_turn_done(&mut self, result: Result<Finish, AgentError>) {
-        let end = match result {
-            Ok(Finish::Answered) => TurnEnd::Answered,
-            Ok(Finish::StepLimit) => TurnEnd::StepLimit,
-            Err(AgentError::Interrupted) => TurnEnd::Interrupted,
-            Err(err) => TurnEnd::Failed(err.to_string()),
-        };
+    fn finish_turn(&mut self, end: TurnEnd) {
         self.interrupted = end == TurnEnd::Interrupted;
         self.transcript.end_turn(&end);
         self.turn = None;
@@ -1280,7 +1283,6 @@ impl Chat {
     fn reset_conversation_state(&mut self) {
         self.totals = Totals::default();
         self.interrupted = false;
-        self.turns = 0;
     }
 
     fn model_command(&mut self, args: &str) {
@@ -1627,6 +1629,15 @@ fn resumed_lines(session: &Session, width: usize) -> Vec<Line> {
         out.extend(lines.into_iter().take(12));
     }
     out
+}
+
+fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
+    match result {
+        Ok(Finish::Answered) => TurnEnd::Answered,
+        Ok(Finish::StepLimit) => TurnEnd::StepLimit,
+        Err(AgentError::Interrupted) => TurnEnd::Interrupted,
+        Err(err) => TurnEnd::Failed(err.to_string()),
+    }
 }
 
 fn short_count(n: u64) -> String {
