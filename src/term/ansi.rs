@@ -254,6 +254,11 @@ pub const BEGIN_SYNC: &str = "\x1b[?2026h";
 pub const END_SYNC: &str = "\x1b[?2026l";
 pub const BRACKETED_PASTE_ON: &str = "\x1b[?2004h";
 pub const BRACKETED_PASTE_OFF: &str = "\x1b[?2004l";
+/// The kitty keyboard protocol's "disambiguate" level (pushed, then popped on exit):
+/// terminals that support it report Shift-Enter and modified keys as `CSI … u`; others
+/// ignore the request.
+pub const KEYBOARD_REPORTS_ON: &str = "\x1b[>1u";
+pub const KEYBOARD_REPORTS_OFF: &str = "\x1b[<u";
 /// Restores the terminal's default cursor shape.
 pub const CURSOR_DEFAULT: &str = "\x1b[0 q";
 pub const RESET: &str = "\x1b[0m";

@@ -42,9 +42,15 @@ impl<W: Write> Screen<W> {
         self.height
     }
 
-    /// Bracketed paste on and the configured cursor shape.
+    /// Bracketed paste on, unambiguous key reports where the terminal supports them (so
+    /// Shift-Enter can be told from Enter) and the configured cursor shape.
     pub fn start(&mut self) -> io::Result<()> {
-        let setup = format!("{}{}", ansi::BRACKETED_PASTE_ON, self.cursor_shape);
+        let setup = format!(
+            "{}{}{}",
+            ansi::BRACKETED_PASTE_ON,
+            ansi::KEYBOARD_REPORTS_ON,
+            self.cursor_shape
+        );
         self.write(&setup)
     }
 
@@ -123,12 +129,13 @@ impl<W: Write> Screen<W> {
     /// transcript (before exit or a suspend).
     pub fn leave(&mut self) -> io::Result<()> {
         let frame = format!(
-            "{}\r{}{}{}{}{}",
+            "{}\r{}{}{}{}{}{}",
             ansi::BEGIN_SYNC,
             ansi::cursor_up(self.cursor_row),
             ansi::CLEAR_BELOW,
             ansi::SHOW_CURSOR,
             ansi::BRACKETED_PASTE_OFF,
+            ansi::KEYBOARD_REPORTS_OFF,
             ansi::END_SYNC
         );
         self.cursor_row = 0;

@@ -25,9 +25,9 @@ struct Saved {
     termios: libc::termios,
 }
 
-/// Escapes that undo what the chat turns on: bracketed paste, a hidden cursor, a custom
-/// cursor shape, a half-written style, an unfinished synchronized frame.
-const RESTORE_ESCAPES: &[u8] = b"\x1b[?2026l\x1b[0m\x1b[?2004l\x1b[0 q\x1b[?25h";
+/// Escapes that undo what the chat turns on: bracketed paste, keyboard reports, a hidden
+/// cursor, a custom cursor shape, a half-written style, an unfinished synchronized frame.
+const RESTORE_ESCAPES: &[u8] = b"\x1b[?2026l\x1b[0m\x1b[?2004l\x1b[<u\x1b[0 q\x1b[?25h";
 
 extern "C" fn on_signal(signal: libc::c_int) {
     let fd = SIGNAL_PIPE_WRITE.load(Ordering::Relaxed);
@@ -336,7 +336,7 @@ mod tests {
         let n = read_fd(master, &mut buf).unwrap();
         let written = String::from_utf8_lossy(&buf[..n]);
         assert!(
-            written.contains("\x1b[?2004l\x1b[0 q\x1b[?25h"),
+            written.contains("\x1b[?2004l\x1b[<u\x1b[0 q\x1b[?25h"),
             "{written:?}"
         );
         assert_eq!(window_size(slave), None, "a fresh pty has no size");
