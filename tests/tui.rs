@@ -623,3 +623,53 @@ fn suspend_and_continue_keep_the_chat_usable() {
     assert_eq!(flags & libc::ICANON, 0, "raw mode is back after a continue");
     exit_with_ctrl_d_after_clearing(&mut pty);
 }
+
+#[test]
+fn a_long_streamed_paragraph_wraps_as_if_it_came_at_once() {
+    use crate::util::fake_openai::{done, sse_finish, sse_reasoning, sse_usage};
+    let long = "This paragraph streams in small pieces without a newline, so it outgrows the live area and is moved to scrollback row by row while it arrives. ".repeat(3);
+    let mut events = vec![
+        sse_reasoning("Let me think about "),
+        sse_reasoning("it.\nStep two."),
+    ];
+    for chunk in long.as_bytes().chunks(7) {
+        events.push(sse_text(std::str::from_utf8(chunk).unwrap()));
+    }
+    events.push(sse_text("\n\nDone."));
+    events.push(sse_finish("stop"));
+    events.push(sse_usage(1000, 50, 800));
+    events.push(done());
+    let (_server, home, work) = setup(vec![Reply::events(events)], "");
+    let mut pty = chat_sized(&home, &work, &[], 80, 24);
+    pty.send("go\r");
+    pty.wait_text("Done.");
+    wait_idle(&mut pty);
+    let mut md = reasonix::term::markdown::Markdown::new(80);
+    let mut expected = md.push(long.trim_end());
+    expected.extend(md.finish());
+    let expected: Vec<String> = expected.iter().map(|l| l.text()).collect();
+    let history = pty.vt.history();
+    assert!(history.contains(&expected.join("\n")), "{history}");
+    assert_eq!(history.matches("Done.").count(), 1, "{history}");
+    assert!(history.contains("✻ Thought for"), "{history}");
+    assert!(history.contains("cache 80%"), "{history}");
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn commands_during_a_turn_never_block_the_ui() {
+    let (stalled, release) = Reply::stall();
+    let (server, home, work) = setup(vec![stalled], "");
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("slow\r");
+    server.wait_for_requests(1);
+    pty.send("/status\r");
+    pty.wait_text("the agent is busy with a turn");
+    pty.send("/new\r");
+    pty.wait_text("/new waits for the running turn");
+    pty.send("/tools\r");
+    pty.wait_text("read_file  read-only");
+    release.release();
+    wait_idle(&mut pty);
+    exit_with_ctrl_d(&mut pty);
+}

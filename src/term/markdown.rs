@@ -130,7 +130,9 @@ impl Markdown {
         if rows.len() <= LIVE_ROWS {
             return;
         }
-        let Some(cut) = last_row_start(&self.partial, self.width) else {
+        let indent = continuation_indent(&self.partial, self.carry.as_ref());
+        let room = self.width.saturating_sub(indent.width());
+        let Some(cut) = last_row_start(&self.partial, room) else {
             return;
         };
         let head = self.partial[..cut].trim_end().to_string();
@@ -141,7 +143,6 @@ impl Markdown {
             closed.push(marker);
         }
         let head_rows = self.render_block(&closed, self.carry.as_ref());
-        let indent = continuation_indent(&self.partial, self.carry.as_ref());
         for row in head_rows {
             self.emit(row, out);
         }
@@ -311,12 +312,11 @@ fn code_rows(raw: &str, width: usize) -> Vec<Line> {
     rows
 }
 
-/// The byte offset where the last wrapped row of the partial line starts, estimated on the
-/// raw text; `None` when the line fits in one row.
-fn last_row_start(raw: &str, width: usize) -> Option<usize> {
-    // Prefixes (bullets, quote bars) take a few columns; estimating with four to spare keeps
-    // the committed part within its rows.
-    let room = width.saturating_sub(4).max(10);
+/// The byte offset where the last row of the partial line starts when it is wrapped to
+/// `room` columns, estimated on the raw text (inline markup only makes the rendered text
+/// shorter); `None` when the line fits in one row.
+fn last_row_start(raw: &str, room: usize) -> Option<usize> {
+    let room = room.max(10);
     let mut row_start = 0;
     let mut used = 0;
     let mut last_space = None;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -324,10 +324,15 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         quit: None,
     };
     chat.banner(&parts.notices);
-    let code = chat.event_loop(&parts.rx);
+    let rx = parts.rx;
+    let code = chat.event_loop(&rx);
     let _ = chat.screen.leave();
+    // Nothing answers from now on: pending and future approvals are denied, a running turn
+    // is cancelled, and its end is awaited before the session is read.
+    drop(rx);
+    chat.cancel_work();
     let (session_id, session_path, resumable) = {
-        let agent = chat.agent();
+        let agent = chat.agent.lock().unwrap_or_else(PoisonError::into_inner);
         let session = agent.session();
         let has_turns = session
             .messages()
@@ -448,8 +453,26 @@ impl Drop for TurnGuard {
 }
 
 impl Chat {
-    fn agent(&self) -> MutexGuard<'_, Agent> {
-        self.agent.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The agent when no turn holds it. The UI never waits for the lock: a turn may be
+    /// waiting for the UI (an approval), so waiting here could deadlock.
+    fn idle_agent(&self) -> Option<MutexGuard<'_, Agent>> {
+        match self.agent.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// [`Chat::idle_agent`] for commands: says so when the agent is busy.
+    fn agent_or_notice(&mut self) -> Option<MutexGuard<'_, Agent>> {
+        if self.agent.try_lock().is_err() && !self.agent.is_poisoned() {
+            self.transcript.notice(
+                NoticeLevel::Warning,
+                "the agent is busy with a turn; try again when it ends (esc interrupts it)",
+            );
+            return None;
+        }
+        self.idle_agent()
     }
 
     fn busy(&self) -> bool {
@@ -496,7 +519,7 @@ impl Chat {
                     self.on_key(key);
                 }
             }
-            Msg::InputClosed => self.quit = Some(0),
+            Msg::InputClosed => self.request_exit(0),
             Msg::Signal(signal) => self.on_signal(signal),
             Msg::Agent(event) => self.on_agent_event(event),
             Msg::File { id, stage, content } => self.transcript.file_snapshot(&id, stage, content),
@@ -1020,7 +1043,9 @@ impl Chat {
         } else {
             text
         };
-        let cancel = self.agent().reset_cancel();
+        let Some(cancel) = self.agent_or_notice().map(|mut a| a.reset_cancel()) else {
+            return;
+        };
         let agent = Arc::clone(&self.agent);
         let tx = self.tx.clone();
         let cwd = self.cwd.clone();

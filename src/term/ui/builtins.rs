@@ -99,7 +99,12 @@ impl Chat {
     pub(super) fn new_conversation(&mut self) {
         match self.services.new_session() {
             Ok(session) => {
-                let old = self.agent().replace_session(session);
+                let Some(old) = self
+                    .agent_or_notice()
+                    .map(|mut a| a.replace_session(session))
+                else {
+                    return;
+                };
                 self.reset_conversation_state();
                 self.transcript.notice(
                     NoticeLevel::Info,
@@ -116,7 +121,12 @@ impl Chat {
     pub(super) fn clear_conversation(&mut self) {
         match self.services.new_session() {
             Ok(session) => {
-                let old = self.agent().replace_session(session);
+                let Some(old) = self
+                    .agent_or_notice()
+                    .map(|mut a| a.replace_session(session))
+                else {
+                    return;
+                };
                 let path = old.path().to_path_buf();
                 drop(old);
                 let _ = std::fs::remove_file(&path);
@@ -155,7 +165,11 @@ impl Chat {
         }
         match self.services.switch_model(args) {
             Ok(switch) => {
-                self.agent().set_provider(switch.provider, switch.prices);
+                let Some(mut agent) = self.agent_or_notice() else {
+                    return;
+                };
+                agent.set_provider(switch.provider, switch.prices);
+                drop(agent);
                 self.provider_name = switch.provider_name;
                 self.model = switch.model;
                 self.context_window = switch.context_window;
@@ -170,7 +184,12 @@ impl Chat {
 
     pub(super) fn effort_command(&mut self, args: &str) {
         if args.is_empty() {
-            let current = self.agent().options_mut().reasoning_effort.clone();
+            let Some(current) = self
+                .agent_or_notice()
+                .map(|mut a| a.options_mut().reasoning_effort.clone())
+            else {
+                return;
+            };
             let text = match current {
                 Some(effort) => format!("reasoning effort: {effort}"),
                 None => "reasoning effort: the model's default".into(),
@@ -189,7 +208,11 @@ impl Chat {
                 return;
             }
         };
-        self.agent().options_mut().reasoning_effort = effort;
+        let Some(mut agent) = self.agent_or_notice() else {
+            return;
+        };
+        agent.options_mut().reasoning_effort = effort;
+        drop(agent);
         self.transcript.notice(
             NoticeLevel::Info,
             &format!("reasoning effort set to {value}"),
@@ -267,7 +290,9 @@ impl Chat {
 
     pub(super) fn status_command(&mut self) {
         let (id, path, messages) = {
-            let agent = self.agent();
+            let Some(agent) = self.agent_or_notice() else {
+                return;
+            };
             let session = agent.session();
             (
                 session.id().to_string(),
@@ -318,7 +343,9 @@ impl Chat {
     }
 
     pub(super) fn resume_picker(&mut self) {
-        let current = self.agent().session().id().to_string();
+        let Some(current) = self.agent_or_notice().map(|a| a.session().id().to_string()) else {
+            return;
+        };
         let sessions: Vec<SessionSummary> = self
             .services
             .sessions()
@@ -355,7 +382,11 @@ impl Chat {
             Ok(session) => {
                 let summary = resumed_lines(&session, self.screen.width());
                 let id = session.id().to_string();
-                self.agent().replace_session(session);
+                let Some(mut agent) = self.agent_or_notice() else {
+                    return;
+                };
+                agent.replace_session(session);
+                drop(agent);
                 self.reset_conversation_state();
                 self.transcript
                     .notice(NoticeLevel::Info, &format!("resumed conversation {id}"));
