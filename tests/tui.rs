@@ -410,13 +410,32 @@ fn ctrl_c_twice_at_an_empty_prompt_exits() {
 }
 
 #[test]
-fn sigterm_restores_the_terminal() {
+fn termination_signals_restore_the_terminal() {
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let (_server, home, work) = setup(vec![], "");
+        let mut pty = chat(&home, &work, &[]);
+        // SAFETY (test code): signalling the child we spawned.
+        assert_eq!(unsafe { libc::kill(pty.pid(), signal) }, 0);
+        let status = pty.wait_exit();
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "signal {signal}: {status:?}"
+        );
+        assert_cooked(&pty);
+    }
+}
+
+#[test]
+fn an_outside_sigint_acts_like_ctrl_c() {
     let (_server, home, work) = setup(vec![], "");
     let mut pty = chat(&home, &work, &[]);
     // SAFETY (test code): signalling the child we spawned.
-    assert_eq!(unsafe { libc::kill(pty.pid(), libc::SIGTERM) }, 0);
+    assert_eq!(unsafe { libc::kill(pty.pid(), libc::SIGINT) }, 0);
+    pty.wait_text("press Ctrl-C again to exit");
+    assert_eq!(unsafe { libc::kill(pty.pid(), libc::SIGINT) }, 0);
     let status = pty.wait_exit();
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert!(status.success(), "{status:?}");
     assert_cooked(&pty);
 }
 
@@ -671,5 +690,27 @@ fn commands_during_a_turn_never_block_the_ui() {
     pty.wait_text("read_file  read-only");
     release.release();
     wait_idle(&mut pty);
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn history_and_conversations_carry_over_to_the_next_chat() {
+    let (server, home, work) = setup(vec![Reply::text("One."), Reply::text("Two.")], "");
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("remember the number 7\r");
+    pty.wait_text("One.");
+    exit_with_ctrl_d(&mut pty);
+    let mut pty = chat(&home, &work, &["--continue"]);
+    pty.wait_text("continuing conversation");
+    pty.send("\x1b[A");
+    pty.wait_text("› remember the number 7");
+    pty.send("\x15what was it?\r");
+    pty.wait_text("Two.");
+    let sent: Vec<String> = messages(&server, 2)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(sent, vec!["remember the number 7", "what was it?"]);
     exit_with_ctrl_d(&mut pty);
 }

@@ -1,7 +1,9 @@
-//! The interactive terminal: raw mode and signals (`sys`, the only unsafe code here), input
-//! decoding (`keys`), the composer (`editor`), styled text and colour (`ansi`, `width`),
-//! sanitizing untrusted text (`sanitize`), streaming Markdown (`markdown`) and diffs
-//! (`diff`).
+//! The interactive terminal. Leaves: raw mode, window size and signals (`sys`, the only
+//! unsafe code here), key decoding (`keys`), display width (`width`), styled lines and colour
+//! (`ansi`), sanitizing untrusted text (`sanitize`). Renderers: streaming Markdown
+//! (`markdown`), diffs (`diff`), agent events as transcript lines (`transcript`), the
+//! composer (`editor`), the completion menu (`menu`) and modal overlays (`modal`). `screen`
+//! writes frames and `ui` is the chat itself, the one thread that writes to the terminal.
 
 pub mod ansi;
 pub mod diff;
