@@ -7,6 +7,7 @@ pub mod agent;
 pub mod cancel;
 pub mod cli;
 pub mod clock;
+pub mod command;
 pub mod config;
 pub mod error;
 pub mod fsutil;

@@ -17,3 +17,4 @@ mod sandbox;
 mod tools_bash;
 mod tools_files;
 mod tools_search;
+mod tui;

@@ -223,7 +223,8 @@ pub fn tail_start(history: &[Message], costs: &[u64], budget: u64) -> usize {
         start -= 1;
         sum += costs[start];
     }
-    while start > 1 && history[start].role == Role::Tool {
+    // With a zero budget the tail is empty (start == len): nothing to align.
+    while start > 1 && start < history.len() && history[start].role == Role::Tool {
         start -= 1;
     }
     start.max(1).min(history.len())
@@ -574,6 +575,21 @@ pub fn archive(
     file.sync_all()?;
     crate::fsutil::sync_dir(dir)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tail_tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_budget_gives_an_empty_tail_without_panicking() {
+        let history = vec![
+            Message::system("s"),
+            Message::user("u"),
+            Message::tool_result("c", "r"),
+        ];
+        assert_eq!(tail_start(&history, &[1, 1, 1], 0), 3);
+    }
 }
 
 #[cfg(test)]

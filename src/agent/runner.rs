@@ -167,6 +167,30 @@ impl Agent {
         self.provider.as_ref()
     }
 
+    /// Between turns of a chat: installs a fresh cancel token (the previous turn's may be
+    /// cancelled) and returns a handle that cancels the next turn.
+    pub fn reset_cancel(&mut self) -> crate::cancel::CancelToken {
+        self.ctx.cancel = crate::cancel::CancelToken::new();
+        self.ctx.cancel.clone()
+    }
+
+    /// Switches the model between turns (`/model`); the session continues.
+    pub fn set_provider(&mut self, provider: Box<dyn Provider>, prices: Option<Prices>) {
+        self.provider = provider;
+        self.options.prices = prices;
+    }
+
+    /// The request options, for changes between turns (`/effort`).
+    pub fn options_mut(&mut self) -> &mut Options {
+        &mut self.options
+    }
+
+    /// Continues in another session (`/new`, `/clear`, `/resume`); returns the old one.
+    pub fn replace_session(&mut self, session: Session) -> Session {
+        self.malformed = None;
+        std::mem::replace(&mut self.session, session)
+    }
+
     /// Sends `input` as a user turn and loops until the model answers without tools.
     pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
         // Written now, made durable at the end of the first round: an fsync here would delay

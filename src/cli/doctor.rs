@@ -151,26 +151,29 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
             },
         },
     );
-    rows.push(match super::guard::sandbox_policy(&loaded.config, &cwd) {
-        Ok(policy) => {
-            let report = crate::sandbox::describe_backend(&policy);
-            let status = match (report.active, policy.bash) {
-                (Some(_), _) => Status::Pass,
-                (None, crate::sandbox::BashMode::Off) => Status::Warn,
-                (None, crate::sandbox::BashMode::Enforce) => Status::Fail,
-            };
-            Row {
-                check: "sandbox",
-                status,
-                detail: report.reason,
+    rows.push(
+        match super::assemble::sandbox_settings(&loaded.config, &cwd) {
+            Ok(settings) => {
+                let policy = crate::sandbox::Policy::new(settings);
+                let report = crate::sandbox::describe_backend(&policy);
+                let status = match (report.active, policy.bash) {
+                    (Some(_), _) => Status::Pass,
+                    (None, crate::sandbox::BashMode::Off) => Status::Warn,
+                    (None, crate::sandbox::BashMode::Enforce) => Status::Fail,
+                };
+                Row {
+                    check: "sandbox",
+                    status,
+                    detail: report.reason,
+                }
             }
-        }
-        Err(err) => Row {
-            check: "sandbox",
-            status: Status::Fail,
-            detail: err.to_string(),
+            Err(err) => Row {
+                check: "sandbox",
+                status: Status::Fail,
+                detail: err.to_string(),
+            },
         },
-    });
+    );
     let sessions = config::paths::sessions_dir(&loaded.config.home, &cwd);
     rows.push(match std::fs::create_dir_all(&sessions) {
         Ok(()) => Row {

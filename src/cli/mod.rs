@@ -1,13 +1,14 @@
 //! Command-line entry: global flags, the subcommand table, help, and turning errors into one
 //! line on stderr plus an exit code. This is the only layer that prints.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use crate::error::{exit, Error};
 
+pub mod assemble;
+pub mod chat;
 pub mod doctor;
-pub mod guard;
 pub mod lex;
 pub mod mcp;
 pub mod models;
@@ -70,6 +71,12 @@ pub struct Command {
 
 /// Every subcommand, in the order `reasonix help` lists them.
 pub const COMMANDS: &[Command] = &[
+    Command {
+        name: "chat",
+        summary: "Open the interactive chat (the default on a terminal)",
+        help: chat::HELP,
+        handler: chat::main,
+    },
     Command {
         name: "run",
         summary: "Run the agent on one task without a chat (for CI and scripts)",
@@ -231,6 +238,10 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
     let mut global = Global::default();
     loop {
         let Some(arg) = lexer.next().map_err(Error::Usage)? else {
+            // Bare `reasonix` on a terminal is the chat; piped, it explains itself.
+            if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+                return chat::main(global, &mut lexer);
+            }
             print_out(&overview());
             return Ok(exit::OK);
         };

@@ -200,7 +200,8 @@ impl Output {
         }
     }
 
-    fn finish_stdout_line(&mut self) {
+    /// Ends a partial answer line on stdout, if there is one.
+    pub fn finish_stdout_line(&mut self) {
         if !self.stdout_ends_with_newline {
             self.out("\n");
         }

@@ -2,24 +2,19 @@
 //! flags, streams events to the chosen output format and maps the outcome to an exit code.
 
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use super::guard::{self, PermissionFlags};
+use super::assemble::{self, PermissionFlags, PromptFlags, SessionChoice};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
 use super::{unknown_flag, Global};
-use crate::agent::compaction::ContextOptions;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::prompt::{self, PromptInputs};
-use crate::agent::runner::{Agent, AgentError, Finish, Options};
-use crate::agent::session::{self, Header, Session};
-use crate::config::{self, Config, LoadOptions};
+use crate::agent::runner::{Agent, AgentError, Finish};
 use crate::error::{exit, Error};
 use crate::mcp::{self, McpHandle, McpOptions};
 use crate::permission::split_rule_list;
-use crate::provider::{self, Message, ProviderError, ProviderSettings};
-use crate::tool::{builtin, Registry, ToolContext};
+use crate::provider;
 
 pub const HELP: &str = "\
 Usage: reasonix run [FLAGS] [PROMPT...]
@@ -207,55 +202,6 @@ fn read_prompt(args: &RunArgs) -> Result<String, Error> {
     Ok(prompt)
 }
 
-fn load_config(global: &Global, cwd: &Path) -> Result<Config, Error> {
-    let options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
-    let loaded = config::load(&options)?;
-    for warning in &loaded.warnings {
-        eprintln!("reasonix: warning: {warning}");
-    }
-    Ok(loaded.config)
-}
-
-/// A key is required unless the endpoint is a plain-http server (a local model) or a replay.
-fn check_key(settings: &ProviderSettings) -> Result<(), Error> {
-    let local = settings.base_url.starts_with("http://")
-        || settings
-            .chat_url
-            .as_deref()
-            .is_some_and(|u| u.starts_with("http://"));
-    if settings.api_key.is_none() && settings.kind != "replay" && !local {
-        return Err(Error::Provider(ProviderError::Auth {
-            status: 0,
-            api_key_env: settings.api_key_env.clone(),
-            message: format!(
-                "no API key for provider `{}`: set ${} or run `reasonix setup`",
-                settings.name, settings.api_key_env
-            ),
-        }));
-    }
-    Ok(())
-}
-
-fn registry(config: &Config, sink: &mut dyn EventSink) -> Registry {
-    let enabled = &config.tools.enabled;
-    let mut registry = Registry::new();
-    let all = builtin::all();
-    for name in enabled {
-        if !all.iter().any(|t| t.name() == name) {
-            sink.emit(Event::Notice {
-                level: NoticeLevel::Warning,
-                message: format!("[tools] enabled names unknown tool `{name}` (ignored)"),
-            });
-        }
-    }
-    for tool in all {
-        if enabled.is_empty() || enabled.iter().any(|n| n == tool.name()) {
-            registry.insert(tool);
-        }
-    }
-    registry
-}
-
 /// Runs a leading `/mcp__server__prompt` and attaches `@server:uri` resources.
 fn expand_mcp(mcp: &McpHandle, prompt: String, sink: &mut dyn EventSink) -> Result<String, Error> {
     let expansion = mcp
@@ -270,88 +216,20 @@ fn expand_mcp(mcp: &McpHandle, prompt: String, sink: &mut dyn EventSink) -> Resu
     Ok(expansion.text)
 }
 
-fn open_session(
-    args: &RunArgs,
-    config: &Config,
-    settings: &ProviderSettings,
-    cwd: &Path,
-) -> Result<Session, Error> {
-    let dir = config::paths::sessions_dir(&config.home, cwd);
-    let session_err = |e: session::SessionError| Error::Failed(e.to_string());
-    match &args.resume {
-        Some(Resume::Newest) => {
-            let path = session::latest(&dir).ok_or_else(|| {
-                usage(format!(
-                    "no session to continue in {}; start one with `reasonix run PROMPT`",
-                    cwd.display()
-                ))
-            })?;
-            Session::open(&path).map_err(session_err)
-        }
-        Some(Resume::Reference(reference)) => {
-            let projects = config::paths::state_dir(&config.home).join("projects");
-            let path = session::find(reference, &dir, &projects).map_err(|e| match e {
-                session::SessionError::NotFound(_) | session::SessionError::Ambiguous { .. } => {
-                    usage(e.to_string())
-                }
-                other => session_err(other),
-            })?;
-            Session::open(&path).map_err(session_err)
-        }
-        None => {
-            let header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
-            let mut session = Session::create(&dir, header).map_err(session_err)?;
-            let system = system_prompt(args, config, cwd)?;
-            session.push(Message::system(system)).map_err(session_err)?;
-            Ok(session)
-        }
-    }
-}
-
-fn system_prompt(args: &RunArgs, config: &Config, cwd: &Path) -> Result<String, Error> {
-    let agent = &config.agent;
-    let base = match (
-        &args.system_prompt,
-        &agent.system_prompt_file,
-        &agent.system_prompt,
-    ) {
-        (Some(text), _, _) => Some(text.clone()),
-        (None, Some(file), _) => Some(std::fs::read_to_string(file).map_err(|e| {
-            Error::io(
-                format!("reading agent.system_prompt_file {}", file.display()),
-                e,
-            )
-        })?),
-        (None, None, text) => text.clone(),
-    };
-    let mut append: Vec<String> = agent.append_system_prompt.iter().cloned().collect();
-    append.extend(args.append_system_prompt.iter().cloned());
-    Ok(prompt::system_prompt(&PromptInputs {
-        base,
-        append,
-        cwd,
-        home: &config.home,
-        environment: config.environment.enabled,
-        extra_tools: &config.environment.tools,
-    }))
-}
-
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let started = Instant::now();
     let args = parse(global, lexer)?;
     args.global.enter_dir()?;
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .map_err(|e| Error::io("reading the working directory", e))?;
+    let cwd = assemble::working_dir()?;
     let prompt = read_prompt(&args)?;
-    let config = load_config(&args.global, &cwd)?;
+    let config = assemble::load_config(&args.global, &cwd)?;
     let mut settings = config.resolve_model(args.model.as_deref())?;
     if let Some(replay) = &args.replay {
         settings.kind = "replay".into();
         settings.replay_file = Some(replay.clone());
     }
     settings.record_file = args.record.clone();
-    check_key(&settings)?;
+    assemble::check_key(&settings)?;
     let format = match (args.format, args.print) {
         (Some(format), _) => format,
         (None, true) => Format::Print,
@@ -359,7 +237,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     };
     let mut output = Output::new(format, args.show_thinking);
     let provider_handle = provider::build(settings.clone())?;
-    let mut tools = registry(&config, &mut output);
+    let mut tools = assemble::registry(&config, &mut output);
     let mcp_options = McpOptions {
         trust_project: args.trust_project_mcp,
         ..McpOptions::default()
@@ -367,43 +245,26 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mcp = mcp::start(&config, &cwd, mcp_options, &mut output);
     mcp.register(&mut tools);
     let prompt = expand_mcp(&mcp, prompt, &mut output)?;
-    let session = open_session(&args, &config, &settings, &cwd)?;
-    let mut ctx = ToolContext::new(cwd.clone());
-    ctx.bash_timeout = match config.tools.bash_timeout_seconds {
-        0 => None,
-        secs => Some(std::time::Duration::from_secs(secs)),
+    let choice = match &args.resume {
+        None => SessionChoice::New,
+        Some(Resume::Newest) => SessionChoice::Newest,
+        Some(Resume::Reference(r)) => SessionChoice::Reference(r.clone()),
     };
-    ctx.secret_env = std::sync::Arc::new(config.secret_env_names());
-    ctx.sandbox = std::sync::Arc::new(guard::sandbox_policy(&config, &cwd)?);
-    let gate = guard::gate(&config, &cwd, &args.permissions, None)?.with_mcp(mcp.tool_policies());
-    ctx.state = Some(std::sync::Arc::new(builtin::history::StatePaths::new(
-        &config::paths::state_dir(&config.home),
-        config::paths::sessions_dir(&config.home, &cwd),
-    )));
+    let flags = PromptFlags {
+        system_prompt: args.system_prompt.clone(),
+        append_system_prompt: args.append_system_prompt.clone(),
+    };
+    let session = assemble::open_session(&choice, &flags, &config, &settings, &cwd, "run PROMPT")?;
+    let ctx = assemble::tool_context(&config, &cwd)?;
+    let gate =
+        assemble::gate(&config, &cwd, &args.permissions, None)?.with_mcp(mcp.tool_policies());
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message: format!("cannot install signal handlers ({err}); Ctrl-C will not save state"),
         });
     }
-    let options = Options {
-        max_steps: args.max_steps,
-        max_parallel_tools: config.agent.max_parallel_tools as usize,
-        temperature: config.agent.temperature,
-        max_tokens: config.agent.max_tokens,
-        reasoning_effort: args
-            .effort
-            .clone()
-            .or(config.agent.reasoning_effort.clone()),
-        prices: settings.prices,
-        context: ContextOptions {
-            window: settings.context_window,
-            snip_ratio: config.agent.tool_result_snip_ratio,
-            compact_ratio: config.agent.compact_ratio,
-            force_ratio: config.agent.compact_force_ratio,
-            archive_dir: Some(config::paths::state_dir(&config.home).join("archive")),
-        },
-    };
+    let options = assemble::options(&config, &settings, args.max_steps, args.effort.clone());
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),

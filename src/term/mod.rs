@@ -1,4 +1,20 @@
-//! Terminal and process-signal plumbing. Only `sys` touches libc.
+//! The interactive terminal. Leaves: raw mode, window size and signals (`sys`, the only
+//! unsafe code here), key decoding (`keys`), display width (`width`), styled lines and colour
+//! (`ansi`), sanitizing untrusted text (`sanitize`). Renderers: streaming Markdown
+//! (`markdown`), diffs (`diff`), agent events as transcript lines (`transcript`), the
+//! composer (`editor`), the completion menu (`menu`) and modal overlays (`modal`). `screen`
+//! writes frames and `ui` is the chat itself, the one thread that writes to the terminal.
 
+pub mod ansi;
+pub mod diff;
+pub mod editor;
+pub mod keys;
+pub mod markdown;
+pub mod menu;
+pub mod modal;
 pub mod sanitize;
+pub mod screen;
 pub mod sys;
+pub mod transcript;
+pub mod ui;
+pub mod width;

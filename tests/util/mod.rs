@@ -118,6 +118,8 @@ impl std::fmt::Debug for Run {
 
 pub mod fake_openai;
 pub mod http_proxy;
+pub mod pty;
+pub mod vt;
 
 /// Writes a user config whose only provider is the fake server at `base_url`, with
 /// `extra` TOML appended (top-level keys must come before any table in `extra`).

@@ -1,0 +1,411 @@
+//! `reasonix chat` (and `reasonix` alone on a terminal): assembles the agent with the
+//! interactive approver and hands it to the terminal UI. When stdin or stdout is not a
+//! terminal it falls back to a plain line mode: one turn per input line, text output, no
+//! prompts (like `reasonix run`).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::assemble::{self, PromptFlags, SessionChoice, SharedGate};
+use super::lex::{Arg, Lexer};
+use super::output::{Format, Output};
+use super::{unknown_flag, Global};
+use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::runner::{Agent, AgentError};
+use crate::agent::session::{Header, Session};
+use crate::command::custom::{self, Loaded};
+use crate::command::mcp::{McpHost, NoMcp};
+use crate::command::{self, refs, Catalog, Kind};
+use crate::config::{self, Config};
+use crate::error::{exit, Error};
+use crate::permission::{parse_posture, PolicyGate, Posture};
+use crate::provider::{self, ProviderSettings, Role};
+use crate::term::editor::History;
+use crate::term::ui::{self, ModelSwitch, Services, SessionSummary, UiApprover};
+
+pub const HELP: &str = "\
+Usage: reasonix chat [FLAGS]
+       reasonix [GLOBAL FLAGS]            (on a terminal)
+
+Opens the interactive chat. Type a message and press Enter; Alt-Enter or Ctrl-J adds a
+line. `/` lists commands, `@path` attaches a file or directory, `!cmd` runs a shell
+command. Esc interrupts a turn; Ctrl-C twice or Ctrl-D on an empty prompt exits.
+When stdin or stdout is not a terminal, each input line is one turn and the answers are
+printed as plain text.
+
+Flags:
+  -m, --model REF              Model: provider name, model name or provider/model
+  -c, --continue               Continue the newest conversation of this workspace
+      --resume ID|PATH         Continue a conversation by id, unique id prefix or path
+      --effort LEVEL           Reasoning effort sent to the model
+      --permission-mode MODE   ask (default), auto or yolo; Shift-Tab cycles it
+";
+
+#[derive(Debug, Default)]
+struct ChatArgs {
+    global: Global,
+    model: Option<String>,
+    resume: Option<SessionChoice>,
+    effort: Option<String>,
+    posture: Option<Posture>,
+}
+
+fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
+    let usage = Error::Usage;
+    let mut args = ChatArgs {
+        global,
+        ..ChatArgs::default()
+    };
+    while let Some(arg) = lexer.next().map_err(usage)? {
+        if args.global.accept(&arg, lexer)? {
+            continue;
+        }
+        let flag = match &arg {
+            Arg::Long(name) => format!("--{name}"),
+            Arg::Short(c) => format!("-{c}"),
+            Arg::Value(_) => String::new(),
+        };
+        match arg {
+            Arg::Short('m') => args.model = Some(lexer.value(&flag).map_err(usage)?),
+            Arg::Long(ref n) if n == "model" => {
+                args.model = Some(lexer.value(&flag).map_err(usage)?)
+            }
+            Arg::Short('c') => args.resume = Some(SessionChoice::Newest),
+            Arg::Long(ref n) if n == "continue" => args.resume = Some(SessionChoice::Newest),
+            Arg::Long(ref n) if n == "resume" => {
+                args.resume = Some(SessionChoice::Reference(lexer.value(&flag).map_err(usage)?))
+            }
+            Arg::Long(ref n) if n == "effort" => {
+                args.effort = Some(lexer.value(&flag).map_err(usage)?)
+            }
+            Arg::Long(ref n) if n == "permission-mode" => {
+                let value = lexer.value(&flag).map_err(usage)?;
+                let posture = parse_posture(&value).map_err(Error::Usage)?;
+                if posture == Posture::Strict {
+                    return Err(Error::Usage(
+                        "--permission-mode strict is for `reasonix run`; the chat can ask, so use ask, auto or yolo".into(),
+                    ));
+                }
+                args.posture = Some(posture);
+            }
+            other => return Err(unknown_flag("chat", &other)),
+        }
+        if lexer.has_inline_value() {
+            return Err(Error::Usage(format!("flag `{flag}` takes no value")));
+        }
+    }
+    Ok(args)
+}
+
+/// Everything a chat needs, assembled from config and flags.
+struct Setup {
+    config: Config,
+    settings: ProviderSettings,
+    cwd: PathBuf,
+    commands: Loaded,
+}
+
+pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let args = parse(global, lexer)?;
+    args.global.enter_dir()?;
+    let cwd = assemble::working_dir()?;
+    let config = assemble::load_config(&args.global, &cwd)?;
+    let settings = config.resolve_model(args.model.as_deref())?;
+    assemble::check_key(&settings)?;
+    let commands = custom::load(&[
+        &config.home.join("commands"),
+        &cwd.join(".reasonix/commands"),
+    ]);
+    let setup = Setup {
+        config,
+        settings,
+        cwd,
+        commands,
+    };
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if interactive {
+        interactive_chat(&args, setup)
+    } else {
+        plain_chat(&args, setup)
+    }
+}
+
+fn build_agent(
+    args: &ChatArgs,
+    setup: &Setup,
+    gate: Arc<PolicyGate>,
+    sink: &mut dyn EventSink,
+) -> Result<(Agent, crate::tool::ToolContext), Error> {
+    let Setup {
+        config,
+        settings,
+        cwd,
+        ..
+    } = setup;
+    let provider_handle = provider::build(settings.clone())?;
+    let tools = assemble::registry(config, sink);
+    let choice = args.resume.clone().unwrap_or(SessionChoice::New);
+    let session = assemble::open_session(
+        &choice,
+        &PromptFlags::default(),
+        config,
+        settings,
+        cwd,
+        "chat",
+    )?;
+    let ctx = assemble::tool_context(config, cwd)?;
+    let options = assemble::options(config, settings, None, args.effort.clone());
+    let agent = Agent::new(
+        provider_handle,
+        tools,
+        Box::new(SharedGate(gate)),
+        session,
+        ctx.clone(),
+        options,
+    );
+    Ok((agent, ctx))
+}
+
+fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
+    let (tx, rx) = ui::channel();
+    let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
+    let project_file = config::paths::project_file(&setup.cwd);
+    let gate = PolicyGate::new(
+        policy,
+        args.posture.unwrap_or(Posture::Ask),
+        Some(Box::new(UiApprover::new(tx.clone()))),
+    )
+    .with_persist(Box::new(move |rule| {
+        assemble::persist_allow_rule(&project_file, rule)
+    }));
+    let gate = Arc::new(gate);
+    let mut notices = Vec::new();
+    let mut collect = |event: Event| {
+        if let Event::Notice { message, .. } = event {
+            notices.push(message);
+        }
+    };
+    let (agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), &mut collect)?;
+    notices.extend(setup.commands.notices.iter().cloned());
+    if args.resume.is_some() {
+        notices.push(format!(
+            "continuing conversation {} ({} messages)",
+            agent.session().id(),
+            agent.session().messages().len()
+        ));
+    }
+    let mcp: Arc<dyn McpHost> = Arc::new(NoMcp);
+    let catalog = Catalog::new(setup.commands.commands.clone(), mcp.prompts());
+    let history_file = history_file(&setup.config, &setup.cwd);
+    let parts = ui::Parts {
+        tx,
+        rx,
+        agent,
+        gate,
+        ctx,
+        services: Box::new(ChatServices {
+            config: setup.config.clone(),
+            cwd: setup.cwd.clone(),
+            settings: setup.settings.clone(),
+        }),
+        catalog,
+        mcp,
+        history: History::load(&history_file),
+        cwd: setup.cwd.clone(),
+        cursor_shape: setup.config.ui.cursor_shape,
+        provider_name: setup.settings.name.clone(),
+        model: setup.settings.model.clone(),
+        context_window: setup.settings.context_window,
+        notices,
+    };
+    install_panic_hook();
+    let outcome = ui::run(parts).map_err(|e| Error::io("setting up the terminal", e))?;
+    if outcome.resumable {
+        println!(
+            "Resume this conversation with: reasonix chat --resume {}",
+            outcome.session_id
+        );
+    } else {
+        // Nothing was said: a file holding only the system prompt is not worth keeping.
+        let _ = std::fs::remove_file(&outcome.session_path);
+    }
+    Ok(outcome.code)
+}
+
+/// A panic on the UI thread restores the terminal before the message is printed; other
+/// threads report through the UI, which keeps running.
+fn install_panic_hook() {
+    let ui_thread = std::thread::current().id();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() == ui_thread {
+            crate::term::sys::restore_terminal();
+            let _ = std::io::stdout().write_all(b"\r\n");
+        }
+        previous(info);
+    }));
+}
+
+/// `<state>/projects/<slug>/history`: composer history per project.
+fn history_file(config: &Config, cwd: &Path) -> PathBuf {
+    let sessions = config::paths::sessions_dir(&config.home, cwd);
+    sessions
+        .parent()
+        .map_or_else(|| sessions.join("history"), |p| p.join("history"))
+}
+
+struct ChatServices {
+    config: Config,
+    cwd: PathBuf,
+    settings: ProviderSettings,
+}
+
+impl Services for ChatServices {
+    fn models(&self) -> Vec<String> {
+        let mut models = Vec::new();
+        for provider in &self.config.providers {
+            for model in provider.model_names() {
+                models.push(format!("{}/{model}", provider.name));
+            }
+        }
+        if models.is_empty() {
+            models.push(format!("{}/{}", self.settings.name, self.settings.model));
+        }
+        models
+    }
+
+    fn switch_model(&mut self, reference: &str) -> Result<ModelSwitch, String> {
+        let settings = self
+            .config
+            .resolve_model(Some(reference))
+            .map_err(|e| e.to_string())?;
+        assemble::check_key(&settings).map_err(|e| e.to_string())?;
+        let provider = provider::build(settings.clone()).map_err(|e| e.to_string())?;
+        self.settings = settings.clone();
+        Ok(ModelSwitch {
+            provider,
+            provider_name: settings.name,
+            model: settings.model,
+            context_window: settings.context_window,
+            prices: settings.prices,
+        })
+    }
+
+    fn new_session(&mut self) -> Result<Session, String> {
+        assemble::new_session(
+            &PromptFlags::default(),
+            &self.config,
+            &self.settings,
+            &self.cwd,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    fn sessions(&self) -> Vec<SessionSummary> {
+        let dir = config::paths::sessions_dir(&self.config.home, &self.cwd);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(std::time::SystemTime, SessionSummary)> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .filter_map(|path| {
+                let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+                Some((modified, summarize(&path)?))
+            })
+            .collect();
+        found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+        found.into_iter().map(|(_, s)| s).collect()
+    }
+
+    fn open_session(&mut self, path: &Path) -> Result<Session, String> {
+        Session::open(path).map_err(|e| e.to_string())
+    }
+}
+
+/// The header and first user message of a session file; sessions without a user message
+/// are not worth resuming.
+fn summarize(path: &Path) -> Option<SessionSummary> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut lines = std::io::BufReader::new(file).lines();
+    let header: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
+    for line in lines.take(200) {
+        let Ok(line) = line else {
+            break;
+        };
+        let Ok(message) = serde_json::from_str::<crate::provider::Message>(&line) else {
+            continue;
+        };
+        if message.role == Role::User {
+            let preview: String = message.content.chars().take(70).collect();
+            return Some(SessionSummary {
+                id: header.id,
+                path: path.to_path_buf(),
+                started: header
+                    .started_at
+                    .chars()
+                    .take(16)
+                    .collect::<String>()
+                    .replace('T', " "),
+                preview: preview.replace('\n', " "),
+            });
+        }
+    }
+    None
+}
+
+/// One turn per line of stdin, printed as text. Slash commands other than custom ones and
+/// `/exit` need the interactive chat.
+fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
+    let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
+    let gate = Arc::new(PolicyGate::new(
+        policy,
+        args.posture.unwrap_or(Posture::Ask),
+        None,
+    ));
+    let mut output = Output::new(Format::Text, false);
+    let (mut agent, _ctx) = build_agent(args, &setup, gate, &mut output)?;
+    let catalog = Catalog::new(setup.commands.commands.clone(), Vec::new());
+    let mut code = exit::OK;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| Error::io("reading stdin", e))?;
+        let input = line.trim();
+        if input.is_empty() {
+            continue;
+        }
+        let text = match command::split_invocation(input) {
+            Some(("exit" | "quit", _)) => break,
+            Some((name, rest)) => match catalog.lookup(name).map(|e| &e.kind) {
+                Some(Kind::Custom(cmd)) => custom::render(&cmd.body, rest),
+                _ => {
+                    output.emit(Event::Notice {
+                        level: NoticeLevel::Warning,
+                        message: format!("/{name} needs the interactive chat (a terminal)"),
+                    });
+                    continue;
+                }
+            },
+            None => input.to_string(),
+        };
+        let resolved = refs::resolve(&text, &setup.cwd, &NoMcp);
+        for notice in resolved.notices {
+            output.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: notice,
+            });
+        }
+        agent.reset_cancel();
+        code = match agent.run(resolved.text, &mut output) {
+            Ok(_) => exit::OK,
+            Err(AgentError::Interrupted) => exit::INTERRUPTED,
+            Err(err) => {
+                eprintln!("reasonix: {err}");
+                exit::FAILURE
+            }
+        };
+        output.finish_stdout_line();
+    }
+    Ok(code)
+}

@@ -1,0 +1,434 @@
+//! `@` references in chat messages (§3.9): `@path` to an existing file or directory and
+//! `@server:uri` to a resource of a connected MCP server are resolved into tagged blocks
+//! prepended to the message; anything else (an `@mention`, an e-mail address, a path that
+//! does not exist) stays literal text. Also the one-level directory listing behind the `@`
+//! completion menu, which never walks recursively.
+//!
+//! Reads here are user-initiated and read-only, so they do not pass the permission gate.
+
+use std::path::{Path, PathBuf};
+
+use super::mcp::McpHost;
+use crate::tool::walk::{self, EntryKind, Walk};
+
+/// A file's content beyond this is cut, with a note saying so.
+pub const FILE_CAP: usize = 100 * 1024;
+/// A directory listing stops after this many entries.
+pub const LISTING_CAP: usize = 500;
+/// The completion menu reads at most this many entries of one directory.
+const COMPLETION_SCAN: usize = 2000;
+
+/// One `@` token found in a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// The text after `@`, trailing sentence punctuation removed.
+    pub target: String,
+}
+
+/// The `@` tokens of `text`. An `@` counts only at the start or after whitespace or an
+/// opening bracket, so `user@example.com` is not a reference.
+pub fn find(text: &str) -> Vec<Reference> {
+    let mut refs: Vec<Reference> = Vec::new();
+    let mut previous: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        let starts = c == '@'
+            && previous.is_none_or(|p| p.is_whitespace() || matches!(p, '(' | '[' | '"' | '\''));
+        previous = Some(c);
+        if !starts {
+            continue;
+        }
+        let rest = &text[i + 1..];
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let target = rest[..end].trim_end_matches([',', ';', '!', '?', ')', ']', '"', '\'']);
+        if target.is_empty() {
+            continue;
+        }
+        if !refs.iter().any(|r| r.target == target) {
+            refs.push(Reference {
+                target: target.to_string(),
+            });
+        }
+    }
+    refs
+}
+
+/// The outcome of resolving a message's references.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The blocks followed by the original message.
+    pub text: String,
+    /// Targets that became blocks, for the transcript (`@src/main.rs`).
+    pub attached: Vec<String>,
+    /// Failures the user should hear about; the message is sent regardless.
+    pub notices: Vec<String>,
+}
+
+/// Resolves every reference in `message` against `cwd` and the MCP host.
+pub fn resolve(message: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
+    let mut resolved = Resolved::default();
+    let servers: Vec<String> = mcp
+        .servers()
+        .into_iter()
+        .filter(|s| s.status == "connected")
+        .map(|s| s.name)
+        .collect();
+    let mut blocks = Vec::new();
+    for reference in find(message) {
+        let target = reference.target.as_str();
+        // "see @notes.md." : the sentence's full stop is not part of the path.
+        let target = match local_path(target, cwd) {
+            None if target.ends_with(['.', ':']) => target.trim_end_matches(['.', ':']),
+            _ => target,
+        };
+        if let Some((server, uri)) = mcp_target(target, &servers) {
+            match mcp.read_resource(server, uri) {
+                Ok(content) => {
+                    blocks.push(format!(
+                        "<resource ref=\"{}\">\n{}\n</resource>",
+                        attribute(target),
+                        content.trim_end()
+                    ));
+                    resolved.attached.push(format!("@{target}"));
+                }
+                Err(err) => resolved
+                    .notices
+                    .push(format!("could not read @{target}: {err}")),
+            }
+            continue;
+        }
+        let Some(path) = local_path(target, cwd) else {
+            continue;
+        };
+        match block_for_path(target, &path) {
+            Ok(block) => {
+                blocks.push(block);
+                resolved.attached.push(format!("@{target}"));
+            }
+            Err(err) => resolved
+                .notices
+                .push(format!("could not read @{target}: {err}")),
+        }
+    }
+    resolved.text = if blocks.is_empty() {
+        message.to_string()
+    } else {
+        format!("{}\n\n{message}", blocks.join("\n\n"))
+    };
+    resolved
+}
+
+fn mcp_target<'a>(target: &'a str, servers: &[String]) -> Option<(&'a str, &'a str)> {
+    let (server, uri) = target.split_once(':')?;
+    (servers.iter().any(|s| s == server) && !uri.is_empty()).then_some((server, uri))
+}
+
+/// The path a target names when it exists: relative to `cwd`, absolute, or `~/…`.
+fn local_path(target: &str, cwd: &Path) -> Option<PathBuf> {
+    let path = if let Some(rest) = target.strip_prefix("~/") {
+        PathBuf::from(std::env::var_os("HOME")?).join(rest)
+    } else {
+        cwd.join(target)
+    };
+    std::fs::symlink_metadata(&path).ok()?;
+    Some(path)
+}
+
+fn attribute(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+}
+
+fn block_for_path(target: &str, path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.is_dir() {
+        return Ok(directory_block(target, path));
+    }
+    let bytes = read_capped(path, FILE_CAP + 1).map_err(|e| e.to_string())?;
+    let shown = attribute(target);
+    let sniff = &bytes[..bytes.len().min(8192)];
+    if sniff.contains(&0) || std::str::from_utf8(&bytes[..valid_utf8_prefix(&bytes)]).is_err() {
+        return Ok(format!(
+            "<file path=\"{shown}\" binary=\"true\" bytes=\"{}\">(binary file, content not shown)</file>",
+            meta.len()
+        ));
+    }
+    let cut = bytes.len() > FILE_CAP;
+    let end = if cut {
+        valid_utf8_prefix(&bytes[..FILE_CAP])
+    } else {
+        bytes.len()
+    };
+    let text = String::from_utf8_lossy(&bytes[..end]);
+    let note = if cut {
+        format!(
+            "\n[… truncated: showing the first {end} of {} bytes]",
+            meta.len()
+        )
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "<file path=\"{shown}\">\n{}{note}\n</file>",
+        text.trim_end_matches('\n')
+    ))
+}
+
+/// The length of the longest prefix that is valid UTF-8 when only the tail may be cut
+/// mid-character; a real encoding error earlier makes the whole file binary.
+fn valid_utf8_prefix(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => bytes.len(),
+    }
+}
+
+fn read_capped(path: &Path, cap: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(path)?
+        .take(cap as u64)
+        .read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// A depth-first listing of the directory, skipping `.git`, `node_modules` and the like
+/// (and, inside a repository, what its ignore files exclude).
+fn directory_block(target: &str, dir: &Path) -> String {
+    let mut lines = Vec::new();
+    let mut more = false;
+    for entry in Walk::new(dir, walk::Options::default()) {
+        if lines.len() >= LISTING_CAP {
+            more = true;
+            break;
+        }
+        let name = entry
+            .path
+            .strip_prefix(dir)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let indent = "  ".repeat(entry.depth.saturating_sub(1));
+        let leaf = name.rsplit('/').next().unwrap_or(&name).to_string();
+        let suffix = if entry.kind == EntryKind::Dir {
+            "/"
+        } else {
+            ""
+        };
+        lines.push(format!("{indent}{leaf}{suffix}"));
+    }
+    if more {
+        lines.push(format!("[… listing stopped after {LISTING_CAP} entries]"));
+    }
+    format!(
+        "<directory path=\"{}\">\n{}\n</directory>",
+        attribute(target),
+        lines.join("\n")
+    )
+}
+
+/// One entry of the `@` completion menu.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// What the menu shows.
+    pub label: String,
+    /// The text that replaces the token after `@`.
+    pub completion: String,
+    /// A directory descends (the menu stays open on its contents).
+    pub is_dir: bool,
+}
+
+/// Entries of one directory level matching what was typed after `@`: `src/ma` lists `src/`
+/// entries starting with `ma`. Dot entries show only when the typed name starts with a dot.
+/// MCP resources are offered at the top level. Never recursive; at most
+/// [`COMPLETION_SCAN`] entries of the directory are read.
+pub fn complete(typed: &str, cwd: &Path, mcp: &dyn McpHost) -> Vec<Candidate> {
+    let (dir_part, name_part) = match typed.rfind('/') {
+        Some(i) => (&typed[..=i], &typed[i + 1..]),
+        None => ("", typed),
+    };
+    let dir = if let Some(rest) = dir_part.strip_prefix("~/") {
+        match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => return Vec::new(),
+        }
+    } else {
+        cwd.join(dir_part)
+    };
+    let mut candidates = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.take(COMPLETION_SCAN).flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && !name_part.starts_with('.') {
+                continue;
+            }
+            if walk::ALWAYS_SKIPPED.contains(&name.as_str()) {
+                continue;
+            }
+            if !name.to_lowercase().starts_with(&name_part.to_lowercase()) {
+                continue;
+            }
+            let is_dir = entry.path().is_dir();
+            let suffix = if is_dir { "/" } else { "" };
+            candidates.push(Candidate {
+                label: format!("{name}{suffix}"),
+                completion: format!("{dir_part}{name}{suffix}"),
+                is_dir,
+            });
+        }
+    }
+    candidates.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then(a.label.cmp(&b.label)));
+    if dir_part.is_empty() {
+        for resource in mcp.resources() {
+            let reference = resource.reference();
+            if reference.starts_with(typed) {
+                candidates.push(Candidate {
+                    label: format!("{reference}  {}", resource.name),
+                    completion: reference,
+                    is_dir: false,
+                });
+            }
+        }
+    }
+    candidates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::mcp::{ResourceInfo, ServerInfo};
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Tmp(PathBuf);
+    impl Tmp {
+        fn new(name: &str) -> Tmp {
+            let p =
+                std::env::temp_dir().join(format!("reasonix-refs-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Tmp(p.canonicalize().unwrap())
+        }
+        fn write(&self, rel: &str, bytes: &[u8]) {
+            let path = self.0.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+    }
+    impl Drop for Tmp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    struct FakeMcp;
+    impl McpHost for FakeMcp {
+        fn servers(&self) -> Vec<ServerInfo> {
+            vec![ServerInfo {
+                name: "docs".into(),
+                status: "connected".into(),
+                tools: 0,
+                prompts: 0,
+                resources: 2,
+            }]
+        }
+        fn prompts(&self) -> Vec<super::super::mcp::PromptInfo> {
+            Vec::new()
+        }
+        fn get_prompt(
+            &self,
+            _: &str,
+            _: &str,
+            _: &BTreeMap<String, String>,
+        ) -> Result<String, String> {
+            Err("no".into())
+        }
+        fn resources(&self) -> Vec<ResourceInfo> {
+            vec![ResourceInfo {
+                server: "docs".into(),
+                uri: "guide://intro".into(),
+                name: "Intro".into(),
+            }]
+        }
+        fn read_resource(&self, _server: &str, uri: &str) -> Result<String, String> {
+            if uri == "guide://intro" {
+                Ok("Welcome.".into())
+            } else {
+                Err("resource not found".into())
+            }
+        }
+    }
+
+    #[test]
+    fn finds_references_but_not_emails() {
+        let refs: Vec<String> = find("see @a.rs, mail bob@example.com (@b/c) @a.rs @ x")
+            .into_iter()
+            .map(|r| r.target)
+            .collect();
+        assert_eq!(refs, vec!["a.rs", "b/c"]);
+    }
+
+    #[test]
+    fn files_directories_resources_and_literals() {
+        let dir = Tmp::new("resolve");
+        dir.write("src/main.rs", b"fn main() {}\n");
+        dir.write("src/lib/util.rs", b"");
+        dir.write("node_modules/pkg/index.js", b"");
+        dir.write("blob.bin", &[0, 1, 2, 3]);
+        let r = resolve(
+            "explain @src/main.rs and @src, ask @alice, mail a@b.c, read @docs:guide://intro and @docs:missing",
+            &dir.0,
+            &FakeMcp,
+        );
+        assert!(r.text.starts_with("<file path=\"src/main.rs\">\nfn main() {}\n</file>\n\n<directory path=\"src\">\nlib/\n  util.rs\nmain.rs\n</directory>\n\n<resource ref=\"docs:guide://intro\">\nWelcome.\n</resource>\n\nexplain @src/main.rs"), "{}", r.text);
+        assert_eq!(
+            r.attached,
+            vec!["@src/main.rs", "@src", "@docs:guide://intro"]
+        );
+        assert_eq!(r.notices.len(), 1);
+        assert!(
+            r.notices[0].contains("@docs:missing") && r.notices[0].contains("resource not found")
+        );
+        let r = resolve("@blob.bin @. and @src/main.rs.", &dir.0, &FakeMcp);
+        assert_eq!(r.attached, vec!["@blob.bin", "@.", "@src/main.rs"]);
+        assert!(r.text.contains("binary=\"true\""), "{}", r.text);
+        assert!(!r.text.contains("node_modules"), "{}", r.text);
+        let plain = resolve("nothing to see @nobody", &dir.0, &FakeMcp);
+        assert_eq!(plain.text, "nothing to see @nobody");
+        assert!(plain.notices.is_empty());
+    }
+
+    #[test]
+    fn large_files_are_capped_on_a_character_boundary() {
+        let dir = Tmp::new("cap");
+        let big = "日".repeat(FILE_CAP / 3 + 10);
+        dir.write("big.txt", big.as_bytes());
+        let r = resolve("@big.txt", &dir.0, &FakeMcp);
+        assert!(
+            r.text.contains("[… truncated: showing the first"),
+            "{}",
+            &r.text[r.text.len() - 200..]
+        );
+        assert!(r.text.len() < FILE_CAP + 500);
+    }
+
+    #[test]
+    fn completion_lists_one_level_dirs_first_and_resources_at_top() {
+        let dir = Tmp::new("complete");
+        dir.write("src/main.rs", b"");
+        dir.write("src/mod/x.rs", b"");
+        dir.write("src/.hidden", b"");
+        dir.write("README.md", b"");
+        let top = complete("", &dir.0, &FakeMcp);
+        let labels: Vec<&str> = top.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec!["src/", "README.md", "docs:guide://intro  Intro"]
+        );
+        let inner = complete("src/m", &dir.0, &FakeMcp);
+        let completions: Vec<&str> = inner.iter().map(|c| c.completion.as_str()).collect();
+        assert_eq!(completions, vec!["src/mod/", "src/main.rs"]);
+        assert!(inner[0].is_dir);
+        assert_eq!(complete("src/.h", &dir.0, &FakeMcp)[0].label, ".hidden");
+        assert!(complete("nope/", &dir.0, &FakeMcp).is_empty());
+    }
+}

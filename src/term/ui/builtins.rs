@@ -1,0 +1,466 @@
+//! The chat's own commands: the built-in slash commands (§3.8) and the dispatch of custom
+//! commands and MCP prompts into messages. Built-ins act on the session and the UI and never
+//! reach the model.
+
+use std::path::Path;
+
+use super::{Chat, Modal, Pending, SessionSummary, Source, Totals};
+use crate::agent::events::NoticeLevel;
+use crate::agent::session::Session;
+use crate::command::{custom, mcp, Kind};
+use crate::term::ansi::{Line, Style};
+use crate::term::modal::{Choice, Choices};
+use crate::term::sanitize::one_line;
+
+impl Chat {
+    pub(super) fn slash(&mut self, name: &str, args: &str, typed: String) {
+        let kind = self.catalog.lookup(name).map(|e| e.kind.clone());
+        match kind {
+            Some(Kind::Builtin) => self.builtin(name, args, &typed),
+            None if name == "quit" => self.builtin("exit", args, &typed),
+            Some(Kind::Custom(command)) => self.send(Pending {
+                display: typed,
+                source: Source::Text(custom::render(&command.body, args)),
+            }),
+            Some(Kind::McpPrompt(prompt)) => match mcp::map_prompt_arguments(&prompt, args) {
+                Ok(arguments) => self.send(Pending {
+                    display: typed,
+                    source: Source::McpPrompt {
+                        server: prompt.server.clone(),
+                        prompt: prompt.name.clone(),
+                        arguments,
+                    },
+                }),
+                Err(err) => self.transcript.error(&err),
+            },
+            None => self.transcript.error(&format!(
+                "unknown command /{name}; /help lists the commands"
+            )),
+        }
+    }
+
+    pub(super) fn builtin(&mut self, name: &str, args: &str, typed: &str) {
+        self.transcript.user_message(typed);
+        let needs_idle = matches!(name, "new" | "clear" | "compact" | "resume")
+            || (matches!(name, "model" | "effort") && !args.is_empty());
+        if needs_idle && self.busy() {
+            self.transcript.notice(
+                NoticeLevel::Warning,
+                &format!("/{name} waits for the running turn; press esc to interrupt it"),
+            );
+            return;
+        }
+        match name {
+            "help" => self.help(),
+            "new" => self.new_conversation(),
+            "clear" => self.open_modal(Modal::ConfirmClear(confirm_clear())),
+            "compact" => self.start_work(super::Work::Compact),
+            "model" => self.model_command(args),
+            "effort" => self.effort_command(args),
+            "mcp" => self.mcp_command(),
+            "tools" => self.tools_command(),
+            "cost" => self.cost_command(),
+            "status" => self.status_command(),
+            "resume" => self.resume_picker(),
+            "verbose" => self.toggle_verbose(),
+            "exit" => self.request_exit(0),
+            _ => {}
+        }
+        self.transcript.gap();
+    }
+
+    pub(super) fn info_lines(&mut self, lines: Vec<Line>) {
+        self.transcript.push_lines(lines);
+    }
+
+    pub(super) fn help(&mut self) {
+        let mut lines = vec![Line::styled("Commands", Style::Heading)];
+        let width = self.screen.width();
+        for entry in self.catalog.entries() {
+            let mut line = Line::styled(format!("  /{}", entry.name), Style::Bold);
+            if !entry.argument_hint.is_empty() {
+                line.push(format!(" {}", one_line(&entry.argument_hint)), Style::Dim);
+            }
+            line.push(format!("  {}", one_line(&entry.description)), Style::Plain);
+            lines.push(line.truncated(width));
+        }
+        lines.push(Line::styled("Keys", Style::Heading));
+        for (keys, what) in KEY_HELP {
+            let mut line = Line::styled(format!("  {keys:<22}"), Style::Bold);
+            line.push(*what, Style::Plain);
+            lines.push(line.truncated(width));
+        }
+        self.info_lines(lines);
+    }
+
+    pub(super) fn new_conversation(&mut self) {
+        match self.services.new_session() {
+            Ok(session) => {
+                let Some(old) = self
+                    .agent_or_notice()
+                    .map(|mut a| a.replace_session(session))
+                else {
+                    return;
+                };
+                self.reset_conversation_state();
+                self.transcript.notice(
+                    NoticeLevel::Info,
+                    &format!(
+                        "new conversation; the previous one ({}) is saved, /resume returns to it",
+                        old.id()
+                    ),
+                );
+            }
+            Err(err) => self.transcript.error(&err),
+        }
+    }
+
+    pub(super) fn clear_conversation(&mut self) {
+        match self.services.new_session() {
+            Ok(session) => {
+                let Some(old) = self
+                    .agent_or_notice()
+                    .map(|mut a| a.replace_session(session))
+                else {
+                    return;
+                };
+                let path = old.path().to_path_buf();
+                drop(old);
+                let _ = std::fs::remove_file(&path);
+                self.reset_conversation_state();
+                self.transcript.notice(
+                    NoticeLevel::Info,
+                    "conversation cleared; the context is empty",
+                );
+            }
+            Err(err) => self.transcript.error(&err),
+        }
+        self.transcript.gap();
+    }
+
+    pub(super) fn reset_conversation_state(&mut self) {
+        self.totals = Totals::default();
+        self.interrupted = false;
+    }
+
+    pub(super) fn model_command(&mut self, args: &str) {
+        if args.is_empty() {
+            let current = format!("{}/{}", self.provider_name, self.model);
+            let mut lines = vec![Line::styled("Configured models", Style::Heading)];
+            for model in self.services.models() {
+                let mark = if model == current { "● " } else { "  " };
+                let mut line = Line::styled(format!("  {mark}"), Style::Accent);
+                line.push(one_line(&model), Style::Plain);
+                lines.push(line);
+            }
+            lines.push(Line::styled(
+                "  /model REF switches: a provider name, a model name or provider/model",
+                Style::Dim,
+            ));
+            self.info_lines(lines);
+            return;
+        }
+        match self.services.switch_model(args) {
+            Ok(switch) => {
+                let Some(mut agent) = self.agent_or_notice() else {
+                    return;
+                };
+                agent.set_provider(switch.provider, switch.prices);
+                drop(agent);
+                self.provider_name = switch.provider_name;
+                self.model = switch.model;
+                self.context_window = switch.context_window;
+                self.transcript.notice(
+                    NoticeLevel::Info,
+                    &format!("now using {}/{}", self.provider_name, self.model),
+                );
+            }
+            Err(err) => self.transcript.error(&err),
+        }
+    }
+
+    pub(super) fn effort_command(&mut self, args: &str) {
+        if args.is_empty() {
+            let Some(current) = self
+                .agent_or_notice()
+                .map(|mut a| a.options_mut().reasoning_effort.clone())
+            else {
+                return;
+            };
+            let text = match current {
+                Some(effort) => format!("reasoning effort: {effort}"),
+                None => "reasoning effort: the model's default".into(),
+            };
+            self.transcript.notice(NoticeLevel::Info, &text);
+            return;
+        }
+        let value = args.trim().to_ascii_lowercase();
+        let effort = match value.as_str() {
+            "default" | "none" | "off" => None,
+            "minimal" | "low" | "medium" | "high" | "max" | "xhigh" => Some(value.clone()),
+            _ => {
+                self.transcript.error(&format!(
+                    "unknown effort `{value}`; use low, medium, high, max or default"
+                ));
+                return;
+            }
+        };
+        let Some(mut agent) = self.agent_or_notice() else {
+            return;
+        };
+        agent.options_mut().reasoning_effort = effort;
+        drop(agent);
+        self.transcript.notice(
+            NoticeLevel::Info,
+            &format!("reasoning effort set to {value}"),
+        );
+    }
+
+    pub(super) fn mcp_command(&mut self) {
+        let servers = self.mcp.servers();
+        let body: Vec<Line> = if servers.is_empty() {
+            vec![
+                Line::plain("No MCP servers are connected."),
+                Line::styled(
+                    "Declare them as [[plugins]] in reasonix.toml or in .mcp.json.",
+                    Style::Dim,
+                ),
+            ]
+        } else {
+            servers
+                .iter()
+                .map(|s| {
+                    let mut line = Line::styled(one_line(&s.name), Style::Bold);
+                    line.push(format!("  {}", one_line(&s.status)), Style::Dim);
+                    line.push(
+                        format!(
+                            "  {} tools · {} prompts · {} resources",
+                            s.tools, s.prompts, s.resources
+                        ),
+                        Style::Plain,
+                    );
+                    line
+                })
+                .collect()
+        };
+        self.open_modal(Modal::Info(Choices {
+            title: "MCP servers".into(),
+            body,
+            items: vec![Choice {
+                label: "Close".into(),
+                key: None,
+                value: (),
+            }],
+            selected: 0,
+            on_cancel: Some(()),
+        }));
+    }
+
+    pub(super) fn tools_command(&mut self) {
+        let mut lines = vec![Line::styled("Tools", Style::Heading)];
+        for (name, read_only) in &self.tool_names {
+            let mut line = Line::styled(format!("  {}", one_line(name)), Style::Bold);
+            if *read_only {
+                line.push("  read-only", Style::Dim);
+            }
+            lines.push(line);
+        }
+        self.info_lines(lines);
+    }
+
+    pub(super) fn cost_command(&mut self) {
+        let u = &self.totals.usage;
+        let mut text = format!(
+            "this conversation: {} prompt tokens ({} from cache), {} completion tokens",
+            u.prompt_tokens, u.cache_hit_tokens, u.completion_tokens
+        );
+        if self.totals.priced {
+            text.push_str(&format!(", ${:.4}", self.totals.cost));
+        } else {
+            text.push_str("; cost unknown (no prices configured for this model)");
+        }
+        if u.estimated {
+            text.push_str(" (estimated)");
+        }
+        self.transcript.notice(NoticeLevel::Info, &text);
+    }
+
+    pub(super) fn status_command(&mut self) {
+        let (id, path, messages) = {
+            let Some(agent) = self.agent_or_notice() else {
+                return;
+            };
+            let session = agent.session();
+            (
+                session.id().to_string(),
+                session.path().display().to_string(),
+                session.messages().len(),
+            )
+        };
+        let policy = self.gate.policy();
+        let rows = [
+            ("model", format!("{}/{}", self.provider_name, self.model)),
+            ("session", format!("{id} ({messages} messages)")),
+            ("file", path),
+            ("directory", self.cwd.display().to_string()),
+            (
+                "permissions",
+                format!(
+                    "posture {} · writer fallback {} · {} allow, {} ask, {} deny rules · {} session grants",
+                    self.gate.posture().as_str(),
+                    policy.mode.as_str(),
+                    policy.allow.len(),
+                    policy.ask.len(),
+                    policy.deny.len(),
+                    self.gate.grants().len()
+                ),
+            ),
+            (
+                "context",
+                if self.context_window > 0 {
+                    format!(
+                        "{} of {} tokens ({:.0}%)",
+                        self.totals.context,
+                        self.context_window,
+                        self.totals.context as f64 * 100.0 / self.context_window as f64
+                    )
+                } else {
+                    format!("{} tokens (no context window configured)", self.totals.context)
+                },
+            ),
+            ("mcp", format!("{} servers", self.mcp.servers().len())),
+        ];
+        let mut lines = vec![Line::styled("Status", Style::Heading)];
+        for (key, value) in rows {
+            let mut line = Line::styled(format!("  {key:<12}"), Style::Bold);
+            line.push(one_line(&value), Style::Plain);
+            lines.push(line);
+        }
+        self.info_lines(lines);
+    }
+
+    pub(super) fn resume_picker(&mut self) {
+        let Some(current) = self.agent_or_notice().map(|a| a.session().id().to_string()) else {
+            return;
+        };
+        let sessions: Vec<SessionSummary> = self
+            .services
+            .sessions()
+            .into_iter()
+            .filter(|s| s.id != current)
+            .take(20)
+            .collect();
+        if sessions.is_empty() {
+            self.transcript.notice(
+                NoticeLevel::Info,
+                "no earlier conversations in this workspace",
+            );
+            return;
+        }
+        let items = sessions
+            .into_iter()
+            .map(|s| Choice {
+                label: format!("{}  {}", s.started, s.preview),
+                key: None,
+                value: Some(s.path),
+            })
+            .collect();
+        self.open_modal(Modal::Resume(Choices {
+            title: "Resume a conversation".into(),
+            body: Vec::new(),
+            items,
+            selected: 0,
+            on_cancel: Some(None),
+        }));
+    }
+
+    pub(super) fn resume(&mut self, path: &Path) {
+        match self.services.open_session(path) {
+            Ok(session) => {
+                let summary = resumed_lines(&session, self.screen.width());
+                let id = session.id().to_string();
+                let Some(mut agent) = self.agent_or_notice() else {
+                    return;
+                };
+                agent.replace_session(session);
+                drop(agent);
+                self.reset_conversation_state();
+                self.transcript
+                    .notice(NoticeLevel::Info, &format!("resumed conversation {id}"));
+                self.transcript.push_lines(summary);
+            }
+            Err(err) => self.transcript.error(&err),
+        }
+        self.transcript.gap();
+    }
+}
+
+const KEY_HELP: &[(&str, &str)] = &[
+    ("enter", "send (queued while a turn runs)"),
+    (
+        "alt-enter, ctrl-j",
+        "new line (shift-enter where the terminal reports it)",
+    ),
+    ("esc", "interrupt the turn · close the menu"),
+    ("ctrl-c", "interrupt · clear the input · twice to exit"),
+    ("ctrl-d", "exit on an empty prompt"),
+    (
+        "shift-tab",
+        "cycle the permission posture: ask → auto → yolo",
+    ),
+    ("ctrl-o", "toggle verbose (reasoning, long output)"),
+    ("up, down", "move between lines · history"),
+    (
+        "ctrl-a/e/k/u/w",
+        "line start/end · kill to end/start · delete word",
+    ),
+    ("tab", "accept the completion"),
+    ("ctrl-l", "clear the screen"),
+    ("ctrl-z", "suspend"),
+    ("/ @ !", "commands · attach files · run a shell command"),
+];
+fn confirm_clear() -> Choices<bool> {
+    Choices {
+        title: "Clear the conversation?".into(),
+        body: vec![Line::plain(
+            "The context is discarded and this conversation is not kept for /resume.",
+        )],
+        items: vec![
+            Choice {
+                label: "Yes, clear it".into(),
+                key: Some('y'),
+                value: true,
+            },
+            Choice {
+                label: "No".into(),
+                key: Some('n'),
+                value: false,
+            },
+        ],
+        selected: 1,
+        on_cancel: Some(false),
+    }
+}
+fn resumed_lines(session: &Session, width: usize) -> Vec<Line> {
+    use crate::provider::Role;
+    let messages = session.messages();
+    let last_user = messages.iter().rposition(|m| m.role == Role::User);
+    let Some(start) = last_user else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut user = Line::styled("› ", Style::Accent);
+    user.push(one_line(&messages[start].content), Style::User);
+    out.push(user.truncated(width));
+    if let Some(answer) = messages[start..]
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.content.is_empty())
+    {
+        let mut md = crate::term::markdown::Markdown::new(width);
+        let mut lines = md.push(&answer.content);
+        lines.extend(md.finish());
+        out.extend(lines.into_iter().take(12));
+    }
+    out
+}
