@@ -764,9 +764,12 @@ fn an_http_server_that_forgot_the_session_is_initialized_again_and_close_deletes
 struct Answer(reasonix::mcp::LaunchAnswer, std::sync::atomic::AtomicUsize);
 
 impl reasonix::mcp::LaunchApprover for Answer {
-    fn approve(&self, request: &reasonix::mcp::LaunchRequest) -> reasonix::mcp::LaunchAnswer {
+    fn approve_launch(
+        &self,
+        request: &reasonix::mcp::LaunchRequest,
+    ) -> reasonix::mcp::LaunchAnswer {
         assert!(
-            request.launch.contains("reasonix-plugin-example"),
+            request.detail.contains("reasonix-plugin-example"),
             "{request:?}"
         );
         self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -800,7 +803,7 @@ fn an_interactive_always_answer_stores_a_grant_that_headless_runs_honour() {
     };
     let deny = Arc::new(Answer(LaunchAnswer::Deny, Default::default()));
     assert!(!start(Some(deny.clone())));
-    let once = Arc::new(Answer(LaunchAnswer::Once, Default::default()));
+    let once = Arc::new(Answer(LaunchAnswer::Session, Default::default()));
     assert!(start(Some(once.clone())));
     assert!(!start(None), "`once` stores nothing");
     let always = Arc::new(Answer(LaunchAnswer::Always, Default::default()));
@@ -1019,4 +1022,85 @@ fn streamable_http_follows_the_sdk_servers_behaviour() {
             );
         }
     }
+}
+
+#[test]
+fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
+    use reasonix::command::mcp::McpHost;
+    use std::collections::BTreeMap;
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": {"command": example()}}}).to_string(),
+    );
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "{}\n{}",
+            stdio_plugin("docs", example(), &[], ""),
+            stdio_plugin("broken", "/nonexistent/server", &[], "")
+        ),
+    );
+    let config = reasonix::config::load(&reasonix::config::LoadOptions {
+        home: home.join(".reasonix"),
+        cwd: work.path().to_path_buf(),
+        extra: None,
+    })
+    .expect("the config loads")
+    .config;
+    let handle = reasonix::mcp::start(
+        &config,
+        work.path(),
+        reasonix::mcp::McpOptions::default(),
+        &mut |_| {},
+    );
+    let host = reasonix::mcp::Host::new(handle);
+    let servers = host.servers();
+    let status = |name: &str| {
+        servers
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("{name} in {servers:?}"))
+            .clone()
+    };
+    let docs = status("docs");
+    assert_eq!(
+        (
+            docs.status.as_str(),
+            docs.tools,
+            docs.prompts,
+            docs.resources
+        ),
+        ("connected", 2, 1, 1)
+    );
+    assert!(
+        status("broken").status.starts_with("failed: "),
+        "{servers:?}"
+    );
+    assert!(
+        status("proj").status.starts_with("not started: "),
+        "{servers:?}"
+    );
+    let prompts = host.prompts();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0].command_name(), "mcp__docs__review");
+    assert_eq!(prompts[0].arguments[0].name, "focus");
+    let arguments = BTreeMap::from([("focus".to_string(), "tests".to_string())]);
+    assert_eq!(
+        host.get_prompt("docs", "review", &arguments).unwrap(),
+        "Review the current changes against doc://style-guide. Focus on tests."
+    );
+    assert_eq!(host.resources()[0].reference(), "docs:doc://style-guide");
+    assert!(host
+        .read_resource("docs", "doc://style-guide")
+        .unwrap()
+        .starts_with("# Style guide"));
+    let err = host.read_resource("docs", "doc://missing").unwrap_err();
+    assert!(
+        err.contains("doc://missing") && !err.starts_with("mcp:"),
+        "{err}"
+    );
+    let err = host.read_resource("proj", "doc://style-guide").unwrap_err();
+    assert!(err.contains("`proj` is not connected"), "{err}");
 }

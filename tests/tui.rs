@@ -749,3 +749,247 @@ fn slash_compact_folds_earlier_work_through_the_model() {
         "the digest replaced the folded work: {saved:?}"
     );
 }
+
+/// The reference MCP server built with the crate.
+fn example_server() -> &'static str {
+    env!("CARGO_BIN_EXE_reasonix-plugin-example")
+}
+
+/// `[[plugins]]` declaring the reference server as `name`.
+fn example_plugin(name: &str) -> String {
+    format!(
+        "[[plugins]]\nname = \"{name}\"\ncommand = {}\n",
+        serde_json::to_string(example_server()).unwrap()
+    )
+}
+
+/// Waits until the MCP servers have started: the status row is gone from a drawn screen.
+fn wait_mcp_started(pty: &mut Pty) {
+    pty.wait_for("the MCP servers to start", |vt| {
+        let screen = vt.screen();
+        screen.contains(READY) && !screen.contains("starting MCP servers")
+    });
+}
+
+/// Child processes of `pid` running the reference server.
+fn example_children(pid: i32) -> usize {
+    let mut found = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may contain spaces, so split after the ')'.
+        let Some((head, tail)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let ppid = tail.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(pid) && head.contains("reasonix-plugin") {
+            found += 1;
+        }
+    }
+    found
+}
+
+#[test]
+fn mcp_servers_bring_tools_prompts_and_resources_to_the_chat() {
+    let (server, home, work) = setup(
+        vec![
+            Reply::text("Reviewed."),
+            Reply::text("Read it."),
+            Reply::tool_calls(&[("c1", "mcp__docs__echo", r#"{"text":"ping-from-model"}"#)]),
+            Reply::text("Echo done."),
+        ],
+        &example_plugin("docs"),
+    );
+    let mut pty = chat(&home, &work, &[]);
+    wait_mcp_started(&mut pty);
+    pty.send("/mcp\r");
+    pty.wait_text("2 tools · 1 prompts · 1 resources");
+    let screen = pty.screen();
+    assert!(
+        screen.contains("docs  connected"),
+        "the server and its status:\n{screen}"
+    );
+    pty.send("\x1b");
+    wait_idle(&mut pty);
+
+    pty.send("/mcp__docs__re");
+    pty.wait_text("❯ /mcp__docs__review");
+    pty.send("\terror handling\r");
+    pty.wait_text("Reviewed.");
+    assert_eq!(
+        last_user_message(&server, 1),
+        "Review the current changes against doc://style-guide. Focus on error handling."
+    );
+    let tools: Vec<String> = server.requests()[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        tools.iter().any(|t| t == "mcp__docs__echo"),
+        "the first turn already has the server's tools: {tools:?}"
+    );
+
+    pty.send("Summarise @docs:d");
+    pty.wait_text("❯ docs:doc://style-guide");
+    pty.send("\tbriefly\r");
+    pty.wait_text("Read it.");
+    assert!(
+        pty.screen().contains("⎿ attached @docs:doc://style-guide"),
+        "{}",
+        pty.screen()
+    );
+    let sent = last_user_message(&server, 2);
+    assert!(
+        sent.starts_with("<resource ref=\"docs:doc://style-guide\">\n# Style guide\n"),
+        "{sent}"
+    );
+    assert!(
+        sent.ends_with("</resource>\n\nSummarise @docs:doc://style-guide briefly"),
+        "{sent}"
+    );
+
+    pty.send("echo something\r");
+    pty.wait_text("Echo done.");
+    let result = messages(&server, 4)
+        .into_iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool result");
+    assert_eq!(result["content"], "ping-from-model", "{result}");
+    assert!(pty.screen().contains("mcp__docs__echo"), "{}", pty.screen());
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn a_project_mcp_server_asks_for_its_launch_grant_in_the_chat() {
+    let (_server, home, work) = setup(vec![], "");
+    work.write(
+        ".mcp.json",
+        &serde_json::json!({"mcpServers": {"proj": {"command": example_server()}}}).to_string(),
+    );
+    let mut pty = chat(&home, &work, &[]);
+    pty.wait_text("Start MCP server proj?");
+    let screen = pty.screen();
+    assert!(
+        screen.contains("declared in .mcp.json · stdio")
+            && screen.contains("reasonix-plugin-example"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("Ask anything"),
+        "the modal hides the composer:\n{screen}"
+    );
+    assert_eq!(
+        example_children(pty.pid()),
+        0,
+        "nothing starts before the grant"
+    );
+    pty.send("a");
+    wait_mcp_started(&mut pty);
+    assert_eq!(example_children(pty.pid()), 1, "the granted server runs");
+    pty.send("/mcp\r");
+    pty.wait_text("proj  connected");
+    pty.send("\x1b");
+    wait_idle(&mut pty);
+    exit_with_ctrl_d(&mut pty);
+
+    // "Always" stored the grant: a headless listing starts the server without asking.
+    let out = crate::util::run(reasonix(&home, work.path()).args(["mcp", "list"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("proj"))
+        .unwrap_or_default();
+    assert!(row.contains("connected"), "{out:?}");
+}
+
+#[test]
+fn piped_chat_uses_mcp_prompts_resources_and_needs_trust_for_project_servers() {
+    let (server, home, work) = setup(vec![Reply::text("One."), Reply::text("Two.")], "");
+    work.write(
+        ".mcp.json",
+        &serde_json::json!({"mcpServers": {"proj": {"command": example_server()}}}).to_string(),
+    );
+    let piped = |args: &[&str], input: &str| {
+        let mut child = reasonix(&home, work.path())
+            .arg("chat")
+            .args(args)
+            .env("FAKE_API_KEY", "k")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = piped(&[], "/exit\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("`proj` was not started") && stderr.contains("--trust-project-mcp"),
+        "{stderr}"
+    );
+
+    let out = piped(
+        &["--trust-project-mcp"],
+        "/mcp__proj__review naming\nsee @proj:doc://style-guide\n",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "One.\nTwo.\n");
+    assert_eq!(
+        last_user_message(&server, 1),
+        "Review the current changes against doc://style-guide. Focus on naming."
+    );
+    assert!(
+        last_user_message(&server, 2)
+            .starts_with("<resource ref=\"proj:doc://style-guide\">\n# Style guide\n"),
+        "{}",
+        last_user_message(&server, 2)
+    );
+}
+
+#[test]
+fn messages_wait_for_starting_mcp_servers() {
+    let scratch = Dir::new();
+    let fifo = scratch.join("release");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    // The server starts only once the test writes a line into the FIFO.
+    let script = format!(
+        "read line < {}; exec {}",
+        serde_json::to_string(&fifo.display().to_string()).unwrap(),
+        example_server()
+    );
+    let plugin = format!(
+        "[[plugins]]\nname = \"slow\"\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
+        serde_json::to_string(&script).unwrap()
+    );
+    let (server, home, work) = setup(vec![Reply::text("Hello.")], &plugin);
+    let mut pty = chat(&home, &work, &[]);
+    pty.wait_text("starting MCP servers");
+    pty.send("hi\r");
+    pty.wait_text("↳ queued: hi");
+    assert!(server.requests().is_empty(), "nothing is sent yet");
+    std::fs::write(&fifo, "go\n").expect("release the server");
+    pty.wait_text("Hello.");
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__slow__echo"), "{tools}");
+    exit_with_ctrl_d(&mut pty);
+}

@@ -17,7 +17,7 @@ use crate::permission::{Gate, Verdict};
 use crate::provider::{
     Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, Usage,
 };
-use crate::tool::{Registry, ToolContext, ToolError};
+use crate::tool::{Registry, Tool, ToolContext, ToolError};
 
 /// The same malformed call this many times in a row ends the run.
 const MALFORMED_REPEAT_LIMIT: u32 = 3;
@@ -161,6 +161,14 @@ impl Agent {
 
     pub fn tools(&self) -> &Registry {
         &self.tools
+    }
+
+    /// Adds tools between turns (MCP servers that finished starting after the chat opened).
+    pub fn add_tools(&mut self, tools: Vec<Arc<dyn Tool>>) {
+        for tool in tools {
+            self.tools.insert(tool);
+        }
+        self.tools_tokens = tokens::estimate_tools(&self.tools.schemas());
     }
 
     pub fn provider(&self) -> &dyn Provider {

@@ -1,11 +1,12 @@
 //! `reasonix chat` (and `reasonix` alone on a terminal): assembles the agent with the
-//! interactive approver and hands it to the terminal UI. When stdin or stdout is not a
+//! interactive approver and hands it to the terminal UI, which also starts the MCP servers
+//! (a project server's launch grant is asked in the chat). When stdin or stdout is not a
 //! terminal it falls back to a plain line mode: one turn per input line, text output, no
 //! prompts (like `reasonix run`).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::assemble::{self, PromptFlags, SessionChoice, SharedGate};
 use super::lex::{Arg, Lexer};
@@ -15,14 +16,16 @@ use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError};
 use crate::agent::session::{Header, Session};
 use crate::command::custom::{self, Loaded};
-use crate::command::mcp::{McpHost, NoMcp};
+use crate::command::mcp::{map_prompt_arguments, McpHost, NoMcp};
 use crate::command::{self, refs, Catalog, Kind};
 use crate::config::{self, Config};
 use crate::error::{exit, Error};
-use crate::permission::{parse_posture, PolicyGate, Posture};
+use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
+use crate::permission::{parse_posture, McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings, Role};
 use crate::term::editor::History;
-use crate::term::ui::{self, ModelSwitch, Services, SessionSummary, UiApprover};
+use crate::term::ui::{self, ModelSwitch, Services, SessionSummary, Started, UiApprover};
+use crate::tool::Tool;
 
 pub const HELP: &str = "\
 Usage: reasonix chat [FLAGS]
@@ -40,6 +43,12 @@ Flags:
       --resume ID|PATH         Continue a conversation by id, unique id prefix or path
       --effort LEVEL           Reasoning effort sent to the model
       --permission-mode MODE   ask (default), auto or yolo; Shift-Tab cycles it
+      --trust-project-mcp      Launch MCP servers declared by project files without asking
+
+MCP servers from [[plugins]] and .mcp.json start with the chat; `/mcp` lists them, their
+prompts are /mcp__SERVER__PROMPT commands and @SERVER:URI attaches a resource. A server
+declared by the project asks for a launch grant first (in plain mode it needs a stored
+grant or --trust-project-mcp).
 ";
 
 #[derive(Debug, Default)]
@@ -49,6 +58,7 @@ struct ChatArgs {
     resume: Option<SessionChoice>,
     effort: Option<String>,
     posture: Option<Posture>,
+    trust_project_mcp: bool,
 }
 
 fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
@@ -89,6 +99,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
                 }
                 args.posture = Some(posture);
             }
+            Arg::Long(ref n) if n == "trust-project-mcp" => args.trust_project_mcp = true,
             other => return Err(unknown_flag("chat", &other)),
         }
         if lexer.has_inline_value() {
@@ -131,10 +142,12 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     }
 }
 
+/// The agent with the built-in tools and, when already started, the MCP servers' tools.
 fn build_agent(
     args: &ChatArgs,
     setup: &Setup,
     gate: Arc<PolicyGate>,
+    mcp: Option<&McpHandle>,
     sink: &mut dyn EventSink,
 ) -> Result<(Agent, crate::tool::ToolContext), Error> {
     let Setup {
@@ -144,7 +157,10 @@ fn build_agent(
         ..
     } = setup;
     let provider_handle = provider::build(settings.clone())?;
-    let tools = assemble::registry(config, sink);
+    let mut tools = assemble::registry(config, sink);
+    if let Some(mcp) = mcp {
+        mcp.register(&mut tools);
+    }
     let choice = args.resume.clone().unwrap_or(SessionChoice::New);
     let session = assemble::open_session(
         &choice,
@@ -171,6 +187,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let (tx, rx) = ui::channel();
     let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
     let project_file = config::paths::project_file(&setup.cwd);
+    let mcp_policies = Arc::new(OnceLock::new());
     let gate = PolicyGate::new(
         policy,
         args.posture.unwrap_or(Posture::Ask),
@@ -178,7 +195,8 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     )
     .with_persist(Box::new(move |rule| {
         assemble::persist_allow_rule(&project_file, rule)
-    }));
+    }))
+    .with_mcp(late_lookup(Arc::clone(&mcp_policies)));
     let gate = Arc::new(gate);
     let mut notices = Vec::new();
     let mut collect = |event: Event| {
@@ -186,7 +204,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             notices.push(message);
         }
     };
-    let (agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), &mut collect)?;
+    let (agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), None, &mut collect)?;
     notices.extend(setup.commands.notices.iter().cloned());
     if args.resume.is_some() {
         notices.push(format!(
@@ -195,8 +213,8 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             agent.session().messages().len()
         ));
     }
-    let mcp: Arc<dyn McpHost> = Arc::new(NoMcp);
-    let catalog = Catalog::new(setup.commands.commands.clone(), mcp.prompts());
+    let startup = mcp_startup(args, &setup, &tx, mcp_policies);
+    let catalog = Catalog::new(setup.commands.commands.clone(), Vec::new());
     let history_file = history_file(&setup.config, &setup.cwd);
     let parts = ui::Parts {
         tx,
@@ -210,7 +228,8 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             settings: setup.settings.clone(),
         }),
         catalog,
-        mcp,
+        mcp: Arc::new(NoMcp),
+        startup,
         history: History::load(&history_file),
         cwd: setup.cwd.clone(),
         cursor_shape: setup.config.ui.cursor_shape,
@@ -231,6 +250,53 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         let _ = std::fs::remove_file(&outcome.session_path);
     }
     Ok(outcome.code)
+}
+
+/// The gate's view of MCP tool policies, filled in when the servers have started.
+fn late_lookup(policies: Arc<OnceLock<McpLookup>>) -> McpLookup {
+    Box::new(move |name| policies.get().and_then(|lookup| lookup(name)))
+}
+
+/// Starting the declared MCP servers, for the UI to run once it can ask for launch grants.
+/// `None` when no server is declared.
+fn mcp_startup(
+    args: &ChatArgs,
+    setup: &Setup,
+    tx: &std::sync::mpsc::Sender<ui::Msg>,
+    policies: Arc<OnceLock<McpLookup>>,
+) -> Option<ui::Startup> {
+    let declared = mcp::config::declared(&setup.config, &setup.cwd);
+    if declared.servers.is_empty() && declared.problems.is_empty() {
+        return None;
+    }
+    let options = McpOptions {
+        trust_project: args.trust_project_mcp,
+        interactive: true,
+        approver: Some(Arc::new(UiApprover::new(tx.clone())) as Arc<dyn LaunchApprover>),
+        ..McpOptions::default()
+    };
+    let config = setup.config.clone();
+    let cwd = setup.cwd.clone();
+    Some(Box::new(move || {
+        let mut notices = Vec::new();
+        let mut collect = |event: Event| {
+            if let Event::Notice { message, .. } = event {
+                notices.push(message);
+            }
+        };
+        let handle = mcp::start(&config, &cwd, options, &mut collect);
+        let _ = policies.set(handle.tool_policies());
+        let tools = handle
+            .tools()
+            .iter()
+            .map(|tool| Arc::clone(tool) as Arc<dyn Tool>)
+            .collect();
+        Started {
+            tools,
+            mcp: Arc::new(mcp::Host::new(handle)),
+            notices,
+        }
+    }))
 }
 
 /// A panic on the UI thread restores the terminal before the message is printed; other
@@ -356,18 +422,24 @@ fn summarize(path: &Path) -> Option<SessionSummary> {
     None
 }
 
-/// One turn per line of stdin, printed as text. Slash commands other than custom ones and
-/// `/exit` need the interactive chat.
+/// One turn per line of stdin, printed as text. Slash commands other than custom ones, MCP
+/// prompts and `/exit` need the interactive chat. No one can grant a project MCP server's
+/// launch here: it needs a stored grant or `--trust-project-mcp`.
 fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
-    let gate = Arc::new(PolicyGate::new(
-        policy,
-        args.posture.unwrap_or(Posture::Ask),
-        None,
-    ));
     let mut output = Output::new(Format::Text, false);
-    let (mut agent, _ctx) = build_agent(args, &setup, gate, &mut output)?;
-    let catalog = Catalog::new(setup.commands.commands.clone(), Vec::new());
+    let options = McpOptions {
+        trust_project: args.trust_project_mcp,
+        ..McpOptions::default()
+    };
+    let handle = mcp::start(&setup.config, &setup.cwd, options, &mut output);
+    let gate = Arc::new(
+        PolicyGate::new(policy, args.posture.unwrap_or(Posture::Ask), None)
+            .with_mcp(handle.tool_policies()),
+    );
+    let (mut agent, _ctx) = build_agent(args, &setup, gate, Some(&handle), &mut output)?;
+    let mcp = mcp::Host::new(handle);
+    let catalog = Catalog::new(setup.commands.commands.clone(), mcp.prompts());
     let mut code = exit::OK;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| Error::io("reading stdin", e))?;
@@ -379,6 +451,21 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             Some(("exit" | "quit", _)) => break,
             Some((name, rest)) => match catalog.lookup(name).map(|e| &e.kind) {
                 Some(Kind::Custom(cmd)) => custom::render(&cmd.body, rest),
+                Some(Kind::McpPrompt(prompt)) => {
+                    let rendered = map_prompt_arguments(prompt, rest).and_then(|arguments| {
+                        mcp.get_prompt(&prompt.server, &prompt.name, &arguments)
+                    });
+                    match rendered {
+                        Ok(text) => text,
+                        Err(err) => {
+                            output.emit(Event::Notice {
+                                level: NoticeLevel::Warning,
+                                message: format!("/{name} failed: {err}"),
+                            });
+                            continue;
+                        }
+                    }
+                }
                 _ => {
                     output.emit(Event::Notice {
                         level: NoticeLevel::Warning,
@@ -389,7 +476,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             },
             None => input.to_string(),
         };
-        let resolved = refs::resolve(&text, &setup.cwd, &NoMcp);
+        let resolved = refs::resolve(&text, &setup.cwd, &mcp);
         for notice in resolved.notices {
             output.emit(Event::Notice {
                 level: NoticeLevel::Warning,

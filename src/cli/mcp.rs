@@ -263,15 +263,15 @@ fn call(handle: &McpHandle, server_name: &str, tool: &str, args: &Value) -> Resu
 struct TerminalApprover;
 
 impl LaunchApprover for TerminalApprover {
-    fn approve(&self, request: &LaunchRequest) -> LaunchAnswer {
+    fn approve_launch(&self, request: &LaunchRequest) -> LaunchAnswer {
         let mut err = std::io::stderr().lock();
         let _ = write!(
             err,
             "{} declares the MCP server `{}` ({}):\n  {}\nLaunch it? [y]es once / [a]lways for this workspace / [N]o: ",
-            request.origin.describe(),
+            request.origin,
             sanitize(&request.server),
             request.transport,
-            sanitize(&request.launch)
+            sanitize(&request.detail)
         );
         let _ = err.flush();
         let mut answer = String::new();
@@ -279,7 +279,7 @@ impl LaunchApprover for TerminalApprover {
             return LaunchAnswer::Deny;
         }
         match answer.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => LaunchAnswer::Once,
+            "y" | "yes" => LaunchAnswer::Session,
             "a" | "always" => LaunchAnswer::Always,
             _ => LaunchAnswer::Deny,
         }

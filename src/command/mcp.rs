@@ -1,14 +1,15 @@
 //! What the chat needs from MCP, as a trait the MCP client implements: connected servers for
 //! `/mcp`, prompts for `/mcp__<server>__<prompt>`, resources for `@<server>:<uri>`, and the
-//! interactive launch grant for project-declared servers. The chat works against
-//! [`NoMcp`] until a real host is plugged in; nothing here talks to a server.
+//! interactive launch grant for project-declared servers. `crate::mcp::Host` implements it
+//! over the running servers; the chat uses [`NoMcp`] until they have started. Nothing here
+//! talks to a server.
 
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
     pub name: String,
-    /// `connected`, `disabled`, `failed: <reason>`, `awaiting launch grant`, …
+    /// `connected`, `failed: <reason>`, `not started: <reason>` (no launch grant, declined).
     pub status: String,
     pub tools: usize,
     pub prompts: usize,
@@ -106,9 +107,12 @@ impl McpHost for NoMcp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchRequest {
     pub server: String,
-    /// The file that declared it (`./reasonix.toml`, `./.mcp.json`).
+    /// The file that declared it (`reasonix.toml`, `.mcp.json`).
     pub origin: String,
-    /// The command line or URL that would be started or contacted.
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The command line (environment values elided) or the URL that would be started or
+    /// contacted.
     pub detail: String,
 }
 
@@ -121,7 +125,8 @@ pub enum LaunchAnswer {
     Deny,
 }
 
-/// The interactive side of launch grants; the chat UI implements it with a modal.
+/// The interactive side of launch grants: the chat UI implements it with a modal,
+/// `reasonix mcp` with a terminal question; [`crate::mcp::start`] consults it.
 pub trait LaunchApprover: Send + Sync {
     fn approve_launch(&self, request: &LaunchRequest) -> LaunchAnswer;
 }

@@ -30,6 +30,9 @@ use crate::config::Config;
 use crate::permission::{McpLookup, McpToolPolicy};
 use crate::tool::Registry;
 
+/// Launch approval is part of what the chat asks of MCP, so its types live with the others.
+pub use crate::command::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest};
+
 /// Time granted beyond the longest startup timeout before a silent start is written off.
 const STARTUP_SLACK: Duration = Duration::from_secs(2);
 
@@ -45,30 +48,6 @@ pub struct McpOptions {
     pub events: Option<Sender<ServerEvent>>,
     /// Start only this server (`reasonix mcp call`).
     pub only: Option<String>,
-}
-
-/// What a person is asked before a project server is launched.
-#[derive(Debug, Clone)]
-pub struct LaunchRequest {
-    pub server: String,
-    pub origin: Origin,
-    pub transport: &'static str,
-    /// The command line (environment values elided) or the URL.
-    pub launch: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LaunchAnswer {
-    /// Launch it for this session.
-    Once,
-    /// Launch it and remember this exact identity for this workspace.
-    Always,
-    Deny,
-}
-
-/// The interactive side of launch authorization; the terminal UI implements it.
-pub trait LaunchApprover: Send + Sync {
-    fn approve(&self, request: &LaunchRequest) -> LaunchAnswer;
 }
 
 /// One connected server, shared by its tools.
@@ -427,12 +406,12 @@ fn authorize(
     };
     let request = LaunchRequest {
         server: spec.name.clone(),
-        origin: spec.origin,
-        transport: spec.transport_name(),
-        launch: spec.launch_text(),
+        origin: spec.origin.describe().to_string(),
+        transport: spec.transport_name().to_string(),
+        detail: spec.launch_text(),
     };
-    match approver.approve(&request) {
-        LaunchAnswer::Once => Ok(()),
+    match approver.approve_launch(&request) {
+        LaunchAnswer::Session => Ok(()),
         LaunchAnswer::Always => {
             if let Err(e) = grants.grant(cwd, &spec.name, &identity) {
                 warn(

@@ -10,6 +10,8 @@
 //!   `adapter`: a remote tool as a [`crate::tool::Tool`] named `mcp__<server>__<tool>`.
 //! - `manager`: starting servers in parallel with startup timeouts, the handle a run keeps, and
 //!   the `/mcp__server__prompt` and `@server:uri` resolution for user messages.
+//! - `host`: the handle as the chat's [`crate::command::mcp::McpHost`] (`/mcp`, prompt
+//!   commands, `@` resources).
 //!
 //! Permission decisions stay in `permission`; this module only reports each tool's annotations
 //! and approval mode through [`McpHandle::tool_policies`].
@@ -21,6 +23,7 @@ pub mod client;
 pub mod config;
 pub mod content;
 pub mod grants;
+pub mod host;
 pub mod http;
 pub mod jsonrpc;
 pub mod log;
@@ -28,6 +31,7 @@ pub mod manager;
 pub mod stdio;
 pub mod transport;
 
+pub use host::Host;
 pub use manager::{start, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
 
 /// `mcp-<server>-<role>`, safe for a thread name whatever the server is called (a NUL byte

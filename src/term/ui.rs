@@ -7,6 +7,11 @@
 //! The agent sits behind a mutex that the turn thread holds for the whole turn; the UI only
 //! locks it while no turn runs, so it never blocks on it. Config-dependent work (switching
 //! models, creating and finding sessions) goes through [`Services`], which the CLI provides.
+//!
+//! MCP servers start on their own thread once the chat is on screen (a [`Startup`]): a
+//! project server's launch grant is asked in the chat itself, so it cannot be asked before.
+//! Messages typed meanwhile wait in the queue, so the first turn already has the servers'
+//! tools.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -35,7 +40,7 @@ use crate::command::{self as commands, refs, Catalog};
 use crate::config::CursorShape;
 use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver, Gate, PolicyGate, Posture};
 use crate::provider::{Prices, Provider, Usage};
-use crate::tool::ToolContext;
+use crate::tool::{Tool, ToolContext};
 
 mod builtins;
 
@@ -73,6 +78,21 @@ pub enum Msg {
     Launch(LaunchRequest, Sender<LaunchAnswer>),
     Prepared(Prepared),
     ShellDone(Result<String, String>),
+    /// The [`Startup`] finished (or its thread died, with the reason).
+    Started(Result<Started, String>),
+}
+
+/// Starts the MCP servers; runs on its own thread while the chat is already on screen.
+pub type Startup = Box<dyn FnOnce() -> Started + Send>;
+
+/// What a [`Startup`] brings to the chat.
+pub struct Started {
+    /// Added to the agent before the next turn.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Replaces the MCP host the chat opened with.
+    pub mcp: Arc<dyn McpHost>,
+    /// Servers that failed or were not started.
+    pub notices: Vec<String>,
 }
 
 /// A message ready to send, after `@` resolution or MCP prompt rendering.
@@ -165,6 +185,8 @@ pub struct Parts {
     pub services: Box<dyn Services>,
     pub catalog: Catalog,
     pub mcp: Arc<dyn McpHost>,
+    /// MCP servers still to start; `None` when none are declared.
+    pub startup: Option<Startup>,
     pub history: History,
     pub cwd: PathBuf,
     pub cursor_shape: CursorShape,
@@ -245,6 +267,11 @@ struct Chat {
     mcp: Arc<dyn McpHost>,
     cwd: PathBuf,
     tool_names: Vec<(String, bool)>,
+    /// Since when MCP servers are starting (until their tools are in the agent); messages
+    /// wait meanwhile.
+    starting: Option<Instant>,
+    /// Tools from the startup waiting for the agent to be idle.
+    waiting_tools: Vec<Arc<dyn Tool>>,
     provider_name: String,
     model: String,
     context_window: u64,
@@ -289,16 +316,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
             .unwrap_or_else(PoisonError::into_inner)
             .send(Msg::Signal(signal));
     })?;
-    let tool_names = parts
-        .agent
-        .tools()
-        .names()
-        .into_iter()
-        .map(|n| {
-            let read_only = parts.agent.tools().get(&n).is_some_and(|t| t.read_only());
-            (n, read_only)
-        })
-        .collect();
+    let tool_names = tool_names(&parts.agent);
     let width = screen.width();
     let mut chat = Chat {
         screen,
@@ -314,6 +332,8 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         mcp: parts.mcp,
         cwd: parts.cwd,
         tool_names,
+        starting: None,
+        waiting_tools: Vec::new(),
         provider_name: parts.provider_name,
         model: parts.model,
         context_window: parts.context_window,
@@ -331,6 +351,9 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         quit: None,
     };
     chat.banner(&parts.notices);
+    if let Some(startup) = parts.startup {
+        chat.start_up(startup);
+    }
     let rx = parts.rx;
     let code = chat.event_loop(&rx);
     let _ = chat.screen.leave();
@@ -358,6 +381,19 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         session_path,
         resumable,
     })
+}
+
+/// Each tool's name and whether it is read-only, for `/tools`.
+fn tool_names(agent: &Agent) -> Vec<(String, bool)> {
+    let tools = agent.tools();
+    tools
+        .names()
+        .into_iter()
+        .map(|n| {
+            let read_only = tools.get(&n).is_some_and(|t| t.read_only());
+            (n, read_only)
+        })
+        .collect()
 }
 
 fn spawn_input(tx: Sender<Msg>) -> io::Result<()> {
@@ -459,6 +495,23 @@ impl Drop for TurnGuard {
     }
 }
 
+/// Reports a startup thread that died without its result, so messages stop waiting for it.
+struct StartupGuard {
+    tx: Sender<Msg>,
+    done: bool,
+}
+
+impl Drop for StartupGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.tx.send(Msg::Started(Err(
+                "starting the MCP servers failed (an internal error); the chat goes on without them"
+                    .into(),
+            )));
+        }
+    }
+}
+
 impl Chat {
     /// The agent when no turn holds it. The UI never waits for the lock: a turn may be
     /// waiting for the UI (an approval), so waiting here could deadlock.
@@ -489,7 +542,7 @@ impl Chat {
     fn event_loop(&mut self, rx: &Receiver<Msg>) -> i32 {
         self.draw();
         loop {
-            let animate = self.busy() || self.transcript.animating();
+            let animate = self.busy() || self.starting.is_some() || self.transcript.animating();
             let first = if animate {
                 match rx.recv_timeout(TICK) {
                     Ok(msg) => Some(msg),
@@ -544,7 +597,71 @@ impl Chat {
             }
             Msg::Prepared(prepared) => self.on_prepared(prepared),
             Msg::ShellDone(result) => self.on_shell_done(result),
+            Msg::Started(started) => self.on_started(started),
         }
+    }
+
+    fn start_up(&mut self, startup: Startup) {
+        let tx = self.tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcp-startup".into())
+            .spawn(move || {
+                let mut guard = StartupGuard {
+                    tx: tx.clone(),
+                    done: false,
+                };
+                let started = startup();
+                guard.done = true;
+                let _ = tx.send(Msg::Started(Ok(started)));
+            });
+        match spawned {
+            Ok(_) => self.starting = Some(Instant::now()),
+            Err(_) => self.transcript.error(
+                "could not start a thread for the MCP servers; the chat goes on without them",
+            ),
+        }
+    }
+
+    fn on_started(&mut self, started: Result<Started, String>) {
+        match started {
+            Ok(started) => {
+                for notice in &started.notices {
+                    self.transcript.notice(NoticeLevel::Warning, notice);
+                }
+                self.mcp = started.mcp;
+                let custom = self
+                    .catalog
+                    .entries()
+                    .iter()
+                    .filter_map(|e| match &e.kind {
+                        commands::Kind::Custom(command) => Some(command.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                self.catalog = Catalog::new(custom, self.mcp.prompts());
+                self.waiting_tools = started.tools;
+            }
+            Err(err) => self.transcript.error(&err),
+        }
+        self.install_tools();
+    }
+
+    /// Gives the agent the started servers' tools once no turn holds it (a `/compact` may),
+    /// then lets the waiting messages go.
+    fn install_tools(&mut self) {
+        if !self.waiting_tools.is_empty() {
+            let tools = std::mem::take(&mut self.waiting_tools);
+            let Some(mut agent) = self.idle_agent() else {
+                self.waiting_tools = tools;
+                return;
+            };
+            agent.add_tools(tools);
+            let names = tool_names(&agent);
+            drop(agent);
+            self.tool_names = names;
+        }
+        self.starting = None;
+        self.next_in_queue();
     }
 
     fn draw(&mut self) {
@@ -568,6 +685,15 @@ impl Chat {
             rows.push(Line::styled(
                 format!(
                     "… preparing the message {}",
+                    transcript::seconds(now - started)
+                ),
+                Style::Dim,
+            ));
+        }
+        if let Some(started) = self.starting {
+            rows.push(Line::styled(
+                format!(
+                    "… starting MCP servers {}",
                     transcript::seconds(now - started)
                 ),
                 Style::Dim,
@@ -893,7 +1019,8 @@ impl Chat {
         }
     }
 
-    /// Answers every open and queued approval with Deny (the turn is being cancelled).
+    /// Answers every open and queued tool approval with Deny (the turn is being cancelled).
+    /// Launch grants are not part of a turn; they stay open.
     fn deny_waiting_approvals(&mut self) {
         let mut modals: Vec<Modal> = self.modal.take().into_iter().collect();
         modals.extend(self.waiting_modals.drain(..));
@@ -901,9 +1028,6 @@ impl Chat {
             match modal {
                 Modal::Approval(_, reply) => {
                     let _ = reply.send(ApprovalAnswer::Deny);
-                }
-                Modal::Launch(_, reply) => {
-                    let _ = reply.send(LaunchAnswer::Deny);
                 }
                 other => self.waiting_modals.push_back(other),
             }
@@ -975,7 +1099,7 @@ impl Chat {
     }
 
     fn send(&mut self, pending: Pending) {
-        if self.busy() || !self.queue.is_empty() {
+        if self.busy() || self.starting.is_some() || !self.queue.is_empty() {
             self.queue.push_back(pending);
             return;
         }
@@ -1123,11 +1247,14 @@ impl Chat {
             self.quit = Some(code);
             return;
         }
+        if !self.waiting_tools.is_empty() {
+            self.install_tools();
+        }
         self.next_in_queue();
     }
 
     fn next_in_queue(&mut self) {
-        if self.busy() {
+        if self.busy() || self.starting.is_some() {
             return;
         }
         if let Some(next) = self.queue.pop_front() {
@@ -1233,7 +1360,11 @@ fn launch_choices(request: &LaunchRequest) -> Choices<LaunchAnswer> {
         title: format!("Start MCP server {}?", one_line(&request.server)),
         body: vec![
             Line::styled(
-                format!("declared in {}", one_line(&request.origin)),
+                format!(
+                    "declared in {} · {}",
+                    one_line(&request.origin),
+                    one_line(&request.transport)
+                ),
                 Style::Dim,
             ),
             Line::styled(one_line(&request.detail), Style::Bold),
@@ -1319,7 +1450,8 @@ mod tests {
         let approver = UiApprover::new(tx);
         let request = LaunchRequest {
             server: "docs".into(),
-            origin: "./reasonix.toml".into(),
+            origin: "reasonix.toml".into(),
+            transport: "stdio".into(),
             detail: "npx docs-server".into(),
         };
         let ui = std::thread::spawn(move || {

@@ -18,6 +18,13 @@ impl Chat {
         match kind {
             Some(Kind::Builtin) => self.builtin(name, args, &typed),
             None if name == "quit" => self.builtin("exit", args, &typed),
+            None if name.starts_with("mcp__") && self.starting.is_some() => {
+                self.transcript.user_message(&typed);
+                self.transcript.notice(
+                    NoticeLevel::Warning,
+                    &format!("MCP servers are still starting; send /{name} again once they are up"),
+                );
+            }
             Some(Kind::Custom(command)) => self.send(Pending {
                 display: typed,
                 source: Source::Text(custom::render(&command.body, args)),
@@ -218,7 +225,9 @@ impl Chat {
 
     pub(super) fn mcp_command(&mut self) {
         let servers = self.mcp.servers();
-        let body: Vec<Line> = if servers.is_empty() {
+        let body: Vec<Line> = if servers.is_empty() && self.starting.is_some() {
+            vec![Line::plain("MCP servers are still starting.")]
+        } else if servers.is_empty() {
             vec![
                 Line::plain("No MCP servers are connected."),
                 Line::styled(
