@@ -71,11 +71,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
         if args.global.accept(&arg, lexer)? {
             continue;
         }
-        let flag = match &arg {
-            Arg::Long(name) => format!("--{name}"),
-            Arg::Short(c) => format!("-{c}"),
-            Arg::Value(_) => String::new(),
-        };
+        let flag = arg.shown();
         match arg {
             Arg::Short('m') => args.model = Some(lexer.value(&flag).map_err(usage)?),
             Arg::Long(ref n) if n == "model" => {

@@ -14,6 +14,17 @@ pub enum Arg {
     Value(String),
 }
 
+impl Arg {
+    /// The argument as the user typed it, for error messages: `--name`, `-x` or the value.
+    pub fn shown(&self) -> String {
+        match self {
+            Arg::Long(name) => format!("--{name}"),
+            Arg::Short(c) => format!("-{c}"),
+            Arg::Value(v) => v.clone(),
+        }
+    }
+}
+
 pub struct Lexer {
     args: VecDeque<String>,
     /// The rest of a short cluster (`-abc` after `a`) or the `=value` of a long flag.

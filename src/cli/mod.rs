@@ -186,11 +186,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The error for a flag a command does not know, with the hint users need.
 pub fn unknown_flag(command: &str, arg: &Arg) -> Error {
-    let shown = match arg {
-        Arg::Long(name) => format!("--{name}"),
-        Arg::Short(c) => format!("-{c}"),
-        Arg::Value(v) => v.clone(),
-    };
+    let shown = arg.shown();
     Error::Usage(format!(
         "unknown flag `{shown}` for `reasonix {command}`; run `reasonix help {command}` for its flags"
     ))
@@ -258,13 +254,9 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
                 return (cmd.handler)(global, &mut lexer);
             }
             other => {
-                let shown = match &other {
-                    Arg::Long(name) => format!("--{name}"),
-                    Arg::Short(c) => format!("-{c}"),
-                    Arg::Value(v) => v.clone(),
-                };
                 return Err(Error::Usage(format!(
-                    "unknown flag `{shown}`; run `reasonix help` for the global flags"
+                    "unknown flag `{}`; run `reasonix help` for the global flags",
+                    other.shown()
                 )));
             }
         }

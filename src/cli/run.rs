@@ -95,11 +95,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<RunArgs, Error> {
         if args.global.accept(&arg, lexer)? {
             continue;
         }
-        let flag = match &arg {
-            Arg::Long(name) => format!("--{name}"),
-            Arg::Short(c) => format!("-{c}"),
-            Arg::Value(_) => String::new(),
-        };
+        let flag = arg.shown();
         match arg {
             Arg::Value(word) if word == "-" => args.stdin_dash = true,
             Arg::Value(word) => args.words.push(word),
