@@ -729,8 +729,10 @@ fn slash_compact_folds_earlier_work_through_the_model() {
     let mut pty = chat(&home, &work, &[]);
     pty.send("list the files\r");
     pty.wait_text("Listed the files.");
+    wait_idle(&mut pty);
     pty.send("and now?\r");
     pty.wait_text("Second answer.");
+    wait_idle(&mut pty);
     pty.send("/compact\r");
     pty.wait_text("context fold (manual)");
     let requests = server.wait_for_requests(4);
