@@ -3,6 +3,7 @@
 //! prefix-caching provider would; the history and memory tools; the headless refusal of
 //! memory writes.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -10,9 +11,10 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use reasonix::agent::compaction::{self, ContextOptions, SUMMARY_SYSTEM_PROMPT};
-use reasonix::agent::events::Event;
-use reasonix::agent::runner::{Agent, Options};
+use reasonix::agent::events::{Event, EventSink};
+use reasonix::agent::runner::{Agent, Options, ToolChange, ToolSource};
 use reasonix::agent::session::{self, Header, Session};
+use reasonix::cancel::CancelToken;
 use reasonix::permission::{
     AllowAll, ApprovalAnswer, ApprovalRequest, Approver, Decision, Gate, Policy, PolicyGate,
     Posture, Rule,
@@ -20,7 +22,7 @@ use reasonix::permission::{
 use reasonix::provider::{self, Message, ProviderSettings, RetryPolicy, ToolCall};
 use reasonix::tool::builtin::history::{History, StatePaths};
 use reasonix::tool::builtin::{self, memory};
-use reasonix::tool::{Registry, Tool, ToolContext};
+use reasonix::tool::{Registry, Tool, ToolContext, ToolError};
 
 use crate::util::fake_openai::{
     done, pairing_problems, sse_finish, sse_text, sse_tool_calls, sse_usage, FakeOpenAI,
@@ -1102,4 +1104,106 @@ fn bench_history_search() {
         warm_time.as_secs_f64() * 1000.0
     );
     assert!(warm_time.as_secs_f64() < 1.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Tool lists that change during a run.
+
+/// A tool that is only a name.
+struct Named(&'static str);
+
+impl Tool for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "A tool that comes and goes."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    fn execute(&self, _: &Value, _: &ToolContext) -> Result<String, ToolError> {
+        Ok(String::new())
+    }
+}
+
+/// Answers each poll from a script: no change, or the new set of `ext__` tools.
+struct Script(VecDeque<Option<Vec<&'static str>>>);
+
+impl ToolSource for Script {
+    fn poll(&mut self, _: &CancelToken, _: &mut dyn EventSink) -> Option<ToolChange> {
+        let names = self.0.pop_front().flatten()?;
+        Some(ToolChange {
+            prefix: "ext__".into(),
+            tools: names
+                .into_iter()
+                .map(|n| Arc::new(Named(n)) as Arc<dyn Tool>)
+                .collect(),
+            origins: vec!["the script".into()],
+        })
+    }
+}
+
+#[test]
+fn tool_list_changes_reach_the_next_request_and_reset_the_cache_only_when_real() {
+    let mut h = harness(
+        conversation_server("Noted."),
+        0,
+        Box::new(AllowAll),
+        &["read_file"],
+    );
+    write_data(&h.work, 1, 200);
+    h.agent.set_tool_source(Box::new(Script(VecDeque::from([
+        Some(vec!["ext__a"]),
+        // The same set again (a server that announced a change it did not make).
+        Some(vec!["ext__a"]),
+        Some(vec![]),
+        None,
+    ]))));
+    h.turn("Read data/f0.txt.".into());
+    h.turn("Read data/f0.txt again.".into());
+    let requests = main_requests(&h.server);
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&requests[0]), ["read_file", "ext__a"]);
+    assert_eq!(requests[1]["tools"], requests[0]["tools"]);
+    assert_eq!(names(&requests[2]), ["read_file"]);
+    assert_eq!(requests[3]["tools"], requests[2]["tools"]);
+    let events = h.events();
+    let resets: Vec<(String, usize)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CachePrefixChanged {
+                reason,
+                first_changed,
+            } => Some((reason.clone(), *first_changed)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resets, [("tools".to_string(), 0), ("tools".to_string(), 0)]);
+    let notices: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { message, .. } if message.starts_with("tools changed") => {
+                Some(message.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notices,
+        [
+            "tools changed (the script): added `ext__a`; the model sees the new list from its next request",
+            "tools changed (the script): removed `ext__a`; the model sees the new list from its next request",
+        ]
+    );
 }

@@ -164,6 +164,102 @@ fn run_uses_tools_from_a_stdio_and_an_http_server_in_one_session() {
 }
 
 #[test]
+fn a_changed_tool_list_reaches_the_model_before_its_next_request() {
+    let (_http, url) = example_http(&["--dynamic-tools"]);
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[
+            ("c1", "mcp__local__enable_extra", "{}"),
+            ("c2", "mcp__remote__enable_extra", "{}"),
+        ]),
+        Reply::tool_calls(&[
+            ("c3", "mcp__local__reverse", r#"{"text":"stdio"}"#),
+            ("c4", "mcp__remote__reverse", r#"{"text":"http"}"#),
+        ]),
+        Reply::text("Reversed."),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let plugins = format!(
+        "{}{}",
+        stdio_plugin("local", example(), &["--dynamic-tools"], ""),
+        http_plugin("remote", &url)
+    );
+    use_fake_provider(&home, &server.base_url(), &plugins);
+    let out = run(reasonix(&home, work.path()).args([
+        "run",
+        "--output-format",
+        "stream-json",
+        "add tools",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(3);
+    let reverse = ["mcp__local__reverse", "mcp__remote__reverse"];
+    let first = tool_names(&requests[0].body);
+    assert!(
+        first.iter().any(|n| n == "mcp__local__enable_extra"),
+        "{first:?}"
+    );
+    assert!(
+        !first.iter().any(|n| reverse.contains(&n.as_str())),
+        "{first:?}"
+    );
+    let second = tool_names(&requests[1].body);
+    for name in reverse {
+        assert!(
+            second.iter().any(|n| n == name),
+            "{name} missing from {second:?}"
+        );
+    }
+    // The new tools run, and the gate knows their approval mode: a writer of a server from
+    // the user's config is approved outright, where an unknown tool would be an Ask that the
+    // headless run resolves with a permission event.
+    assert_eq!(
+        tool_results(&requests[2].body)[2..],
+        [
+            ("c3".to_string(), "oidts".to_string()),
+            ("c4".to_string(), "ptth".to_string())
+        ]
+    );
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("stream-json line"))
+        .collect();
+    let resets: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "notice" && e["kind"] == "cache_prefix_changed")
+        .collect();
+    let permissions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "permission")
+        .collect();
+    assert!(permissions.is_empty(), "{permissions:?}");
+    assert_eq!(resets.len(), 1, "one reset for both servers: {resets:?}");
+    assert_eq!(resets[0]["reason"], "tools");
+    assert_eq!(resets[0]["first_changed"], 0);
+    let changed: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .filter(|m| m.starts_with("tools changed"))
+        .collect();
+    assert_eq!(
+        changed,
+        ["tools changed (MCP server `local`, MCP server `remote`): added `mcp__local__reverse`, \
+          `mcp__remote__reverse`; the model sees the new list from its next request"]
+    );
+    // The reset comes after the round that changed the tools and before the next request.
+    let position = |kind: &dyn Fn(&Value) -> bool| events.iter().position(kind).unwrap();
+    let reset_at = position(&|e| e["kind"] == "cache_prefix_changed");
+    let enabled_at = position(&|e| e["type"] == "tool_result" && e["id"] == "c2");
+    let reversed_at = position(&|e| e["type"] == "tool_use" && e["id"] == "c3");
+    assert!(
+        enabled_at < reset_at && reset_at < reversed_at,
+        "{events:?}"
+    );
+    assert!(server.pairing_violations().is_empty());
+}
+
+#[test]
 fn plain_json_http_replies_work_too() {
     let (_http, url) = example_http(&["--json-replies"]);
     let home = Dir::new();

@@ -71,9 +71,11 @@ pub enum Event {
         archive: Option<String>,
     },
     /// The request prefix changed, so the provider's prompt cache restarts from
-    /// `first_changed` (an index into the messages). Only compaction does this.
+    /// `first_changed` (an index into the messages). Compaction does this, and so does a
+    /// change of the tool list (tool definitions precede every message, so `first_changed`
+    /// is 0).
     CachePrefixChanged {
-        /// "snip", "prune" or "fold".
+        /// "snip", "prune", "fold" or "tools".
         reason: String,
         first_changed: usize,
     },

@@ -1,8 +1,10 @@
 //! The loop: build the request from the session, stream the reply, run the tools the model
 //! asked for, append everything to the session, repeat until the model answers without tools.
-//! Before each request the context is measured and, near the window, maintained (see
-//! `compaction`): the only place the request prefix changes.
+//! Before each request the tool list is refreshed from its [`ToolSource`] (MCP servers that
+//! announced new tools) and the context is measured and, near the window, maintained (see
+//! `compaction`): the only two places the request prefix changes.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,9 +15,10 @@ use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel};
 use super::session::{Session, SessionError};
 use super::tokens::{self, Meter};
+use crate::cancel::CancelToken;
 use crate::permission::{Gate, Verdict};
 use crate::provider::{
-    Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, Usage,
+    Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, ToolSchema, Usage,
 };
 use crate::tool::{Registry, Tool, ToolContext, ToolError};
 
@@ -81,6 +84,24 @@ impl From<SessionError> for AgentError {
     }
 }
 
+/// Tools that can change while a run goes on: MCP servers announce new tool lists.
+pub trait ToolSource: Send {
+    /// Polled before every model request; returns the source's whole current set when it
+    /// changed since the last poll. Problems (a server that could not list its tools again)
+    /// go to `sink` as notices.
+    fn poll(&mut self, cancel: &CancelToken, sink: &mut dyn EventSink) -> Option<ToolChange>;
+}
+
+/// A new tool set from a [`ToolSource`].
+pub struct ToolChange {
+    /// The registry names the source owns: every tool whose name starts with it gives way to
+    /// `tools`.
+    pub prefix: String,
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Who changed them, for the notice ("MCP server `docs`").
+    pub origins: Vec<String>,
+}
+
 /// Running totals over the whole run, readable after success or failure.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
@@ -115,6 +136,7 @@ pub struct Agent {
     warned_half_full: bool,
     /// Estimated tokens of the tool definitions, part of every request.
     tools_tokens: u64,
+    tool_source: Option<Box<dyn ToolSource>>,
 }
 
 /// What one assistant reply consisted of.
@@ -148,6 +170,7 @@ impl Agent {
             meter: Meter::new(),
             warned_half_full: false,
             tools_tokens,
+            tool_source: None,
         }
     }
 
@@ -171,14 +194,19 @@ impl Agent {
         self.tools_tokens = tokens::estimate_tools(&self.tools.schemas());
     }
 
+    /// Where the tool list is refreshed from before every request.
+    pub fn set_tool_source(&mut self, source: Box<dyn ToolSource>) {
+        self.tool_source = Some(source);
+    }
+
     pub fn provider(&self) -> &dyn Provider {
         self.provider.as_ref()
     }
 
     /// Between turns of a chat: installs a fresh cancel token (the previous turn's may be
     /// cancelled) and returns a handle that cancels the next turn.
-    pub fn reset_cancel(&mut self) -> crate::cancel::CancelToken {
-        self.ctx.cancel = crate::cancel::CancelToken::new();
+    pub fn reset_cancel(&mut self) -> CancelToken {
+        self.ctx.cancel = CancelToken::new();
         self.ctx.cancel.clone()
     }
 
@@ -215,6 +243,7 @@ impl Agent {
             if self.ctx.cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);
             }
+            self.refresh_tools(sink);
             self.maintain_context(sink)?;
             let reply = self.request(sink)?;
             let calls = reply.calls.clone();
@@ -241,6 +270,41 @@ impl Agent {
             self.execute_round(&calls, sink)?;
             self.session.sync()?;
         }
+    }
+
+    /// Takes a changed tool set from the source. The tool definitions lead every request, so a
+    /// real change restarts the provider's prompt cache from the top; consumers are told.
+    fn refresh_tools(&mut self, sink: &mut dyn EventSink) {
+        let Some(source) = self.tool_source.as_mut() else {
+            return;
+        };
+        let Some(change) = source.poll(&self.ctx.cancel, sink) else {
+            return;
+        };
+        let before = self.tools.schemas();
+        self.tools.retain(|name| !name.starts_with(&change.prefix));
+        for tool in change.tools {
+            self.tools.insert(tool);
+        }
+        let summary = schema_changes(&before, &self.tools.schemas());
+        if summary.is_empty() {
+            return;
+        }
+        self.tools_tokens = tokens::estimate_tools(&self.tools.schemas());
+        // The provider's last count included the old definitions.
+        self.meter.invalidate();
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "tools changed ({}): {}; the model sees the new list from its next request",
+                change.origins.join(", "),
+                summary.join("; ")
+            ),
+        });
+        sink.emit(Event::CachePrefixChanged {
+            reason: "tools".into(),
+            first_changed: 0,
+        });
     }
 
     fn build_request(&self) -> Request {
@@ -690,6 +754,48 @@ fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
     }
 }
 
+/// "added `a`, `b`", "removed `c`", "changed `d`": what differs between two tool lists, empty
+/// when they are the same (order included, since it is part of the request bytes).
+fn schema_changes(before: &[ToolSchema], after: &[ToolSchema]) -> Vec<String> {
+    if before == after {
+        return Vec::new();
+    }
+    let old: BTreeMap<&str, &ToolSchema> = before.iter().map(|t| (t.name.as_str(), t)).collect();
+    let new: BTreeMap<&str, &ToolSchema> = after.iter().map(|t| (t.name.as_str(), t)).collect();
+    let listed = |names: Vec<&str>| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let added: Vec<&str> = new
+        .keys()
+        .filter(|n| !old.contains_key(*n))
+        .copied()
+        .collect();
+    let removed: Vec<&str> = old
+        .keys()
+        .filter(|n| !new.contains_key(*n))
+        .copied()
+        .collect();
+    let changed: Vec<&str> = new
+        .iter()
+        .filter(|(n, t)| old.get(*n).is_some_and(|o| o != *t))
+        .map(|(n, _)| *n)
+        .collect();
+    let mut summary = Vec::new();
+    for (verb, names) in [("added", added), ("removed", removed), ("changed", changed)] {
+        if !names.is_empty() {
+            summary.push(format!("{verb} {}", listed(names)));
+        }
+    }
+    if summary.is_empty() {
+        summary.push("reordered".into());
+    }
+    summary
+}
+
 /// Our estimate for servers that report no usage.
 fn estimate_usage(request: &Request, reply: &Reply) -> Usage {
     let completion = tokens::estimate_text(&reply.text)
@@ -705,5 +811,37 @@ fn estimate_usage(request: &Request, reply: &Reply) -> Usage {
         completion_tokens: completion,
         estimated: true,
         ..Usage::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema(name: &str, description: &str) -> ToolSchema {
+        ToolSchema {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn tool_list_differences_are_named() {
+        let a = schema("a", "A");
+        let b = schema("b", "B");
+        assert!(schema_changes(&[a.clone(), b.clone()], &[a.clone(), b.clone()]).is_empty());
+        assert_eq!(
+            schema_changes(&[a.clone(), b.clone()], &[b.clone(), a.clone()]),
+            ["reordered"]
+        );
+        assert_eq!(
+            schema_changes(
+                &[a.clone(), b.clone()],
+                &[schema("a", "new"), schema("c", "C"), schema("d", "D")]
+            ),
+            ["added `c`, `d`", "removed `b`", "changed `a`"]
+        );
     }
 }

@@ -4,18 +4,21 @@
 //! (`review`, with an optional `focus` argument) and one resource (`doc://style-guide`). By
 //! default it speaks MCP over stdio; `--http ADDR` serves streamable HTTP at `/mcp` instead,
 //! answering with SSE (`--json-replies`: plain JSON bodies). `--page-size N` splits
-//! `tools/list` into pages of N tools to exercise pagination.
+//! `tools/list` into pages of N tools to exercise pagination. `--dynamic-tools` adds a tool
+//! `enable_extra` whose call adds a third tool, `reverse`, and sends
+//! `notifications/tools/list_changed` ahead of its result (over HTTP only in SSE replies,
+//! since this server keeps no standalone stream).
 //!
 //! Usage:
-//!   reasonix-plugin-example [--page-size N]
-//!   reasonix-plugin-example --http 127.0.0.1:0 [--json-replies] [--page-size N]
+//!   reasonix-plugin-example [--page-size N] [--dynamic-tools]
+//!   reasonix-plugin-example --http 127.0.0.1:0 [--json-replies] [--page-size N] [--dynamic-tools]
 //!
 //! In HTTP mode the first line on stdout is `listening on http://HOST:PORT/mcp`.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reasonix::mcp::jsonrpc::{
@@ -31,6 +34,7 @@ struct Options {
     http: Option<String>,
     json_replies: bool,
     page_size: usize,
+    dynamic_tools: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -38,12 +42,14 @@ fn parse_args() -> Result<Options, String> {
         http: None,
         json_replies: false,
         page_size: usize::MAX,
+        dynamic_tools: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => options.http = Some(args.next().ok_or("--http needs an address")?),
             "--json-replies" => options.json_replies = true,
+            "--dynamic-tools" => options.dynamic_tools = true,
             "--page-size" => {
                 let value = args.next().ok_or("--page-size needs a number")?;
                 options.page_size =
@@ -57,7 +63,7 @@ fn parse_args() -> Result<Options, String> {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: reasonix-plugin-example [--http ADDR [--json-replies]] [--page-size N]"
+                    "usage: reasonix-plugin-example [--http ADDR [--json-replies]] [--page-size N] [--dynamic-tools]"
                 );
                 std::process::exit(0);
             }
@@ -77,6 +83,8 @@ fn main() {
     };
     let server = Server {
         page_size: options.page_size,
+        dynamic_tools: options.dynamic_tools,
+        extra_enabled: AtomicBool::new(false),
     };
     let result = match &options.http {
         Some(addr) => serve_http(addr, server, options.json_replies),
@@ -91,9 +99,13 @@ fn main() {
 /// The MCP logic, shared by both transports.
 struct Server {
     page_size: usize,
+    /// Offer `enable_extra`, which changes the tool list.
+    dynamic_tools: bool,
+    /// `enable_extra` was called: `reverse` is offered.
+    extra_enabled: AtomicBool,
 }
 
-fn tools() -> Vec<Value> {
+fn base_tools() -> Vec<Value> {
     vec![
         json!({
             "name": "echo",
@@ -109,18 +121,58 @@ fn tools() -> Vec<Value> {
     ]
 }
 
+fn enable_extra_tool() -> Value {
+    json!({
+        "name": "enable_extra",
+        "description": "Adds the `reverse` tool to this server's tools.",
+        "inputSchema": {"type": "object", "properties": {}}
+    })
+}
+
+fn extra_tool() -> Value {
+    json!({
+        "name": "reverse",
+        "description": "Returns the given text reversed.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string", "description": "Text to reverse"}}, "required": ["text"]}
+    })
+}
+
 impl Server {
-    /// The response to a request; `None` for notifications and responses.
-    fn handle(&self, message: Message) -> Option<Message> {
+    fn tools(&self) -> Vec<Value> {
+        let mut tools = base_tools();
+        if self.dynamic_tools {
+            tools.push(enable_extra_tool());
+        }
+        if self.extra_enabled.load(Ordering::SeqCst) {
+            tools.push(extra_tool());
+        }
+        tools
+    }
+
+    /// What to send for a message: a request's response, preceded by any notification it
+    /// causes; nothing for notifications and responses.
+    fn handle(&self, message: Message) -> Vec<Message> {
         let Message::Request { id, method, params } = message else {
-            return None;
+            return Vec::new();
         };
         let params = params.unwrap_or(Value::Null);
+        let mut sent = Vec::new();
         let result = match method.as_str() {
-            "initialize" => Ok(initialize(&params)),
+            "initialize" => Ok(initialize(&params, self.dynamic_tools)),
             "ping" => Ok(json!({})),
             "tools/list" => self.list_tools(&params),
-            "tools/call" => call_tool(&params),
+            "tools/call" if self.is_enable_extra(&params) => {
+                self.extra_enabled.store(true, Ordering::SeqCst);
+                sent.push(Message::Notification {
+                    method: "notifications/tools/list_changed".into(),
+                    params: None,
+                });
+                Ok(text_result(
+                    "the `reverse` tool is now available".into(),
+                    false,
+                ))
+            }
+            "tools/call" => self.call_tool(&params),
             "prompts/list" => Ok(json!({"prompts": [{
                 "name": "review",
                 "description": "Review the current changes against the style guide.",
@@ -137,11 +189,16 @@ impl Server {
                 format!("Method not found: {other}"),
             )),
         };
-        Some(Message::Response { id, result })
+        sent.push(Message::Response { id, result });
+        sent
+    }
+
+    fn is_enable_extra(&self, params: &Value) -> bool {
+        self.dynamic_tools && params.get("name").and_then(Value::as_str) == Some("enable_extra")
     }
 
     fn list_tools(&self, params: &Value) -> Result<Value, RpcError> {
-        let all = tools();
+        let all = self.tools();
         let start = match params.get("cursor").and_then(Value::as_str) {
             Some(cursor) => cursor
                 .parse::<usize>()
@@ -159,14 +216,14 @@ impl Server {
     }
 }
 
-fn initialize(params: &Value) -> Value {
+fn initialize(params: &Value, list_changed: bool) -> Value {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
     let version = asked
         .filter(|v| SUPPORTED.contains(v))
         .unwrap_or(SUPPORTED[0]);
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}, "prompts": {}, "resources": {}},
+        "capabilities": {"tools": {"listChanged": list_changed}, "prompts": {}, "resources": {}},
         "serverInfo": {"name": "reasonix-plugin-example", "version": reasonix::VERSION}
     })
 }
@@ -175,27 +232,36 @@ fn text_result(text: String, is_error: bool) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": is_error})
 }
 
-fn call_tool(params: &Value) -> Result<Value, RpcError> {
-    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-    let text = params
-        .get("arguments")
-        .and_then(|a| a.get("text"))
-        .and_then(Value::as_str);
-    match (name, text) {
-        ("echo" | "wordcount", None) => Ok(text_result(
-            "the `text` argument is required and must be a string".into(),
-            true,
-        )),
-        ("echo", Some(text)) => Ok(text_result(text.to_string(), false)),
-        ("wordcount", Some(text)) => {
-            let words = text.split_whitespace().count();
-            let unit = if words == 1 { "word" } else { "words" };
-            Ok(text_result(format!("{words} {unit}"), false))
+impl Server {
+    fn call_tool(&self, params: &Value) -> Result<Value, RpcError> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let text = params
+            .get("arguments")
+            .and_then(|a| a.get("text"))
+            .and_then(Value::as_str);
+        if name == "reverse" && !self.extra_enabled.load(Ordering::SeqCst) {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "unknown tool `reverse`; call `enable_extra` first",
+            ));
         }
-        (other, _) => Err(RpcError::new(
-            INVALID_PARAMS,
-            format!("unknown tool `{other}`"),
-        )),
+        match (name, text) {
+            ("echo" | "wordcount" | "reverse", None) => Ok(text_result(
+                "the `text` argument is required and must be a string".into(),
+                true,
+            )),
+            ("echo", Some(text)) => Ok(text_result(text.to_string(), false)),
+            ("wordcount", Some(text)) => {
+                let words = text.split_whitespace().count();
+                let unit = if words == 1 { "word" } else { "words" };
+                Ok(text_result(format!("{words} {unit}"), false))
+            }
+            ("reverse", Some(text)) => Ok(text_result(text.chars().rev().collect(), false)),
+            (other, _) => Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("unknown tool `{other}`"),
+            )),
+        }
     }
 }
 
@@ -238,7 +304,7 @@ fn serve_stdio(server: &Server) -> std::io::Result<()> {
             Frame::Eof => return Ok(()),
             Frame::Invalid(err) => eprintln!("reasonix-plugin-example: ignored input: {err}"),
             Frame::Message(message) => {
-                if let Some(reply) = server.handle(message) {
+                for reply in server.handle(message) {
                     jsonrpc::write_message(&mut output, &reply)?;
                 }
             }
@@ -419,16 +485,22 @@ impl Http {
                 }
             }
         }
-        let Some(reply) = self.server.handle(message) else {
+        let mut replies = self.server.handle(message);
+        let Some(reply) = replies.pop() else {
             return respond(stream, "202 Accepted", &headers, "");
         };
         if !self.json_replies {
             headers.push(("Content-Type", "text/event-stream".into()));
-            // A 2025-11-25 priming event (id, retry, empty data), then the response.
-            let body = format!(
-                "id: 0\nretry: 500\ndata: \n\nevent: message\nid: 1\ndata: {}\n\n",
-                reply.to_json()
-            );
+            // A 2025-11-25 priming event (id, retry, empty data), then any notification the
+            // request caused, then the response.
+            let mut body = String::from("id: 0\nretry: 500\ndata: \n\n");
+            for (n, message) in replies.iter().chain([&reply]).enumerate() {
+                body.push_str(&format!(
+                    "event: message\nid: {}\ndata: {}\n\n",
+                    n + 1,
+                    message.to_json()
+                ));
+            }
             respond(stream, "200 OK", &headers, &body)
         } else {
             headers.push(("Content-Type", "application/json".into()));

@@ -168,7 +168,7 @@ fn build_agent(
     )?;
     let ctx = assemble::tool_context(config, cwd)?;
     let options = assemble::options(config, settings, None, args.effort.clone());
-    let agent = Agent::new(
+    let mut agent = Agent::new(
         provider_handle,
         tools,
         Box::new(SharedGate(gate)),
@@ -176,6 +176,9 @@ fn build_agent(
         ctx.clone(),
         options,
     );
+    if let Some(mcp) = mcp {
+        agent.set_tool_source(Box::new(mcp.tool_watch()));
+    }
     Ok((agent, ctx))
 }
 
@@ -284,11 +287,12 @@ fn mcp_startup(
         let _ = policies.set(handle.tool_policies());
         let tools = handle
             .tools()
-            .iter()
-            .map(|tool| Arc::clone(tool) as Arc<dyn Tool>)
+            .into_iter()
+            .map(|tool| tool as Arc<dyn Tool>)
             .collect();
         Started {
             tools,
+            source: Some(Box::new(handle.tool_watch())),
             mcp: Arc::new(mcp::Host::new(handle)),
             notices,
         }

@@ -276,6 +276,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         ctx,
         options,
     );
+    agent.set_tool_source(Box::new(mcp.tool_watch()));
     let outcome = agent.run(prompt, &mut output);
     finish(&args, &agent, outcome, started, &mut output)
 }

@@ -1,15 +1,17 @@
 //! Running the configured MCP servers for one session: launch authorization for project
 //! servers (grant, `--trust-project-mcp` or an interactive approval), parallel startup with
 //! per-server timeouts, the [`McpHandle`] a run keeps (its tools for the registry, their
-//! permission metadata, shutdown on drop), and the resolution of `/mcp__<server>__<prompt>`
-//! commands and `@<server>:<uri>` references in user messages.
+//! permission metadata, shutdown on drop), the [`ToolWatch`] that brings announced tool-list
+//! changes to the agent before its next request, and the resolution of
+//! `/mcp__<server>__<prompt>` commands and `@<server>:<uri>` references in user messages.
 //!
 //! A server that fails in any way costs its own tools and one notice; the run goes on.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -25,10 +27,11 @@ use super::stdio::{StdioSpec, StdioTransport};
 use super::transport::Transport;
 use super::McpError;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::runner::{ToolChange, ToolSource};
 use crate::cancel::CancelToken;
 use crate::config::Config;
-use crate::permission::{McpLookup, McpToolPolicy};
-use crate::tool::Registry;
+use crate::permission::McpLookup;
+use crate::tool::{Registry, Tool};
 
 /// Launch approval is part of what the chat asks of MCP, so its types live with the others.
 pub use crate::command::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest};
@@ -56,6 +59,8 @@ pub struct Server {
     client: Client,
     info: ServerInfo,
     tools: Mutex<Vec<RemoteTool>>,
+    /// Bumped whenever a listing differs from the one before.
+    tools_generation: AtomicU64,
     log: Log,
 }
 
@@ -98,6 +103,7 @@ impl Server {
         };
         let server = Server {
             tools: Mutex::new(Vec::new()),
+            tools_generation: AtomicU64::new(0),
             spec,
             client,
             info,
@@ -139,7 +145,27 @@ impl Server {
                 None => self.log("skipped a tool without a name"),
             }
         }
-        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools;
+        let mut current = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        if *current != tools {
+            *current = tools;
+            self.tools_generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Changes whenever the listed tools change.
+    pub fn tools_generation(&self) -> u64 {
+        self.tools_generation.load(Ordering::SeqCst)
+    }
+
+    /// Lists the tools again if the server announced a change since the last listing.
+    pub fn refresh_tools(&self, cancel: Option<&CancelToken>) -> Result<(), McpError> {
+        if self.client.take_tools_stale() {
+            let listed = self
+                .client
+                .list_tools(&self.options(cancel, self.spec.call_timeout))?;
+            self.set_tools(&listed);
+        }
+        Ok(())
     }
 
     fn log(&self, line: &str) {
@@ -162,12 +188,7 @@ impl Server {
         cancel: &CancelToken,
     ) -> Result<ToolOutput, McpError> {
         let timeout = self.spec.tool_timeout(tool);
-        if self.client.take_tools_stale() {
-            let listed = self
-                .client
-                .list_tools(&self.options(Some(cancel), self.spec.call_timeout))?;
-            self.set_tools(&listed);
-        }
+        self.refresh_tools(Some(cancel))?;
         if !self.tools().iter().any(|t| t.name == tool) {
             return Err(McpError::Protocol(format!(
                 "the server no longer offers the tool `{tool}`"
@@ -294,7 +315,33 @@ pub struct ServerStatus {
 pub struct McpHandle {
     servers: Vec<Arc<Server>>,
     statuses: Vec<ServerStatus>,
+    catalog: Arc<Mutex<Catalog>>,
+}
+
+/// The adapted tools of every server, shared by the handle, its [`ToolWatch`]es and the
+/// gate's policy lookup so all of them see the same list.
+#[derive(Default)]
+struct Catalog {
     tools: Vec<Arc<McpTool>>,
+    /// Each server's tool generation the list was adapted from.
+    generations: Vec<u64>,
+}
+
+fn lock(catalog: &Mutex<Catalog>) -> MutexGuard<'_, Catalog> {
+    catalog.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Re-adapts the catalog when a server's tools changed since it was built.
+fn update_catalog(catalog: &Mutex<Catalog>, servers: &[Arc<Server>], generations: &[u64]) {
+    let mut catalog = lock(catalog);
+    if catalog.generations != generations {
+        catalog.tools = adapt_tools(servers);
+        catalog.generations = generations.to_vec();
+    }
+}
+
+fn generations(servers: &[Arc<Server>]) -> Vec<u64> {
+    servers.iter().map(|s| s.tools_generation()).collect()
 }
 
 /// Starts every configured server that may run, in parallel, and reports each failure as a
@@ -360,7 +407,11 @@ pub fn start(
             }
         }
     }
-    handle.tools = adapt_tools(&handle.servers);
+    update_catalog(
+        &handle.catalog,
+        &handle.servers,
+        &generations(&handle.servers),
+    );
     handle
 }
 
@@ -505,6 +556,56 @@ fn adapt_tools(servers: &[Arc<Server>]) -> Vec<Arc<McpTool>> {
     tools
 }
 
+/// Brings tool-list changes to the agent: before each request it lists again the tools of
+/// every server that sent `notifications/tools/list_changed`, and hands over the whole MCP
+/// tool set when any server's list differs from what the agent has.
+pub struct ToolWatch {
+    servers: Vec<Arc<Server>>,
+    /// The generations behind the tools the agent has.
+    seen: Vec<u64>,
+    catalog: Arc<Mutex<Catalog>>,
+}
+
+impl ToolSource for ToolWatch {
+    fn poll(&mut self, cancel: &CancelToken, sink: &mut dyn EventSink) -> Option<ToolChange> {
+        for server in &self.servers {
+            match server.refresh_tools(Some(cancel)) {
+                Ok(()) | Err(McpError::Cancelled) => {}
+                Err(err) => warn(
+                    sink,
+                    format!(
+                        "mcp: server `{}` announced new tools but listing them failed ({}); its previous tools stay",
+                        server.name(),
+                        err.to_string().trim_start_matches("mcp: ")
+                    ),
+                ),
+            }
+        }
+        let current = generations(&self.servers);
+        if current == self.seen {
+            return None;
+        }
+        let origins = self
+            .servers
+            .iter()
+            .zip(current.iter().zip(&self.seen))
+            .filter(|(_, (now, seen))| now != seen)
+            .map(|(server, _)| format!("MCP server `{}`", server.name()))
+            .collect();
+        update_catalog(&self.catalog, &self.servers, &current);
+        self.seen = current;
+        Some(ToolChange {
+            prefix: "mcp__".into(),
+            tools: lock(&self.catalog)
+                .tools
+                .iter()
+                .map(|t| Arc::clone(t) as Arc<dyn Tool>)
+                .collect(),
+            origins,
+        })
+    }
+}
+
 /// A user message after MCP resolution.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expansion {
@@ -617,13 +718,24 @@ fn unquote(text: &str) -> String {
 impl McpHandle {
     /// Adds every remote tool to `registry`.
     pub fn register(&self, registry: &mut Registry) {
-        for tool in &self.tools {
-            registry.insert(Arc::clone(tool) as Arc<dyn crate::tool::Tool>);
+        for tool in self.tools() {
+            registry.insert(tool as Arc<dyn Tool>);
         }
     }
 
-    pub fn tools(&self) -> &[Arc<McpTool>] {
-        &self.tools
+    /// The remote tools as last listed.
+    pub fn tools(&self) -> Vec<Arc<McpTool>> {
+        lock(&self.catalog).tools.clone()
+    }
+
+    /// What the agent polls to see tool-list changes: it starts from the tools
+    /// [`McpHandle::register`] gives out.
+    pub fn tool_watch(&self) -> ToolWatch {
+        ToolWatch {
+            servers: self.servers.clone(),
+            seen: lock(&self.catalog).generations.clone(),
+            catalog: Arc::clone(&self.catalog),
+        }
     }
 
     pub fn servers(&self) -> &[Arc<Server>] {
@@ -640,14 +752,17 @@ impl McpHandle {
         &self.statuses
     }
 
-    /// The permission metadata of every MCP tool, for `PolicyGate::with_mcp`.
+    /// The permission metadata of every MCP tool, for `PolicyGate::with_mcp`; it follows
+    /// tool-list changes.
     pub fn tool_policies(&self) -> McpLookup {
-        let table: Vec<(String, McpToolPolicy)> = self
-            .tools
-            .iter()
-            .map(|t| (crate::tool::Tool::name(t.as_ref()).to_string(), t.policy()))
-            .collect();
-        Box::new(move |name| table.iter().find(|(n, _)| n == name).map(|(_, p)| *p))
+        let catalog = Arc::clone(&self.catalog);
+        Box::new(move |name| {
+            lock(&catalog)
+                .tools
+                .iter()
+                .find(|t| t.name() == name)
+                .map(|t| t.policy())
+        })
     }
 
     /// The prompts of every connected server as slash commands.

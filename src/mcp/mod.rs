@@ -8,8 +8,9 @@
 //!   server's launch identity; `grants`: the launch grants for project-declared servers.
 //! - `content`: MCP results (tool content, prompt messages, resource contents) as text;
 //!   `adapter`: a remote tool as a [`crate::tool::Tool`] named `mcp__<server>__<tool>`.
-//! - `manager`: starting servers in parallel with startup timeouts, the handle a run keeps, and
-//!   the `/mcp__server__prompt` and `@server:uri` resolution for user messages.
+//! - `manager`: starting servers in parallel with startup timeouts, the handle a run keeps, the
+//!   watch that hands announced tool-list changes to the agent, and the
+//!   `/mcp__server__prompt` and `@server:uri` resolution for user messages.
 //! - `host`: the handle as the chat's [`crate::command::mcp::McpHost`] (`/mcp`, prompt
 //!   commands, `@` resources).
 //!
@@ -32,7 +33,9 @@ pub mod stdio;
 pub mod transport;
 
 pub use host::Host;
-pub use manager::{start, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
+pub use manager::{
+    start, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions, ToolWatch,
+};
 
 /// `mcp-<server>-<role>`, safe for a thread name whatever the server is called (a NUL byte
 /// would make spawning panic).

@@ -32,7 +32,7 @@ use super::screen::Screen;
 use super::sys::{self, RawMode, Signal};
 use super::transcript::{self, Snapshot, Transcript, TurnEnd, EDIT_TOOLS};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::runner::{Agent, AgentError, Finish, ToolSource};
 use crate::agent::session::Session;
 use crate::cancel::CancelToken;
 use crate::command::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest, McpHost};
@@ -89,6 +89,8 @@ pub type Startup = Box<dyn FnOnce() -> Started + Send>;
 pub struct Started {
     /// Added to the agent before the next turn.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Where the agent gets later changes of those tools from.
+    pub source: Option<Box<dyn ToolSource>>,
     /// Replaces the MCP host the chat opened with.
     pub mcp: Arc<dyn McpHost>,
     /// Servers that failed or were not started.
@@ -272,6 +274,7 @@ struct Chat {
     starting: Option<Instant>,
     /// Tools from the startup waiting for the agent to be idle.
     waiting_tools: Vec<Arc<dyn Tool>>,
+    waiting_source: Option<Box<dyn ToolSource>>,
     provider_name: String,
     model: String,
     context_window: u64,
@@ -334,6 +337,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         tool_names,
         starting: None,
         waiting_tools: Vec::new(),
+        waiting_source: None,
         provider_name: parts.provider_name,
         model: parts.model,
         context_window: parts.context_window,
@@ -640,6 +644,7 @@ impl Chat {
                     .collect();
                 self.catalog = Catalog::new(custom, self.mcp.prompts());
                 self.waiting_tools = started.tools;
+                self.waiting_source = started.source;
             }
             Err(err) => self.transcript.error(&err),
         }
@@ -649,13 +654,18 @@ impl Chat {
     /// Gives the agent the started servers' tools once no turn holds it (a `/compact` may),
     /// then lets the waiting messages go.
     fn install_tools(&mut self) {
-        if !self.waiting_tools.is_empty() {
+        if !self.waiting_tools.is_empty() || self.waiting_source.is_some() {
             let tools = std::mem::take(&mut self.waiting_tools);
+            let source = self.waiting_source.take();
             let Some(mut agent) = self.idle_agent() else {
                 self.waiting_tools = tools;
+                self.waiting_source = source;
                 return;
             };
             agent.add_tools(tools);
+            if let Some(source) = source {
+                agent.set_tool_source(source);
+            }
             let names = tool_names(&agent);
             drop(agent);
             self.tool_names = names;
@@ -1247,8 +1257,11 @@ impl Chat {
             self.quit = Some(code);
             return;
         }
-        if !self.waiting_tools.is_empty() {
+        if !self.waiting_tools.is_empty() || self.waiting_source.is_some() {
             self.install_tools();
+        } else if let Some(names) = self.idle_agent().map(|agent| tool_names(&agent)) {
+            // The turn may have taken in an MCP server's new tool list.
+            self.tool_names = names;
         }
         self.next_in_queue();
     }

@@ -182,6 +182,11 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// Keeps only the tools whose names pass `keep`, in their order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.entries.retain(|e| keep(&e.schema.name));
+    }
 }
 
 /// Rebuilds a JSON value with every object's keys sorted, whatever map type produced it, so
