@@ -861,6 +861,9 @@ fn mcp_servers_bring_tools_prompts_and_resources_to_the_chat() {
         .expect("the tool result");
     assert_eq!(result["content"], "ping-from-model", "{result}");
     assert!(pty.screen().contains("mcp__docs__echo"), "{}", pty.screen());
+    // The server's log line and progress report for that call reach the transcript.
+    pty.wait_text("docs (info): calling echo");
+    pty.wait_text("docs: 1/1 echo done");
     exit_with_ctrl_d(&mut pty);
 }
 

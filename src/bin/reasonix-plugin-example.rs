@@ -172,7 +172,10 @@ impl Server {
                     false,
                 ))
             }
-            "tools/call" => self.call_tool(&params),
+            "tools/call" => {
+                sent.extend(call_notifications(&params));
+                self.call_tool(&params)
+            }
             "prompts/list" => Ok(json!({"prompts": [{
                 "name": "review",
                 "description": "Review the current changes against the style guide.",
@@ -214,6 +217,25 @@ impl Server {
         }
         Ok(page)
     }
+}
+
+/// A log line for every call, and a progress report when the client asked for one, so
+/// clients can show both.
+fn call_notifications(params: &Value) -> Vec<Message> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("?");
+    let mut sent = vec![Message::Notification {
+        method: "notifications/message".into(),
+        params: Some(
+            json!({"level": "info", "logger": "example", "data": format!("calling {name}")}),
+        ),
+    }];
+    if let Some(token) = params.pointer("/_meta/progressToken") {
+        sent.push(Message::Notification {
+            method: "notifications/progress".into(),
+            params: Some(json!({"progressToken": token, "progress": 1, "total": 1, "message": format!("{name} done")})),
+        });
+    }
+    sent
 }
 
 fn initialize(params: &Value, list_changed: bool) -> Value {

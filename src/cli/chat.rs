@@ -272,6 +272,7 @@ fn mcp_startup(
         trust_project: args.trust_project_mcp,
         interactive: true,
         approver: Some(Arc::new(UiApprover::new(tx.clone())) as Arc<dyn LaunchApprover>),
+        events: forward_server_events(tx.clone()),
         ..McpOptions::default()
     };
     let config = setup.config.clone();
@@ -495,4 +496,22 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         output.finish_stdout_line();
     }
     Ok(code)
+}
+
+/// Relays MCP progress and log notifications to the UI thread as they arrive.
+fn forward_server_events(
+    ui: std::sync::mpsc::Sender<ui::Msg>,
+) -> Option<std::sync::mpsc::Sender<crate::mcp::client::ServerEvent>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("mcp-events".into())
+        .spawn(move || {
+            for event in rx {
+                if ui.send(ui::Msg::Mcp(event)).is_err() {
+                    break;
+                }
+            }
+        })
+        .ok()?;
+    Some(tx)
 }

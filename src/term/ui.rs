@@ -80,6 +80,8 @@ pub enum Msg {
     ShellDone(Result<String, String>),
     /// The [`Startup`] finished (or its thread died, with the reason).
     Started(Result<Started, String>),
+    /// A progress or log notification from an MCP server.
+    Mcp(crate::mcp::client::ServerEvent),
 }
 
 /// Starts the MCP servers; runs on its own thread while the chat is already on screen.
@@ -256,6 +258,8 @@ struct Turn {
 }
 
 struct Chat {
+    /// The last progress message shown per MCP server.
+    mcp_progress: BTreeMap<String, String>,
     screen: Screen<io::Stdout>,
     raw: RawMode,
     editor: Editor,
@@ -322,6 +326,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
     let tool_names = tool_names(&parts.agent);
     let width = screen.width();
     let mut chat = Chat {
+        mcp_progress: BTreeMap::new(),
         screen,
         raw,
         editor: Editor::new(parts.history),
@@ -602,7 +607,43 @@ impl Chat {
             Msg::Prepared(prepared) => self.on_prepared(prepared),
             Msg::ShellDone(result) => self.on_shell_done(result),
             Msg::Started(started) => self.on_started(started),
+            Msg::Mcp(event) => self.on_mcp_event(event),
         }
+    }
+
+    /// Server logs and progress: progress is shown when it says something new or finishes,
+    /// so a chatty server cannot flood the transcript.
+    fn on_mcp_event(&mut self, event: crate::mcp::client::ServerEvent) {
+        use crate::mcp::client::ServerEvent;
+        let text = match event {
+            ServerEvent::Log {
+                server,
+                level,
+                text,
+            } => format!("{server} ({level}): {text}"),
+            ServerEvent::Progress {
+                server,
+                progress,
+                total,
+                message,
+            } => {
+                let done = total.is_some_and(|t| progress >= t);
+                let said = message.clone().unwrap_or_default();
+                let previous = self.mcp_progress.insert(server.clone(), said.clone());
+                if !done && previous.as_deref() == Some(said.as_str()) {
+                    return;
+                }
+                let amount = match total {
+                    Some(total) => format!("{progress}/{total}"),
+                    None => format!("{progress}"),
+                };
+                match message {
+                    Some(message) => format!("{server}: {amount} {message}"),
+                    None => format!("{server}: {amount}"),
+                }
+            }
+        };
+        self.transcript.notice(NoticeLevel::Info, &text);
     }
 
     fn start_up(&mut self, startup: Startup) {
