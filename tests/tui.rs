@@ -998,3 +998,26 @@ fn messages_wait_for_starting_mcp_servers() {
     assert!(tools.contains("mcp__slow__echo"), "{tools}");
     exit_with_ctrl_d(&mut pty);
 }
+
+#[test]
+fn a_crash_on_the_ui_thread_leaves_the_terminal_usable() {
+    let (_server, home, work) = setup(vec![], "");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat")
+        .env("FAKE_API_KEY", "k")
+        .env("REASONIX_FAILPOINTS", "ui-panic");
+    let mut pty = Pty::spawn(cmd, 100, 30);
+    pty.wait_text(READY);
+    pty.send("/__panic\r");
+    let status = pty.wait_exit();
+    assert!(
+        !status.success(),
+        "a panic must not look like a clean exit: {status:?}"
+    );
+    assert_cooked(&pty);
+    let raw = pty.raw_text();
+    assert!(
+        raw.contains("failpoint ui-panic"),
+        "the panic message is shown: {raw}"
+    );
+}

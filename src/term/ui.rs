@@ -1136,6 +1136,7 @@ impl Chat {
         if trimmed.is_empty() {
             return;
         }
+        crash_failpoint(trimmed);
         if let Some(command) = trimmed.strip_prefix('!') {
             self.shell(command.trim().to_string());
         } else if let Some((name, args)) = commands::split_invocation(trimmed) {
@@ -1460,6 +1461,18 @@ fn short_count(n: u64) -> String {
         0..=999 => n.to_string(),
         1_000..=999_999 => format!("{:.1}k", n as f64 / 1_000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// Debug builds only: `REASONIX_FAILPOINTS=ui-panic` makes the input `/__panic` panic on the UI
+/// thread, so the end-to-end tests can prove a crash leaves the terminal usable. Release
+/// builds compile this to nothing.
+fn crash_failpoint(input: &str) {
+    if cfg!(debug_assertions)
+        && input == "/__panic"
+        && std::env::var("REASONIX_FAILPOINTS").is_ok_and(|v| v.split(',').any(|f| f == "ui-panic"))
+    {
+        panic!("failpoint ui-panic");
     }
 }
 
