@@ -16,6 +16,7 @@ pub mod permission;
 pub mod provider;
 pub mod sandbox;
 pub mod term;
+pub mod text;
 pub mod tool;
 
 /// The version string shown by `--version` and sent as `User-Agent`.

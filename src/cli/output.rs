@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::agent::events::{Event, EventSink};
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
+use crate::text::one_line;
 
 /// Tool output in stream-json events is cut to this many bytes.
 const STREAM_TOOL_OUTPUT_LIMIT: usize = 4000;
@@ -361,15 +362,6 @@ fn truncate(text: &str, limit: usize) -> (String, bool) {
         end -= 1;
     }
     (text[..end].to_string(), true)
-}
-
-fn one_line(text: &str, limit: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let (mut cut, truncated) = truncate(&flat, limit);
-    if truncated {
-        cut.push('…');
-    }
-    cut
 }
 
 /// The final object of `json` and `stream-json`.

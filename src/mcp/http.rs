@@ -226,7 +226,7 @@ impl Shared {
                 .read_to_string(&mut text);
             return Err(McpError::Http {
                 status,
-                detail: net::one_line(&net::error_message(&text), 200),
+                detail: crate::text::one_line(&net::error_message(&text), 200),
             });
         }
         if status == 202 || status == 204 {

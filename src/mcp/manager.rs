@@ -282,7 +282,7 @@ fn with_diagnostics(err: McpError, client: &Client) -> McpError {
     let Some(last) = client.diagnostics().pop() else {
         return err;
     };
-    let last = crate::provider::net::one_line(&last, 200);
+    let last = crate::text::one_line(&last, 200);
     match err {
         McpError::Closed(reason) => McpError::Closed(format!("{reason}; stderr: {last}")),
         McpError::Timeout { .. } | McpError::Protocol(_) => McpError::Start(format!(

@@ -373,7 +373,7 @@ pub fn error_message(body: &str) -> String {
             .unwrap_or("")
             .to_string(),
     };
-    one_line(&text, 300)
+    crate::text::one_line(&text, 300)
 }
 
 fn json_error_message(value: &serde_json::Value) -> Option<String> {
@@ -388,16 +388,6 @@ fn json_error_message(value: &serde_json::Value) -> Option<String> {
         .into_iter()
         .flatten()
         .find_map(|v| v.as_str().map(str::to_string))
-}
-
-/// Collapses whitespace runs (newlines included) and cuts to `max` characters.
-pub fn one_line(text: &str, max: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() <= max {
-        return joined;
-    }
-    let cut: String = joined.chars().take(max).collect();
-    format!("{cut}…")
 }
 
 fn gave_up(mut failure: Failure, retries: u32) -> Failure {

@@ -658,7 +658,7 @@ impl StreamParser {
         let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
             ProviderError::Stream(format!(
                 "malformed JSON in a stream event ({e}): {}",
-                net::one_line(data, 120)
+                crate::text::one_line(data, 120)
             ))
         })?;
         self.on_chunk(chunk, out)
@@ -668,7 +668,7 @@ impl StreamParser {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let message = net::error_message(&error.to_string());
             let message = if message.is_empty() {
-                net::one_line(&error.to_string(), 300)
+                crate::text::one_line(&error.to_string(), 300)
             } else {
                 message
             };
@@ -810,7 +810,7 @@ impl StreamParser {
         let not_a_stream = || {
             ProviderError::Stream(format!(
                 "the reply is neither an event stream nor a chat completion: {}",
-                net::one_line(trimmed, 120)
+                crate::text::one_line(trimmed, 120)
             ))
         };
         if !trimmed.starts_with('{') {
@@ -988,7 +988,7 @@ pub fn list_models(
     parse_models(&raw).ok_or_else(|| {
         ProviderError::BadResponse(format!(
             "{url} did not return a models list: {}",
-            net::one_line(&String::from_utf8_lossy(&raw), 120)
+            crate::text::one_line(&String::from_utf8_lossy(&raw), 120)
         ))
     })
 }
