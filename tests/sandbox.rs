@@ -253,7 +253,7 @@ fn writers_refuse_dot_dot_traversal_and_absolute_paths() {
         )
     );
     assert_eq!(s.victim(), ORIGINAL);
-    // Control: the workspace and the home are writable, and `..` that stays inside is fine.
+    // Control: the workspace is writable, and `..` that stays inside is fine.
     call(
         &ctx,
         "write_file",
@@ -261,14 +261,15 @@ fn writers_refuse_dot_dot_traversal_and_absolute_paths() {
     )
     .unwrap();
     assert_eq!(fs::read_to_string(s.ws.join("inside.txt")).unwrap(), "ok");
+    // The reasonix home is the user's, never a write root.
     let in_home = s.home.join("notes.md");
-    call(
+    let text = refused(call(
         &ctx,
         "write_file",
         json!({"path": in_home, "content": "ok"}),
-    )
-    .unwrap();
-    assert!(in_home.exists());
+    ));
+    assert!(text.contains("reasonix home"), "{text}");
+    assert!(!in_home.exists());
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod commands;
 mod config;
 mod context;
 mod demo;
+mod escapes;
 mod mcp;
 mod permissions;
 mod provider;

@@ -2,8 +2,18 @@
 //! startup summary of the environment, and project instructions (REASONIX.md, AGENTS.md or
 //! CLAUDE.md). It is built once per session and stored as the session's first message, so
 //! every request and every resume sends the same bytes.
+//!
+//! Nothing from the workspace runs while the summary is built: no permission check has
+//! happened yet, and the user may have asked for a strict run on a repository they do not
+//! trust. So the git state comes from reading `.git/HEAD`, never from running git (a
+//! repository's config and attributes can make `git status` run its own commands: fsmonitor,
+//! clean filters), and the tool versions come from programs found only in `PATH` entries that
+//! are absolute and outside the workspace and the write roots (where the model or the
+//! repository could plant a `git` or `python3`), started with an environment that carries
+//! nothing but `PATH`, `HOME` and `LANG`, so no provider key reaches them.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -45,6 +55,9 @@ pub struct PromptInputs<'a> {
     pub environment: bool,
     /// Extra trusted tool paths from `[environment.tools]`, listed as given.
     pub extra_tools: &'a BTreeMap<String, PathBuf>,
+    /// Directories the model or the repository can write (the workspace and the write roots):
+    /// programs in `PATH` entries under them are never started by the probes.
+    pub writable: &'a [PathBuf],
 }
 
 /// Builds the full system prompt text.
@@ -63,6 +76,7 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
             inputs.cwd,
             inputs.home,
             inputs.extra_tools,
+            inputs.writable,
         ));
     }
     for (origin, body) in project_instructions(inputs.home, inputs.cwd) {
@@ -93,18 +107,11 @@ pub fn environment_summary(
     cwd: &Path,
     home: &Path,
     extra_tools: &BTreeMap<String, PathBuf>,
+    writable: &[PathBuf],
 ) -> String {
-    let (dirty_tx, dirty_rx) = mpsc::channel();
     let git_dir = find_git_dir(cwd);
-    if git_dir.is_some() {
-        let cwd = cwd.to_path_buf();
-        let _ = std::thread::Builder::new()
-            .name("probe-git".into())
-            .spawn(move || {
-                let _ = dirty_tx.send(git_dirty(&cwd));
-            });
-    }
-    let versions = tool_versions(home);
+    let probe_path = trusted_path(std::env::var_os("PATH"), writable);
+    let versions = tool_versions(home, &probe_path);
     let mut lines = vec![
         "<environment>".to_string(),
         format!("os: {}", os_name()),
@@ -118,12 +125,7 @@ pub fn environment_summary(
     match git_dir {
         Some(dir) => {
             let branch = git_branch(&dir).unwrap_or_else(|| "(detached)".into());
-            let state = match dirty_rx.recv_timeout(PROBE_DEADLINE) {
-                Ok(Some(true)) => "uncommitted changes",
-                Ok(Some(false)) => "clean",
-                _ => "unknown",
-            };
-            lines.push(format!("git: branch {branch}, {state}"));
+            lines.push(format!("git: branch {branch}"));
         }
         None => lines.push("git: not a repository".into()),
     }
@@ -180,15 +182,26 @@ fn git_branch(git_dir: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-fn git_dirty(cwd: &Path) -> Option<bool> {
-    let out = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status.success().then_some(!out.stdout.is_empty())
+/// `path` (a `PATH` value) without the entries a probe must not trust: relative ones (they
+/// resolve against the workspace) and those inside a `writable` directory. Symlinked entries
+/// are judged by where they lead.
+fn trusted_path(path: Option<OsString>, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let writable: Vec<PathBuf> = writable
+        .iter()
+        .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.clone()))
+        .collect();
+    let Some(path) = path else {
+        return Vec::new();
+    };
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            !writable
+                .iter()
+                .any(|w| real.starts_with(w) || dir.starts_with(w))
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -202,7 +215,7 @@ struct CachedVersion {
 /// Versions of the probed tools found on PATH. Running `--version` costs tens of
 /// milliseconds per tool, so answers are cached under the home keyed by each binary's path,
 /// mtime and size; a warm start only stats files.
-fn tool_versions(home: &Path) -> Vec<(String, String)> {
+fn tool_versions(home: &Path, search: &[PathBuf]) -> Vec<(String, String)> {
     let cache_path = home.join("cache").join("tool-versions.json");
     let mut cache: BTreeMap<String, CachedVersion> = std::fs::read(&cache_path)
         .ok()
@@ -211,7 +224,7 @@ fn tool_versions(home: &Path) -> Vec<(String, String)> {
     let found: Vec<(&str, PathBuf, u64, u64)> = PROBED_TOOLS
         .iter()
         .filter_map(|name| {
-            let path = which(name)?;
+            let path = which(name, search)?;
             let meta = std::fs::metadata(&path).ok()?;
             let mtime = meta
                 .modified()
@@ -232,13 +245,15 @@ fn tool_versions(home: &Path) -> Vec<(String, String)> {
         .collect();
     if !stale.is_empty() {
         let (tx, rx) = mpsc::channel();
+        let joined = std::env::join_paths(search).unwrap_or_default();
         for (name, path, mtime, size) in &stale {
             let tx = tx.clone();
             let (name, path, mtime, size) = (name.to_string(), path.clone(), *mtime, *size);
+            let probe_env_path = joined.clone();
             let _ = std::thread::Builder::new()
                 .name(format!("probe-{name}"))
                 .spawn(move || {
-                    let version = probe_version(&path);
+                    let version = probe_version(&path, &probe_env_path);
                     let _ = tx.send((name, path, mtime, size, version));
                 });
         }
@@ -274,12 +289,22 @@ fn tool_versions(home: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-fn probe_version(path: &Path) -> Option<String> {
-    let out = Command::new(path)
+/// `path --version` with a scrubbed environment: only the trusted `PATH`, `HOME` and `LANG`,
+/// so no provider key or `*_OPTIONS` variable reaches the program.
+fn probe_version(path: &Path, search: &OsString) -> Option<String> {
+    let mut command = Command::new(path);
+    command
         .arg("--version")
+        .env_clear()
+        .env("PATH", search)
+        .env("LANG", "C")
+        .current_dir("/")
         .stdin(Stdio::null())
-        .output()
-        .ok()?;
+        .stderr(Stdio::piped());
+    if let Some(home) = std::env::var_os("HOME") {
+        command.env("HOME", home);
+    }
+    let out = command.output().ok()?;
     let text = if out.stdout.is_empty() {
         out.stderr
     } else {
@@ -293,15 +318,12 @@ fn probe_version(path: &Path) -> Option<String> {
     (!first.is_empty()).then_some(first)
 }
 
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+fn which(name: &str, search: &[PathBuf]) -> Option<PathBuf> {
+    search.iter().map(|dir| dir.join(name)).find(|candidate| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(candidate)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
 }
 
 #[cfg(test)]
@@ -333,6 +355,7 @@ mod tests {
             home: &home,
             environment: false,
             extra_tools: &BTreeMap::new(),
+            writable: &[],
         });
         assert!(
             prompt.starts_with("base\n\nappended\n\n<instructions source="),
@@ -347,8 +370,8 @@ mod tests {
     fn environment_summary_is_identical_when_built_twice() {
         let home = scratch("envhome");
         let cwd = scratch("envcwd");
-        let first = environment_summary(&cwd, &home, &BTreeMap::new());
-        let second = environment_summary(&cwd, &home, &BTreeMap::new());
+        let first = environment_summary(&cwd, &home, &BTreeMap::new(), &[]);
+        let second = environment_summary(&cwd, &home, &BTreeMap::new(), &[]);
         assert_eq!(first, second);
         assert!(
             first.contains(&format!("cwd: {}", cwd.display())),

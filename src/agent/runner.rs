@@ -153,10 +153,14 @@ impl Agent {
         tools: Registry,
         gate: Box<dyn Gate>,
         session: Session,
-        ctx: ToolContext,
+        mut ctx: ToolContext,
         options: Options,
     ) -> Agent {
         let tools_tokens = tokens::estimate_tools(&tools.schemas());
+        // The walkers must hide what the gate's deny rules forbid readers to see.
+        if let Some(denials) = gate.read_denials() {
+            ctx.read_denials = Some(denials);
+        }
         Agent {
             provider,
             tools,
@@ -492,9 +496,14 @@ impl Agent {
                 "arguments must be a JSON object".into(),
             ));
         }
+        // Before the gate: an argument the schema does not know could otherwise pose as the
+        // call's permission subject.
+        self.tools.validate(call.name(), &args)?;
         let verdict = match tool.fresh_approval(&args, &self.ctx) {
             Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
-            None => self.gate.check(call.name(), tool.read_only(), &args),
+            None => self
+                .gate
+                .check_declared(call.name(), tool.read_only(), tool.subjects(), &args),
         };
         report_verdict(call.name(), &verdict, sink);
         if !verdict.allowed {

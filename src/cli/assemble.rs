@@ -19,7 +19,7 @@ use crate::config::{self, BashSandbox, Config, LoadOptions, PermissionMode, Sand
 use crate::error::Error;
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
 use crate::provider::{Message, ProviderError, ProviderSettings};
-use crate::tool::{builtin, Registry, ToolContext};
+use crate::tool::{builtin, Registry, Subjects, ToolContext};
 
 /// The canonical working directory (after `-C`).
 pub fn working_dir() -> Result<PathBuf, Error> {
@@ -171,6 +171,8 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     };
     let mut append: Vec<String> = agent.append_system_prompt.iter().cloned().collect();
     append.extend(flags.append_system_prompt.iter().cloned());
+    let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
+    let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
     Ok(prompt::system_prompt(&PromptInputs {
         base,
         append,
@@ -178,6 +180,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         home: &config.home,
         environment: config.environment.enabled,
         extra_tools: &config.environment.tools,
+        writable: &writable,
     }))
 }
 
@@ -206,6 +209,20 @@ pub fn sandbox_settings(config: &Config, cwd: &Path) -> Result<crate::sandbox::S
     for entry in &sandbox.forbid_read {
         forbid_read.push(PathBuf::from(config::env::expand(entry, &lookup)?));
     }
+    let defaults: Vec<String> = match &sandbox.default_forbid_read {
+        Some(entries) => entries.clone(),
+        None => config::file::DEFAULT_FORBID_READ
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    // A default whose variable is unset (no HOME) names no place to hide.
+    forbid_read.extend(
+        defaults
+            .iter()
+            .filter_map(|entry| config::env::expand(entry, &lookup).ok())
+            .map(PathBuf::from),
+    );
     Ok(crate::sandbox::Settings {
         workspace_root: sandbox
             .workspace_root
@@ -321,8 +338,22 @@ pub fn options(
 pub struct SharedGate(pub Arc<PolicyGate>);
 
 impl Gate for SharedGate {
-    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
-        self.0.check(tool, read_only, args)
+    fn check_declared(
+        &self,
+        tool: &str,
+        read_only: bool,
+        subjects: Subjects,
+        args: &Value,
+    ) -> Verdict {
+        self.0.check_declared(tool, read_only, subjects, args)
+    }
+
+    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
+        self.0.check_fresh(tool, args, preview)
+    }
+
+    fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
+        self.0.read_denials()
     }
 }
 

@@ -348,6 +348,23 @@ pub enum PermissionMode {
     Deny,
 }
 
+/// Where the usual tools keep credentials; hidden from every tool unless the user's own
+/// `[sandbox] default_forbid_read` says otherwise. Entries whose variable is unset are skipped.
+pub const DEFAULT_FORBID_READ: &[&str] = &[
+    "${HOME}/.ssh",
+    "${HOME}/.gnupg",
+    "${HOME}/.aws",
+    "${HOME}/.config/gcloud",
+    "${HOME}/.azure",
+    "${HOME}/.kube",
+    "${HOME}/.docker/config.json",
+    "${HOME}/.netrc",
+    "${HOME}/.git-credentials",
+    "${HOME}/.npmrc",
+    "${HOME}/.pypirc",
+    "${HOME}/.cargo/credentials.toml",
+];
+
 /// Enforcement beneath permissions. Every key but `forbid_read` is user-only.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -358,6 +375,10 @@ pub struct SandboxConfig {
     /// Raw entries; `${VAR}` expansion is the consumer's job (see `config::env::expand`).
     /// Accumulates across layers like `permissions.deny`.
     pub forbid_read: Vec<String>,
+    /// The credential locations hidden on top of `forbid_read`; `None` means
+    /// [`DEFAULT_FORBID_READ`]. User-only, so a repository cannot unhide them; a user who needs
+    /// one readable lists the rest.
+    pub default_forbid_read: Option<Vec<String>>,
     pub bash: BashSandbox,
     pub network: bool,
     pub backend: SandboxBackend,

@@ -71,6 +71,7 @@ const RETIRED: &[&str] = &[
 pub const USER_ONLY: &[&str] = &[
     "sandbox.workspace_root",
     "sandbox.allow_write",
+    "sandbox.default_forbid_read",
     "sandbox.bash",
     "sandbox.network",
     "sandbox.backend",

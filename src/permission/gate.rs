@@ -3,7 +3,7 @@
 //! (the terminal prompt) and the persistence of "always" rules into the project config are
 //! supplied by the front end; without an approver the run is headless.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -12,6 +12,7 @@ use super::rules::{
     exact_command_rule, prefix_command_rule, Call, Polarity, Rule, Subject, Target, WRITERS,
 };
 use crate::config::ApprovalMode;
+use crate::tool::{ReadDenials, Subjects};
 
 /// How Ask decisions are resolved (§3.7 tool approval posture).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +137,26 @@ impl Verdict {
 
 /// What the agent consults before executing a tool.
 pub trait Gate: Send + Sync {
-    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict;
+    /// Judges a call by the arguments its tool declared as subjects (see [`Subjects`]); what
+    /// the agent calls for every tool.
+    fn check_declared(
+        &self,
+        tool: &str,
+        read_only: bool,
+        subjects: Subjects,
+        args: &Value,
+    ) -> Verdict;
+
+    /// What this gate denies to readers, for the search tools' walks (see
+    /// `ToolContext::read_denials`); `None` denies nothing.
+    fn read_denials(&self) -> Option<Arc<dyn ReadDenials>> {
+        None
+    }
+
+    /// [`Gate::check_declared`] for a tool that declares no subjects (MCP, plugins).
+    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
+        self.check_declared(tool, read_only, Subjects::Undeclared, args)
+    }
 
     /// For calls that need a fresh approval from a person every time (`remember`, `forget`):
     /// no posture, grant or allow rule answers them. Without a person to ask, as here, the
@@ -168,7 +188,7 @@ fn refused_headless(tool: &str, decision: Decision) -> Verdict {
 pub struct AllowAll;
 
 impl Gate for AllowAll {
-    fn check(&self, _tool: &str, _read_only: bool, _args: &Value) -> Verdict {
+    fn check_declared(&self, _: &str, _: bool, _: Subjects, _: &Value) -> Verdict {
         Verdict::allow()
     }
 }
@@ -482,8 +502,18 @@ impl Gate for PolicyGate {
         }
     }
 
-    fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
-        let call = Call::new(tool, args);
+    fn read_denials(&self) -> Option<Arc<dyn ReadDenials>> {
+        Some(Arc::new(self.policy.clone()))
+    }
+
+    fn check_declared(
+        &self,
+        tool: &str,
+        read_only: bool,
+        subjects: Subjects,
+        args: &Value,
+    ) -> Verdict {
+        let call = Call::declared(tool, subjects, args, &self.policy.context);
         let mut ruling = self.policy.decide_call(&call, read_only);
         let mcp = self.mcp.as_ref().and_then(|lookup| lookup(tool));
         // §3.7 precedence: explicit deny, destructiveHint, the tool's mode, the server's.

@@ -2,11 +2,12 @@
 //! deny > ask > allow > fallback. Pure, no I/O; resolving an Ask (postures, the approver,
 //! session grants) is the gate's business.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::rules::{Call, MatchContext, Polarity, Rule, RuleError};
+use crate::tool::ReadDenials;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -130,6 +131,20 @@ impl Policy {
         rules
             .iter()
             .find(|r| r.matches(call, Polarity::Grant, &self.context))
+    }
+}
+
+/// A path a walker found is denied to `tool` when a deny rule matches it. Walker paths are real
+/// entries (the walk follows no symlinks), so the lexical form is the resolved one.
+impl ReadDenials for Policy {
+    fn denies(&self, tool: &str, path: &Path) -> bool {
+        if !self.deny.iter().any(|rule| rule.target().covers(tool)) {
+            return false;
+        }
+        let call = Call::for_paths(tool, vec![path.to_string_lossy().into_owned()]);
+        self.deny
+            .iter()
+            .any(|rule| rule.matches(&call, Polarity::Restrict, &self.context))
     }
 }
 

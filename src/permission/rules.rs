@@ -27,6 +27,8 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use super::shell::Analysis;
+use crate::sandbox::confine;
+use crate::tool::Subjects;
 
 /// Built-in tools that change files; an `Edit` rule covers them all.
 pub const WRITERS: &[&str] = &["write_file", "edit_file", "multi_edit", "move_file"];
@@ -82,6 +84,26 @@ impl MatchContext {
             home: home.map(|h| normalize(&h)),
         }
     }
+
+    /// `path` (relative to the workspace, or absolute) resolved through the filesystem, spelled
+    /// with the workspace and home prefixes as the rules know them (a workspace reached through
+    /// a symlink keeps its configured name). A path that cannot be resolved keeps its lexical
+    /// form: the tool refuses it anyway.
+    fn resolve(&self, path: &str) -> String {
+        let lexical = normalize(&self.workspace.join(path));
+        let Ok(real) = confine::resolve(&lexical) else {
+            return lexical.to_string_lossy().into_owned();
+        };
+        let anchors = std::iter::once(&self.workspace).chain(self.home.iter());
+        for anchor in anchors {
+            if let Ok(real_anchor) = confine::resolve(anchor) {
+                if let Ok(rest) = real.strip_prefix(&real_anchor) {
+                    return anchor.join(rest).to_string_lossy().into_owned();
+                }
+            }
+        }
+        real.to_string_lossy().into_owned()
+    }
 }
 
 /// The part of a call's arguments that rules look at.
@@ -96,6 +118,25 @@ pub enum Subject {
 }
 
 impl Subject {
+    /// The subject a tool declared (see [`Subjects`]); only undeclared tools fall back to
+    /// [`Subject::extract`]. A declared path argument that is missing or not a string is left
+    /// out (the tool then refuses the call itself); a declared default stands in for it.
+    pub fn declared(subjects: Subjects, args: &Value) -> Option<Subject> {
+        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
+        match subjects {
+            Subjects::Command(key) => text(key).map(Subject::Command),
+            Subjects::Paths { keys, default } => {
+                let paths: Vec<String> = keys
+                    .iter()
+                    .filter_map(|key| text(key).or_else(|| default.map(str::to_string)))
+                    .collect();
+                (!paths.is_empty()).then_some(Subject::Paths(paths))
+            }
+            Subjects::Nothing => None,
+            Subjects::Undeclared => Subject::extract(args),
+        }
+    }
+
     /// Extracts the subject by the known argument keys, in order of preference.
     pub fn extract(args: &Value) -> Option<Subject> {
         let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
@@ -131,11 +172,35 @@ pub struct Call {
     pub tool: String,
     pub subject: Option<Subject>,
     analysis: Option<Analysis>,
+    /// For a [`Subject::Paths`] built by [`Call::declared`]: each path as the filesystem
+    /// resolves it (symlinks followed), in the same order. Empty when not resolved.
+    resolved: Vec<String>,
 }
 
 impl Call {
+    /// A call whose subject is found by [`Subject::extract`], matched lexically; for tools
+    /// that do not declare their subjects and for tests of the rule grammar.
     pub fn new(tool: &str, args: &Value) -> Call {
-        let subject = Subject::extract(args);
+        Call::with_subject(tool, Subject::extract(args))
+    }
+
+    /// A call judged by the arguments its tool declared, with each path also resolved through
+    /// the filesystem, so that a symlink is judged by what it points to: a restriction matches
+    /// when either form matches, a grant only when both do.
+    pub fn declared(tool: &str, subjects: Subjects, args: &Value, ctx: &MatchContext) -> Call {
+        let mut call = Call::with_subject(tool, Subject::declared(subjects, args));
+        if let Some(Subject::Paths(paths)) = &call.subject {
+            call.resolved = paths.iter().map(|p| ctx.resolve(p)).collect();
+        }
+        call
+    }
+
+    /// A call on these paths, taken as already resolved.
+    pub fn for_paths(tool: &str, paths: Vec<String>) -> Call {
+        Call::with_subject(tool, Some(Subject::Paths(paths)))
+    }
+
+    fn with_subject(tool: &str, subject: Option<Subject>) -> Call {
         let analysis = match &subject {
             Some(Subject::Command(command)) => Some(Analysis::parse(command)),
             _ => None,
@@ -144,6 +209,7 @@ impl Call {
             tool: tool.to_string(),
             subject,
             analysis,
+            resolved: Vec::new(),
         }
     }
 
@@ -349,14 +415,14 @@ impl Rule {
                 .analysis()
                 .is_some_and(|a| pattern.matches(a, polarity)),
             (Spec::Path(pattern), Subject::Paths(paths)) => {
-                pattern.matches_all(paths, polarity, ctx)
+                pattern.matches_call(paths, &call.resolved, polarity, ctx)
             }
             (Spec::Generic { bash, .. }, Subject::Command(_)) => bash
                 .as_ref()
                 .zip(call.analysis())
                 .is_some_and(|(pattern, a)| pattern.matches(a, polarity)),
             (Spec::Generic { path, .. }, Subject::Paths(paths)) => {
-                path.matches_all(paths, polarity, ctx)
+                path.matches_call(paths, &call.resolved, polarity, ctx)
             }
             (Spec::Generic { text, .. }, Subject::Pattern(value)) => text.matches(value),
             _ => false,
@@ -714,10 +780,19 @@ impl PathPattern {
         PathPattern { anchor, segments }
     }
 
-    fn matches_all(&self, paths: &[String], polarity: Polarity, ctx: &MatchContext) -> bool {
+    /// `paths` as given and, when resolved, as the filesystem resolves them: a grant must cover
+    /// every form of every path, a restriction matches any form of any path.
+    fn matches_call(
+        &self,
+        paths: &[String],
+        resolved: &[String],
+        polarity: Polarity,
+        ctx: &MatchContext,
+    ) -> bool {
+        let mut forms = paths.iter().chain(resolved.iter());
         match polarity {
-            Polarity::Grant => paths.iter().all(|p| self.matches(p, ctx)),
-            Polarity::Restrict => paths.iter().any(|p| self.matches(p, ctx)),
+            Polarity::Grant => forms.all(|p| self.matches(p, ctx)),
+            Polarity::Restrict => forms.any(|p| self.matches(p, ctx)),
         }
     }
 

@@ -4,8 +4,9 @@
 //! The sandbox a command sees, in the order the arguments build it:
 //! - the whole filesystem read-only (`--ro-bind / /`), a minimal `/dev`, a fresh `/proc`, and a
 //!   private, empty `/tmp` that disappears with the command;
-//! - read-write binds of the workspace and each write root that exists, shallowest first, so a
-//!   root under `/tmp` is still reachable;
+//! - read-write binds of the workspace and each write root that exists, and a read-only bind
+//!   of the reasonix home, shallowest first, so a root under `/tmp` is still reachable and the
+//!   home stays read-only even inside the workspace;
 //! - every existing `forbid_read` path masked: an empty tmpfs over a directory, `/dev/null`
 //!   (read-only) over anything else. Masks come last so they also cover hidden paths inside a
 //!   writable root, such as `<home>/.env`;
@@ -103,14 +104,24 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
     .iter()
     .map(OsString::from)
     .collect();
-    let mut roots: Vec<&PathBuf> = policy.roots().filter(|root| root.exists()).collect();
-    roots.sort_by_key(|root| root.components().count());
-    roots.dedup();
-    for root in roots {
+    // Read-write binds for the roots and read-only ones for the protected paths, shallowest
+    // first so a deeper bind wins: the home stays read-only inside the workspace, and a
+    // workspace inside the home stays writable. At equal depth the root (read-write) comes
+    // last, matching `Policy::protects`.
+    let mut binds: Vec<(&PathBuf, &str)> = policy
+        .protected
+        .iter()
+        .map(|path| (path, "--ro-bind"))
+        .chain(policy.roots().map(|root| (root, "--bind")))
+        .filter(|(path, _)| path.exists())
+        .collect();
+    binds.sort_by_key(|(path, _)| path.components().count());
+    binds.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
+    for (path, kind) in binds {
         args.extend([
-            OsString::from("--bind"),
-            root.as_os_str().into(),
-            root.as_os_str().into(),
+            OsString::from(kind),
+            path.as_os_str().into(),
+            path.as_os_str().into(),
         ]);
     }
     for hidden in &policy.forbid_read {
@@ -187,8 +198,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&scratch);
         let joined = args.join(" ");
         let ws = policy.workspace_root.display().to_string();
-        let home = policy.write_roots[0].display().to_string();
-        let expected_binds = format!("--tmpfs /tmp --bind {ws} {ws} --bind {home} {home} ");
+        let home = policy.protected[0].display().to_string();
+        let expected_binds = format!("--tmpfs /tmp --bind {ws} {ws} --ro-bind {home} {home} ");
         assert!(joined.contains(&expected_binds), "{joined}");
         assert!(!joined.contains("nonexistent-root"), "{joined}");
         let masks = format!(

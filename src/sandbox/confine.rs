@@ -1,7 +1,7 @@
 //! Path confinement for the file tools: turning a model-supplied path into an absolute,
 //! symlink-free one, then deciding whether a writer may change it (it must lie under the
-//! workspace root, the reasonix home or an `allow_write` root) and whether a reader may see it
-//! (it must not lie under a `forbid_read` path).
+//! workspace root or an `allow_write` root, and not under the reasonix home) and whether a
+//! reader may see it (it must not lie under a `forbid_read` path).
 //!
 //! Resolution walks the path one component at a time the way the kernel does, keeping a prefix
 //! that is already free of symlinks: a symlink is replaced by its target (read with
@@ -11,11 +11,13 @@
 //! they are. The tools then operate on the resolved path, never on the original one, so what
 //! was checked is what gets written.
 //!
+//! Hard links: a hard link inside the workspace to a file outside cannot be told apart from any
+//! other file by its path. A hard link to a hidden file is recognised by its inode (see
+//! `sandbox::inodes`) and refused like the file itself. Writers are safe with any hard link:
+//! they write a temp file and rename it over the target, which replaces the directory entry
+//! (the link) instead of writing into the shared inode, so the outside file keeps its content.
+//!
 //! Limits, stated so nobody relies on more:
-//! - A hard link inside the workspace to a file outside cannot be told apart from any other
-//!   file by its path. Writers are still safe: `fsutil::write_atomic` writes a temp file and
-//!   renames it over the target, which replaces the directory entry (the link) instead of
-//!   writing into the shared inode, so the outside file keeps its content.
 //! - Between the check and the write another process (a concurrent bash command) could swap a
 //!   directory for a symlink. The bash jail keeps such a process inside the same roots, so the
 //!   swap cannot point a write anywhere a command could not already write.
@@ -41,6 +43,7 @@ impl Policy {
     /// a hidden file could reveal it, for example through an edit's error message).
     pub fn check_write(&self, path: &Path) -> Result<PathBuf, SandboxError> {
         let resolved = resolve(&self.absolute(path))?;
+        self.ensure_unprotected(path, &resolved)?;
         self.ensure_writable(path, &resolved)?;
         self.ensure_visible(path, &resolved)?;
         Ok(resolved)
@@ -66,6 +69,13 @@ impl Policy {
             // `/` or a path ending in `..`: the entry is the directory itself.
             _ => resolve(&absolute)?,
         };
+        self.ensure_unprotected(path, &resolved)?;
+        if let Some(protected) = self.protected.iter().find(|p| p.starts_with(&resolved)) {
+            return Err(SandboxError::Protected {
+                path: path.to_path_buf(),
+                protected: protected.clone(),
+            });
+        }
         let strictly_inside = self
             .roots()
             .any(|root| resolved.starts_with(root) && resolved != *root);
@@ -94,8 +104,33 @@ impl Policy {
             .any(|hidden| resolved.starts_with(hidden))
     }
 
+    /// Whether the walker entry at `path` with inode number `ino` is a hard link to a hidden
+    /// file. Costs a `stat` only when the inode number matches one of the hidden files.
+    pub fn hides_link(&self, path: &Path, ino: u64) -> bool {
+        if self.forbid_read.is_empty() || !self.hidden_inodes().may_hide(ino) {
+            return false;
+        }
+        fs::symlink_metadata(path).is_ok_and(|meta| self.hidden_inodes().hides(&meta))
+    }
+
+    fn hidden_inodes(&self) -> &super::inodes::HiddenInodes {
+        self.hidden_inodes
+            .get_or_init(|| super::inodes::HiddenInodes::collect(&self.forbid_read))
+    }
+
+    /// The protected path (the reasonix home) that `resolved` lies under, if any. A workspace
+    /// inside the home, an unusual layout, stays writable: only what lies outside the
+    /// workspace is protected then, so the home's own files still are.
+    pub fn protects(&self, resolved: &Path) -> Option<&PathBuf> {
+        self.protected.iter().find(|protected| {
+            resolved.starts_with(protected)
+                && !(self.workspace_root.starts_with(protected)
+                    && resolved.starts_with(&self.workspace_root))
+        })
+    }
+
     /// The workspace root followed by the write roots.
-    pub(crate) fn roots(&self) -> impl Iterator<Item = &PathBuf> {
+    pub fn roots(&self) -> impl Iterator<Item = &PathBuf> {
         std::iter::once(&self.workspace_root).chain(self.write_roots.iter())
     }
 
@@ -115,18 +150,35 @@ impl Policy {
         }
     }
 
+    fn ensure_unprotected(&self, shown: &Path, resolved: &Path) -> Result<(), SandboxError> {
+        match self.protects(resolved) {
+            Some(protected) => Err(SandboxError::Protected {
+                path: shown.to_path_buf(),
+                protected: protected.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     fn ensure_visible(&self, shown: &Path, resolved: &Path) -> Result<(), SandboxError> {
-        match self
+        if let Some(hidden) = self
             .forbid_read
             .iter()
             .find(|hidden| resolved.starts_with(hidden))
         {
-            Some(hidden) => Err(SandboxError::Forbidden {
+            return Err(SandboxError::Forbidden {
                 path: shown.to_path_buf(),
                 hidden: hidden.clone(),
-            }),
-            None => Ok(()),
+            });
         }
+        let linked = !self.forbid_read.is_empty()
+            && fs::symlink_metadata(resolved).is_ok_and(|meta| self.hidden_inodes().hides(&meta));
+        if linked {
+            return Err(SandboxError::HardLinkToHidden {
+                path: shown.to_path_buf(),
+            });
+        }
+        Ok(())
     }
 
     fn outside(&self, shown: &Path) -> SandboxError {

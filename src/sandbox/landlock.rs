@@ -165,7 +165,7 @@ pub fn prepare(policy: &Policy, abi: u32) -> io::Result<Arc<OwnedFd>> {
     };
     rules.grant_around(Path::new("/"), READ_RIGHTS, &existing(&policy.forbid_read))?;
     for place in write_places(policy) {
-        rules.grant(&place, WRITE_RIGHTS)?;
+        rules.grant_around(&place, WRITE_RIGHTS, &carved_from(policy, &place))?;
     }
     for device in WRITABLE_DEVICES {
         rules.grant(Path::new(device), WRITE_RIGHTS)?;
@@ -178,6 +178,33 @@ fn write_places(policy: &Policy) -> Vec<PathBuf> {
     let mut places: Vec<PathBuf> = policy.roots().cloned().collect();
     places.extend(TEMP_DIRS.iter().map(PathBuf::from));
     places
+}
+
+/// The protected paths (the reasonix home) that exist strictly inside the write place `place`
+/// and are not the workspace's own ancestors there: write grants go around them.
+fn carved_from(policy: &Policy, place: &Path) -> Vec<PathBuf> {
+    let protected: Vec<PathBuf> = policy
+        .protected
+        .iter()
+        .filter(|p| p.starts_with(place) && p.as_path() != place)
+        .filter(|p| {
+            !(place.starts_with(&policy.workspace_root) && policy.workspace_root.starts_with(p))
+        })
+        .cloned()
+        .collect();
+    existing(&protected)
+}
+
+/// The temp directory a command gets as `TMPDIR` when the reasonix home lies inside one of
+/// [`TEMP_DIRS`]: carving the home out of that directory leaves its top level without the
+/// right to create entries (a Landlock grant covers a whole subtree or nothing), so commands
+/// get a private directory of their own there instead. `None` when no carving is needed.
+pub fn private_tmp(policy: &Policy) -> Option<PathBuf> {
+    let temp = TEMP_DIRS
+        .iter()
+        .map(Path::new)
+        .find(|temp| !carved_from(policy, temp).is_empty())?;
+    Some(temp.join(format!("reasonix-jail-{}", std::process::id())))
 }
 
 /// The hidden paths that exist; there is nothing to carve out for the others.

@@ -2,9 +2,10 @@
 //! kills, path confinement for the file tools, and the OS jail for bash.
 //!
 //! - [`Policy`] is the `[sandbox]` configuration in resolved form: the workspace root, the
-//!   write roots (the reasonix home plus `allow_write`), the `forbid_read` paths (always with
-//!   `<home>/.env`), whether bash is jailed, whether the jail keeps the network, and which
-//!   backend to use. The lead maps config into [`Settings`]; [`Policy::new`] resolves the
+//!   write roots (`allow_write`), the protected paths (the reasonix home: read-only for every
+//!   tool and for jailed commands, even where it lies inside a write root), the `forbid_read`
+//!   paths (always with `<home>/.env`), whether bash is jailed, whether the jail keeps the
+//!   network, and which backend to use. The lead maps config into [`Settings`]; [`Policy::new`] resolves the
 //!   paths once.
 //! - [`confine`] decides what the file tools may write and read, on absolute, symlink-free
 //!   paths.
@@ -28,6 +29,7 @@ use std::sync::OnceLock;
 
 pub mod bwrap;
 pub mod confine;
+pub mod inodes;
 pub mod landlock;
 pub mod process;
 pub mod sys;
@@ -68,7 +70,8 @@ impl Backend {
 pub struct Settings {
     /// Where file writers are confined and bash may write; usually the cwd.
     pub workspace_root: PathBuf,
-    /// The reasonix home: writable, and its `.env` is always hidden.
+    /// The reasonix home (configuration, keys, grants, sessions, memory): never writable by a
+    /// tool or a jailed command, and its `.env` is always hidden. reasonix itself writes there.
     pub home: PathBuf,
     /// `[sandbox] allow_write`; relative entries are taken relative to the workspace root.
     pub allow_write: Vec<PathBuf>,
@@ -85,8 +88,12 @@ pub struct Settings {
 #[derive(Debug)]
 pub struct Policy {
     pub workspace_root: PathBuf,
-    /// The reasonix home and the `allow_write` roots.
+    /// The `allow_write` roots.
     pub write_roots: Vec<PathBuf>,
+    /// Paths no tool or jailed command may change even where they lie under a write root: the
+    /// reasonix home, so that neither a repository nor the model can rewrite the user's
+    /// configuration, grants, keys, sessions or memory (see [`Policy::protects`]).
+    pub protected: Vec<PathBuf>,
     /// Paths no tool may read and the bash jail hides; always includes `<home>/.env`.
     pub forbid_read: Vec<PathBuf>,
     pub bash: BashMode,
@@ -94,18 +101,21 @@ pub struct Policy {
     pub backend: Backend,
     /// Whether [`Policy::take_notice`] still has to say how bash runs.
     notice_pending: AtomicBool,
+    /// The files `forbid_read` hides, by inode, collected on first use (see [`inodes`]).
+    hidden_inodes: OnceLock<inodes::HiddenInodes>,
 }
 
 impl Policy {
-    /// Resolves the settings' paths (relative ones against the workspace root), adds the home to
-    /// the write roots and `<home>/.env` to the hidden paths.
+    /// Resolves the settings' paths (relative ones against the workspace root), protects the
+    /// home and adds `<home>/.env` to the hidden paths.
     pub fn new(settings: Settings) -> Policy {
         let workspace_root = resolve_or_keep(&absolute_from_cwd(&settings.workspace_root));
         let under_workspace = |p: &Path| resolve_or_keep(&workspace_root.join(p));
         let mut write_roots = Vec::new();
-        for root in std::iter::once(&settings.home).chain(settings.allow_write.iter()) {
+        for root in &settings.allow_write {
             push_unique(&mut write_roots, under_workspace(root));
         }
+        let protected = vec![under_workspace(&settings.home)];
         let mut forbid_read = Vec::new();
         let home_env = settings.home.join(".env");
         for hidden in settings
@@ -118,11 +128,13 @@ impl Policy {
         Policy {
             workspace_root,
             write_roots,
+            protected,
             forbid_read,
             bash: settings.bash,
             network: settings.network,
             backend: settings.backend,
             notice_pending: AtomicBool::new(true),
+            hidden_inodes: OnceLock::new(),
         }
     }
 
@@ -133,11 +145,13 @@ impl Policy {
         Policy {
             workspace_root: resolve_or_keep(&absolute_from_cwd(cwd)),
             write_roots: Vec::new(),
+            protected: Vec::new(),
             forbid_read: Vec::new(),
             bash: BashMode::Off,
             network: true,
             backend: Backend::Auto,
             notice_pending: AtomicBool::new(false),
+            hidden_inodes: OnceLock::new(),
         }
     }
 
@@ -179,8 +193,14 @@ impl Policy {
             None => Ok(spec),
             Some(Jail::Bwrap(program)) => Ok(bwrap::wrap(spec, &program, self)),
             Some(Jail::Landlock(abi)) => {
-                let ruleset = landlock::prepare(self, abi).map_err(SandboxError::Landlock)?;
                 let mut spec = spec;
+                // Made before the ruleset, which grants writes only to what exists.
+                if let Some(tmp) = landlock::private_tmp(self) {
+                    make_private_dir(&tmp).map_err(SandboxError::Landlock)?;
+                    spec.env_set
+                        .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
+                }
+                let ruleset = landlock::prepare(self, abi).map_err(SandboxError::Landlock)?;
                 spec.landlock_ruleset = Some(ruleset);
                 Ok(spec)
             }
@@ -310,10 +330,19 @@ pub enum SandboxError {
         path: PathBuf,
         workspace: PathBuf,
     },
+    /// The path resolves under a protected path (the reasonix home), or moving it would move one.
+    Protected {
+        path: PathBuf,
+        protected: PathBuf,
+    },
     /// The path resolves under a `forbid_read` path.
     Forbidden {
         path: PathBuf,
         hidden: PathBuf,
+    },
+    /// The path is a hard link to a file `forbid_read` hides.
+    HardLinkToHidden {
+        path: PathBuf,
     },
     /// Moving this entry would move a `forbid_read` path inside it.
     ContainsForbidden {
@@ -352,12 +381,25 @@ impl fmt::Display for SandboxError {
                 path.display(),
                 workspace.display()
             ),
+            SandboxError::Protected { path, protected } => write!(
+                f,
+                "sandbox: path {} touches the reasonix home {} (configuration, keys, grants, \
+                 sessions); no tool may change it, edit it yourself outside reasonix",
+                path.display(),
+                protected.display()
+            ),
             SandboxError::Forbidden { path, hidden } => write!(
                 f,
                 "sandbox: path {} is hidden by [sandbox] forbid_read ({}); it may not be read \
                  or changed by any tool",
                 path.display(),
                 hidden.display()
+            ),
+            SandboxError::HardLinkToHidden { path } => write!(
+                f,
+                "sandbox: path {} is a hard link to a file hidden by [sandbox] forbid_read; it \
+                 may not be read or changed by any tool",
+                path.display()
             ),
             SandboxError::ContainsForbidden { path, hidden } => write!(
                 f,
@@ -418,6 +460,30 @@ fn resolve_or_keep(path: &Path) -> PathBuf {
     confine::resolve(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// Creates `dir` with mode 0700, or accepts it when it already is a directory of ours (a
+/// shared temp directory may hold a planted symlink or another user's directory by that name).
+fn make_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::symlink_metadata(dir)?;
+            if meta.is_dir() && meta.uid() == sys::uid() && meta.mode() & 0o077 == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} exists and is not a private directory of ours",
+                        dir.display()
+                    ),
+                ))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn push_unique(paths: &mut Vec<PathBuf>, path: PathBuf) {
     if !paths.contains(&path) {
         paths.push(path);
@@ -451,13 +517,8 @@ mod tests {
     fn settings_become_resolved_roots() {
         let p = policy(BashMode::Enforce, Backend::Auto, false);
         assert_eq!(p.workspace_root, PathBuf::from("/nonexistent-ws"));
-        assert_eq!(
-            p.write_roots,
-            vec![
-                PathBuf::from("/nonexistent-home"),
-                PathBuf::from("/nonexistent-ws/extra")
-            ]
-        );
+        assert_eq!(p.write_roots, vec![PathBuf::from("/nonexistent-ws/extra")]);
+        assert_eq!(p.protected, vec![PathBuf::from("/nonexistent-home")]);
         assert_eq!(
             p.forbid_read,
             vec![

@@ -164,8 +164,13 @@ pub fn wait_readable(data: BorrowedFd<'_>, wake: BorrowedFd<'_>) -> io::Result<R
 /// Whether this process runs with effective user id 0 (root keeps capabilities inside a
 /// bubblewrap sandbox unless they are dropped explicitly).
 pub fn is_root() -> bool {
+    uid() == 0
+}
+
+/// The effective user id.
+pub fn uid() -> u32 {
     // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
-    unsafe { libc::geteuid() == 0 }
+    unsafe { libc::geteuid() }
 }
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.

@@ -5,7 +5,7 @@
 //! happen before `execute` is called and are not this module's business.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ pub mod bm25;
 pub mod builtin;
 pub mod contract;
 pub mod glob;
+pub mod schema;
 pub mod text;
 pub mod walk;
 
@@ -43,6 +44,16 @@ pub struct ToolContext {
     /// Where saved sessions, compaction archives and memory live, for the history and memory
     /// tools; `None` (the default) makes them explain that no state directory is configured.
     pub state: Option<Arc<builtin::history::StatePaths>>,
+    /// The permission rules' word on what readers may not see, so ls, glob and grep skip those
+    /// paths silently instead of listing or searching them; `None` denies nothing.
+    pub read_denials: Option<Arc<dyn ReadDenials>>,
+}
+
+/// What the permission layer denies to a reading tool, asked per path by the walkers (the
+/// gate itself only sees the path a call names, not what a search then finds below it).
+pub trait ReadDenials: Send + Sync {
+    /// Whether `tool` may not read `path` (absolute, as the walker spells it).
+    fn denies(&self, tool: &str, path: &Path) -> bool;
 }
 
 impl ToolContext {
@@ -54,8 +65,20 @@ impl ToolContext {
             todos: Arc::new(Mutex::new(Vec::new())),
             sandbox: Arc::new(Policy::workspace_only(&cwd)),
             state: None,
+            read_denials: None,
             cwd,
         }
+    }
+
+    /// What a walk by `tool` (ls, glob, grep) must hide besides `forbid_read` paths: entries a
+    /// permission rule denies to `tool`, and hard links to hidden files.
+    pub fn walk_veto(&self, tool: &'static str) -> walk::Veto {
+        let sandbox = Arc::clone(&self.sandbox);
+        let denials = self.read_denials.clone();
+        walk::Veto::new(move |path, kind, ino| {
+            denials.as_ref().is_some_and(|d| d.denies(tool, path))
+                || (kind == walk::EntryKind::File && sandbox.hides_link(path, ino))
+        })
     }
 
     /// Resolves a model-supplied path against the workspace.
@@ -114,6 +137,26 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
+/// Which of a call's arguments the permission rules judge. A tool that declares them gets a
+/// closed schema (`additionalProperties: false`, enforced before the gate), so no extra
+/// argument can stand in for the real subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subjects {
+    /// A shell command line, in this argument.
+    Command(&'static str),
+    /// Every one of these path arguments is checked; an absent one stands for `default` (the
+    /// workspace root for the search tools), or is skipped when there is none.
+    Paths {
+        keys: &'static [&'static str],
+        default: Option<&'static str>,
+    },
+    /// The tool has no path or command a rule could name (todo, history, memory).
+    Nothing,
+    /// Not declared (MCP and plugin tools): the first of `command`, `source_path` and
+    /// `destination_path`, `path` or `file_path`, `pattern` that the call carries.
+    Undeclared,
+}
+
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
@@ -121,6 +164,10 @@ pub trait Tool: Send + Sync {
     fn schema(&self) -> Value;
     /// Read-only tools may run in parallel and are allowed by default.
     fn read_only(&self) -> bool;
+    /// The arguments permission rules judge; see [`Subjects`].
+    fn subjects(&self) -> Subjects {
+        Subjects::Undeclared
+    }
     /// A tool whose every call needs a fresh approval from a person (saving or removing
     /// memory) returns the preview the approver shows. Such calls bypass posture and session
     /// grants and are refused when no person can answer; see `Gate::check_fresh`.
@@ -148,10 +195,14 @@ impl Registry {
 
     /// Adds a tool, replacing one of the same name so later sources (plugins) can override.
     pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        let mut parameters = tool.schema();
+        if tool.subjects() != Subjects::Undeclared {
+            schema::close(&mut parameters);
+        }
         let schema = ToolSchema {
             name: tool.name().to_string(),
             description: tool.description().to_string(),
-            parameters: canonicalize(tool.schema()),
+            parameters: canonicalize(parameters),
         };
         let entry = Entry { tool, schema };
         match self
@@ -169,6 +220,20 @@ impl Registry {
             .iter()
             .find(|e| e.schema.name == name)
             .map(|e| &e.tool)
+    }
+
+    /// Refuses arguments the tool's schema does not allow (see [`schema::check`]), before the
+    /// permission gate looks at the call. An unknown tool passes; the caller reports it.
+    pub fn validate(&self, name: &str, args: &Value) -> Result<(), ToolError> {
+        match self.entries.iter().find(|e| e.schema.name == name) {
+            Some(entry) => schema::check(&entry.schema.parameters, args).map_err(|detail| {
+                ToolError::InvalidArgs(format!(
+                    "{detail}; `{name}` takes {}",
+                    schema::accepted(&entry.schema.parameters)
+                ))
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn schemas(&self) -> Vec<ToolSchema> {

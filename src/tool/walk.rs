@@ -18,14 +18,17 @@
 //! - Symbolic links are reported, never followed, so the walk cannot loop. The root itself is
 //!   followed when it is a link.
 //! - Paths in [`Options::exclude`] (absolute, compared lexically with how the root is spelled)
-//!   are hidden entirely, as if they did not exist.
+//!   are hidden entirely, as if they did not exist; so is every entry the caller's
+//!   [`Options::veto`] refuses (permission deny rules, hard links to hidden files).
 //! - Unreadable directories are skipped and counted ([`Walk::unreadable`]).
 //!
 //! The walk is depth-first and streaming: it holds one sorted listing per open directory, never
 //! the whole tree, and yields entries in byte order of their names within each directory.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::fs;
+use std::os::unix::fs::DirEntryExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -67,6 +70,32 @@ pub struct Options {
     pub overrides: Vec<String>,
     /// The global excludes file; see [`default_global_excludes`].
     pub global_excludes: Option<PathBuf>,
+    /// The caller's last word on each entry; see [`Veto`].
+    pub veto: Option<Veto>,
+}
+
+/// Decides, from an entry's path, kind and inode number (from the directory listing, so it
+/// costs no `stat`), whether the walk hides it; a hidden directory is not entered. Callers use
+/// it for what the walker cannot know: permission deny rules and hard links to hidden files.
+#[derive(Clone)]
+pub struct Veto(Arc<VetoFn>);
+
+type VetoFn = dyn Fn(&Path, EntryKind, u64) -> bool + Send + Sync;
+
+impl Veto {
+    pub fn new(hides: impl Fn(&Path, EntryKind, u64) -> bool + Send + Sync + 'static) -> Veto {
+        Veto(Arc::new(hides))
+    }
+
+    fn hides(&self, path: &Path, kind: EntryKind, ino: u64) -> bool {
+        (self.0)(path, kind, ino)
+    }
+}
+
+impl fmt::Debug for Veto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Veto(..)")
+    }
 }
 
 impl Default for Options {
@@ -78,6 +107,7 @@ impl Default for Options {
             exclude: Vec::new(),
             overrides: Vec::new(),
             global_excludes: None,
+            veto: None,
         }
     }
 }
@@ -257,6 +287,7 @@ pub struct Walk {
     hidden: Hidden,
     ignores: Ignores,
     exclude: Vec<PathBuf>,
+    veto: Option<Veto>,
     global: Arc<Gitignore>,
     overrides: Option<Matcher>,
     /// Active ignore files, shallowest first; later ones take precedence.
@@ -278,6 +309,7 @@ impl Walk {
             hidden: options.hidden,
             ignores: options.ignores,
             exclude: options.exclude,
+            veto: options.veto,
             global,
             overrides: None,
             matchers: Vec::new(),
@@ -385,14 +417,15 @@ impl Walk {
         let matchers_below = self.matchers.len();
         let mut in_repo = parent_in_repo;
         if self.ignores == Ignores::Respect {
-            let has_git = listing.iter().any(|(name, _)| name == ".git");
+            let has_git = listing.iter().any(|(name, ..)| name == ".git");
             in_repo |= has_git;
-            let has_gitignore = in_repo && listing.iter().any(|(name, _)| name == ".gitignore");
+            let has_gitignore = in_repo && listing.iter().any(|(name, ..)| name == ".gitignore");
             self.push_matchers(&dir, &rel, has_git, has_gitignore);
         }
         let mut entries: Vec<(OsString, EntryKind)> = listing
             .into_iter()
-            .filter(|(name, kind)| self.keep(&dir, &rel, name, *kind))
+            .filter(|(name, kind, ino)| self.keep(&dir, &rel, name, *kind, *ino))
+            .map(|(name, kind, _)| (name, kind))
             .collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.stack.push(Frame {
@@ -405,7 +438,12 @@ impl Walk {
         });
     }
 
-    fn keep(&self, dir: &Path, dir_rel: &str, name: &OsString, kind: EntryKind) -> bool {
+    fn keep(&self, dir: &Path, dir_rel: &str, name: &OsString, kind: EntryKind, ino: u64) -> bool {
+        if let Some(veto) = &self.veto {
+            if veto.hides(&dir.join(name), kind, ino) {
+                return false;
+            }
+        }
         let name = name.to_string_lossy();
         if ALWAYS_SKIPPED.contains(&name.as_ref()) {
             return false;
@@ -465,14 +503,15 @@ impl Iterator for Walk {
     }
 }
 
-fn list_dir(dir: &Path) -> std::io::Result<Vec<(OsString, EntryKind)>> {
+/// Each entry's name, kind and inode number.
+fn list_dir(dir: &Path) -> std::io::Result<Vec<(OsString, EntryKind, u64)>> {
     let mut listing = Vec::new();
     for entry in fs::read_dir(dir)? {
         let Ok(entry) = entry else { continue };
         let Ok(file_type) = entry.file_type() else {
             continue;
         };
-        listing.push((entry.file_name(), EntryKind::of(file_type)));
+        listing.push((entry.file_name(), EntryKind::of(file_type), entry.ino()));
     }
     Ok(listing)
 }

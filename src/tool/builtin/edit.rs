@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::tool::text::{self, LineEnding};
-use crate::tool::{args, Tool, ToolContext, ToolError};
+use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
 pub struct EditFile;
 
@@ -53,6 +53,13 @@ impl Tool for EditFile {
 
     fn read_only(&self) -> bool {
         false
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: None,
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -15,7 +15,7 @@ use super::ls::check_directory;
 use crate::tool::args::{optional_str, required_str};
 use crate::tool::glob::{has_meta, Dialect, Glob};
 use crate::tool::walk::{display_path, EntryKind, Options, Walk};
-use crate::tool::{Tool, ToolContext, ToolError};
+use crate::tool::{Subjects, Tool, ToolContext, ToolError};
 
 const MAX_RESULTS: usize = 500;
 
@@ -66,6 +66,13 @@ impl Tool for GlobTool {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: Some("."),
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -140,6 +147,7 @@ impl Query {
         let mut found = Vec::new();
         let options = Options {
             exclude: ctx.sandbox.forbid_read.clone(),
+            veto: Some(ctx.walk_veto("glob")),
             ..Options::with_user_excludes()
         };
         for entry in Walk::new(&self.root, options) {

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::tool::args::{optional_bool, optional_str, optional_u64, required_str};
 use crate::tool::glob::{Dialect, Glob};
 use crate::tool::walk::{display_path, EntryKind, Options, Walk};
-use crate::tool::{Tool, ToolContext, ToolError};
+use crate::tool::{Subjects, Tool, ToolContext, ToolError};
 
 const DEFAULT_LINE_LIMIT: usize = 200;
 const DEFAULT_FILE_LIMIT: usize = 500;
@@ -108,6 +108,13 @@ impl Tool for Grep {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: Some("."),
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -651,6 +658,7 @@ fn search_dir(
 ) -> Result<(), ToolError> {
     let options = Options {
         exclude: ctx.sandbox.forbid_read.clone(),
+        veto: Some(ctx.walk_veto("grep")),
         ..Options::with_user_excludes()
     };
     for entry in Walk::new(root, options) {

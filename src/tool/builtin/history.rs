@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::provider::{Message, Role};
 use crate::tool::args::{optional_str, optional_u64, required_str};
 use crate::tool::bm25::{self, Index};
-use crate::tool::{Tool, ToolContext, ToolError};
+use crate::tool::{Subjects, Tool, ToolContext, ToolError};
 
 const DEFAULT_LIMIT: u64 = 8;
 const MAX_LIMIT: u64 = 30;
@@ -120,6 +120,10 @@ impl Tool for History {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Nothing
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::tool::args::{optional_bool, optional_str};
 use crate::tool::walk::{display_path, Entry, EntryKind, Ignores, Options, Walk};
-use crate::tool::{Tool, ToolContext, ToolError};
+use crate::tool::{Subjects, Tool, ToolContext, ToolError};
 
 /// Entries shown before the listing is cut.
 const MAX_ENTRIES: usize = 1000;
@@ -54,6 +54,13 @@ impl Tool for Ls {
         true
     }
 
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: Some("."),
+        }
+    }
+
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = optional_str(args, "path")?.unwrap_or(".");
         let recursive = optional_bool(args, "recursive")?.unwrap_or(false);
@@ -64,6 +71,7 @@ impl Tool for Ls {
             Options {
                 overrides: ignore,
                 exclude: ctx.sandbox.forbid_read.clone(),
+                veto: Some(ctx.walk_veto("ls")),
                 ..Options::with_user_excludes()
             }
         } else {
@@ -72,6 +80,7 @@ impl Tool for Ls {
                 ignores: Ignores::Disregard,
                 overrides: ignore,
                 exclude: ctx.sandbox.forbid_read.clone(),
+                veto: Some(ctx.walk_veto("ls")),
                 ..Options::default()
             }
         };

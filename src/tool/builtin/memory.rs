@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::history::state_paths;
 use crate::tool::args::{optional_str, optional_u64, required_str};
 use crate::tool::bm25::{self, Index};
-use crate::tool::{Tool, ToolContext, ToolError};
+use crate::tool::{Subjects, Tool, ToolContext, ToolError};
 
 const INDEX_FILE: &str = "MEMORY.md";
 const ARCHIVE_DIR: &str = "archive";
@@ -173,6 +173,10 @@ impl Tool for MemoryTool {
         true
     }
 
+    fn subjects(&self) -> Subjects {
+        Subjects::Nothing
+    }
+
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let dir = memory_dir(ctx)?;
         match optional_str(args, "operation")?.unwrap_or("search") {
@@ -287,6 +291,10 @@ impl Tool for Remember {
         false
     }
 
+    fn subjects(&self) -> Subjects {
+        Subjects::Nothing
+    }
+
     fn fresh_approval(&self, args: &Value, ctx: &ToolContext) -> Option<String> {
         let name = args.get("name").and_then(Value::as_str).unwrap_or("?");
         let content = args.get("content").and_then(Value::as_str).unwrap_or("");
@@ -370,6 +378,10 @@ impl Tool for Forget {
 
     fn read_only(&self) -> bool {
         false
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Nothing
     }
 
     fn fresh_approval(&self, args: &Value, ctx: &ToolContext) -> Option<String> {

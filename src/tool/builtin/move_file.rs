@@ -14,7 +14,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::tool::text::io_failure;
-use crate::tool::{args, Tool, ToolContext, ToolError};
+use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
 pub struct MoveFile;
 
@@ -51,6 +51,13 @@ impl Tool for MoveFile {
 
     fn read_only(&self) -> bool {
         false
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["source_path", "destination_path"],
+            default: None,
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

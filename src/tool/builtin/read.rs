@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
 use crate::tool::text::{self, NotText};
-use crate::tool::{args, Tool, ToolContext, ToolError};
+use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
 const DEFAULT_LIMIT: u64 = 2000;
 
@@ -65,6 +65,13 @@ impl Tool for ReadFile {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: None,
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

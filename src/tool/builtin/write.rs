@@ -7,7 +7,7 @@ use std::fs;
 use serde_json::{json, Value};
 
 use crate::tool::text::{self, Encoding, LineEnding};
-use crate::tool::{args, Tool, ToolContext, ToolError};
+use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
 pub struct WriteFile;
 
@@ -47,6 +47,13 @@ impl Tool for WriteFile {
 
     fn read_only(&self) -> bool {
         false
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: None,
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -1,0 +1,495 @@
+//! Attacks by a repository or a misled model on what the user allowed, through the real binary
+//! against the loopback fake model: start-up running repository code, the model rewriting the
+//! user's configuration, permission subjects taken from the wrong argument or from a symlink's
+//! name, search tools listing denied paths, and the default hidden secrets. Each test was
+//! written first and seen to fail on the code before its fix.
+
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+
+use reasonix::sandbox::{Backend, Host};
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, Dir, Run};
+
+/// A config whose only provider is the fake server, with `extra` appended as TOML.
+fn config(home: &Dir, base_url: &str, extra: &str) {
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{base_url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n\n{extra}\n"
+        ),
+    );
+}
+
+/// The model makes `calls` in one turn, then says "done". Returns the run and the text of every
+/// tool result the model was shown, in call order.
+fn model_calls(
+    home: &Dir,
+    ws: &Path,
+    extra_config: &str,
+    calls: &[(&str, &str, &str)],
+    flags: &[&str],
+) -> (Run, Vec<String>) {
+    let server = FakeOpenAI::start(vec![Reply::tool_calls(calls), Reply::text("done")]);
+    config(home, &server.base_url(), extra_config);
+    let mut cmd = reasonix(home, ws);
+    cmd.env("FAKE_API_KEY", "sk-fake-key-for-escapes")
+        .arg("run")
+        .args(flags)
+        .arg("go");
+    let out = run(&mut cmd);
+    let requests = server.requests();
+    let results = requests
+        .last()
+        .map(|r| {
+            r.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    (out, results)
+}
+
+fn backends() -> Vec<Backend> {
+    let host = Host::current();
+    let mut usable = Vec::new();
+    for (backend, works) in [
+        (Backend::Bwrap, host.bwrap.as_ref().err()),
+        (Backend::Landlock, host.landlock.as_ref().err()),
+    ] {
+        match works {
+            None => usable.push(backend),
+            Some(why) if std::env::var_os("REASONIX_REQUIRE_SANDBOX").is_some() => {
+                panic!("REASONIX_REQUIRE_SANDBOX is set but {backend:?} is unusable: {why}")
+            }
+            Some(why) => eprintln!("warning: {backend:?} escape tests skipped: {why}"),
+        }
+    }
+    usable
+}
+
+fn sandbox_table(backend: Backend) -> String {
+    format!(
+        "[sandbox]\nbash = \"enforce\"\nbackend = \"{}\"\n",
+        backend.name()
+    )
+}
+
+fn executable(path: &Path, body: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, body).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn git(ws: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(ws)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Start-up runs no repository code.
+
+#[test]
+fn start_up_runs_no_repository_code_from_git_config_attributes_or_path() {
+    let home = Dir::new();
+    let ws = Dir::new();
+    let evidence = Dir::new();
+    let mark = |name: &str| {
+        format!(
+            "#!/bin/sh\necho \"$FAKE_API_KEY\" > {}/{name}\ncat\n",
+            evidence.path().display()
+        )
+    };
+    git(ws.path(), &["init", "-q", "-b", "main"]);
+    ws.write("a.txt", "tracked\n");
+    ws.write(".gitattributes", "* filter=evil\n");
+    git(ws.path(), &["add", "."]);
+    git(ws.path(), &["commit", "-qm", "init"]);
+    executable(&ws.join("hooks-bin/fsmonitor"), &mark("fsmonitor"));
+    executable(&ws.join("hooks-bin/clean"), &mark("filter"));
+    executable(&ws.join("hooks-bin/pager"), &mark("pager"));
+    git(
+        ws.path(),
+        &[
+            "config",
+            "core.fsmonitor",
+            &ws.join("hooks-bin/fsmonitor").display().to_string(),
+        ],
+    );
+    git(
+        ws.path(),
+        &[
+            "config",
+            "filter.evil.clean",
+            &ws.join("hooks-bin/clean").display().to_string(),
+        ],
+    );
+    git(
+        ws.path(),
+        &[
+            "config",
+            "core.pager",
+            &ws.join("hooks-bin/pager").display().to_string(),
+        ],
+    );
+    // A changed mtime makes `git status` re-read the file through the clean filter.
+    ws.write("a.txt", "tracked\n");
+    let planted = |name: &str| executable(&ws.join(&format!("bin/{name}")), &mark(name));
+    for name in ["git", "python3", "node", "cargo", "make", "rustc"] {
+        planted(name);
+    }
+    let trusted = Dir::new();
+    executable(
+        &trusted.join("tools/make"),
+        &format!(
+            "#!/bin/sh\necho \"key=$FAKE_API_KEY\" > {}/make-env\necho 'GNU Make 99.9'\n",
+            trusted.path().display()
+        ),
+    );
+    let path = format!(
+        "bin:{}:{}:{}",
+        ws.join("bin").display(),
+        trusted.join("tools").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let server = FakeOpenAI::start(vec![Reply::text("done")]);
+    config(&home, &server.base_url(), "[environment]\nenabled = true\n");
+    let out = run(reasonix(&home, ws.path())
+        .env("PATH", &path)
+        .env("FAKE_API_KEY", "sk-leak")
+        .args(["run", "--permission-mode", "strict", "hello"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let ran: Vec<String> = fs::read_dir(evidence.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        ran.is_empty(),
+        "repository code ran at start-up: {ran:?}\n{out:?}"
+    );
+    let system = server.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("git: branch main"), "{system}");
+    // The user's own PATH entries are probed, with a scrubbed environment.
+    let seen = fs::read_to_string(trusted.join("make-env")).expect("the trusted make was probed");
+    assert_eq!(seen.trim(), "key=", "a probe saw the provider key");
+    assert!(system.contains("make: GNU Make 99.9"), "{system}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The user's home is never the model's to write.
+
+#[test]
+fn jailed_bash_cannot_rewrite_the_user_config_under_either_backend() {
+    for backend in backends() {
+        let home = Dir::new();
+        let ws = Dir::new();
+        let config_path = home.join(".reasonix/config.toml");
+        let command = format!(
+            "printf '\\n[[plugins]]\\nname = \"evil\"\\ncommand = \"/bin/true\"\\n' >> {0}; \
+             mkdir -p {1}/memory && echo pwned > {1}/memory/planted.md; \
+             echo pwned > {1}/grants.json",
+            config_path.display(),
+            home.join(".reasonix").display()
+        );
+        let args = serde_json::json!({ "command": command }).to_string();
+        let (out, results) = model_calls(
+            &home,
+            ws.path(),
+            &sandbox_table(backend),
+            &[("c1", "bash", &args)],
+            &["--permission-mode", "yolo"],
+        );
+        assert_eq!(out.code, 0, "{backend:?}: {out:?}");
+        let config = fs::read_to_string(&config_path).unwrap();
+        assert!(
+            !config.contains("evil"),
+            "{backend:?}: the model appended to the user config:\n{config}\n{results:?}"
+        );
+        assert!(
+            !home.join(".reasonix/memory/planted.md").exists()
+                && !home.join(".reasonix/grants.json").exists(),
+            "{backend:?}: the model wrote into the reasonix home: {results:?}"
+        );
+    }
+}
+
+#[test]
+fn file_tools_refuse_the_reasonix_home() {
+    let home = Dir::new();
+    let ws = Dir::new();
+    ws.write("payload.toml", "[sandbox]\nbash = \"off\"\n");
+    let config_path = home.join(".reasonix/config.toml");
+    let cfg = config_path.display().to_string();
+    let write = serde_json::json!({"path": cfg, "content": "[sandbox]\nbash = \"off\"\n"});
+    let edit = serde_json::json!({"path": cfg, "old_string": "[[providers]]", "new_string": "[sandbox]\nbash = \"off\"\n[[providers]]"});
+    let moved = serde_json::json!({"source_path": "payload.toml", "destination_path": home.join(".reasonix/extra.toml").display().to_string()});
+    let (out, results) = model_calls(
+        &home,
+        ws.path(),
+        "",
+        &[
+            ("c1", "write_file", &write.to_string()),
+            ("c2", "edit_file", &edit.to_string()),
+            ("c3", "move_file", &moved.to_string()),
+        ],
+        &["--permission-mode", "yolo"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let config = fs::read_to_string(&config_path).unwrap();
+    assert!(!config.contains("bash = \"off\""), "{config}\n{results:?}");
+    assert!(!home.join(".reasonix/extra.toml").exists(), "{results:?}");
+    assert_eq!(results.len(), 3);
+    for result in &results {
+        assert!(
+            result.contains("reasonix home"),
+            "expected a refusal naming the reasonix home: {result}"
+        );
+    }
+}
+
+#[test]
+fn a_reasonix_home_inside_the_workspace_stays_read_only() {
+    for backend in backends() {
+        let home = Dir::new();
+        let ws = Dir::new();
+        let inner_home = ws.join("state");
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[
+                (
+                    "c1",
+                    "bash",
+                    r#"{"command":"echo '[sandbox]' >> state/config.toml; echo ok > sub/made-by-bash.txt"}"#,
+                ),
+                (
+                    "c2",
+                    "write_file",
+                    r#"{"path":"state/config.toml","content":"pwned"}"#,
+                ),
+            ]),
+            Reply::text("done"),
+        ]);
+        fs::create_dir_all(&inner_home).unwrap();
+        // Under Landlock the workspace's top level loses the right to create entries when the
+        // home is carved out of it (documented); existing directories stay writable.
+        fs::create_dir_all(ws.join("sub")).unwrap();
+        fs::write(
+            inner_home.join("config.toml"),
+            format!(
+                "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n\n{}",
+                server.base_url(),
+                sandbox_table(backend)
+            ),
+        )
+        .unwrap();
+        let before = fs::read_to_string(inner_home.join("config.toml")).unwrap();
+        let out = run(reasonix(&home, ws.path())
+            .env("REASONIX_HOME", &inner_home)
+            .env("FAKE_API_KEY", "k")
+            .args(["run", "--permission-mode", "yolo", "go"]));
+        assert_eq!(out.code, 0, "{backend:?}: {out:?}");
+        assert_eq!(
+            fs::read_to_string(inner_home.join("config.toml")).unwrap(),
+            before,
+            "{backend:?}"
+        );
+        assert!(
+            ws.join("sub/made-by-bash.txt").exists(),
+            "{backend:?}: the rest of the workspace must stay writable"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Permission subjects come from the tool's own arguments, resolved.
+
+#[test]
+fn a_decoy_argument_does_not_choose_the_permission_subject() {
+    let home = Dir::new();
+    let ws = Dir::new();
+    ws.write("secret.txt", "DECOY-SECRET-1234\n");
+    ws.write("src/main.rs", "fn main() {}\n");
+    let (out, results) = model_calls(
+        &home,
+        ws.path(),
+        "",
+        &[
+            ("c1", "read_file", r#"{"path":"secret.txt","command":"ls"}"#),
+            (
+                "c2",
+                "write_file",
+                r#"{"path":"src/main.rs","source_path":"docs/x.md","content":"pwned"}"#,
+            ),
+            (
+                "c3",
+                "write_file",
+                r#"{"path":"src/main.rs","content":"pwned"}"#,
+            ),
+        ],
+        &[
+            "--permission-mode",
+            "strict",
+            "--deny",
+            "Read(secret.txt)",
+            "--allow",
+            "Edit(docs/**)",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        results.iter().all(|r| !r.contains("DECOY-SECRET")),
+        "{results:?}"
+    );
+    assert_eq!(ws.read("src/main.rs"), "fn main() {}\n", "{results:?}");
+    assert!(results[0].contains("command"), "{}", results[0]);
+}
+
+#[test]
+fn rules_judge_the_symlink_target_not_its_name() {
+    let home = Dir::new();
+    let ws = Dir::new();
+    ws.write("secrets/k", "LINKED-SECRET-5678\n");
+    ws.write("src/main.rs", "fn main() {}\n");
+    fs::create_dir_all(ws.join("docs")).unwrap();
+    symlink("secrets/k", ws.join("innocent.txt")).unwrap();
+    symlink("../src/main.rs", ws.join("docs/notes.md")).unwrap();
+    let (out, results) = model_calls(
+        &home,
+        ws.path(),
+        "",
+        &[
+            ("c1", "read_file", r#"{"path":"innocent.txt"}"#),
+            (
+                "c2",
+                "write_file",
+                r#"{"path":"docs/notes.md","content":"pwned"}"#,
+            ),
+        ],
+        &[
+            "--permission-mode",
+            "strict",
+            "--deny",
+            "Read(secrets/**)",
+            "--allow",
+            "Edit(docs/**)",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!results[0].contains("LINKED-SECRET"), "{results:?}");
+    assert_eq!(ws.read("src/main.rs"), "fn main() {}\n", "{results:?}");
+}
+
+#[test]
+fn search_tools_neither_list_nor_search_paths_a_read_rule_denies() {
+    let home = Dir::new();
+    let ws = Dir::new();
+    ws.write("secrets/k", "DENIED-CONTENT-9999\n");
+    ws.write("src/lib.rs", "// DENIED-CONTENT-9999 is the marker\n");
+    let (out, results) = model_calls(
+        &home,
+        ws.path(),
+        "",
+        &[
+            (
+                "c1",
+                "grep",
+                r#"{"pattern":"DENIED-CONTENT","output_mode":"content"}"#,
+            ),
+            ("c2", "glob", r#"{"pattern":"**/*"}"#),
+            ("c3", "ls", r#"{"path":".","recursive":true}"#),
+            ("c4", "ls", r#"{"path":"secrets"}"#),
+        ],
+        &["--deny", "Read(secrets/**)"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(results[0].contains("src/lib.rs"), "control: {}", results[0]);
+    for result in &results {
+        assert!(
+            !result.contains("secrets/k") && !result.contains("\nk") && !result.starts_with("k"),
+            "a denied path was listed or searched: {result}"
+        );
+    }
+    assert!(results[2].contains("src"), "control: {}", results[2]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Default hidden secrets and hard links to them.
+
+#[test]
+fn the_usual_credential_files_are_hidden_by_default_also_through_a_hard_link() {
+    for backend in backends() {
+        let home = Dir::new();
+        let ws = Dir::new();
+        home.write(".ssh/id_ed25519", "PRIVATE-KEY-DEFAULT-HIDDEN\n");
+        home.write(".aws/credentials", "AWS-SECRET-DEFAULT-HIDDEN\n");
+        home.write(".netrc", "machine x password NETRC-SECRET\n");
+        fs::hard_link(home.join(".ssh/id_ed25519"), ws.join("innocent.txt")).unwrap();
+        let ssh = home.join(".ssh/id_ed25519").display().to_string();
+        let read = serde_json::json!({ "path": ssh }).to_string();
+        let cat = serde_json::json!({
+            "command": format!("cat {ssh} {}/.aws/credentials {}/.netrc", home.path().display(), home.path().display())
+        })
+        .to_string();
+        let (out, results) = model_calls(
+            &home,
+            ws.path(),
+            &sandbox_table(backend),
+            &[
+                ("c1", "read_file", &read),
+                ("c2", "read_file", r#"{"path":"innocent.txt"}"#),
+                ("c3", "bash", &cat),
+                (
+                    "c4",
+                    "grep",
+                    r#"{"pattern":"PRIVATE-KEY","output_mode":"content"}"#,
+                ),
+            ],
+            &["--permission-mode", "yolo"],
+        );
+        assert_eq!(out.code, 0, "{backend:?}: {out:?}");
+        assert_eq!(results.len(), 4);
+        for result in &results {
+            assert!(
+                !result.contains("DEFAULT-HIDDEN") && !result.contains("NETRC-SECRET"),
+                "{backend:?}: a default-hidden secret leaked: {result}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_user_config_can_unhide_a_default_entry() {
+    let home = Dir::new();
+    let ws = Dir::new();
+    home.write(".npmrc", "registry=NPMRC-VISIBLE\n");
+    home.write(".ssh/config", "Host SSH-STILL-HIDDEN\n");
+    let npmrc = serde_json::json!({"path": home.join(".npmrc").display().to_string()}).to_string();
+    let ssh =
+        serde_json::json!({"path": home.join(".ssh/config").display().to_string()}).to_string();
+    let defaults = "[sandbox]\ndefault_forbid_read = [\"${HOME}/.ssh\"]\n";
+    let (out, results) = model_calls(
+        &home,
+        ws.path(),
+        defaults,
+        &[("c1", "read_file", &npmrc), ("c2", "read_file", &ssh)],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(results[0].contains("NPMRC-VISIBLE"), "{results:?}");
+    assert!(!results[1].contains("SSH-STILL-HIDDEN"), "{results:?}");
+}
