@@ -301,6 +301,9 @@ impl Session {
     /// was added at the end (the file and the provider's prompt cache keep their prefix),
     /// rewritten otherwise.
     fn repair(&mut self) -> Result<(), SessionError> {
+        if validate(&self.messages).is_empty() {
+            return Ok(());
+        }
         let repaired = repair(&self.messages);
         if repaired.notes.is_empty() {
             return Ok(());
