@@ -1,6 +1,7 @@
 //! Crash-safe file writes shared by tools, config, the key store and sessions: write a temp
 //! file in the same directory, fsync it, rename it over the target, fsync the directory. A
-//! crash at any point leaves either the old file or the new one, never a torn mix.
+//! crash at any point leaves either the old file or the new one, never a torn mix. Also the
+//! private (0700) directories that hold user state.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -37,6 +38,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Creates `dir` and any missing parents with mode 0700 (before the umask). Directories that
+/// already exist keep their mode: they may be shared on purpose, and only what reasonix
+/// creates is its to decide.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Makes a rename or a new directory entry durable.

@@ -384,9 +384,10 @@ fn two_hundred_turns_in_a_32k_window_keep_every_user_fact() {
     assert!(fraction > 0.5, "prefix-stable fraction {fraction}");
 
     // Resume: the rewritten session reopens to exactly what the agent holds.
+    // Read without the lock, which the agent still holds.
     let path = h.agent.session().path().to_path_buf();
-    let reopened = Session::open(&path).unwrap();
-    assert_eq!(reopened.messages(), h.agent.session().messages());
+    let (_, reopened) = session::load(&path).unwrap();
+    assert_eq!(reopened, h.agent.session().messages());
 }
 
 #[test]
@@ -554,14 +555,15 @@ fn manual_compaction_folds_on_demand_and_survives_a_resume() {
         ("manual", "fold", true)
     );
     assert!(count > 0 && h.agent.session().messages().len() < before);
+    // Read without the lock, which the agent still holds.
     let path = h.agent.session().path().to_path_buf();
-    let reopened = Session::open(&path).unwrap();
-    assert_eq!(reopened.messages(), h.agent.session().messages());
+    let (_, reopened) = session::load(&path).unwrap();
+    assert_eq!(reopened, h.agent.session().messages());
     // The next request sends exactly the compacted history.
     h.turn(fact(6));
     let last = main_requests(&h.server).pop().unwrap();
     let sent = last["messages"].as_array().unwrap();
-    let kept = reopened.messages();
+    let kept = &reopened;
     for (i, message) in kept.iter().enumerate() {
         assert_eq!(message.content, sent[i]["content"], "message {i}");
         assert_eq!(
@@ -1037,7 +1039,14 @@ fn history_search_ranks_hits_by_scope_and_reads_around_them() {
 fn history_index_follows_file_changes() {
     let state = Dir::new();
     let here = state.join("projects/here/sessions");
-    saved_session(&here, "s1", &[Message::user("first topic: albatross")]);
+    saved_session(
+        &here,
+        "s1",
+        &[
+            Message::user("first topic: albatross"),
+            Message::assistant("noted"),
+        ],
+    );
     let ctx = history_ctx(&state);
     let query = json!({"query": "pelican"});
     assert!(History
@@ -1052,7 +1061,7 @@ fn history_index_follows_file_changes() {
     session.sync().unwrap();
     drop(session);
     let found = History.execute(&query, &ctx).unwrap();
-    assert!(found.contains("session s1 index 2 (user)"), "{found}");
+    assert!(found.contains("session s1 index 3 (user)"), "{found}");
 }
 
 /// `make bench`: BM25 search over 1,000 synthetic sessions, cold (building the index) and warm.

@@ -1052,7 +1052,10 @@ fn run_agent(dir: &Dir, gate: Box<dyn Gate>, calls: Vec<ToolCall>) -> (usize, Ve
     agent
         .run("go".into(), &mut |e: Event| events.push(e))
         .unwrap();
-    let session = Session::open(agent.session().path()).unwrap();
+    let path = agent.session().path().to_path_buf();
+    // The agent holds the session's lock until it is dropped.
+    drop(agent);
+    let session = Session::open(&path).unwrap();
     (runs.load(Ordering::SeqCst), events, session)
 }
 

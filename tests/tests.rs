@@ -15,6 +15,7 @@ mod permissions;
 mod provider;
 mod run;
 mod sandbox;
+mod sessions;
 mod tools_bash;
 mod tools_files;
 mod tools_search;

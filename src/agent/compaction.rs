@@ -9,8 +9,9 @@
 //! never changed here.
 
 use std::collections::HashMap;
-use std::fs::{self, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -555,7 +556,8 @@ pub fn archive(
     reason: &str,
     messages: &[Message],
 ) -> io::Result<PathBuf> {
-    fs::create_dir_all(dir)?;
+    // Archives hold session content: as private as the sessions.
+    crate::fsutil::create_private_dir(dir)?;
     let now = SystemTime::now();
     let path = dir.join(format!("{}.jsonl", crate::clock::compact_stamp(now)));
     let mut text = json!({
@@ -570,7 +572,11 @@ pub fn archive(
         text.push_str(&serde_json::to_string(message).map_err(io::Error::other)?);
         text.push('\n');
     }
-    let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)?;
     file.write_all(text.as_bytes())?;
     file.sync_all()?;
     crate::fsutil::sync_dir(dir)?;
@@ -597,6 +603,7 @@ mod tests {
     use super::*;
     use crate::agent::tokens::estimate_message;
     use crate::provider::ToolCall;
+    use std::fs;
 
     fn costs(history: &[Message]) -> Vec<u64> {
         history.iter().map(estimate_message).collect()
@@ -791,6 +798,9 @@ mod tests {
         assert!(lines[0].contains("\"session_id\":\"s1\""));
         let back: Message = serde_json::from_str(lines[2]).unwrap();
         assert_eq!(back, messages[1]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&dir), mode(&path)), (0o700, 0o600));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,10 +2,18 @@
 //! the provider was sent. Lines are written as messages arrive and fsynced at every turn
 //! boundary, so a killed run loses nothing it had received and a resumed run replays the same
 //! prefix byte for byte.
+//!
+//! One process at a time owns a session: it holds an exclusive `flock` on the file for as
+//! long as the session is open, and the kernel drops the lock when the process exits, however
+//! it exits. Loading a session checks the whole history (every tool call answered right after
+//! it, no result without its call, no two assistant messages in a row, no prompt left without
+//! a reply) and repairs what a crash or an older version left behind before anything is sent;
+//! what the repair did is kept for the front end to report. Files are 0600 in 0700 directories.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -14,6 +22,18 @@ use serde::{Deserialize, Serialize};
 use crate::provider::{Message, Role};
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// Session files hold prompts, file contents and command output: for the owner only.
+const FILE_MODE: u32 = 0o600;
+
+/// The result given to a tool call whose result was never recorded.
+pub const INTERRUPTED_RESULT: &str =
+    "error: no result was recorded for this call (the previous run was interrupted)";
+
+/// The reply put after a prompt that never got one, so the model knows it went unanswered
+/// instead of reading it run together with the next prompt.
+pub const NO_REPLY_NOTE: &str =
+    "[no reply: the run that received this message was interrupted or failed before the model answered]";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -26,6 +46,9 @@ pub struct Header {
     pub model: String,
     pub cwd: String,
     pub started_at: String,
+    /// The session this one was copied from (`--fork-session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<String>,
 }
 
 impl Header {
@@ -38,6 +61,7 @@ impl Header {
             model: model.into(),
             cwd: cwd.display().to_string(),
             started_at: crate::clock::rfc3339(SystemTime::now()),
+            forked_from: None,
         }
     }
 }
@@ -58,6 +82,10 @@ pub enum SessionError {
         reference: String,
         matches: Vec<String>,
     },
+    /// Another process holds the session's lock.
+    Locked {
+        id: String,
+    },
 }
 
 impl fmt::Display for SessionError {
@@ -75,6 +103,11 @@ impl fmt::Display for SessionError {
                 "session: `{reference}` matches {} sessions ({}); give more of the id",
                 matches.len(),
                 matches.join(", ")
+            ),
+            SessionError::Locked { id } => write!(
+                f,
+                "session: {id} is in use by another reasonix process; wait for it to finish, \
+                 or add `--fork-session` to continue a copy under a new id"
             ),
         }
     }
@@ -100,21 +133,26 @@ pub struct Session {
     pub header: Header,
     messages: Vec<Message>,
     path: PathBuf,
+    /// Open for appending, and holding the session's exclusive lock.
     file: File,
     /// Whether the directory entry of a new session file has been made durable.
     dir_synced: bool,
+    /// What loading had to repair, one phrase each; empty for a sound history.
+    repairs: Vec<String>,
 }
 
 impl Session {
-    /// Creates `<dir>/<id>.jsonl` and writes the header.
+    /// Creates `<dir>/<id>.jsonl` (0600, in directories created 0700) and writes the header.
     pub fn create(dir: &Path, header: Header) -> Result<Session, SessionError> {
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        crate::fsutil::create_private_dir(dir).map_err(io_err(dir))?;
         let path = dir.join(format!("{}.jsonl", header.id));
         let mut file = OpenOptions::new()
             .create_new(true)
             .append(true)
+            .mode(FILE_MODE)
             .open(&path)
             .map_err(io_err(&path))?;
+        lock(&file, &path, &header.id)?;
         let mut line = serde_json::to_string(&header).unwrap_or_default();
         line.push('\n');
         file.write_all(line.as_bytes()).map_err(io_err(&path))?;
@@ -126,30 +164,45 @@ impl Session {
             path,
             file,
             dir_synced: false,
+            repairs: Vec::new(),
         })
     }
 
-    /// Loads a session for resuming. A torn last line (a crash mid-write) is dropped, and tool
-    /// calls left without results by a hard kill get a synthetic result, so the history sent
-    /// next is always valid.
+    /// Loads a session for resuming and locks it; fails at once with
+    /// [`SessionError::Locked`] when another process has it. A torn last line (a crash
+    /// mid-write) is dropped and the history is repaired (see [`repair`]) and written back,
+    /// so the history sent next is always valid.
     pub fn open(path: &Path) -> Result<Session, SessionError> {
-        let (header, messages, valid_len) = read(path)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(io_err(path))?;
+        let file = open_locked(path)?;
+        let (header, messages, valid_len) = read(&file, path)?;
         if file.metadata().map_err(io_err(path))?.len() != valid_len {
             file.set_len(valid_len).map_err(io_err(path))?;
         }
         let mut session = Session {
             header,
-            messages: Vec::new(),
+            messages,
             path: path.to_path_buf(),
             file,
             dir_synced: true,
+            repairs: Vec::new(),
         };
-        session.messages = messages;
-        session.repair_unpaired_calls()?;
+        session.repair()?;
+        Ok(session)
+    }
+
+    /// Starts a new session in `dir` under `header` with a copy of the history at `source`,
+    /// repaired like [`Session::open`] does. The source is read without its lock, so a run
+    /// that is still writing it is left alone: the copy holds what was on disk, up to its
+    /// last whole line.
+    pub fn fork(source: &Path, dir: &Path, mut header: Header) -> Result<Session, SessionError> {
+        let (original, messages) = load(source)?;
+        header.forked_from = Some(original.id);
+        let repaired = repair(&messages);
+        let mut session = Session::create(dir, header)?;
+        for message in repaired.messages {
+            session.push(message)?;
+        }
+        session.repairs = repaired.notes;
         Ok(session)
     }
 
@@ -163,6 +216,17 @@ impl Session {
 
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// What loading repaired, as one sentence for the user; `None` when nothing was wrong.
+    pub fn repair_notice(&self) -> Option<String> {
+        (!self.repairs.is_empty()).then(|| {
+            format!(
+                "session {}: repaired the history before continuing: {}",
+                self.header.id,
+                self.repairs.join("; ")
+            )
+        })
     }
 
     /// Appends a message in memory and on disk (not yet fsynced; see [`Session::sync`]).
@@ -188,9 +252,10 @@ impl Session {
         Ok(())
     }
 
-    /// Replaces the whole message list (context compaction). The file is swapped atomically,
-    /// so a crash leaves either the old history or the new one; callers archive what they
-    /// drop before calling this.
+    /// Replaces the whole message list (context compaction, repair). The new file is written
+    /// beside the old one, locked before it is renamed over it, so a crash leaves either the
+    /// old history or the new one and no other process can take the session in between;
+    /// callers archive what they drop before calling this.
     pub fn rewrite(&mut self, messages: Vec<Message>) -> Result<(), SessionError> {
         let mut text = serde_json::to_string(&self.header).unwrap_or_default();
         text.push('\n');
@@ -198,55 +263,297 @@ impl Session {
             text.push_str(&serde_json::to_string(message).unwrap_or_default());
             text.push('\n');
         }
-        crate::fsutil::write_atomic(&self.path, text.as_bytes(), None)
-            .map_err(io_err(&self.path))?;
-        // The old handle points at the replaced inode; appends must go to the new file.
-        self.file = OpenOptions::new()
-            .append(true)
-            .open(&self.path)
-            .map_err(io_err(&self.path))?;
+        let dir = match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let temp = dir.join(format!(
+            ".{}.jsonl.rewrite-{}",
+            self.header.id,
+            std::process::id()
+        ));
+        let written = (|| {
+            let _ = fs::remove_file(&temp);
+            let mut file = OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .mode(FILE_MODE)
+                .open(&temp)
+                .map_err(io_err(&temp))?;
+            lock(&file, &temp, &self.header.id)?;
+            file.write_all(text.as_bytes()).map_err(io_err(&temp))?;
+            file.sync_all().map_err(io_err(&temp))?;
+            fs::rename(&temp, &self.path).map_err(io_err(&self.path))?;
+            crate::fsutil::sync_dir(&dir).map_err(io_err(&dir))?;
+            Ok(file)
+        })();
+        let file = written.inspect_err(|_| {
+            let _ = fs::remove_file(&temp);
+        })?;
+        // The old handle (and its lock) belongs to the replaced inode; appends and the lock
+        // now live with the new file.
+        self.file = file;
         self.messages = messages;
         Ok(())
     }
 
-    fn repair_unpaired_calls(&mut self) -> Result<(), SessionError> {
-        let missing = unanswered_calls(&self.messages);
-        if missing.is_empty() {
+    /// Repairs the loaded history and writes the result back: appended when only something
+    /// was added at the end (the file and the provider's prompt cache keep their prefix),
+    /// rewritten otherwise.
+    fn repair(&mut self) -> Result<(), SessionError> {
+        if validate(&self.messages).is_empty() {
             return Ok(());
         }
-        for id in missing {
-            self.push(Message::tool_result(
-                id,
-                "error: no result was recorded for this call (the previous run was interrupted)",
-            ))?;
+        let repaired = repair(&self.messages);
+        if repaired.notes.is_empty() {
+            return Ok(());
         }
-        self.sync()
+        let old = self.messages.len();
+        if repaired.messages.len() >= old && repaired.messages[..old] == self.messages[..] {
+            for message in repaired.messages[old..].iter().cloned() {
+                self.push(message)?;
+            }
+            self.sync()?;
+        } else {
+            self.rewrite(repaired.messages)?;
+        }
+        self.repairs = repaired.notes;
+        Ok(())
     }
 }
 
-/// Ids of tool calls in the trailing assistant message that have no result after it.
-pub fn unanswered_calls(messages: &[Message]) -> Vec<String> {
-    let Some(last_call) = messages
-        .iter()
-        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
-    else {
-        return Vec::new();
-    };
-    let answered: Vec<&str> = messages[last_call + 1..]
-        .iter()
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
-    messages[last_call]
-        .tool_calls
-        .iter()
-        .filter(|c| !answered.contains(&c.id.as_str()))
-        .map(|c| c.id.clone())
-        .collect()
+/// Takes the session's exclusive lock on `file`, without waiting.
+fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
+    match crate::sandbox::sys::try_lock_exclusive(file) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(SessionError::Locked { id: id.to_string() }),
+        Err(source) => Err(SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
-/// Reads header and messages; returns the byte length of the well-formed prefix.
-fn read(path: &Path) -> Result<(Header, Vec<Message>, u64), SessionError> {
+/// Opens `path` for appending and locks it. A run that compacts replaces the file by a
+/// rename; if that happens between our open and our lock we would hold the lock of a file
+/// nobody reads any more, so the lock only counts while the path still names the same file.
+fn open_locked(path: &Path) -> Result<File, SessionError> {
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for _ in 0..3 {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        lock(&file, path, &id)?;
+        let held = file.metadata().map_err(io_err(path))?;
+        let named = fs::metadata(path).map_err(io_err(path))?;
+        if (held.dev(), held.ino()) == (named.dev(), named.ino()) {
+            return Ok(file);
+        }
+    }
+    // Replaced three times in a row: some other process is busy with it.
+    Err(SessionError::Locked { id })
+}
+
+/// Header and messages of a session file, without taking its lock or changing it (for
+/// inspection and `--fork-session`). A torn last line is left out.
+pub fn load(path: &Path) -> Result<(Header, Vec<Message>), SessionError> {
     let file = File::open(path).map_err(io_err(path))?;
+    let (header, messages, _) = read(&file, path)?;
+    Ok((header, messages))
+}
+
+/// A repaired history and what was done to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repair {
+    pub messages: Vec<Message>,
+    /// One phrase per kind of repair; empty when the history was already valid.
+    pub notes: Vec<String>,
+}
+
+/// Why `messages` cannot be sent as they are, one sentence each (messages numbered from 1);
+/// empty for a valid history. Valid means: the results of an assistant message's tool calls
+/// follow it directly, one per call; every tool result answers a call of the assistant
+/// message before its block; no assistant message follows another; and the history does not
+/// end on a user message, which the next prompt would follow unanswered. Consecutive user
+/// messages are fine: compaction keeps the user's own turns side by side on purpose.
+pub fn validate(messages: &[Message]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut open_calls: Vec<&str> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        let n = i + 1;
+        if message.role != Role::Tool && !open_calls.is_empty() {
+            problems.push(format!(
+                "message {n}: tool calls {} of the assistant message before have no result",
+                open_calls.join(", ")
+            ));
+            open_calls.clear();
+        }
+        match message.role {
+            Role::Tool => {
+                let id = message.tool_call_id.as_deref().unwrap_or("");
+                match open_calls.iter().position(|c| *c == id) {
+                    Some(at) => {
+                        open_calls.remove(at);
+                    }
+                    None => problems.push(format!(
+                        "message {n}: tool result for `{id}` answers no call of the assistant message before it"
+                    )),
+                }
+            }
+            Role::Assistant => {
+                if i > 0 && messages[i - 1].role == Role::Assistant {
+                    problems.push(format!("message {n}: assistant message after another"));
+                }
+                open_calls = message.tool_calls.iter().map(|c| c.id.as_str()).collect();
+            }
+            Role::System | Role::User => {}
+        }
+    }
+    if !open_calls.is_empty() {
+        problems.push(format!(
+            "end: tool calls {} have no result",
+            open_calls.join(", ")
+        ));
+    }
+    if messages.last().is_some_and(|m| m.role == Role::User) {
+        problems.push("end: the last user message got no reply".into());
+    }
+    problems
+}
+
+/// Makes `history` valid (see [`validate`]) while keeping everything it can, the same way
+/// every time: a tool result found later in the history is moved back after its call, a call
+/// with no result anywhere gets [`INTERRUPTED_RESULT`], results that answer no call are
+/// dropped, an assistant message right after another is merged into it, and a final user
+/// message without a reply gets [`NO_REPLY_NOTE`]. Results already in place keep their
+/// order, so a valid history comes back unchanged.
+pub fn repair(history: &[Message]) -> Repair {
+    let mut out: Vec<Message> = Vec::with_capacity(history.len() + 1);
+    let mut used = vec![false; history.len()];
+    let (mut moved, mut interrupted, mut dropped, mut merged) = (0usize, 0usize, 0usize, 0usize);
+    for (i, message) in history.iter().enumerate() {
+        if used[i] {
+            continue;
+        }
+        match message.role {
+            Role::Tool => dropped += 1,
+            Role::Assistant => {
+                let mut message = message.clone();
+                // An assistant message with calls is always followed by their results in
+                // `out`, so one directly before this one has none and can absorb it.
+                if out.last().is_some_and(|m| m.role == Role::Assistant) {
+                    if let Some(previous) = out.pop() {
+                        message = merge_assistant(previous, message);
+                        merged += 1;
+                    }
+                }
+                let mut pending: Vec<String> =
+                    message.tool_calls.iter().map(|c| c.id.clone()).collect();
+                out.push(message);
+                let block_end = (i + 1..history.len())
+                    .find(|&j| history[j].role != Role::Tool)
+                    .unwrap_or(history.len());
+                for j in i + 1..block_end {
+                    if let Some(at) = answered(&pending, &history[j]) {
+                        pending.remove(at);
+                        used[j] = true;
+                        out.push(history[j].clone());
+                    }
+                }
+                for id in pending {
+                    let later = (block_end..history.len()).find(|&j| {
+                        !used[j]
+                            && history[j].role == Role::Tool
+                            && history[j].tool_call_id.as_deref() == Some(id.as_str())
+                    });
+                    match later {
+                        Some(j) => {
+                            used[j] = true;
+                            moved += 1;
+                            out.push(history[j].clone());
+                        }
+                        None => {
+                            interrupted += 1;
+                            out.push(Message::tool_result(id, INTERRUPTED_RESULT));
+                        }
+                    }
+                }
+            }
+            Role::System | Role::User => out.push(message.clone()),
+        }
+    }
+    let mut notes = Vec::new();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if moved > 0 {
+        notes.push(format!(
+            "moved {moved} tool result{} back after {} call",
+            plural(moved),
+            if moved == 1 { "its" } else { "their" }
+        ));
+    }
+    if dropped > 0 {
+        notes.push(format!(
+            "dropped {dropped} tool result{} that {} no call",
+            plural(dropped),
+            if dropped == 1 { "answers" } else { "answer" }
+        ));
+    }
+    if merged > 0 {
+        notes.push(format!(
+            "merged {merged} assistant message{} into the one before",
+            plural(merged)
+        ));
+    }
+    if interrupted > 0 {
+        notes.push(format!(
+            "gave {interrupted} tool call{} without a result an \"interrupted\" result",
+            plural(interrupted)
+        ));
+    }
+    if out.last().is_some_and(|m| m.role == Role::User) {
+        out.push(Message::assistant(NO_REPLY_NOTE));
+        notes.push("noted that the last user message got no reply".into());
+    }
+    Repair {
+        messages: out,
+        notes,
+    }
+}
+
+/// Which of the `pending` call ids `message` answers, if it is a tool result.
+fn answered(pending: &[String], message: &Message) -> Option<usize> {
+    let id = message.tool_call_id.as_deref()?;
+    (message.role == Role::Tool)
+        .then(|| pending.iter().position(|p| p == id))
+        .flatten()
+}
+
+/// One assistant message from two in a row: texts joined, the second one's tool calls.
+fn merge_assistant(first: Message, second: Message) -> Message {
+    let join = |a: String, b: String| match (a.is_empty(), b.is_empty()) {
+        (true, _) => b,
+        (_, true) => a,
+        _ => format!("{a}\n\n{b}"),
+    };
+    let reasoning = join(
+        first.reasoning_content.unwrap_or_default(),
+        second.reasoning_content.unwrap_or_default(),
+    );
+    Message {
+        content: join(first.content, second.content),
+        reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+        ..second
+    }
+}
+
+/// Reads header and messages from the start of `file`; returns the byte length of the
+/// well-formed prefix.
+fn read(file: &File, path: &Path) -> Result<(Header, Vec<Message>, u64), SessionError> {
     let mut reader = BufReader::new(file);
     let mut header: Option<Header> = None;
     let mut messages = Vec::new();
@@ -451,7 +758,7 @@ mod tests {
         let last = reopened.messages().last().unwrap();
         assert_eq!(last.tool_call_id.as_deref(), Some("c2"));
         assert!(last.content.contains("interrupted"));
-        assert!(unanswered_calls(reopened.messages()).is_empty());
+        assert_eq!(validate(reopened.messages()), Vec::<String>::new());
         // The repaired file parses cleanly again.
         drop(reopened);
         assert_eq!(Session::open(&path).unwrap().messages().len(), 4);
@@ -479,6 +786,173 @@ mod tests {
             .collect();
         assert_eq!(contents, vec!["sys", "three", "four"]);
         assert_eq!(reopened.header.id, "r1");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall::new(id, "ls", "{}")
+    }
+
+    fn asking(text: &str, ids: &[&str]) -> Message {
+        let mut message = Message::assistant(text);
+        message.tool_calls = ids.iter().map(|id| call(id)).collect();
+        message
+    }
+
+    #[test]
+    fn a_valid_history_passes_and_is_left_byte_for_byte_alone() {
+        let history = vec![
+            Message::system("sys"),
+            Message::user("fact one"),
+            // Compaction keeps the user's turns side by side: that is valid.
+            Message::user("digest"),
+            asking("", &["a", "b"]),
+            // Results in another order than the calls are still paired.
+            Message::tool_result("b", "rb"),
+            Message::tool_result("a", "ra"),
+            Message::assistant("done"),
+            Message::user("next"),
+            Message::assistant("ok"),
+        ];
+        assert_eq!(validate(&history), Vec::<String>::new());
+        let repaired = repair(&history);
+        assert_eq!(repaired.messages, history);
+        assert!(repaired.notes.is_empty());
+        assert_eq!(validate(&[]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn validation_names_each_kind_of_problem() {
+        let history = vec![
+            Message::system("sys"),
+            Message::tool_result("x", "orphan"),
+            Message::user("go"),
+            asking("", &["a", "b"]),
+            Message::tool_result("a", "ra"),
+            Message::assistant("one"),
+            Message::assistant("two"),
+            Message::user("dangling"),
+        ];
+        assert_eq!(
+            validate(&history),
+            vec![
+                "message 2: tool result for `x` answers no call of the assistant message before it",
+                "message 6: tool calls b of the assistant message before have no result",
+                "message 7: assistant message after another",
+                "end: the last user message got no reply",
+            ]
+        );
+    }
+
+    #[test]
+    fn repair_moves_results_to_their_calls_fills_gaps_drops_strays_and_merges() {
+        // Two runs appending to one file at once.
+        let history = vec![
+            Message::system("sys"),
+            Message::user("run a"),
+            Message::user("run b"),
+            asking("", &["a1"]),
+            asking("", &["b1"]),
+            Message::tool_result("a1", "ra1"),
+            Message::tool_result("b1", "rb1"),
+            Message::tool_result("zz", "stray"),
+            Message::tool_result("b1", "duplicate"),
+            Message::assistant("done a"),
+            asking("more", &["b2", "b3"]),
+            Message::tool_result("b3", "rb3"),
+        ];
+        assert_eq!(validate(&history).len(), 7, "{:?}", validate(&history));
+        let repaired = repair(&history);
+        assert_eq!(validate(&repaired.messages), Vec::<String>::new());
+        let mut merged = asking("done a\n\nmore", &["b2", "b3"]);
+        merged.reasoning_content = None;
+        assert_eq!(
+            repaired.messages,
+            vec![
+                Message::system("sys"),
+                Message::user("run a"),
+                Message::user("run b"),
+                asking("", &["a1"]),
+                Message::tool_result("a1", "ra1"),
+                asking("", &["b1"]),
+                Message::tool_result("b1", "rb1"),
+                merged,
+                // Results in place first, then what had to be supplied.
+                Message::tool_result("b3", "rb3"),
+                Message::tool_result("b2", INTERRUPTED_RESULT),
+            ]
+        );
+        assert_eq!(
+            repaired.notes,
+            vec![
+                "moved 1 tool result back after its call",
+                "dropped 2 tool results that answer no call",
+                "merged 1 assistant message into the one before",
+                "gave 1 tool call without a result an \"interrupted\" result",
+            ]
+        );
+        // Repairing is idempotent.
+        assert_eq!(repair(&repaired.messages).messages, repaired.messages);
+    }
+
+    #[test]
+    fn a_prompt_without_a_reply_gets_a_note() {
+        let history = vec![Message::system("sys"), Message::user("go")];
+        let repaired = repair(&history);
+        assert_eq!(
+            repaired.messages,
+            vec![
+                Message::system("sys"),
+                Message::user("go"),
+                Message::assistant(NO_REPLY_NOTE)
+            ]
+        );
+        assert_eq!(
+            repaired.notes,
+            vec!["noted that the last user message got no reply"]
+        );
+    }
+
+    #[test]
+    fn a_locked_session_cannot_be_opened_twice_and_is_free_once_closed() {
+        let dir = scratch("lock");
+        let mut s = Session::create(&dir, header("l1")).unwrap();
+        s.push(Message::user("hi")).unwrap();
+        s.push(Message::assistant("hello")).unwrap();
+        let path = s.path().to_path_buf();
+        let err = Session::open(&path).err().expect("locked");
+        assert_eq!(
+            err.to_string(),
+            "session: l1 is in use by another reasonix process; wait for it to finish, or add `--fork-session` to continue a copy under a new id"
+        );
+        // A rewrite moves the lock to the new file.
+        s.rewrite(vec![Message::user("hi"), Message::assistant("again")])
+            .unwrap();
+        assert!(matches!(
+            Session::open(&path),
+            Err(SessionError::Locked { .. })
+        ));
+        // A fork reads without the lock and starts its own file.
+        let fork = Session::fork(&path, &dir, header("l2")).unwrap();
+        assert_eq!(fork.messages(), s.messages());
+        assert_eq!(fork.header.forked_from.as_deref(), Some("l1"));
+        drop(s);
+        assert_eq!(Session::open(&path).unwrap().messages().len(), 2);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("private");
+        let nested = dir.join("a/b");
+        let mut s = Session::create(&nested, header("p1")).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(s.path()), 0o600);
+        assert_eq!(mode(&nested), 0o700);
+        assert_eq!(mode(&dir.join("a")), 0o700);
+        s.rewrite(vec![Message::user("x")]).unwrap();
+        assert_eq!(mode(s.path()), 0o600);
         fs::remove_dir_all(dir).unwrap();
     }
 

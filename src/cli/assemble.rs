@@ -89,6 +89,29 @@ pub enum SessionChoice {
     Reference(String),
 }
 
+/// How an existing session is continued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Attach {
+    /// In place, holding its lock: a second process on the same session fails at once.
+    #[default]
+    InPlace,
+    /// `--fork-session`: a copy under a new id, leaving the original to whoever has it.
+    Fork,
+}
+
+impl Attach {
+    /// The flag's check: forking needs a session to fork.
+    pub fn check(self, choice: Option<&SessionChoice>) -> Result<(), Error> {
+        match (self, choice) {
+            (Attach::Fork, None | Some(SessionChoice::New)) => Err(Error::Usage(
+                "--fork-session copies an existing session; add `--resume ID` or `--continue`"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Flags that shape the system prompt of a new session.
 #[derive(Debug, Clone, Default)]
 pub struct PromptFlags {
@@ -96,8 +119,11 @@ pub struct PromptFlags {
     pub append_system_prompt: Vec<String>,
 }
 
+/// The session a run or chat works in: new, or an existing one continued in place (locked)
+/// or forked. What loading repaired is in [`Session::repair_notice`] for the caller to show.
 pub fn open_session(
     choice: &SessionChoice,
+    attach: Attach,
     flags: &PromptFlags,
     config: &Config,
     settings: &ProviderSettings,
@@ -105,22 +131,23 @@ pub fn open_session(
     command: &str,
 ) -> Result<Session, Error> {
     let dir = config::paths::sessions_dir(&config.home, cwd);
+    let path = match choice {
+        SessionChoice::New => return new_session(flags, config, settings, cwd),
+        SessionChoice::Newest => session::latest(&dir).ok_or_else(|| {
+            Error::Usage(format!(
+                "no session to continue in {}; start one with `reasonix {command}`",
+                cwd.display()
+            ))
+        })?,
+        SessionChoice::Reference(reference) => find_session(reference, config, cwd)?,
+    };
     let session_err = |e: session::SessionError| Error::Failed(e.to_string());
-    match choice {
-        SessionChoice::Newest => {
-            let path = session::latest(&dir).ok_or_else(|| {
-                Error::Usage(format!(
-                    "no session to continue in {}; start one with `reasonix {command}`",
-                    cwd.display()
-                ))
-            })?;
-            Session::open(&path).map_err(session_err)
+    match attach {
+        Attach::InPlace => Session::open(&path).map_err(session_err),
+        Attach::Fork => {
+            let header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+            Session::fork(&path, &dir, header).map_err(session_err)
         }
-        SessionChoice::Reference(reference) => {
-            let path = find_session(reference, config, cwd)?;
-            Session::open(&path).map_err(session_err)
-        }
-        SessionChoice::New => new_session(flags, config, settings, cwd),
     }
 }
 

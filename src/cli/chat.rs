@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::assemble::{self, PromptFlags, SessionChoice, SharedGate};
+use super::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output};
 use super::{unknown_flag, Global};
@@ -41,6 +41,7 @@ Flags:
   -m, --model REF              Model: provider name, model name or provider/model
   -c, --continue               Continue the newest conversation of this workspace
       --resume ID|PATH         Continue a conversation by id, unique id prefix or path
+      --fork-session           With --continue/--resume: continue a copy under a new id
       --effort LEVEL           Reasoning effort sent to the model
       --permission-mode MODE   ask (default), auto or yolo; Shift-Tab cycles it
       --trust-project-mcp      Launch MCP servers declared by project files without asking
@@ -56,6 +57,7 @@ struct ChatArgs {
     global: Global,
     model: Option<String>,
     resume: Option<SessionChoice>,
+    attach: Attach,
     effort: Option<String>,
     posture: Option<Posture>,
     trust_project_mcp: bool,
@@ -82,6 +84,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
             Arg::Long(ref n) if n == "resume" => {
                 args.resume = Some(SessionChoice::Reference(lexer.value(&flag).map_err(usage)?))
             }
+            Arg::Long(ref n) if n == "fork-session" => args.attach = Attach::Fork,
             Arg::Long(ref n) if n == "effort" => {
                 args.effort = Some(lexer.value(&flag).map_err(usage)?)
             }
@@ -102,6 +105,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
             return Err(Error::Usage(format!("flag `{flag}` takes no value")));
         }
     }
+    args.attach.check(args.resume.as_ref())?;
     Ok(args)
 }
 
@@ -160,12 +164,19 @@ fn build_agent(
     let choice = args.resume.clone().unwrap_or(SessionChoice::New);
     let session = assemble::open_session(
         &choice,
+        args.attach,
         &PromptFlags::default(),
         config,
         settings,
         cwd,
         "chat",
     )?;
+    if let Some(message) = session.repair_notice() {
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
     let ctx = assemble::tool_context(config, cwd)?;
     let options = assemble::options(config, settings, None, args.effort.clone());
     let mut agent = Agent::new(

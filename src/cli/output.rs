@@ -41,6 +41,8 @@ pub struct Output {
     stdout_tty: bool,
     stdout_ends_with_newline: bool,
     in_reasoning: bool,
+    /// The final report was given (`finish` or `abort`): there is exactly one.
+    finished: bool,
 }
 
 impl Output {
@@ -51,6 +53,7 @@ impl Output {
             stdout_tty: std::io::stdout().is_terminal(),
             stdout_ends_with_newline: true,
             in_reasoning: false,
+            finished: false,
         }
     }
 
@@ -208,8 +211,25 @@ impl Output {
         }
     }
 
+    /// Whether the final report has been given.
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The report of a run that failed before it could finish: the JSON formats still end
+    /// with their `result` object; in text and `--print` the CLI's one-line error is the
+    /// whole report.
+    pub fn abort(&mut self, result: &RunResult) {
+        self.finished = true;
+        self.end_reasoning();
+        if matches!(self.format, Format::Json | Format::StreamJson) {
+            self.json_line(result.to_json());
+        }
+    }
+
     /// Called once at the end with the result object.
     pub fn finish(&mut self, result: &RunResult) {
+        self.finished = true;
         match self.format {
             Format::Text => {
                 self.end_reasoning();
@@ -374,12 +394,28 @@ pub struct RunResult {
     pub num_turns: u32,
     pub result: String,
     pub error: Option<String>,
-    pub session_id: String,
+    /// `None` (null in JSON) when the run failed before a session was opened.
+    pub session_id: Option<String>,
     pub total_cost_usd: f64,
     pub usage: Usage,
 }
 
 impl RunResult {
+    /// The result of a run that failed before its first request: no session, no usage.
+    pub fn before_start(error: String, duration_ms: u64) -> RunResult {
+        RunResult {
+            subtype: "error_during_execution",
+            is_error: true,
+            duration_ms,
+            num_turns: 0,
+            result: String::new(),
+            error: Some(error),
+            session_id: None,
+            total_cost_usd: 0.0,
+            usage: Usage::default(),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         let mut value = json!({
             "type": "result",
@@ -480,7 +516,7 @@ mod tests {
             num_turns: 2,
             result: "done".into(),
             error: None,
-            session_id: "s".into(),
+            session_id: Some("s".into()),
             total_cost_usd: 0.5,
             usage: Usage {
                 prompt_tokens: 100,

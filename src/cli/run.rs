@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::assemble::{self, PermissionFlags, PromptFlags, SessionChoice};
+use super::assemble::{self, Attach, PermissionFlags, PromptFlags, SessionChoice};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
 use super::{unknown_flag, Global};
@@ -35,6 +35,8 @@ Flags:
       --effort LEVEL           Reasoning effort sent to the model (e.g. low, medium, high)
   -c, --continue               Continue the newest session of this workspace
       --resume ID|PATH         Continue a session by id, unique id prefix or file path
+      --fork-session           With --continue/--resume: continue a copy under a new id
+                               (the original may be in use by another run)
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
@@ -68,6 +70,7 @@ struct RunArgs {
     show_thinking: bool,
     effort: Option<String>,
     resume: Option<Resume>,
+    attach: Attach,
     record: Option<PathBuf>,
     replay: Option<PathBuf>,
     trust_project_mcp: bool,
@@ -82,15 +85,22 @@ enum Resume {
     Reference(String),
 }
 
+impl Resume {
+    fn choice(&self) -> SessionChoice {
+        match self {
+            Resume::Newest => SessionChoice::Newest,
+            Resume::Reference(r) => SessionChoice::Reference(r.clone()),
+        }
+    }
+}
+
 fn usage(message: String) -> Error {
     Error::Usage(message)
 }
 
-fn parse(global: Global, lexer: &mut Lexer) -> Result<RunArgs, Error> {
-    let mut args = RunArgs {
-        global,
-        ..RunArgs::default()
-    };
+/// Fills `args` from the command line. On an error, what was parsed before it stays in
+/// `args`: an `--output-format` given earlier still decides how the error is reported.
+fn parse(args: &mut RunArgs, lexer: &mut Lexer) -> Result<(), Error> {
     while let Some(arg) = lexer.next().map_err(usage)? {
         if args.global.accept(&arg, lexer)? {
             continue;
@@ -137,6 +147,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<RunArgs, Error> {
             Arg::Long(ref n) if n == "resume" => {
                 args.resume = Some(Resume::Reference(lexer.value(&flag).map_err(usage)?))
             }
+            Arg::Long(ref n) if n == "fork-session" => args.attach = Attach::Fork,
             Arg::Long(ref n) if n == "record" => {
                 args.record = Some(lexer.value(&flag).map_err(usage)?.into())
             }
@@ -169,7 +180,8 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<RunArgs, Error> {
             return Err(usage(format!("flag `{flag}` takes no value")));
         }
     }
-    Ok(args)
+    let choice = args.resume.as_ref().map(Resume::choice);
+    args.attach.check(choice.as_ref())
 }
 
 /// The prompt from the arguments and, when asked for or when there is nothing else, stdin.
@@ -214,10 +226,35 @@ fn expand_mcp(mcp: &McpHandle, prompt: String, sink: &mut dyn EventSink) -> Resu
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let started = Instant::now();
-    let args = parse(global, lexer)?;
+    let mut args = RunArgs {
+        global,
+        ..RunArgs::default()
+    };
+    let parsed = parse(&mut args, lexer);
+    let format = match (args.format, args.print) {
+        (Some(format), _) => format,
+        (None, true) => Format::Print,
+        (None, false) => Format::Text,
+    };
+    let mut output = Output::new(format, args.show_thinking);
+    let outcome = parsed.and_then(|()| execute(&args, started, &mut output));
+    if let Err(err) = &outcome {
+        // The README promises the JSON formats a `result` object on every exit path, also
+        // when the run never started (no key, bad config, no room for the session).
+        if !output.finished() {
+            output.abort(&RunResult::before_start(
+                err.to_string(),
+                started.elapsed().as_millis() as u64,
+            ));
+        }
+    }
+    outcome
+}
+
+fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32, Error> {
     args.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
-    let prompt = read_prompt(&args)?;
+    let prompt = read_prompt(args)?;
     let config = assemble::load_config(&args.global, &cwd)?;
     let mut settings = config.resolve_model(args.model.as_deref())?;
     if let Some(replay) = &args.replay {
@@ -226,31 +263,32 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     }
     settings.record_file = args.record.clone();
     assemble::check_key(&settings)?;
-    let format = match (args.format, args.print) {
-        (Some(format), _) => format,
-        (None, true) => Format::Print,
-        (None, false) => Format::Text,
-    };
-    let mut output = Output::new(format, args.show_thinking);
     let provider_handle = provider::build(settings.clone())?;
-    let mut tools = assemble::registry(&config, &mut output);
+    let mut tools = assemble::registry(&config, output);
     let mcp_options = McpOptions {
         trust_project: args.trust_project_mcp,
         ..McpOptions::default()
     };
-    let mcp = mcp::start(&config, &cwd, mcp_options, &mut output);
+    let mcp = mcp::start(&config, &cwd, mcp_options, output);
     mcp.register(&mut tools);
-    let prompt = expand_mcp(&mcp, prompt, &mut output)?;
-    let choice = match &args.resume {
-        None => SessionChoice::New,
-        Some(Resume::Newest) => SessionChoice::Newest,
-        Some(Resume::Reference(r)) => SessionChoice::Reference(r.clone()),
-    };
+    let prompt = expand_mcp(&mcp, prompt, output)?;
+    let choice = args
+        .resume
+        .as_ref()
+        .map_or(SessionChoice::New, Resume::choice);
     let flags = PromptFlags {
         system_prompt: args.system_prompt.clone(),
         append_system_prompt: args.append_system_prompt.clone(),
     };
-    let session = assemble::open_session(&choice, &flags, &config, &settings, &cwd, "run PROMPT")?;
+    let session = assemble::open_session(
+        &choice,
+        args.attach,
+        &flags,
+        &config,
+        &settings,
+        &cwd,
+        "run PROMPT",
+    )?;
     let ctx = assemble::tool_context(&config, &cwd)?;
     let gate =
         assemble::gate(&config, &cwd, &args.permissions, None)?.with_mcp(mcp.tool_policies());
@@ -268,6 +306,12 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         tools: tools.names(),
         cwd: cwd.display().to_string(),
     });
+    if let Some(message) = session.repair_notice() {
+        output.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
     let mut agent = Agent::new(
         provider_handle,
         tools,
@@ -277,8 +321,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         options,
     );
     agent.set_tool_source(Box::new(mcp.tool_watch()));
-    let outcome = agent.run(prompt, &mut output);
-    finish(&args, &agent, outcome, started, &mut output)
+    let outcome = agent.run(prompt, output);
+    finish(args, &agent, outcome, started, output)
 }
 
 fn finish(
@@ -289,7 +333,7 @@ fn finish(
     output: &mut Output,
 ) -> Result<i32, Error> {
     let stats = agent.stats();
-    let (subtype, code, error) = match &outcome {
+    let (mut subtype, mut code, mut error) = match &outcome {
         Ok(Finish::Answered) => ("success", exit::OK, None),
         Ok(Finish::StepLimit) => ("error_max_turns", exit::MAX_STEPS, None),
         Err(AgentError::Interrupted) => ("error_interrupted", exit::INTERRUPTED, None),
@@ -304,6 +348,17 @@ fn finish(
             Some(err.to_string()),
         ),
     };
+    // Written before the result object, so a failure to write it is in the result.
+    if let Some(path) = &args.output_last_message {
+        if let Err(err) = crate::fsutil::write_atomic(path, stats.final_text.as_bytes(), None) {
+            let message = format!("writing {}: {err}", path.display());
+            if error.is_some() {
+                eprintln!("reasonix: {message}");
+            } else {
+                (subtype, code, error) = ("error_during_execution", exit::FAILURE, Some(message));
+            }
+        }
+    }
     let result = RunResult {
         subtype,
         is_error: code != exit::OK,
@@ -311,15 +366,11 @@ fn finish(
         num_turns: stats.requests,
         result: stats.final_text.clone(),
         error: error.clone(),
-        session_id: agent.session().id().to_string(),
+        session_id: Some(agent.session().id().to_string()),
         total_cost_usd: stats.cost_usd,
         usage: stats.usage,
     };
     output.finish(&result);
-    if let Some(path) = &args.output_last_message {
-        crate::fsutil::write_atomic(path, stats.final_text.as_bytes(), None)
-            .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    }
     match (code, error) {
         (exit::INTERRUPTED, _) => eprintln!(
             "reasonix: interrupted; resume with `reasonix run --resume {}`",

@@ -303,6 +303,10 @@ pub enum ProviderError {
     Connect(String),
     /// The stream broke: cut off, malformed, idle for too long.
     Stream(String),
+    /// The stream ended properly but carried neither text nor a tool call, after retries.
+    EmptyReply {
+        finish_reason: Option<String>,
+    },
     Cancelled,
     /// Misconfiguration detected while building the provider.
     Config(String),
@@ -330,6 +334,13 @@ impl fmt::Display for ProviderError {
             }
             ProviderError::Connect(detail) => write!(f, "provider: cannot connect: {detail}"),
             ProviderError::Stream(detail) => write!(f, "provider: stream failed: {detail}"),
+            ProviderError::EmptyReply { finish_reason } => {
+                write!(f, "provider: the model sent an empty reply (no text and no tool call")?;
+                if let Some(reason) = finish_reason {
+                    write!(f, ", finish_reason `{reason}`")?;
+                }
+                write!(f, ")")
+            }
             ProviderError::Cancelled => write!(f, "provider: request cancelled"),
             ProviderError::Config(detail) => write!(f, "provider: {detail}"),
             ProviderError::ReplayDiverged(detail) => write!(f, "replay: request diverged: {detail}"),

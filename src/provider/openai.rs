@@ -4,20 +4,21 @@
 //! `reasonix doctor`.
 //!
 //! [`StreamParser`] is sans-IO so live streams and replays decode through the same code;
-//! `net` owns the sockets and retries, `record` the recording format.
+//! `net` owns the sockets and the retries before a reply starts (an empty reply is asked
+//! again here), `record` the recording format.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::net::{self, Exchange, Limits, Method, Net, OpenBody};
 use super::record::{self, RecordedExchange, Recorder};
-use super::sse;
+use super::{retry, sse};
 use super::{
     Chunk, ChunkStream, Message, Provider, ProviderError, ProviderSettings, Request, Role,
     ToolCall, Usage,
@@ -222,6 +223,14 @@ struct Job {
     _abort_on_cancel: HookGuard,
 }
 
+/// How reading one response body ended.
+enum BodyEnd {
+    /// Complete, failed or abandoned: whatever the consumer needs was sent.
+    Done,
+    /// An empty reply of which nothing reached the consumer: worth asking again.
+    Empty,
+}
+
 impl Job {
     fn run(self, tx: Sender<Msg>) {
         let _wake_consumer = {
@@ -241,33 +250,55 @@ impl Job {
             },
             api_key_env: &self.api_key_env,
         };
-        match self.net.send(&exchange, &self.policy, &self.abort) {
-            Err(failure) => {
-                let error_text = (failure.status == 0).then(|| match &failure.error {
-                    ProviderError::Cancelled => record::CANCELLED.to_string(),
-                    // Replayed as Connect(detail), which adds its own prefix.
-                    ProviderError::Connect(detail) => detail.clone(),
-                    other => other.to_string(),
-                });
-                // The exchange's own error matters more than a failure to record it.
-                let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
-                let _ = tx.send(Msg::Failed(failure.error));
-            }
-            Ok(open) => {
-                if tx.send(Msg::Started).is_ok() {
-                    self.read_body(open, &tx);
+        let mut started = false;
+        let mut empty_retries = 0u32;
+        loop {
+            match self.net.send(&exchange, &self.policy, &self.abort) {
+                Err(failure) => {
+                    let error_text = (failure.status == 0).then(|| match &failure.error {
+                        ProviderError::Cancelled => record::CANCELLED.to_string(),
+                        // Replayed as Connect(detail), which adds its own prefix.
+                        ProviderError::Connect(detail) => detail.clone(),
+                        other => other.to_string(),
+                    });
+                    // The exchange's own error matters more than a failure to record it.
+                    let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
+                    let _ = tx.send(Msg::Failed(failure.error));
+                    break;
+                }
+                Ok(open) => {
+                    if !started && tx.send(Msg::Started).is_err() {
+                        break;
+                    }
+                    started = true;
+                    let may_retry = empty_retries < self.policy.max_retries;
+                    match self.read_body(open, &tx, may_retry) {
+                        BodyEnd::Done => break,
+                        BodyEnd::Empty => {
+                            // Like a 5xx: the server had a bad moment, and since nothing
+                            // was shown, asking again is invisible to the user.
+                            let wait =
+                                retry::delay(&self.policy, empty_retries, None, SystemTime::now());
+                            if retry::sleep(wait, &self.abort).is_err() {
+                                let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
+                                break;
+                            }
+                            empty_retries += 1;
+                        }
+                    }
                 }
             }
         }
         let _ = tx.send(Msg::End);
     }
 
-    fn read_body(&self, mut open: OpenBody, tx: &Sender<Msg>) {
+    fn read_body(&self, mut open: OpenBody, tx: &Sender<Msg>, may_retry: bool) -> BodyEnd {
         let mut parser = StreamParser::new(self.id_seed, self.prompt_estimate);
         let mut raw = Vec::new();
         let mut received = 0usize;
         let mut buf = vec![0u8; 16 * 1024];
         let mut out = Vec::new();
+        let mut forwarded = false;
         let result = loop {
             match open.reader.read(&mut buf) {
                 Ok(0) => break parser.finish(&mut out),
@@ -282,6 +313,7 @@ impl Job {
                     if parser.is_done() {
                         break Ok(());
                     }
+                    forwarded |= !out.is_empty();
                     if !send_all(tx, &mut out) {
                         // The consumer is gone; keep what arrived for the recording.
                         break Ok(());
@@ -291,6 +323,11 @@ impl Job {
                 Err(e) => break Err(self.read_error(e, received)),
             }
         };
+        let silent = !forwarded && out.is_empty();
+        if may_retry && silent && matches!(result, Err(ProviderError::EmptyReply { .. })) {
+            // Not recorded: a recording keeps the exchange that counted, as with HTTP retries.
+            return BodyEnd::Empty;
+        }
         let cancelled = matches!(result, Err(ProviderError::Cancelled));
         let recorded = self.record(
             open.status,
@@ -314,6 +351,7 @@ impl Job {
                 &mut std::io::sink(),
             );
         }
+        BodyEnd::Done
     }
 
     fn read_error(&self, err: std::io::Error, received: usize) -> ProviderError {
@@ -516,6 +554,8 @@ pub struct StreamParser {
     calls_emitted: bool,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// Text or a tool call arrived: a reply without either is an error, not an answer.
+    content_seen: bool,
     think: ThinkSplitter,
     output_bytes: usize,
     events: usize,
@@ -580,6 +620,7 @@ impl StreamParser {
             calls_emitted: false,
             finish_reason: None,
             usage: None,
+            content_seen: false,
             think: ThinkSplitter::default(),
             output_bytes: 0,
             events: 0,
@@ -636,8 +677,7 @@ impl StreamParser {
                     .into(),
             ));
         }
-        self.complete(out);
-        Ok(())
+        self.complete(out)
     }
 
     fn on_event(&mut self, event: sse::Event, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
@@ -652,8 +692,7 @@ impl StreamParser {
             return Ok(());
         }
         if data == "[DONE]" {
-            self.complete(out);
-            return Ok(());
+            return self.complete(out);
         }
         let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
             ProviderError::Stream(format!(
@@ -706,6 +745,7 @@ impl StreamParser {
         }
         if let Some(text) = delta.content.as_ref().and_then(text_of) {
             self.output_bytes += text.len();
+            self.content_seen |= !text.trim().is_empty();
             self.think.push(&text, out);
         }
         for call in delta.tool_calls.unwrap_or_default() {
@@ -772,15 +812,25 @@ impl StreamParser {
             } else {
                 call.arguments
             };
+            self.content_seen = true;
             out.push(Chunk::ToolCall(ToolCall::new(id, call.name, arguments)));
         }
     }
 
     /// The reply is whole: flush everything, then usage (reported or estimated), then Done.
-    fn complete(&mut self, out: &mut Vec<Chunk>) {
+    /// A reply with neither text nor a tool call (only `[DONE]`, empty `choices`, null
+    /// deltas, or reasoning alone) is [`ProviderError::EmptyReply`]: taking it as an answer
+    /// would end the run as a success that did nothing.
+    fn complete(&mut self, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
         self.think.flush(out);
         let had_calls = !self.calls.is_empty();
         self.emit_calls(out);
+        self.done = true;
+        if !self.content_seen {
+            return Err(ProviderError::EmptyReply {
+                finish_reason: self.finish_reason.take(),
+            });
+        }
         let usage = self.usage.unwrap_or(Usage {
             prompt_tokens: self.prompt_estimate,
             completion_tokens: estimate_tokens(self.output_bytes),
@@ -794,7 +844,7 @@ impl StreamParser {
             .take()
             .unwrap_or_else(|| if had_calls { "tool_calls" } else { "stop" }.to_string());
         out.push(Chunk::Done { finish_reason });
-        self.done = true;
+        Ok(())
     }
 
     /// No event at all: a server that ignored `stream: true` and sent one JSON completion,
@@ -821,8 +871,7 @@ impl StreamParser {
             return Err(not_a_stream());
         }
         self.on_chunk(chunk, out)?;
-        self.complete(out);
-        Ok(())
+        self.complete(out)
     }
 }
 
@@ -1234,6 +1283,44 @@ mod tests {
                     finish_reason: "stop".into()
                 }
             ]
+        );
+    }
+
+    #[test]
+    fn a_reply_without_text_or_tool_call_is_an_empty_reply_at_every_split() {
+        let cases = [
+            "data: [DONE]\n\n".to_string(),
+            format!(
+                "{}{}data: [DONE]\n\n",
+                data(r#"{"id":"x","choices":[]}"#),
+                data(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0}}"#)
+            ),
+            format!(
+                "{}{}{}",
+                data(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#),
+                data(
+                    r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":null},"finish_reason":null}]}"#
+                ),
+                data(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#),
+            ),
+            format!(
+                "{}{}data: [DONE]\n\n",
+                data(
+                    r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":"  "}}]}"#
+                ),
+                data(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#),
+            ),
+        ];
+        for input in &cases {
+            for cut in 0..=input.len() {
+                let err = parse_split(input.as_bytes(), cut).unwrap_err();
+                assert!(err.contains("empty reply"), "cut {cut} of {input}: {err}");
+            }
+        }
+        let (_, err) = parse_all(cases[3].as_bytes()).unwrap_err();
+        assert_eq!(
+            err,
+            "provider: the model sent an empty reply (no text and no tool call, finish_reason `length`)"
         );
     }
 

@@ -2,8 +2,9 @@
 //! exponential backoff with jitter, `Retry-After` (delta-seconds or HTTP-date), and a sleep
 //! that a [`CancelToken`] interrupts at once.
 //!
-//! Retries happen only before a response body starts; `openai` and `net` decide what
-//! "before" means, this module only does the arithmetic and the waiting.
+//! Retries happen only before a response body starts, or after a body that carried nothing
+//! to show (an empty reply); `openai` and `net` decide what that means, this module only does
+//! the arithmetic and the waiting.
 
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

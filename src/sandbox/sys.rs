@@ -1,7 +1,9 @@
 //! The libc calls the sandbox needs that std does not offer: starting a child in its own
 //! session, signalling a whole process group, waiting for an exit without reaping it, waiting
 //! for either of two pipes to become readable, and the three Landlock system calls (with
-//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller).
+//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller). Also the
+//! non-blocking `flock` that keeps two processes off one session file (std's `File::try_lock`
+//! is newer than the crate's minimum Rust version).
 //!
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
 //! `term::sys`); everything here is a thin, documented wrapper, and policy (which signal, how
@@ -157,6 +159,26 @@ pub fn wait_readable(data: BorrowedFd<'_>, wake: BorrowedFd<'_>) -> io::Result<R
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
             return Err(err);
+        }
+    }
+}
+
+/// Takes an exclusive `flock` on `file` without waiting: `Ok(false)` when another open file
+/// description holds it. The kernel releases it when the last descriptor of this one closes,
+/// which includes the process dying by any signal.
+pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
+    loop {
+        // SAFETY: flock(2) on a descriptor `file` owns and keeps open for the whole call;
+        // it reads and writes no memory of ours.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(err),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! zero-width characters (combining marks, joiners) together with the character before them,
 //! so the cursor never lands inside what the terminal draws as one glyph.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::width::{char_width, str_width};
@@ -388,16 +389,18 @@ impl History {
                 .iter()
                 .map(|e| format!("{}\n", serde_json::Value::String(e.clone())))
                 .collect();
-            let _ = crate::fsutil::write_atomic(file, text.as_bytes(), None);
+            let _ = crate::fsutil::write_atomic(file, text.as_bytes(), Some(0o600));
             return;
         }
+        // What was typed is as private as the sessions it went into.
         if let Some(parent) = file.parent() {
-            let _ = std::fs::create_dir_all(parent);
+            let _ = crate::fsutil::create_private_dir(parent);
         }
         let line = format!("{}\n", serde_json::Value::String(entry.to_string()));
         let _ = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(file)
             .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
     }

@@ -388,6 +388,7 @@ impl Chat {
             Ok(session) => {
                 let summary = resumed_lines(&session, self.screen.width());
                 let id = session.id().to_string();
+                let repaired = session.repair_notice();
                 let Some(mut agent) = self.agent_or_notice() else {
                     return;
                 };
@@ -396,6 +397,9 @@ impl Chat {
                 self.reset_conversation_state();
                 self.transcript
                     .notice(NoticeLevel::Info, &format!("resumed conversation {id}"));
+                if let Some(message) = repaired {
+                    self.transcript.notice(NoticeLevel::Warning, &message);
+                }
                 self.transcript.push_lines(summary);
             }
             Err(err) => self.transcript.error(&err),
