@@ -493,3 +493,40 @@ fn the_user_config_can_unhide_a_default_entry() {
     assert!(results[0].contains("NPMRC-VISIBLE"), "{results:?}");
     assert!(!results[1].contains("SSH-STILL-HIDDEN"), "{results:?}");
 }
+
+#[test]
+fn jailed_bash_cannot_read_or_write_a_hidden_file_through_a_hard_link_in_the_workspace() {
+    for backend in backends() {
+        let home = Dir::new();
+        let ws = Dir::new();
+        home.write(".ssh/id_ed25519", "PRIVATE-KEY-LINKED\n");
+        fs::create_dir_all(ws.join("sub")).unwrap();
+        fs::hard_link(home.join(".ssh/id_ed25519"), ws.join("sub/innocent.txt")).unwrap();
+        ws.write("sub/control.txt", "CONTROL-VISIBLE\n");
+        let (out, results) = model_calls(
+            &home,
+            ws.path(),
+            &sandbox_table(backend),
+            &[(
+                "c1",
+                "bash",
+                r#"{"command":"cat sub/control.txt; cat sub/innocent.txt; echo overwritten > sub/innocent.txt"}"#,
+            )],
+            &["--permission-mode", "yolo"],
+        );
+        assert_eq!(out.code, 0, "{backend:?}: {out:?}");
+        assert!(
+            results[0].contains("CONTROL-VISIBLE"),
+            "{backend:?}: {results:?}"
+        );
+        assert!(
+            !results[0].contains("PRIVATE-KEY-LINKED"),
+            "{backend:?}: the hidden file leaked through a hard link: {results:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(home.join(".ssh/id_ed25519")).unwrap(),
+            "PRIVATE-KEY-LINKED\n",
+            "{backend:?}: the hidden file was written through a hard link"
+        );
+    }
+}

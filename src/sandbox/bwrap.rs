@@ -7,7 +7,8 @@
 //! - read-write binds of the workspace and each write root that exists, and a read-only bind
 //!   of the reasonix home, shallowest first, so a root under `/tmp` is still reachable and the
 //!   home stays read-only even inside the workspace;
-//! - every existing `forbid_read` path masked: an empty tmpfs over a directory, `/dev/null`
+//! - every existing `forbid_read` path, and every hard link to a hidden file found in the
+//!   workspace and write roots, masked: an empty tmpfs over a directory, `/dev/null`
 //!   (read-only) over anything else. Masks come last so they also cover hidden paths inside a
 //!   writable root, such as `<home>/.env`;
 //! - new PID and IPC namespaces (the command cannot see or signal processes outside, and
@@ -124,7 +125,7 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
             path.as_os_str().into(),
         ]);
     }
-    for hidden in &policy.forbid_read {
+    for hidden in policy.jail_hidden() {
         match std::fs::symlink_metadata(hidden) {
             Ok(meta) if meta.is_dir() => {
                 args.extend([OsString::from("--tmpfs"), hidden.as_os_str().into()]);

@@ -113,6 +113,19 @@ impl Policy {
         fs::symlink_metadata(path).is_ok_and(|meta| self.hidden_inodes().hides(&meta))
     }
 
+    /// What the bash jail hides: the `forbid_read` paths and the hard links to hidden files
+    /// found in the workspace and write roots (see `sandbox::inodes`), computed once.
+    pub fn jail_hidden(&self) -> &[PathBuf] {
+        self.jail_hidden.get_or_init(|| {
+            let roots: Vec<&Path> = self.roots().map(PathBuf::as_path).collect();
+            let mut hidden = self.forbid_read.clone();
+            if !hidden.is_empty() {
+                hidden.extend(self.hidden_inodes().find_links(&roots, &self.forbid_read));
+            }
+            hidden
+        })
+    }
+
     fn hidden_inodes(&self) -> &super::inodes::HiddenInodes {
         self.hidden_inodes
             .get_or_init(|| super::inodes::HiddenInodes::collect(&self.forbid_read))

@@ -8,6 +8,11 @@
 //! hidden, so the bound can only make readers stricter. A file added to a hidden directory after
 //! the walk is not in the set; creating a hard link to it needs a process that can see it,
 //! which the bash jail is not.
+//!
+//! The bash jail hides paths, not inodes, so for it the hard links themselves must be found:
+//! [`HiddenInodes::find_links`] walks the places a command can reach by a short path (the
+//! workspace and the write roots). It only runs when some hidden file has more than one link,
+//! which is rare, so the usual session pays nothing.
 
 use std::collections::HashSet;
 use std::fs;
@@ -17,6 +22,9 @@ use std::path::{Path, PathBuf};
 /// How many entries below the hidden paths are looked at before giving up on completeness.
 const MAX_ENTRIES: usize = 20_000;
 
+/// How many entries of the workspace and write roots [`HiddenInodes::find_links`] looks at.
+const MAX_LINK_SEARCH: usize = 500_000;
+
 /// `(device, inode)` of every regular file below the hidden paths.
 #[derive(Debug, Default)]
 pub struct HiddenInodes {
@@ -25,6 +33,8 @@ pub struct HiddenInodes {
     inos: HashSet<u64>,
     /// The walk stopped at [`MAX_ENTRIES`].
     incomplete: bool,
+    /// Some hidden file has more than one link, so a hard link to it may exist elsewhere.
+    linked: bool,
 }
 
 impl HiddenInodes {
@@ -49,6 +59,7 @@ impl HiddenInodes {
         if meta.is_file() {
             self.files.insert((meta.dev(), meta.ino()));
             self.inos.insert(meta.ino());
+            self.linked |= meta.nlink() > 1;
         } else if meta.is_dir() {
             let Ok(entries) = fs::read_dir(path) else {
                 return;
@@ -65,6 +76,49 @@ impl HiddenInodes {
             return false;
         }
         self.incomplete || self.files.contains(&(meta.dev(), meta.ino()))
+    }
+
+    /// The hard links to hidden files below `roots`, found by a bounded walk that follows no
+    /// symlinks and skips the `hidden` paths themselves; empty when no hidden file has a second
+    /// link. Past the bound the walk stops with what it found (see the module doc).
+    pub fn find_links(&self, roots: &[&Path], hidden: &[PathBuf]) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        if !self.linked {
+            return found;
+        }
+        let mut budget = MAX_LINK_SEARCH;
+        let mut pending: Vec<PathBuf> = roots.iter().map(|r| r.to_path_buf()).collect();
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if budget == 0 {
+                    return found;
+                }
+                budget -= 1;
+                let path = entry.path();
+                if hidden.iter().any(|h| path.starts_with(h)) {
+                    continue;
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    pending.push(path);
+                } else if kind.is_file()
+                    && self
+                        .inos
+                        .contains(&std::os::unix::fs::DirEntryExt::ino(&entry))
+                    && fs::symlink_metadata(&path).is_ok_and(|meta| self.hides(&meta))
+                {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        found
     }
 
     /// A cheap first test for an entry of a directory listing: `false` means the entry is

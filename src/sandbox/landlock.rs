@@ -5,7 +5,8 @@
 //!
 //! What the ruleset allows, negotiated down to the kernel's ABI (1: Linux 5.13, 2: + moving
 //! files between directories, 3: + truncate, 4: + TCP, 5: + device ioctls, 6: + scopes):
-//! - Read and execute everywhere except the `forbid_read` paths. Landlock can only grant, and a
+//! - Read and execute everywhere except the `forbid_read` paths and the hard links to hidden
+//!   files found in the workspace and write roots (see `sandbox::inodes`). Landlock can only grant, and a
 //!   grant covers everything beneath the granted directory, so the hidden paths are carved
 //!   out: starting at `/`, a directory that contains no hidden path is granted whole; one that
 //!   does is granted only directory listing, and its entries are visited the same way, down to
@@ -163,9 +164,19 @@ pub fn prepare(policy: &Policy, abi: u32) -> io::Result<Arc<OwnedFd>> {
         ruleset: sys::landlock_create_ruleset(spec, abi)?,
         handled: spec.handled_fs,
     };
-    rules.grant_around(Path::new("/"), READ_RIGHTS, &existing(&policy.forbid_read))?;
+    let hidden = existing(policy.jail_hidden());
+    rules.grant_around(Path::new("/"), READ_RIGHTS, &hidden)?;
+    let links: Vec<PathBuf> = hidden
+        .iter()
+        .filter(|h| !policy.forbid_read.contains(h))
+        .cloned()
+        .collect();
     for place in write_places(policy) {
-        rules.grant_around(&place, WRITE_RIGHTS, &carved_from(policy, &place))?;
+        // A hard link to a hidden file is carved out of the write grants too, or a command
+        // could overwrite the hidden file through it.
+        let mut carved = carved_from(policy, &place);
+        carved.extend(links.iter().filter(|l| l.starts_with(&place)).cloned());
+        rules.grant_around(&place, WRITE_RIGHTS, &carved)?;
     }
     for device in WRITABLE_DEVICES {
         rules.grant(Path::new(device), WRITE_RIGHTS)?;

@@ -103,6 +103,8 @@ pub struct Policy {
     notice_pending: AtomicBool,
     /// The files `forbid_read` hides, by inode, collected on first use (see [`inodes`]).
     hidden_inodes: OnceLock<inodes::HiddenInodes>,
+    /// See [`Policy::jail_hidden`].
+    jail_hidden: OnceLock<Vec<PathBuf>>,
 }
 
 impl Policy {
@@ -135,6 +137,7 @@ impl Policy {
             backend: settings.backend,
             notice_pending: AtomicBool::new(true),
             hidden_inodes: OnceLock::new(),
+            jail_hidden: OnceLock::new(),
         }
     }
 
@@ -152,6 +155,7 @@ impl Policy {
             backend: Backend::Auto,
             notice_pending: AtomicBool::new(false),
             hidden_inodes: OnceLock::new(),
+            jail_hidden: OnceLock::new(),
         }
     }
 
