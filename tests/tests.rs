@@ -11,6 +11,7 @@ mod context;
 mod demo;
 mod escapes;
 mod mcp;
+mod output;
 mod permissions;
 mod provider;
 mod run;

@@ -15,6 +15,7 @@ pub mod models;
 pub mod output;
 pub mod run;
 pub mod setup;
+mod stdout_buffer;
 pub mod tools;
 
 use lex::{Arg, Lexer};

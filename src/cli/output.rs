@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 
 use serde_json::{json, Value};
 
+use super::stdout_buffer::StdoutBuffer;
 use crate::agent::events::{Event, EventSink};
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
@@ -43,25 +44,25 @@ pub struct Output {
     in_reasoning: bool,
     /// The final report was given (`finish` or `abort`): there is exactly one.
     finished: bool,
+    stdout: StdoutBuffer,
 }
 
 impl Output {
     pub fn new(format: Format, show_thinking: bool) -> Output {
+        let stdout_tty = std::io::stdout().is_terminal();
         Output {
             format,
             show_thinking,
-            stdout_tty: std::io::stdout().is_terminal(),
+            stdout_tty,
             stdout_ends_with_newline: true,
             in_reasoning: false,
             finished: false,
+            stdout: StdoutBuffer::new(!stdout_tty),
         }
     }
 
     fn out(&mut self, text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout
-            .write_all(text.as_bytes())
-            .and_then(|_| stdout.flush());
+        self.stdout.write(text.as_bytes());
         if !text.is_empty() {
             self.stdout_ends_with_newline = text.ends_with('\n');
         }
@@ -72,6 +73,7 @@ impl Output {
     fn err_line(&mut self, line: &str) {
         self.end_reasoning();
         self.finish_stdout_line();
+        self.stdout.flush();
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "{}", sanitize(line));
     }
@@ -95,6 +97,7 @@ impl Output {
                 self.out(&text);
             }
             Event::ReasoningDelta(text) if self.show_thinking => {
+                self.stdout.flush();
                 let mut stderr = std::io::stderr().lock();
                 if !self.in_reasoning {
                     let _ = write!(stderr, "[thinking] ");
@@ -225,6 +228,7 @@ impl Output {
         if matches!(self.format, Format::Json | Format::StreamJson) {
             self.json_line(result.to_json());
         }
+        self.stdout.flush();
     }
 
     /// Called once at the end with the result object.
@@ -260,11 +264,15 @@ impl Output {
             }
             Format::Json | Format::StreamJson => self.json_line(result.to_json()),
         }
+        self.stdout.flush();
     }
 }
 
 impl EventSink for Output {
     fn emit(&mut self, event: Event) {
+        // Deltas stay in the buffer (see `stdout_buffer`); every other event is a boundary a
+        // reader of the stream should see at once.
+        let boundary = !matches!(event, Event::TextDelta(_) | Event::ReasoningDelta(_));
         match self.format {
             Format::Text => self.text_event(event),
             Format::StreamJson => {
@@ -273,6 +281,9 @@ impl EventSink for Output {
                 }
             }
             Format::Json | Format::Print => {}
+        }
+        if boundary {
+            self.stdout.flush();
         }
     }
 }

@@ -1,0 +1,152 @@
+//! Buffered standard output for the headless formats. Streamed text arrives a token at a time;
+//! writing each token with its own `write(2)` costs more CPU than receiving it. When stdout is
+//! a pipe or a file, bytes are collected and written when an event boundary asks for it
+//! ([`StdoutBuffer::flush`]), when 64 KiB are pending, or at the latest 16 ms after the oldest
+//! pending byte (a named flusher thread waits for that deadline), so a reader of the pipe still
+//! sees the answer grow while it streams. On a terminal every write goes straight out, so the
+//! feel does not change.
+//!
+//! One lock orders all writes to stdout: whoever writes takes the pending bytes and writes
+//! them while holding it, so bytes leave in the order they were appended.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The longest a pending byte waits before it is written.
+const FLUSH_DELAY: Duration = Duration::from_millis(16);
+/// Pending bytes that are written at once, without waiting for the deadline.
+const FLUSH_SIZE: usize = 64 * 1024;
+
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// When the oldest pending byte was appended.
+    since: Option<Instant>,
+    /// The owner is gone: the flusher writes what is left and stops.
+    closed: bool,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    /// Held while writing to stdout, so writes never interleave or reorder.
+    io: Mutex<()>,
+}
+
+impl Shared {
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes everything pending now. A write error (a closed pipe) drops the bytes: there is
+    /// nobody left to read them.
+    fn write_out(&self) {
+        let _io = self.io.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes = {
+            let mut pending = self.pending();
+            pending.since = None;
+            std::mem::take(&mut pending.bytes)
+        };
+        if bytes.is_empty() {
+            return;
+        }
+        let mut stdout = io::stdout().lock();
+        let _ = stdout.write_all(&bytes).and_then(|()| stdout.flush());
+    }
+}
+
+pub struct StdoutBuffer {
+    shared: Arc<Shared>,
+    /// `false` on a terminal: every write goes straight out.
+    buffered: bool,
+    flusher: Option<thread::JoinHandle<()>>,
+}
+
+impl StdoutBuffer {
+    pub fn new(buffered: bool) -> StdoutBuffer {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending::default()),
+            wake: Condvar::new(),
+            io: Mutex::new(()),
+        });
+        let flusher = if buffered {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name("stdout-flush".into())
+                .spawn(move || flush_loop(&shared))
+                .ok()
+        } else {
+            None
+        };
+        StdoutBuffer {
+            // Without a flusher thread nothing would honour the deadline: write through.
+            buffered: flusher.is_some(),
+            shared,
+            flusher,
+        }
+    }
+
+    pub fn write(&self, bytes: &[u8]) {
+        let urgent = {
+            let mut pending = self.shared.pending();
+            pending.bytes.extend_from_slice(bytes);
+            pending.since.get_or_insert_with(Instant::now);
+            !self.buffered || pending.bytes.len() >= FLUSH_SIZE
+        };
+        if urgent {
+            self.shared.write_out();
+        } else {
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Writes what is pending now: at event boundaries and before anything goes to stderr.
+    pub fn flush(&self) {
+        self.shared.write_out();
+    }
+}
+
+impl Drop for StdoutBuffer {
+    fn drop(&mut self) {
+        self.shared.pending().closed = true;
+        self.shared.wake.notify_one();
+        if let Some(flusher) = self.flusher.take() {
+            let _ = flusher.join();
+        }
+        self.shared.write_out();
+    }
+}
+
+fn flush_loop(shared: &Shared) {
+    let mut pending = shared.pending();
+    loop {
+        if pending.closed {
+            return;
+        }
+        match pending.since {
+            None => {
+                pending = shared
+                    .wake
+                    .wait(pending)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            Some(since) => {
+                let due = since + FLUSH_DELAY;
+                let now = Instant::now();
+                if now < due {
+                    pending = shared
+                        .wake
+                        .wait_timeout(pending, due - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                    continue;
+                }
+                drop(pending);
+                shared.write_out();
+                pending = shared.pending();
+            }
+        }
+    }
+}
