@@ -75,6 +75,20 @@ fn bench_startup_to_first_request() {
     }
 }
 
+/// Every CI job starts with an empty home: nothing is cached, so nothing may wait for a probe.
+#[test]
+#[ignore]
+fn bench_cold_start_in_a_fresh_home() {
+    let samples: Vec<Duration> = (0..15).map(|_| startup_sample(&Dir::new(), true)).collect();
+    let median = median(samples.clone()).as_secs_f64() * 1000.0;
+    println!(
+        "cold start, fresh home, [environment] enabled: median {median:.2} ms, min {:.2} ms over {} runs (target <= 20 ms: {})",
+        samples.iter().min().unwrap().as_secs_f64() * 1000.0,
+        samples.len(),
+        if median <= 20.0 { "met" } else { "NOT met" }
+    );
+}
+
 #[test]
 #[ignore]
 fn bench_tool_round_overhead_and_peak_memory() {

@@ -164,12 +164,42 @@ fn start_up_runs_no_repository_code_from_git_config_attributes_or_path() {
         trusted.join("tools").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let server = FakeOpenAI::start(vec![Reply::text("done")]);
+    // The first run's request stalls until the background version probe has filled the cache,
+    // so the second run shows the probed version.
+    let (stall, release) = Reply::stall();
+    let server = FakeOpenAI::start(vec![stall, Reply::text("done")]);
     config(&home, &server.base_url(), "[environment]\nenabled = true\n");
-    let out = run(reasonix(&home, ws.path())
-        .env("PATH", &path)
-        .env("FAKE_API_KEY", "sk-leak")
-        .args(["run", "--permission-mode", "strict", "hello"]));
+    let start = |prompt: &str| {
+        let mut cmd = reasonix(&home, ws.path());
+        cmd.env("PATH", &path).env("FAKE_API_KEY", "sk-leak").args([
+            "run",
+            "--permission-mode",
+            "strict",
+            prompt,
+        ]);
+        cmd
+    };
+    let first = start("hello").spawn().expect("spawn reasonix");
+    let system_of = |n: usize| {
+        server.wait_for_requests(n + 1)[n].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let system = system_of(0);
+    assert!(system.contains("git: branch main"), "{system}");
+    let cache = home.join(".reasonix/cache/tool-versions.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !fs::read_to_string(&cache).is_ok_and(|c| c.contains("GNU Make 99.9")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the version cache was never written"
+        );
+        std::thread::yield_now();
+    }
+    release.release();
+    let _ = first.wait_with_output();
+    let out = run(&mut start("again"));
     assert_eq!(out.code, 0, "{out:?}");
     let ran: Vec<String> = fs::read_dir(evidence.path())
         .unwrap()
@@ -180,14 +210,10 @@ fn start_up_runs_no_repository_code_from_git_config_attributes_or_path() {
         ran.is_empty(),
         "repository code ran at start-up: {ran:?}\n{out:?}"
     );
-    let system = server.requests()[0].body["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(system.contains("git: branch main"), "{system}");
     // The user's own PATH entries are probed, with a scrubbed environment.
     let seen = fs::read_to_string(trusted.join("make-env")).expect("the trusted make was probed");
     assert_eq!(seen.trim(), "key=", "a probe saw the provider key");
+    let system = system_of(1);
     assert!(system.contains("make: GNU Make 99.9"), "{system}");
 }
 

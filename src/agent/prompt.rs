@@ -15,8 +15,6 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -43,8 +41,9 @@ const PROBED_TOOLS: &[&str] = &[
     "git", "python3", "node", "npm", "cargo", "rustc", "go", "java", "gcc", "make", "docker",
 ];
 
-/// How long the one-time probes may take at startup before being reported as unknown.
-const PROBE_DEADLINE: Duration = Duration::from_millis(1500);
+/// How long one `--version` probe may take. Probes run off the path to the first request, so
+/// this bounds wasted work, not start-up time; a tool slower than this is shown by its path.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(200);
 
 pub struct PromptInputs<'a> {
     /// `None`: the default prompt.
@@ -206,22 +205,43 @@ fn trusted_path(path: Option<OsString>, writable: &[PathBuf]) -> Vec<PathBuf> {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct CachedVersion {
-    path: String,
     mtime: u64,
     size: u64,
-    version: String,
+    /// `None`: the probe failed or took too long; the tool is listed by its path until the
+    /// binary changes.
+    version: Option<String>,
 }
 
-/// Versions of the probed tools found on PATH. Running `--version` costs tens of
-/// milliseconds per tool, so answers are cached under the home keyed by each binary's path,
-/// mtime and size; a warm start only stats files.
+/// The version cache, keyed by `name` and resolved path together, so a `PATH` that alternates
+/// between two installs (a version-manager shim) keeps both answers.
+type VersionCache = BTreeMap<String, CachedVersion>;
+
+/// A probed tool found on `PATH` (by `stat` only).
+#[derive(Clone)]
+struct Found {
+    name: &'static str,
+    path: PathBuf,
+    mtime: u64,
+    size: u64,
+}
+
+impl Found {
+    fn key(&self) -> String {
+        format!("{}\t{}", self.name, self.path.display())
+    }
+}
+
+/// The probed tools on `search`, each with its cached version or, until a probe has answered,
+/// its path. Nothing waits for a program here: finding the tools costs a `stat` each, and the
+/// tools missing from the cache are probed on a background thread that fills the cache for the
+/// next session (a session's prompt never changes once built, so this one shows paths).
 fn tool_versions(home: &Path, search: &[PathBuf]) -> Vec<(String, String)> {
     let cache_path = home.join("cache").join("tool-versions.json");
-    let mut cache: BTreeMap<String, CachedVersion> = std::fs::read(&cache_path)
+    let cache: VersionCache = std::fs::read(&cache_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let found: Vec<(&str, PathBuf, u64, u64)> = PROBED_TOOLS
+    let found: Vec<Found> = PROBED_TOOLS
         .iter()
         .filter_map(|name| {
             let path = which(name, search)?;
@@ -232,89 +252,104 @@ fn tool_versions(home: &Path, search: &[PathBuf]) -> Vec<(String, String)> {
                 .duration_since(UNIX_EPOCH)
                 .ok()?
                 .as_secs();
-            Some((*name, path, mtime, meta.len()))
-        })
-        .collect();
-    let stale: Vec<&(&str, PathBuf, u64, u64)> = found
-        .iter()
-        .filter(|(name, path, mtime, size)| {
-            !cache.get(*name).is_some_and(|c| {
-                c.path == path.display().to_string() && c.mtime == *mtime && c.size == *size
+            Some(Found {
+                name,
+                path,
+                mtime,
+                size: meta.len(),
             })
         })
         .collect();
-    if !stale.is_empty() {
-        let (tx, rx) = mpsc::channel();
-        let joined = std::env::join_paths(search).unwrap_or_default();
-        for (name, path, mtime, size) in &stale {
-            let tx = tx.clone();
-            let (name, path, mtime, size) = (name.to_string(), path.clone(), *mtime, *size);
-            let probe_env_path = joined.clone();
-            let _ = std::thread::Builder::new()
-                .name(format!("probe-{name}"))
-                .spawn(move || {
-                    let version = probe_version(&path, &probe_env_path);
-                    let _ = tx.send((name, path, mtime, size, version));
-                });
-        }
-        drop(tx);
-        let deadline = std::time::Instant::now() + PROBE_DEADLINE;
-        while let Ok((name, path, mtime, size, version)) =
-            rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
-        {
-            if let Some(version) = version {
-                cache.insert(
-                    name,
-                    CachedVersion {
-                        path: path.display().to_string(),
-                        mtime,
-                        size,
-                        version,
-                    },
-                );
-            }
-        }
-        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
-            let _ = std::fs::create_dir_all(home.join("cache"));
-            let _ = crate::fsutil::write_atomic(&cache_path, &bytes, None);
-        }
-    }
-    found
+    let fresh = |tool: &Found| {
+        cache
+            .get(&tool.key())
+            .filter(|c| c.mtime == tool.mtime && c.size == tool.size)
+    };
+    let stale: Vec<Found> = found
         .iter()
-        .filter_map(|(name, ..)| {
-            cache
-                .get(*name)
-                .map(|c| (name.to_string(), c.version.clone()))
+        .filter(|tool| fresh(tool).is_none() && !NEVER_RUN.contains(&tool.name))
+        .cloned()
+        .collect();
+    let listed = found
+        .iter()
+        .map(|tool| {
+            let shown = fresh(tool)
+                .and_then(|c| c.version.clone())
+                .unwrap_or_else(|| tool.path.display().to_string());
+            (tool.name.to_string(), shown)
         })
-        .collect()
+        .collect();
+    if !stale.is_empty() {
+        let search = std::env::join_paths(search).unwrap_or_default();
+        let _ = std::thread::Builder::new()
+            .name("probe-versions".into())
+            .spawn(move || refresh_cache(&cache_path, cache, stale, &search));
+    }
+    listed
 }
 
-/// `path --version` with a scrubbed environment: only the trusted `PATH`, `HOME` and `LANG`,
-/// so no provider key or `*_OPTIONS` variable reaches the program.
-fn probe_version(path: &Path, search: &OsString) -> Option<String> {
-    let mut command = Command::new(path);
-    command
-        .arg("--version")
-        .env_clear()
-        .env("PATH", search)
-        .env("LANG", "C")
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped());
-    if let Some(home) = std::env::var_os("HOME") {
-        command.env("HOME", home);
+/// Tools whose `--version` starts a heavyweight runtime (a JVM): listed by path only.
+const NEVER_RUN: &[&str] = &["java"];
+
+/// Probes `stale` in parallel, each within [`PROBE_TIMEOUT`], and saves the answers (a failure
+/// too, so a slow tool is not probed again until its binary changes).
+fn refresh_cache(cache_path: &Path, mut cache: VersionCache, stale: Vec<Found>, search: &OsString) {
+    let probes: Vec<(Found, std::thread::JoinHandle<Option<String>>)> = stale
+        .into_iter()
+        .filter_map(|tool| {
+            let (path, search) = (tool.path.clone(), search.clone());
+            std::thread::Builder::new()
+                .name(format!("probe-{}", tool.name))
+                .spawn(move || probe_version(&path, &search))
+                .ok()
+                .map(|handle| (tool, handle))
+        })
+        .collect();
+    for (tool, handle) in probes {
+        let version = handle.join().ok().flatten();
+        cache.insert(
+            tool.key(),
+            CachedVersion {
+                mtime: tool.mtime,
+                size: tool.size,
+                version,
+            },
+        );
     }
-    let out = command.output().ok()?;
-    let text = if out.stdout.is_empty() {
-        out.stderr
-    } else {
-        out.stdout
-    };
-    let first = String::from_utf8_lossy(&text)
-        .lines()
-        .next()?
-        .trim()
-        .to_string();
+    if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
+        if let Some(dir) = cache_path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = crate::fsutil::write_atomic(cache_path, &bytes, None);
+    }
+}
+
+/// `path --version` with a scrubbed environment (only the trusted `PATH`, `HOME` and `LANG`,
+/// so no provider key or `*_OPTIONS` variable reaches the program), killed with its process
+/// group when it does not answer within [`PROBE_TIMEOUT`].
+fn probe_version(path: &Path, search: &OsString) -> Option<String> {
+    use crate::sandbox::process::{self, CommandSpec, Exit};
+    let mut spec = CommandSpec::new(path, "/");
+    spec.args = vec!["--version".into()];
+    spec.env_remove = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    spec.env_set = vec![
+        ("PATH".into(), search.to_string_lossy().into_owned()),
+        ("LANG".into(), "C".into()),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        spec.env_set
+            .push(("HOME".into(), home.to_string_lossy().into_owned()));
+    }
+    spec.timeout = Some(PROBE_TIMEOUT);
+    spec.kill_grace = Duration::ZERO;
+    let finished = process::run(&spec, &crate::cancel::CancelToken::new()).ok()?;
+    if finished.stopped.is_some() || finished.exit != Exit::Code(0) {
+        return None;
+    }
+    let text = finished.output.to_text();
+    let first = text.lines().next()?.trim().to_string();
     (!first.is_empty()).then_some(first)
 }
 
