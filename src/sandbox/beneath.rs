@@ -387,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn both_walkers_refuse_a_symlinked_directory_with_path_path_changed() {
+    fn both_walkers_refuse_a_symlinked_directory_with_path_changed() {
         let s = Scratch::new("symlinked");
         fs::create_dir_all(s.0.join("real/inner")).unwrap();
         fs::create_dir_all(s.0.join("outside")).unwrap();
@@ -452,6 +452,31 @@ mod tests {
         assert_eq!(fs::read_to_string(&script).unwrap(), "new");
         let names: Vec<_> = fs::read_dir(&s.0).unwrap().collect();
         assert_eq!(names.len(), 3, "a temp file was left behind: {names:?}");
+    }
+
+    #[test]
+    fn a_failed_copy_removes_only_what_it_created() {
+        let s = Scratch::new("copy");
+        fs::create_dir_all(s.0.join("src/sub")).unwrap();
+        fs::write(s.0.join("src/sub/a"), "a").unwrap();
+        fs::create_dir(s.0.join("taken")).unwrap();
+        fs::write(s.0.join("taken/keep"), "keep").unwrap();
+        let source = Entry::open(&s.0.join("src"), Parents::Existing).unwrap();
+        let taken = Entry::open(&s.0.join("taken"), Parents::Existing).unwrap();
+        let err = source.copy_to(&taken).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+        assert_eq!(fs::read_to_string(s.0.join("taken/keep")).unwrap(), "keep");
+        // A FIFO deep inside cannot be copied: the partial copy goes, the source stays.
+        let status = std::process::Command::new("mkfifo")
+            .arg(s.0.join("src/sub/pipe"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let fresh = Entry::open(&s.0.join("fresh"), Parents::Existing).unwrap();
+        let err = source.copy_to(&fresh).unwrap_err();
+        assert!(err.to_string().contains("is a FIFO"), "{err}");
+        assert!(!s.0.join("fresh").exists(), "partial copy left behind");
+        assert_eq!(fs::read_to_string(s.0.join("src/sub/a")).unwrap(), "a");
     }
 
     #[test]

@@ -538,6 +538,10 @@ impl Dir {
             )
         };
         let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+        if n == buf.len() {
+            // readlinkat truncates silently; a target this long would be copied wrong.
+            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
         buf.truncate(n);
         Ok(PathBuf::from(OsString::from_vec(buf)))
     }
