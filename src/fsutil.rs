@@ -1,8 +1,13 @@
-//! Crash-safe file writes shared by tools, config, the key store and sessions: write a temp
+//! Crash-safe file writes shared by config, the key store, sessions and memory: write a temp
 //! file in the same directory, fsync it, rename it over the target, fsync the directory. A
 //! crash at any point leaves either the old file or the new one, never a torn mix. Also the
 //! private (0700) directories that hold user state.
+//!
+//! These writes go by path, for files reasonix itself owns; the file tools write through
+//! `sandbox::beneath` instead, which does the same steps relative to directory descriptors so
+//! that a concurrent symlink swap cannot redirect them.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -57,13 +62,18 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 fn temp_path(dir: &Path, target: &Path) -> PathBuf {
+    dir.join(temp_name(target.file_name().unwrap_or("file".as_ref())))
+}
+
+/// A name for the temp file that will replace `name`, unique within this process (a counter)
+/// and across processes (the pid), and hidden (a leading dot) from casual listings.
+pub fn temp_name(name: &OsStr) -> OsString {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    dir.join(format!(".{name}.reasonix-tmp-{}-{n}", std::process::id()))
+    let mut temp = OsString::from(".");
+    temp.push(name);
+    temp.push(format!(".reasonix-tmp-{}-{n}", std::process::id()));
+    temp
 }
 
 #[cfg(test)]

@@ -14,9 +14,10 @@
 use std::fs;
 use std::io::ErrorKind;
 use std::net::TcpListener;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,7 @@ use serde_json::{json, Value};
 use reasonix::cancel::CancelToken;
 use reasonix::sandbox::process::{self, CommandSpec, Stop};
 use reasonix::sandbox::{
-    describe_backend_on, Backend, BashMode, Host, Jail, Policy, SandboxError, Settings,
+    describe_backend_on, sys, Backend, BashMode, Host, Jail, Policy, SandboxError, Settings,
 };
 use reasonix::tool::{builtin, ToolContext, ToolError};
 
@@ -465,6 +466,271 @@ fn allow_write_adds_a_root() {
     )
     .unwrap();
     assert!(s.outside.join("ok.txt").exists());
+}
+
+#[test]
+fn writers_follow_a_symlinked_directory_that_stays_inside() {
+    let s = Scene::new();
+    let ctx = s.files();
+    fs::create_dir_all(s.ws.join("real")).unwrap();
+    symlink("real", s.ws.join("alias")).unwrap();
+    symlink(s.ws.join("real"), s.ws.join("absolute-alias")).unwrap();
+    call(
+        &ctx,
+        "write_file",
+        json!({"path": "alias/new/a.txt", "content": "one two\n"}),
+    )
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(s.ws.join("real/new/a.txt")).unwrap(),
+        "one two\n"
+    );
+    call(
+        &ctx,
+        "edit_file",
+        json!({"path": "absolute-alias/new/a.txt", "old_string": "one", "new_string": "1"}),
+    )
+    .unwrap();
+    call(
+        &ctx,
+        "multi_edit",
+        json!({"path": "alias/new/a.txt", "edits": [{"old_string": "two", "new_string": "2"}]}),
+    )
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(s.ws.join("real/new/a.txt")).unwrap(),
+        "1 2\n"
+    );
+    call(
+        &ctx,
+        "move_file",
+        json!({"source_path": "alias/new/a.txt", "destination_path": "absolute-alias/b.txt"}),
+    )
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(s.ws.join("real/b.txt")).unwrap(),
+        "1 2\n"
+    );
+    assert!(!s.ws.join("real/new/a.txt").exists());
+    for link in ["alias", "absolute-alias"] {
+        assert!(fs::symlink_metadata(s.ws.join(link))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    assert_eq!(s.victim(), ORIGINAL);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Races between the check and the write: a process that may write the workspace (a jailed bash
+// command) swaps a real directory `d` with a symlink `d2 -> outside` while the tools run.
+
+/// How many tool calls each race test makes. The check-then-write code this replaced let a
+/// write escape within the first few hundred.
+const RACE_ATTEMPTS: usize = 2_000;
+
+/// What the tools say when a swap was caught during the write.
+const CHANGED: &str = "the path changed while it was being written";
+
+/// A thread exchanging `ws/d` and `ws/d2` with renameat2(RENAME_EXCHANGE) until stopped.
+struct Swapper {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Swapper {
+    fn start(ws: &Path) -> Swapper {
+        let dir = sys::Dir::open(ws).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("swapper".into())
+            .spawn(move || {
+                let mut swaps = 0;
+                while !flag.load(Ordering::Relaxed) {
+                    dir.rename("d".as_ref(), &dir, "d2".as_ref(), sys::Rename::Exchange)
+                        .expect("exchange d and d2");
+                    swaps += 1;
+                }
+                swaps
+            })
+            .unwrap();
+        Swapper {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the thread and returns how many swaps it made.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Swapper {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A scene with a real directory `ws/d` holding `victim.txt` (the same name as the outside
+/// victim) and a symlink `ws/d2 -> outside`, for [`RaceScene::run`].
+struct RaceScene {
+    s: Scene,
+    ctx: ToolContext,
+    /// The real directory, held open so the test can reach it whatever it is called now.
+    real: fs::File,
+}
+
+const INSIDE: &str = "original inside content\n";
+
+impl RaceScene {
+    fn new() -> RaceScene {
+        let s = Scene::new();
+        fs::create_dir(s.ws.join("d")).unwrap();
+        fs::write(s.ws.join("d/victim.txt"), INSIDE).unwrap();
+        symlink(&s.outside, s.ws.join("d2")).unwrap();
+        let real = fs::File::open(s.ws.join("d")).unwrap();
+        let ctx = s.files();
+        RaceScene { s, ctx, real }
+    }
+
+    /// `name` in the real directory, through `/proc/self/fd`, so no swap can redirect it.
+    fn real_path(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}/{name}", self.real.as_raw_fd()))
+    }
+
+    /// Why the outside directory no longer holds exactly the untouched victim, if it does not.
+    fn outside_changed(&self) -> Option<String> {
+        let mut names: Vec<String> = fs::read_dir(&self.s.outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        if names != ["victim.txt"] {
+            return Some(format!("the outside directory holds {names:?}"));
+        }
+        let content = self.s.victim();
+        (content != ORIGINAL).then(|| format!("the outside victim now reads {content:?}"))
+    }
+
+    /// Calls `attempt` [`RACE_ATTEMPTS`] times while a [`Swapper`] runs. Fails at the first
+    /// attempt after which anything outside changed, when a failure is not a clean refusal
+    /// (the check saw the symlink, or the write saw the swap), and when no attempt succeeded
+    /// (a tool that refuses everything must not pass).
+    fn run(&self, mut attempt: impl FnMut(usize) -> Result<String, ToolError>) {
+        let swapper = Swapper::start(&self.s.ws);
+        let mut succeeded = 0;
+        let mut escaped = None;
+        let mut unexpected = Vec::new();
+        for i in 0..RACE_ATTEMPTS {
+            let result = attempt(i);
+            if let Some(why) = self.outside_changed() {
+                escaped = Some((i + 1, why));
+                break;
+            }
+            match result {
+                Ok(_) => succeeded += 1,
+                Err(ToolError::Failed(text))
+                    if text.contains("is outside the workspace") || text.contains(CHANGED) => {}
+                Err(other) => unexpected.push(other.to_string()),
+            }
+        }
+        let swaps = swapper.stop();
+        if let Some((attempt, why)) = escaped {
+            panic!("attempt {attempt} of {RACE_ATTEMPTS} wrote outside the workspace: {why}");
+        }
+        eprintln!("race: {succeeded} of {RACE_ATTEMPTS} attempts succeeded during {swaps} swaps");
+        assert!(
+            unexpected.is_empty(),
+            "failures other than clean refusals: {unexpected:?}"
+        );
+        assert!(succeeded > 0, "no attempt succeeded during {swaps} swaps");
+    }
+}
+
+#[test]
+fn write_file_racing_a_directory_symlink_swap_never_writes_outside() {
+    let r = RaceScene::new();
+    r.run(|i| {
+        call(
+            &r.ctx,
+            "write_file",
+            json!({"path": "d/victim.txt", "content": format!("attempt {i}\n")}),
+        )
+    });
+    // A new file in a new subdirectory of the swapped directory takes more steps.
+    r.run(|i| {
+        call(
+            &r.ctx,
+            "write_file",
+            json!({"path": format!("d/new-{i}/file.txt"), "content": "new\n"}),
+        )
+    });
+    assert!(fs::read_to_string(r.real_path("victim.txt"))
+        .unwrap()
+        .starts_with("attempt "));
+}
+
+#[test]
+fn edit_file_racing_a_directory_symlink_swap_never_writes_outside() {
+    let r = RaceScene::new();
+    r.run(|_| {
+        call(
+            &r.ctx,
+            "edit_file",
+            json!({"path": "d/victim.txt", "old_string": "content", "new_string": "content+"}),
+        )
+    });
+    assert!(fs::read_to_string(r.real_path("victim.txt"))
+        .unwrap()
+        .contains("content+"));
+}
+
+#[test]
+fn multi_edit_racing_a_directory_symlink_swap_never_writes_outside() {
+    let r = RaceScene::new();
+    r.run(|_| {
+        call(
+            &r.ctx,
+            "multi_edit",
+            json!({"path": "d/victim.txt", "edits": [
+                {"old_string": "content", "new_string": "content+"},
+                {"old_string": "content+", "new_string": "content++"}
+            ]}),
+        )
+    });
+    assert!(fs::read_to_string(r.real_path("victim.txt"))
+        .unwrap()
+        .contains("content+"));
+}
+
+#[test]
+fn move_file_racing_a_directory_symlink_swap_never_moves_outside_entries() {
+    let r = RaceScene::new();
+    // As the source: the outside victim must not be pulled into the workspace.
+    r.run(|i| {
+        fs::write(r.real_path("victim.txt"), INSIDE).unwrap();
+        call(
+            &r.ctx,
+            "move_file",
+            json!({"source_path": "d/victim.txt", "destination_path": format!("moved-{i}.txt")}),
+        )
+    });
+    // As the destination: nothing may be moved into the outside directory.
+    r.run(|i| {
+        let name = format!("a-{i}.txt");
+        fs::write(r.s.ws.join(&name), "mine\n").unwrap();
+        call(
+            &r.ctx,
+            "move_file",
+            json!({"source_path": name, "destination_path": format!("d/{name}")}),
+        )
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,16 +11,17 @@
 //! they are. The tools then operate on the resolved path, never on the original one, so what
 //! was checked is what gets written.
 //!
+//! The check and the write are not one step, so the writers do not reopen the resolved path
+//! by name: `sandbox::beneath` opens its directories relative to descriptors and refuses every
+//! symlink on the way. Because the resolved path has none, a symlink found there means another
+//! process (a concurrent bash command) swapped a directory after the check, and the write
+//! fails closed instead of following it.
+//!
 //! Hard links: a hard link inside the workspace to a file outside cannot be told apart from any
 //! other file by its path. A hard link to a hidden file is recognised by its inode (see
 //! `sandbox::inodes`) and refused like the file itself. Writers are safe with any hard link:
 //! they write a temp file and rename it over the target, which replaces the directory entry
 //! (the link) instead of writing into the shared inode, so the outside file keeps its content.
-//!
-//! Limits, stated so nobody relies on more:
-//! - Between the check and the write another process (a concurrent bash command) could swap a
-//!   directory for a symlink. The bash jail keeps such a process inside the same roots, so the
-//!   swap cannot point a write anywhere a command could not already write.
 //!
 //! The bash jail (bubblewrap or Landlock) is separate: see `sandbox::bwrap` and
 //! `sandbox::landlock`.
@@ -242,7 +243,16 @@ pub fn resolve(path: &Path) -> Result<PathBuf, SandboxError> {
                         path: path.to_path_buf(),
                     });
                 }
-                let target = fs::read_link(&candidate).map_err(failed)?;
+                let target = match fs::read_link(&candidate) {
+                    Ok(target) => target,
+                    // No longer a symlink: it was swapped since the stat. Look at the
+                    // component again; the link count above bounds how often.
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                        pending.push_front(name);
+                        continue;
+                    }
+                    Err(e) => return Err(failed(e)),
+                };
                 if target.is_absolute() {
                     resolved = PathBuf::from("/");
                 }

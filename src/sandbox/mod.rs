@@ -8,7 +8,8 @@
 //!   network, and which backend to use. The lead maps config into [`Settings`]; [`Policy::new`] resolves the
 //!   paths once.
 //! - [`confine`] decides what the file tools may write and read, on absolute, symlink-free
-//!   paths.
+//!   paths; [`beneath`] then performs the writes relative to directory descriptors, refusing
+//!   every symlink, so a concurrent swap cannot redirect what was checked.
 //! - [`bwrap`] and [`landlock`] are the two bash jails; [`Policy::confine_command`] picks one
 //!   (see [`Policy::select`]) and rewrites a [`process::CommandSpec`] with it, so no tool needs
 //!   to know whether it runs confined.
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+pub mod beneath;
 pub mod bwrap;
 pub mod confine;
 pub mod inodes;

@@ -1,17 +1,23 @@
 //! The libc calls the sandbox needs that std does not offer: starting a child in its own
 //! session, signalling a whole process group, waiting for an exit without reaping it, waiting
-//! for either of two pipes to become readable, and the three Landlock system calls (with
-//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller). Also the
-//! non-blocking `flock` that keeps two processes off one session file (std's `File::try_lock`
-//! is newer than the crate's minimum Rust version).
+//! for either of two pipes to become readable, the three Landlock system calls (with
+//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller), the
+//! directory-relative calls (`openat`, `openat2`, `mkdirat`, `renameat2`, `unlinkat`,
+//! `symlinkat`, `readlinkat`) behind [`Dir`], with which `sandbox::beneath` writes files
+//! without following symlinks, and the non-blocking `flock` that keeps two processes off one
+//! session file (std's `File::try_lock` is newer than the crate's minimum Rust version).
 //!
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
 //! `term::sys`); everything here is a thin, documented wrapper, and policy (which signal, how
 //! long to wait) lives in `sandbox::process`.
 
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -323,6 +329,268 @@ pub fn restrict_self_before_exec(command: &mut Command, ruleset: Arc<OwnedFd>) {
             }
             Ok(())
         });
+    }
+}
+
+/// An open directory (`O_PATH`): the base of the `*at` calls below, never read from. Every
+/// name given to its methods must be a single path component (no `/`, not `.` or `..`); the
+/// kernel then looks it up in this very directory, whatever it is called by now.
+#[derive(Debug)]
+pub struct Dir(OwnedFd);
+
+/// How [`Dir::open_file`] opens a file. Both forms refuse a symlink in the last component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenFile {
+    /// Read-only, non-blocking (so a FIFO cannot stall the open) and never as a controlling
+    /// terminal; the caller checks the type with `File::metadata`.
+    Read,
+    /// Write-only, created here and now (`O_EXCL`) with these permission bits (before umask).
+    CreateNew { mode: u32 },
+}
+
+/// What [`Dir::rename`] does when the destination name exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rename {
+    /// Replace it, as rename(2) does.
+    Replace,
+    /// Fail with `EEXIST` (`RENAME_NOREPLACE`); the check and the rename are one step.
+    NoReplace,
+    /// Swap the two entries atomically (`RENAME_EXCHANGE`); both must exist.
+    Exchange,
+}
+
+/// What [`Dir::remove`] removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remove {
+    File,
+    EmptyDir,
+}
+
+/// `struct open_how` of openat2(2); libc's is `non_exhaustive`, so it cannot be built.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// A path or name as the NUL-terminated string the kernel wants; an interior NUL cannot name
+/// anything, so it is an invalid-input error rather than a truncated name.
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
+}
+
+/// Wraps the result of a call that returns a new descriptor.
+fn owned_fd(rc: libc::c_long) -> io::Result<OwnedFd> {
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = libc::c_int::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
+    // SAFETY: the call succeeded, so `fd` is a fresh descriptor that nobody else owns, and it
+    // is wrapped exactly once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl Dir {
+    /// Opens the directory at `path`, following symlinks; for a starting point such as `/`.
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let path = c_string(path.as_os_str().as_bytes())?;
+        // SAFETY: `path` is a live NUL-terminated string that open(2) only reads.
+        let rc = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        owned_fd(rc.into()).map(Dir)
+    }
+
+    /// Opens the subdirectory `name` without following a symlink: a symlink fails with
+    /// `ENOTDIR` (or `ELOOP`), exactly like a file.
+    pub fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
+        let name = c_string(name.as_bytes())?;
+        // SAFETY: the descriptor is open for the duration of the call and `name` is a live
+        // NUL-terminated string that openat(2) only reads.
+        let rc = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        owned_fd(rc.into()).map(Dir)
+    }
+
+    /// Opens the directory at the relative `path` with openat2(2), refusing any symlink on the
+    /// way (`ELOOP`), any step out of this directory (`EXDEV`) and magic links. `ENOSYS` means
+    /// the kernel (before 5.6) or a seccomp filter lacks openat2.
+    pub fn open_dir_beneath(&self, path: &Path) -> io::Result<Dir> {
+        let path = c_string(path.as_os_str().as_bytes())?;
+        let how = OpenHow {
+            flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+            mode: 0,
+            resolve: libc::RESOLVE_BENEATH
+                | libc::RESOLVE_NO_SYMLINKS
+                | libc::RESOLVE_NO_MAGICLINKS,
+        };
+        // SAFETY: the descriptor is open for the duration of the call, `path` is a live
+        // NUL-terminated string and `how` a live repr(C) struct of the size passed, both only
+        // read by the kernel during the call.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                self.0.as_raw_fd(),
+                path.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        };
+        owned_fd(rc).map(Dir)
+    }
+
+    /// Creates the subdirectory `name` with `mode` (before umask).
+    pub fn mkdir(&self, name: &OsStr, mode: u32) -> io::Result<()> {
+        let name = c_string(name.as_bytes())?;
+        // SAFETY: the descriptor is open for the duration of the call and `name` is a live
+        // NUL-terminated string that mkdirat(2) only reads.
+        check(unsafe { libc::mkdirat(self.0.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) })
+    }
+
+    /// Opens the file `name` as `how` says, never through a symlink (`ELOOP`).
+    pub fn open_file(&self, name: &OsStr, how: OpenFile) -> io::Result<File> {
+        let name = c_string(name.as_bytes())?;
+        let (flags, mode) = match how {
+            OpenFile::Read => (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0),
+            OpenFile::CreateNew { mode } => (libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, mode),
+        };
+        // SAFETY: the descriptor is open for the duration of the call and `name` is a live
+        // NUL-terminated string that openat(2) only reads; the mode is passed as the variadic
+        // argument O_CREAT expects.
+        let rc = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
+        owned_fd(rc.into()).map(File::from)
+    }
+
+    /// The metadata of the entry `name` itself (a symlink is described, not followed).
+    pub fn metadata(&self, name: &OsStr) -> io::Result<Metadata> {
+        let name = c_string(name.as_bytes())?;
+        // SAFETY: as in `open_dir`. O_PATH with O_NOFOLLOW opens the entry itself whatever its
+        // type, without reading it or needing permission to.
+        let rc = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        File::from(owned_fd(rc.into())?).metadata()
+    }
+
+    /// Renames the entry `from` here to `to` in `to_dir`; neither name is followed if it is a
+    /// symlink.
+    pub fn rename(&self, from: &OsStr, to_dir: &Dir, to: &OsStr, how: Rename) -> io::Result<()> {
+        let from = c_string(from.as_bytes())?;
+        let to = c_string(to.as_bytes())?;
+        let flags = match how {
+            Rename::Replace => 0,
+            Rename::NoReplace => libc::RENAME_NOREPLACE,
+            Rename::Exchange => libc::RENAME_EXCHANGE,
+        };
+        // SAFETY: both descriptors are open for the duration of the call and both names are
+        // live NUL-terminated strings that renameat2(2) only reads.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                self.0.as_raw_fd(),
+                from.as_ptr(),
+                to_dir.0.as_raw_fd(),
+                to.as_ptr(),
+                flags,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Removes the entry `name` (a symlink is removed, not followed).
+    pub fn remove(&self, name: &OsStr, what: Remove) -> io::Result<()> {
+        let name = c_string(name.as_bytes())?;
+        let flags = match what {
+            Remove::File => 0,
+            Remove::EmptyDir => libc::AT_REMOVEDIR,
+        };
+        // SAFETY: the descriptor is open for the duration of the call and `name` is a live
+        // NUL-terminated string that unlinkat(2) only reads.
+        check(unsafe { libc::unlinkat(self.0.as_raw_fd(), name.as_ptr(), flags) })
+    }
+
+    /// Creates the symlink `name` pointing at `target` (which is stored, not resolved).
+    pub fn symlink(&self, target: &Path, name: &OsStr) -> io::Result<()> {
+        let target = c_string(target.as_os_str().as_bytes())?;
+        let name = c_string(name.as_bytes())?;
+        // SAFETY: the descriptor is open for the duration of the call and both strings are
+        // live and NUL-terminated; symlinkat(2) only reads them.
+        check(unsafe { libc::symlinkat(target.as_ptr(), self.0.as_raw_fd(), name.as_ptr()) })
+    }
+
+    /// The target of the symlink `name`.
+    pub fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+        let name = c_string(name.as_bytes())?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        // SAFETY: the descriptor is open for the duration of the call, `name` is a live
+        // NUL-terminated string, and readlinkat(2) writes at most `buf.len()` bytes into the
+        // buffer we own.
+        let n = unsafe {
+            libc::readlinkat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+        if n == buf.len() {
+            // readlinkat truncates silently; a target this long would be copied wrong.
+            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
+        buf.truncate(n);
+        Ok(PathBuf::from(OsString::from_vec(buf)))
+    }
+
+    /// A path naming this directory through `/proc/self/fd` for APIs that take only paths
+    /// (listing it with `std::fs::read_dir`); valid while `self` is open.
+    pub fn proc_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+    }
+
+    /// Makes new, renamed and removed entries here durable (fsync needs a readable descriptor,
+    /// so the directory is opened once more, through its own `.`).
+    pub fn sync(&self) -> io::Result<()> {
+        // SAFETY: the descriptor is open for the duration of the call and the literal is a
+        // NUL-terminated string.
+        let rc = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                c".".as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        File::from(owned_fd(rc.into())?).sync_all()
     }
 }
 

@@ -92,7 +92,8 @@ impl ToolContext {
     }
 
     /// Resolves a path a writer is about to change and checks it against the sandbox; the
-    /// result is absolute and symlink-free, and the tool must use it rather than the input.
+    /// result is absolute and symlink-free, and the tool must use it rather than the input,
+    /// through `sandbox::beneath::Entry` so that a concurrent swap cannot redirect the write.
     pub fn resolve_write(&self, path: &str) -> Result<PathBuf, ToolError> {
         Ok(self.sandbox.check_write(&self.resolve(path))?)
     }

@@ -2,15 +2,15 @@
 //! UTF-16 with or without BOM), line-ending detection and conversion, `cat -n` style line
 //! numbering, and loading/saving a whole text file with errors phrased for the model.
 //!
-//! Atomicity of writes belongs to `crate::fsutil`; paging through large files belongs to
-//! `read_file`.
+//! Atomic, race-free writes belong to `crate::sandbox::beneath`; paging through large files
+//! belongs to `read_file`.
 
 use std::borrow::Cow;
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::ToolError;
+use crate::sandbox::beneath::{self, Entry, Parents};
 
 /// Files larger than this are not loaded whole (edit tools refuse, read_file streams).
 pub const FULL_LOAD_MAX: u64 = 10 * 1024 * 1024;
@@ -260,24 +260,38 @@ pub fn numbered_range(text: &str, first: usize, last: usize) -> String {
 
 /// A text file loaded whole, remembering how to write it back.
 pub struct TextFile {
-    /// Where writes go: the target of a symlink, so editing through a link keeps the link.
-    pub path: PathBuf,
+    /// Where writes go: the entry in the directory opened when the file was read, which is the
+    /// target of a symlink (the checked path had it followed), so editing keeps the link.
+    pub entry: Entry,
     pub text: String,
     pub encoding: Encoding,
 }
 
-/// Loads an existing text file for editing. `shown` is the path as the model wrote it.
+/// Loads an existing text file for editing from `path`, a path `Policy::check_write` returned,
+/// through a race-free [`Entry`]. `shown` is the path as the model wrote it.
 pub fn load(path: &Path, shown: &str) -> Result<TextFile, ToolError> {
-    let meta = fs::metadata(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => ToolError::Failed(format!(
+    let missing = || {
+        ToolError::Failed(format!(
             "{shown} does not exist; use write_file to create a new file, or glob to find the \
              right path"
-        )),
+        ))
+    };
+    let failed = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound => missing(),
         _ => io_failure("cannot read", shown, &e),
-    })?;
+    };
+    let entry = Entry::open(path, Parents::Existing).map_err(failed)?;
+    let file = entry.open_existing().map_err(failed)?.ok_or_else(missing)?;
+    let meta = file.metadata().map_err(failed)?;
     if meta.is_dir() {
         return Err(ToolError::Failed(format!(
             "{shown} is a directory, not a file"
+        )));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::Failed(format!(
+            "{shown} is not a regular file (a device, socket or pipe); only regular files can \
+             be edited"
         )));
     }
     if meta.len() > FULL_LOAD_MAX {
@@ -288,32 +302,20 @@ pub fn load(path: &Path, shown: &str) -> Result<TextFile, ToolError> {
             FULL_LOAD_MAX / (1024 * 1024)
         )));
     }
-    let bytes = fs::read(path).map_err(|e| io_failure("cannot read", shown, &e))?;
+    let bytes = beneath::read_all(&file).map_err(failed)?;
     let (text, encoding) = decode(&bytes).map_err(|e| ToolError::Failed(e.describe(shown)))?;
     Ok(TextFile {
-        path: write_target(path),
+        entry,
         text,
         encoding,
     })
 }
 
-/// Writes `text` in `encoding` to `path` atomically, keeping an existing file's mode.
-pub fn save(path: &Path, text: &str, encoding: Encoding, shown: &str) -> Result<(), ToolError> {
-    crate::fsutil::write_atomic(path, &encode(text, encoding), None)
+/// Writes `text` in `encoding` back over `file` atomically, keeping the file's mode.
+pub fn save(file: &TextFile, text: &str, encoding: Encoding, shown: &str) -> Result<(), ToolError> {
+    file.entry
+        .replace(&encode(text, encoding))
         .map_err(|e| io_failure("cannot write", shown, &e))
-}
-
-/// The file a write should replace: a symlink's final target, so the link survives the
-/// rename that makes the write atomic. Paths that do not resolve are returned unchanged.
-pub fn write_target(path: &Path) -> PathBuf {
-    let is_link = fs::symlink_metadata(path)
-        .map(|m| m.file_type().is_symlink())
-        .unwrap_or(false);
-    if is_link {
-        fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-    } else {
-        path.to_path_buf()
-    }
 }
 
 /// An I/O failure as the model sees it: what we tried, on which path, and the OS reason.

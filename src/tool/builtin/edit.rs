@@ -68,7 +68,7 @@ impl Tool for EditFile {
         let file = text::load(&ctx.resolve_write(shown)?, shown)?;
         let applied = apply(&file.text, &edit)
             .map_err(|failure| ToolError::Failed(failure.describe(shown, None)))?;
-        text::save(&file.path, &applied.text, file.encoding, shown)?;
+        text::save(&file, &applied.text, file.encoding, shown)?;
         let count = match applied.count {
             1 => "1 occurrence".to_string(),
             n => format!("{n} occurrences (the first is shown)"),

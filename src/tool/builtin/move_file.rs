@@ -2,17 +2,18 @@
 //! filesystems, where rename(2) fails with EXDEV, it copies (recursively for directories,
 //! keeping modes and symlinks), syncs the copy, then removes the source.
 //!
-//! The "destination exists" check and the rename are two steps; a destination created in
-//! between by another process would be replaced. Closing that gap needs renameat2, which
-//! would mean unsafe code outside `sandbox/sys.rs`, and the agent is the only writer here.
+//! Both entries are reached through `sandbox::beneath`, relative to directory descriptors and
+//! without following symlinks, so a directory swapped for a symlink after the check cannot
+//! send the move elsewhere. The rename itself refuses an existing destination
+//! (`RENAME_NOREPLACE`); the earlier existence check only words the refusal.
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::sandbox::beneath::{Entry, Parents};
 use crate::tool::text::io_failure;
 use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
@@ -65,15 +66,50 @@ impl Tool for MoveFile {
         let to_shown = args::required_str(args, "destination_path")?;
         let from = ctx.resolve_write_entry(from_shown)?;
         let to = ctx.resolve_write_entry(to_shown)?;
-        check_paths(&from, &to, from_shown, to_shown)?;
-        if let Some(parent) = to.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| io_failure("cannot create the parent directory of", to_shown, &e))?;
+        let missing = || {
+            ToolError::Failed(format!(
+                "source {from_shown} does not exist; use ls or glob to find the right path"
+            ))
+        };
+        let source_failed = |e: io::Error| match e.kind() {
+            io::ErrorKind::NotFound => missing(),
+            _ => io_failure("cannot move", from_shown, &e),
+        };
+        let source = Entry::open(&from, Parents::Existing).map_err(source_failed)?;
+        let source_meta = source
+            .metadata()
+            .map_err(source_failed)?
+            .ok_or_else(missing)?;
+        if source_meta.is_dir() && moves_into_itself(&from, &to) {
+            return Err(ToolError::Failed(format!(
+                "cannot move the directory {from_shown} into itself ({to_shown})"
+            )));
         }
-        match fs::rename(&from, &to) {
+        let exists = |what: &str| {
+            ToolError::Failed(format!(
+                "destination {to_shown} already exists (a {what}) and move_file never \
+                 overwrites; choose a path that does not exist yet (to move into a directory, \
+                 append the name: {to_shown}/<name>)"
+            ))
+        };
+        let target = Entry::open(&to, Parents::Create)
+            .map_err(|e| io_failure("cannot create the parent directory of", to_shown, &e))?;
+        let kind = |entry: &Entry| match entry.metadata() {
+            Ok(Some(meta)) if meta.is_dir() => "directory",
+            _ => "file",
+        };
+        if target
+            .metadata()
+            .map_err(|e| io_failure("cannot move to", to_shown, &e))?
+            .is_some()
+        {
+            return Err(exists(kind(&target)));
+        }
+        match source.rename_to(&target) {
             Ok(()) => Ok(format!("Moved {from_shown} to {to_shown}")),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists(kind(&target))),
             Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-                move_by_copy(&from, &to).map_err(|e| {
+                move_by_copy(&source, &target).map_err(|e| {
                     ToolError::Failed(format!(
                         "cannot move {from_shown} to {to_shown} across filesystems: {e}; the \
                          source is left as it was"
@@ -92,33 +128,14 @@ impl Tool for MoveFile {
     }
 }
 
-fn check_paths(from: &Path, to: &Path, from_shown: &str, to_shown: &str) -> Result<(), ToolError> {
-    let source = fs::symlink_metadata(from).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => ToolError::Failed(format!(
-            "source {from_shown} does not exist; use ls or glob to find the right path"
-        )),
-        _ => io_failure("cannot move", from_shown, &e),
-    })?;
-    if fs::symlink_metadata(to).is_ok() {
-        let what = if to.is_dir() { "directory" } else { "file" };
-        return Err(ToolError::Failed(format!(
-            "destination {to_shown} already exists (a {what}) and move_file never overwrites; \
-             choose a path that does not exist yet (to move into a directory, append the name: \
-             {to_shown}/<name>)"
-        )));
-    }
-    if source.is_dir() {
-        let from_real = fs::canonicalize(from).unwrap_or_else(|_| from.to_path_buf());
-        let to_parent = to
-            .parent()
-            .and_then(|p| first_existing_ancestor(p).map(|(real, rest)| real.join(rest)));
-        if to_parent.is_some_and(|p| p.starts_with(&from_real)) {
-            return Err(ToolError::Failed(format!(
-                "cannot move the directory {from_shown} into itself ({to_shown})"
-            )));
-        }
-    }
-    Ok(())
+/// Whether moving the directory `from` to `to` would put it inside itself. Only for a clear
+/// message: the kernel refuses such a rename anyway (EINVAL).
+fn moves_into_itself(from: &Path, to: &Path) -> bool {
+    let from_real = fs::canonicalize(from).unwrap_or_else(|_| from.to_path_buf());
+    let to_parent = to
+        .parent()
+        .and_then(|p| first_existing_ancestor(p).map(|(real, rest)| real.join(rest)));
+    to_parent.is_some_and(|p| p.starts_with(&from_real))
 }
 
 /// The canonical form of the deepest existing ancestor of `path`, plus the part below it.
@@ -135,56 +152,28 @@ fn first_existing_ancestor(path: &Path) -> Option<(std::path::PathBuf, std::path
     }
 }
 
-/// Copies `from` to `to` and then removes `from`. On a copy failure the partial copy is
-/// removed and the source stays untouched.
-pub(crate) fn move_by_copy(from: &Path, to: &Path) -> io::Result<()> {
-    if let Err(e) = copy_tree(from, to) {
-        let _ = remove_tree(to);
-        return Err(e);
-    }
-    if let Some(parent) = to.parent() {
-        crate::fsutil::sync_dir(parent)?;
-    }
-    remove_tree(from)
-}
-
-fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
-    let meta = fs::symlink_metadata(from)?;
-    let kind = meta.file_type();
-    if kind.is_symlink() {
-        symlink(fs::read_link(from)?, to)
-    } else if kind.is_dir() {
-        fs::create_dir(to)?;
-        for entry in fs::read_dir(from)? {
-            let entry = entry?;
-            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
-        }
-        fs::set_permissions(to, fs::Permissions::from_mode(meta.permissions().mode()))?;
-        fs::File::open(to)?.sync_all()
-    } else {
-        // fs::copy carries the permission bits over.
-        fs::copy(from, to)?;
-        fs::File::open(to)?.sync_all()
-    }
-}
-
-fn remove_tree(path: &Path) -> io::Result<()> {
-    if fs::symlink_metadata(path)?.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    }
+/// Copies `from` to `to` and then removes `from`. A failed copy removes what it created and
+/// leaves the source untouched.
+fn move_by_copy(from: &Entry, to: &Entry) -> io::Result<()> {
+    from.copy_to(to)?;
+    from.remove_tree()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn entry(path: &Path) -> Entry {
+        Entry::open(path, Parents::Existing).unwrap()
+    }
 
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("reasonix-move-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        dir
+        // Entries are opened without following symlinks, so the path must have none.
+        dir.canonicalize().unwrap()
     }
 
     // rename(2) cannot be made to fail with EXDEV on demand, so the fallback is driven directly.
@@ -197,7 +186,7 @@ mod tests {
         fs::set_permissions(src.join("sub/run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
         symlink("sub/run.sh", src.join("link")).unwrap();
         let dst = dir.join("dst");
-        move_by_copy(&src, &dst).unwrap();
+        move_by_copy(&entry(&src), &entry(&dst)).unwrap();
         assert!(!src.exists());
         assert_eq!(
             fs::read_to_string(dst.join("sub/run.sh")).unwrap(),
@@ -224,7 +213,7 @@ mod tests {
         // A socket cannot be opened for copying, so the copy fails after creating `dst`.
         let _listener = std::os::unix::net::UnixListener::bind(src.join("sock")).unwrap();
         let dst = dir.join("dst");
-        assert!(move_by_copy(&src, &dst).is_err());
+        assert!(move_by_copy(&entry(&src), &entry(&dst)).is_err());
         assert!(!dst.exists(), "partial copy left behind");
         assert_eq!(fs::read_to_string(src.join("a")).unwrap(), "a");
         fs::remove_dir_all(&dir).unwrap();

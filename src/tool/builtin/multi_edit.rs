@@ -94,7 +94,7 @@ impl Tool for MultiEdit {
                 "{shown} unchanged: the edits cancel each other out; nothing was written"
             ));
         }
-        text::save(&file.path, &current, file.encoding, shown)?;
+        text::save(&file, &current, file.encoding, shown)?;
         Ok(format!(
             "Edited {shown}: applied {} edit{} (line numbers as of each edit):\n{}",
             edits.len(),

@@ -2,10 +2,9 @@
 //! keeps its encoding, its CRLF line endings (when the new content has no CRs of its own) and
 //! its permission bits, so a model that thinks in UTF-8 and `\n` cannot silently convert it.
 
-use std::fs;
-
 use serde_json::{json, Value};
 
+use crate::sandbox::beneath::{self, Entry, Parents};
 use crate::tool::text::{self, Encoding, LineEnding};
 use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
@@ -60,7 +59,9 @@ impl Tool for WriteFile {
         let shown = args::required_str(args, "path")?;
         let content = args::required_str(args, "content")?;
         let path = ctx.resolve_write(shown)?;
-        let previous = existing(&path, shown)?;
+        let entry = Entry::open(&path, Parents::Create)
+            .map_err(|e| text::io_failure("cannot create the directory for", shown, &e))?;
+        let previous = existing(&entry, shown)?;
         let (bytes, kept) = match &previous {
             Some(Previous::Text { text, encoding, .. }) => {
                 let ending = if content.contains('\r') {
@@ -82,11 +83,8 @@ impl Tool for WriteFile {
                 "{shown} unchanged: it already has exactly this content"
             ));
         }
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| text::io_failure("cannot create the directory for", shown, &e))?;
-        }
-        crate::fsutil::write_atomic(&path, &bytes, None)
+        entry
+            .replace(&bytes)
             .map_err(|e| text::io_failure("cannot write", shown, &e))?;
         let lines = content.lines().count();
         let verb = if previous.is_some() {
@@ -125,12 +123,17 @@ impl Previous {
     }
 }
 
-fn existing(path: &std::path::Path, shown: &str) -> Result<Option<Previous>, ToolError> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(text::io_failure("cannot write", shown, &e)),
+fn existing(entry: &Entry, shown: &str) -> Result<Option<Previous>, ToolError> {
+    let failed = |e: &std::io::Error| text::io_failure("cannot write", shown, e);
+    // The type is checked on the entry first so a socket gets a clear refusal rather than the
+    // error of opening it.
+    let Some(meta) = entry.metadata().map_err(|e| failed(&e))? else {
+        return Ok(None);
     };
+    if meta.file_type().is_symlink() {
+        // The checked path had its final symlink followed, so one here is new.
+        return Err(failed(&beneath::path_changed()));
+    }
     if meta.is_dir() {
         return Err(ToolError::Failed(format!(
             "{shown} is a directory; give the path of a file inside it"
@@ -142,10 +145,18 @@ fn existing(path: &std::path::Path, shown: &str) -> Result<Option<Previous>, Too
              regular files"
         )));
     }
+    let Some(file) = entry.open_existing().map_err(|e| failed(&e))? else {
+        return Ok(None);
+    };
+    // Checked again on the open file: the entry may have been replaced since.
+    let meta = file.metadata().map_err(|e| failed(&e))?;
+    if !meta.is_file() {
+        return Err(failed(&beneath::path_changed()));
+    }
     if meta.len() > text::FULL_LOAD_MAX {
         return Ok(Some(Previous::Large));
     }
-    let bytes = fs::read(path).map_err(|e| text::io_failure("cannot read", shown, &e))?;
+    let bytes = beneath::read_all(&file).map_err(|e| text::io_failure("cannot read", shown, &e))?;
     Ok(Some(match text::decode(&bytes) {
         Ok((text, encoding)) => Previous::Text {
             text,
