@@ -15,6 +15,7 @@ mod provider;
 mod run;
 mod sandbox;
 mod tools_bash;
+mod tools_bounds;
 mod tools_files;
 mod tools_search;
 mod tui;

@@ -1,7 +1,8 @@
 //! The libc calls the sandbox needs that std does not offer: starting a child in its own
 //! session, signalling a whole process group, waiting for an exit without reaping it, waiting
 //! for either of two pipes to become readable, and the three Landlock system calls (with
-//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller).
+//! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller), and `fstatfs` so
+//! the file tools can refuse kernel pseudo-files.
 //!
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
 //! `term::sys`); everything here is a thin, documented wrapper, and policy (which signal, how
@@ -168,6 +169,21 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// The filesystem type (`f_type`, the superblock magic number) of the file open at `fd`, so a
+/// reader can tell kernel pseudo-files (/proc, /sys) from regular files on disk.
+pub fn filesystem_magic(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    // SAFETY: an all-zero statfs is a valid value of this plain C struct.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs(2) writes one statfs into the struct we own; the descriptor is borrowed
+    // for the duration of the call, so it stays open.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut info) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // f_type is a signed word on some targets; magic numbers are compared as unsigned 32-bit
+    // values by the kernel's own headers.
+    Ok(info.f_type as u64 & 0xffff_ffff)
+}
+
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.
 const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1 << 0;
 /// `LANDLOCK_RULE_PATH_BENEATH`: a rule granting access beneath a file or directory.
@@ -325,6 +341,14 @@ mod tests {
             wait_readable(data_r.as_fd(), wake_r.as_fd()).unwrap(),
             Readiness::Wake
         );
+    }
+
+    #[test]
+    fn filesystem_magic_tells_procfs_from_a_regular_file() {
+        let proc_file = std::fs::File::open("/proc/self/status").unwrap();
+        assert_eq!(filesystem_magic(proc_file.as_fd()).unwrap(), 0x9fa0);
+        let exe = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+        assert_ne!(filesystem_magic(exe.as_fd()).unwrap(), 0x9fa0);
     }
 
     #[test]

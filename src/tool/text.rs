@@ -10,6 +10,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::read_limit::{self, Refusal};
 use super::ToolError;
 
 /// Files larger than this are not loaded whole (edit tools refuse, read_file streams).
@@ -234,11 +235,18 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 /// One line as read_file shows it: right-aligned number, a tab, the text (without its line
 /// ending), cut at [`MAX_LINE_CHARS`] characters with a marker.
 pub fn numbered_line(number: u64, line: &str) -> String {
+    numbered_line_with_more(number, line, 0)
+}
+
+/// [`numbered_line`] for a line of which only `line` was kept and `skipped` more characters
+/// were counted but not held in memory.
+pub fn numbered_line_with_more(number: u64, line: &str, skipped: u64) -> String {
     let line = line.strip_suffix('\r').unwrap_or(line);
     match line.char_indices().nth(MAX_LINE_CHARS) {
-        None => format!("{number:>6}\t{line}\n"),
+        None if skipped == 0 => format!("{number:>6}\t{line}\n"),
+        None => format!("{number:>6}\t{line}... [line truncated: {skipped} more characters]\n"),
         Some((cut, _)) => {
-            let more = line[cut..].chars().count();
+            let more = line[cut..].chars().count() as u64 + skipped;
             format!(
                 "{number:>6}\t{}... [line truncated: {more} more characters]\n",
                 &line[..cut]
@@ -268,28 +276,24 @@ pub struct TextFile {
 
 /// Loads an existing text file for editing. `shown` is the path as the model wrote it.
 pub fn load(path: &Path, shown: &str) -> Result<TextFile, ToolError> {
-    let meta = fs::metadata(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => ToolError::Failed(format!(
-            "{shown} does not exist; use write_file to create a new file, or glob to find the \
-             right path"
-        )),
-        _ => io_failure("cannot read", shown, &e),
+    let capped = read_limit::read_path_capped(path, FULL_LOAD_MAX as usize).map_err(|r| {
+        ToolError::Failed(match r {
+            Refusal::Missing => format!(
+                "{shown} does not exist; use write_file to create a new file, or glob to find \
+                 the right path"
+            ),
+            other => other.describe(shown),
+        })
     })?;
-    if meta.is_dir() {
+    if !capped.complete {
         return Err(ToolError::Failed(format!(
-            "{shown} is a directory, not a file"
-        )));
-    }
-    if meta.len() > FULL_LOAD_MAX {
-        return Err(ToolError::Failed(format!(
-            "{shown} is {} MiB, too large to edit here (limit {} MiB); use bash (for example \
-             sed) for large files",
-            meta.len() / (1024 * 1024),
+            "{shown} is larger than {} MiB, too large to edit here; use bash (for example sed) \
+             for large files",
             FULL_LOAD_MAX / (1024 * 1024)
         )));
     }
-    let bytes = fs::read(path).map_err(|e| io_failure("cannot read", shown, &e))?;
-    let (text, encoding) = decode(&bytes).map_err(|e| ToolError::Failed(e.describe(shown)))?;
+    let (text, encoding) =
+        decode(&capped.bytes).map_err(|e| ToolError::Failed(e.describe(shown)))?;
     Ok(TextFile {
         path: write_target(path),
         text,

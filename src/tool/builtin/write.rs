@@ -6,6 +6,7 @@ use std::fs;
 
 use serde_json::{json, Value};
 
+use crate::tool::read_limit::{self, Refusal};
 use crate::tool::text::{self, Encoding, LineEnding};
 use crate::tool::{args, Tool, ToolContext, ToolError};
 
@@ -119,26 +120,22 @@ impl Previous {
 }
 
 fn existing(path: &std::path::Path, shown: &str) -> Result<Option<Previous>, ToolError> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(text::io_failure("cannot write", shown, &e)),
+    let mut file = match read_limit::open(path) {
+        Ok(file) => file,
+        Err(Refusal::Missing) => return Ok(None),
+        Err(Refusal::Directory) => {
+            return Err(ToolError::Failed(format!(
+                "{shown} is a directory; give the path of a file inside it"
+            )))
+        }
+        Err(other) => return Err(ToolError::Failed(other.describe(shown))),
     };
-    if meta.is_dir() {
-        return Err(ToolError::Failed(format!(
-            "{shown} is a directory; give the path of a file inside it"
-        )));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::Failed(format!(
-            "{shown} is not a regular file (a device, socket or pipe); write_file only writes \
-             regular files"
-        )));
-    }
-    if meta.len() > text::FULL_LOAD_MAX {
+    let capped = read_limit::read_capped(&mut file, text::FULL_LOAD_MAX as usize)
+        .map_err(|e| text::io_failure("cannot read", shown, &e))?;
+    if !capped.complete {
         return Ok(Some(Previous::Large));
     }
-    let bytes = fs::read(path).map_err(|e| text::io_failure("cannot read", shown, &e))?;
+    let bytes = capped.bytes;
     Ok(Some(match text::decode(&bytes) {
         Ok((text, encoding)) => Previous::Text {
             text,
