@@ -14,7 +14,7 @@ use std::fmt;
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::AsFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::sandbox::sys;
@@ -94,32 +94,65 @@ const PSEUDO_FILESYSTEMS: [(u64, &str); 8] = [
 pub fn open(path: &Path) -> Result<File, Refusal> {
     // Checked before opening: opening a device can act on it (rewind a tape, arm a watchdog).
     check_type(&fs::metadata(path)?)?;
-    // O_NONBLOCK so that a path swapped for a FIFO after the check cannot make open() wait
-    // for a writer; it changes nothing for regular files.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    // What was opened is what counts, whatever the path pointed at a moment ago.
-    check_type(&file.metadata()?)?;
-    match sys::filesystem_magic(file.as_fd()) {
-        Ok(magic) => {
-            if let Some((_, name)) = PSEUDO_FILESYSTEMS.iter().find(|(m, _)| *m == magic) {
-                return Err(Refusal::PseudoFile(name));
-            }
+    Opener::default().open_listed(path)
+}
+
+/// Opens the many files of a walk with fewer system calls than [`open`]: the filesystem type
+/// is looked up once per device, and a path the directory listing reported as a regular file
+/// is not checked by path before it is opened.
+#[derive(Default)]
+pub struct Opener {
+    /// Device number and, for a pseudo-filesystem, its name.
+    filesystems: Vec<(u64, Option<&'static str>)>,
+}
+
+impl Opener {
+    /// Opens a file a directory listing reported as regular. Should it have been swapped for
+    /// something else since, O_NONBLOCK keeps a FIFO from blocking the open, and the check of
+    /// what was opened refuses it.
+    pub fn open_listed(&mut self, path: &Path) -> Result<File, Refusal> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        // What was opened is what counts, whatever the path pointed at a moment ago.
+        let meta = file.metadata()?;
+        check_type(&meta)?;
+        if let Some(name) = self.pseudo_filesystem(&file, meta.dev(), path)? {
+            return Err(Refusal::PseudoFile(name));
         }
-        // Without fstatfs, fall back to where the kernel mounts them.
-        Err(_) => {
-            let real = fs::canonicalize(path)?;
-            if real.starts_with("/proc") {
-                return Err(Refusal::PseudoFile("procfs"));
-            }
-            if real.starts_with("/sys") {
-                return Err(Refusal::PseudoFile("sysfs"));
-            }
-        }
+        Ok(file)
     }
-    Ok(file)
+
+    fn pseudo_filesystem(
+        &mut self,
+        file: &File,
+        device: u64,
+        path: &Path,
+    ) -> io::Result<Option<&'static str>> {
+        if let Some((_, name)) = self.filesystems.iter().find(|(d, _)| *d == device) {
+            return Ok(*name);
+        }
+        let name = match sys::filesystem_magic(file.as_fd()) {
+            Ok(magic) => PSEUDO_FILESYSTEMS
+                .iter()
+                .find(|(m, _)| *m == magic)
+                .map(|(_, name)| *name),
+            // Without fstatfs, fall back to where the kernel mounts them.
+            Err(_) => {
+                let real = fs::canonicalize(path)?;
+                if real.starts_with("/proc") {
+                    Some("procfs")
+                } else if real.starts_with("/sys") {
+                    Some("sysfs")
+                } else {
+                    None
+                }
+            }
+        };
+        self.filesystems.push((device, name));
+        Ok(name)
+    }
 }
 
 fn check_type(meta: &Metadata) -> Result<(), Refusal> {

@@ -15,7 +15,8 @@ indentation included, and exactly once unless `replace_all` is true; include a f
 surrounding lines to make it unique. Copy the text from read_file output without the \
 line-number prefix, and read the file first. Send `\\n` line endings: a CRLF file keeps CRLF. \
 To create a file or rewrite it whole use write_file; for several changes to one file use \
-multi_edit.";
+multi_edit. An edit may grow a file to at most 10 times its size (at least 1 MiB, at most \
+32 MiB).";
 
 impl Tool for EditFile {
     fn name(&self) -> &str {

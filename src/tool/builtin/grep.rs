@@ -686,6 +686,7 @@ fn search_dir(
         exclude: ctx.sandbox.forbid_read.clone(),
         ..Options::with_user_excludes()
     };
+    let mut opener = read_limit::Opener::default();
     for entry in Walk::new(root, options) {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
@@ -701,7 +702,7 @@ fn search_dir(
         }
         // Files that cannot or must not be read (pseudo-files, a file swapped for a FIFO since
         // the listing) are skipped like binary ones.
-        if let Ok(file) = read_limit::open(&entry.path) {
+        if let Ok(file) = opener.open_listed(&entry.path) {
             scan(&entry.path, file, request, report, buffer, ctx)?;
         }
     }

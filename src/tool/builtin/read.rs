@@ -40,8 +40,9 @@ const DESCRIPTION: &str = "\
 Reads a text file and returns its lines numbered like `cat -n` (line number, tab, text). \
 Returns up to 2000 lines starting at `offset` (1-based, default 1); for long files page with \
 `offset` and `limit` as the hint at the end of the output says. Lines longer than 2000 \
-characters are cut. Decodes UTF-8 (with or without BOM) and UTF-16. Refuses directories (use \
-ls) and binary files. Read a file before editing it, and copy text into edit_file without the \
+characters are cut. Decodes UTF-8 (with or without BOM) and UTF-16. Reads at most 256 MiB of \
+a file per call. Refuses directories (use ls), binary files, and FIFOs, devices and /proc or \
+/sys pseudo-files (use bash). Read a file before editing it, and copy text into edit_file without the \
 line-number prefix. When you need several files, read them in parallel calls.";
 
 impl Tool for ReadFile {
