@@ -2,8 +2,9 @@
 //! UTF-16 with or without BOM), line-ending detection and conversion, `cat -n` style line
 //! numbering, and loading/saving a whole text file with errors phrased for the model.
 //!
-//! Atomicity of writes belongs to `crate::fsutil`; paging through large files belongs to
-//! `read_file`.
+//! Atomicity of writes belongs to `crate::fsutil`; which files may be opened and how much of
+//! them is read belongs to `read_limit` (loading stops at [`FULL_LOAD_MAX`]); paging through
+//! large files belongs to `read_file`.
 
 use std::borrow::Cow;
 use std::fs;
