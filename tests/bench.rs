@@ -171,3 +171,81 @@ fn bench_plain_headless_run_memory() {
         Err(_) => println!("static musl binary not built (run `make static` first to measure it)"),
     }
 }
+
+/// A tree like a mid-sized repository: 3,000 source-like files of about 16 KiB in nested
+/// directories, and one 64 MiB log.
+fn grep_bench_tree() -> Dir {
+    let dir = Dir::new();
+    let line = |i: usize| match i % 7 {
+        0 => format!("fn handler_{i}(ctx: &mut Context) -> Result<(), Error> {{\n"),
+        1 => "    let value = ctx.lookup(\"key\").unwrap_or_default();\n".to_string(),
+        2 => "    // TODO: handle the error path properly\n".to_string(),
+        3 => format!("    if value.len() > {i} {{ return Err(Error::TooLong); }}\n"),
+        4 => "    ctx.store(value.trim().to_string());\n".to_string(),
+        5 => "    Ok(())\n".to_string(),
+        _ => "}\n".to_string(),
+    };
+    let file: String = (0..400).map(line).collect();
+    for i in 0..3000 {
+        dir.write(&format!("src/m{}/d{}/f{i}.rs", i % 10, i % 37), &file);
+    }
+    let mut log = String::with_capacity(64 << 20);
+    let mut i = 0;
+    while log.len() < 64 << 20 {
+        log.push_str(&format!(
+            "2024-05-01T12:00:{:02} INFO request {i} served in {} ms\n",
+            i % 60,
+            i % 997
+        ));
+        i += 1;
+    }
+    log.push_str("2024-05-01T12:00:00 ERROR needle_in_the_log\n");
+    dir.write("logs/big.log", &log);
+    dir
+}
+
+#[test]
+#[ignore]
+fn bench_grep() {
+    use reasonix::tool::{builtin, ToolContext};
+    use serde_json::json;
+    let dir = grep_bench_tree();
+    let grep = builtin::all()
+        .into_iter()
+        .find(|t| t.name() == "grep")
+        .unwrap();
+    let ctx = ToolContext::new(dir.path().to_path_buf());
+    let cases = [
+        ("literal, files", json!({"pattern": "needle_in_the_log"})),
+        (
+            "regex, content",
+            json!({"pattern": r"fn handler_\d+7\(", "output_mode": "content", "head_limit": 50}),
+        ),
+        (
+            "case-insensitive, count",
+            json!({"pattern": "todo", "case_insensitive": true, "output_mode": "count"}),
+        ),
+        (
+            "context 2, content",
+            json!({"pattern": "TooLong", "output_mode": "content", "context": 2, "head_limit": 20}),
+        ),
+        (
+            "regex without literal, files",
+            json!({"pattern": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d ERROR"}),
+        ),
+    ];
+    for (label, args) in cases {
+        let samples: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                grep.execute(&args, &ctx).unwrap();
+                started.elapsed()
+            })
+            .collect();
+        println!(
+            "grep {label}: median {:.1} ms over {} runs (3,000 files of 16 KiB + a 64 MiB log)",
+            median(samples).as_secs_f64() * 1000.0,
+            5
+        );
+    }
+}

@@ -18,6 +18,7 @@ mod run;
 mod sandbox;
 mod sessions;
 mod tools_bash;
+mod tools_bounds;
 mod tools_files;
 mod tools_search;
 mod tui;

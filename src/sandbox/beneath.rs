@@ -26,7 +26,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, File, Metadata};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -345,13 +345,6 @@ fn remove_tree(dir: &Dir, name: &OsStr) -> io::Result<()> {
         remove_tree(&inner, &child)?;
     }
     dir.remove(name, Remove::EmptyDir)
-}
-
-/// Reads a whole file opened by [`Entry::open_existing`].
-pub fn read_all(mut file: &File) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 //! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller), the
 //! directory-relative calls (`openat`, `openat2`, `mkdirat`, `renameat2`, `unlinkat`,
 //! `symlinkat`, `readlinkat`) behind [`Dir`], with which `sandbox::beneath` writes files
-//! without following symlinks, and the non-blocking `flock` that keeps two processes off one
-//! session file (std's `File::try_lock` is newer than the crate's minimum Rust version).
+//! without following symlinks, the non-blocking `flock` that keeps two processes off one
+//! session file (std's `File::try_lock` is newer than the crate's minimum Rust version), and
+//! `fstatfs` so the file tools can refuse kernel pseudo-files.
 //!
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
 //! `term::sys`); everything here is a thin, documented wrapper, and policy (which signal, how
@@ -199,6 +200,21 @@ pub fn is_root() -> bool {
 pub fn uid() -> u32 {
     // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
     unsafe { libc::geteuid() }
+}
+
+/// The filesystem type (`f_type`, the superblock magic number) of the file open at `fd`, so a
+/// reader can tell kernel pseudo-files (/proc, /sys) from regular files on disk.
+pub fn filesystem_magic(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    // SAFETY: an all-zero statfs is a valid value of this plain C struct.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs(2) writes one statfs into the struct we own; the descriptor is borrowed
+    // for the duration of the call, so it stays open.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut info) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // f_type is a signed word on some targets; magic numbers are compared as unsigned 32-bit
+    // values by the kernel's own headers.
+    Ok(info.f_type as u64 & 0xffff_ffff)
 }
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.
@@ -620,6 +636,14 @@ mod tests {
             wait_readable(data_r.as_fd(), wake_r.as_fd()).unwrap(),
             Readiness::Wake
         );
+    }
+
+    #[test]
+    fn filesystem_magic_tells_procfs_from_a_regular_file() {
+        let proc_file = std::fs::File::open("/proc/self/status").unwrap();
+        assert_eq!(filesystem_magic(proc_file.as_fd()).unwrap(), 0x9fa0);
+        let exe = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+        assert_ne!(filesystem_magic(exe.as_fd()).unwrap(), 0x9fa0);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod bm25;
 pub mod builtin;
 pub mod contract;
 pub mod glob;
+pub mod read_limit;
 pub mod schema;
 pub mod text;
 pub mod walk;

@@ -2,7 +2,8 @@
 //! UTF-16 with or without BOM), line-ending detection and conversion, `cat -n` style line
 //! numbering, and loading/saving a whole text file with errors phrased for the model.
 //!
-//! Atomic, race-free writes belong to `crate::sandbox::beneath`; paging through large files
+//! Atomic, race-free writes belong to `crate::sandbox::beneath`; how much of a file is read
+//! belongs to `read_limit` (loading stops at [`FULL_LOAD_MAX`]); paging through large files
 //! belongs to `read_file`.
 
 use std::borrow::Cow;
@@ -10,7 +11,7 @@ use std::io;
 use std::path::Path;
 
 use super::ToolError;
-use crate::sandbox::beneath::{self, Entry, Parents};
+use crate::sandbox::beneath::{Entry, Parents};
 
 /// Files larger than this are not loaded whole (edit tools refuse, read_file streams).
 pub const FULL_LOAD_MAX: u64 = 10 * 1024 * 1024;
@@ -234,11 +235,18 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 /// One line as read_file shows it: right-aligned number, a tab, the text (without its line
 /// ending), cut at [`MAX_LINE_CHARS`] characters with a marker.
 pub fn numbered_line(number: u64, line: &str) -> String {
+    numbered_line_with_more(number, line, 0)
+}
+
+/// [`numbered_line`] for a line of which only `line` was kept and `skipped` more characters
+/// were counted but not held in memory.
+pub fn numbered_line_with_more(number: u64, line: &str, skipped: u64) -> String {
     let line = line.strip_suffix('\r').unwrap_or(line);
     match line.char_indices().nth(MAX_LINE_CHARS) {
-        None => format!("{number:>6}\t{line}\n"),
+        None if skipped == 0 => format!("{number:>6}\t{line}\n"),
+        None => format!("{number:>6}\t{line}... [line truncated: {skipped} more characters]\n"),
         Some((cut, _)) => {
-            let more = line[cut..].chars().count();
+            let more = line[cut..].chars().count() as u64 + skipped;
             format!(
                 "{number:>6}\t{}... [line truncated: {more} more characters]\n",
                 &line[..cut]
@@ -294,16 +302,19 @@ pub fn load(path: &Path, shown: &str) -> Result<TextFile, ToolError> {
              be edited"
         )));
     }
-    if meta.len() > FULL_LOAD_MAX {
+    // The size the file reports is not trusted: reading stops at the cap.
+    let mut file = file;
+    let capped =
+        crate::tool::read_limit::read_capped(&mut file, FULL_LOAD_MAX as usize).map_err(failed)?;
+    if !capped.complete {
         return Err(ToolError::Failed(format!(
-            "{shown} is {} MiB, too large to edit here (limit {} MiB); use bash (for example \
-             sed) for large files",
-            meta.len() / (1024 * 1024),
+            "{shown} is larger than {} MiB, too large to edit here; use bash (for example sed) \
+             for large files",
             FULL_LOAD_MAX / (1024 * 1024)
         )));
     }
-    let bytes = beneath::read_all(&file).map_err(failed)?;
-    let (text, encoding) = decode(&bytes).map_err(|e| ToolError::Failed(e.describe(shown)))?;
+    let (text, encoding) =
+        decode(&capped.bytes).map_err(|e| ToolError::Failed(e.describe(shown)))?;
     Ok(TextFile {
         entry,
         text,

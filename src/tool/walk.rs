@@ -21,6 +21,8 @@
 //!   are hidden entirely, as if they did not exist; so is every entry the caller's
 //!   [`Options::veto`] refuses (permission deny rules, hard links to hidden files).
 //! - Unreadable directories are skipped and counted ([`Walk::unreadable`]).
+//! - Ignore files are read through `read_limit` and only their first MiB counts: a repository's
+//!   `.gitignore` that is a FIFO or a link to a kernel pseudo-file is ignored, not read.
 //!
 //! The walk is depth-first and streaming: it holds one sorted listing per open directory, never
 //! the whole tree, and yields entries in byte order of their names within each directory.
@@ -33,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::glob::{Dialect, Glob};
+use super::read_limit;
 
 /// Directory names the walker never enters or reports.
 pub const ALWAYS_SKIPPED: &[&str] = &[
@@ -516,11 +519,32 @@ fn list_dir(dir: &Path) -> std::io::Result<Vec<(OsString, EntryKind, u64)>> {
     Ok(listing)
 }
 
+/// The most of one ignore file that is read. Repository files are untrusted: a `.gitignore`
+/// that links to `/proc/self/pagemap` or a FIFO must not stall or exhaust a walk.
+const IGNORE_FILE_MAX: usize = 1024 * 1024;
+
+/// Small files the walker follows (`.git` pointing to a worktree's git dir, `commondir`).
+const POINTER_FILE_MAX: usize = 64 * 1024;
+
 fn read_gitignore(path: &Path) -> Gitignore {
-    match fs::read(path) {
-        Ok(bytes) => Gitignore::parse(&String::from_utf8_lossy(&bytes)),
+    match read_limit::read_path_capped(path, IGNORE_FILE_MAX) {
+        Ok(capped) => {
+            let mut text = String::from_utf8_lossy(&capped.bytes);
+            if !capped.complete {
+                // A pattern cut at the cap would match the wrong paths; drop it.
+                let whole_lines = text.rfind('\n').map_or(0, |i| i + 1);
+                text.to_mut().truncate(whole_lines);
+            }
+            Gitignore::parse(&text)
+        }
         Err(_) => Gitignore::default(),
     }
+}
+
+/// At most `cap` bytes of a text file, through the bounded reader, or `None`.
+fn read_small_text(path: &Path, cap: usize) -> Option<String> {
+    let capped = read_limit::read_path_capped(path, cap).ok()?;
+    String::from_utf8(capped.bytes).ok()
 }
 
 fn join_rel(dir: &str, name: &str) -> String {
@@ -555,12 +579,12 @@ fn info_exclude_path(repo: &Path) -> Option<PathBuf> {
     if meta.is_dir() {
         return Some(dot_git.join("info").join("exclude"));
     }
-    let text = fs::read_to_string(&dot_git).ok()?;
+    let text = read_small_text(&dot_git, POINTER_FILE_MAX)?;
     let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
     let gitdir = repo.join(gitdir);
-    let common = match fs::read_to_string(gitdir.join("commondir")) {
-        Ok(common) => gitdir.join(common.trim()),
-        Err(_) => gitdir,
+    let common = match read_small_text(&gitdir.join("commondir"), POINTER_FILE_MAX) {
+        Some(common) => gitdir.join(common.trim()),
+        None => gitdir,
     };
     Some(common.join("info").join("exclude"))
 }
@@ -588,7 +612,7 @@ pub fn global_excludes_path(home: Option<&Path>, xdg_config: Option<&Path>) -> O
     let mut files = vec![config_dir.join("git").join("config")];
     files.extend(home.map(|h| h.join(".gitconfig")));
     for file in files {
-        if let Ok(text) = fs::read_to_string(&file) {
+        if let Some(text) = read_small_text(&file, IGNORE_FILE_MAX) {
             configured = core_excludes_file(&text).or(configured);
         }
     }

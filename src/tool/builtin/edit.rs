@@ -15,7 +15,8 @@ indentation included, and exactly once unless `replace_all` is true; include a f
 surrounding lines to make it unique. Copy the text from read_file output without the \
 line-number prefix, and read the file first. Send `\\n` line endings: a CRLF file keeps CRLF. \
 To create a file or rewrite it whole use write_file; for several changes to one file use \
-multi_edit.";
+multi_edit. An edit may grow a file to at most 10 times its size (at least 1 MiB, at most \
+32 MiB).";
 
 impl Tool for EditFile {
     fn name(&self) -> &str {
@@ -66,7 +67,7 @@ impl Tool for EditFile {
         let shown = args::required_str(args, "path")?;
         let edit = Edit::parse(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
         let file = text::load(&ctx.resolve_write(shown)?, shown)?;
-        let applied = apply(&file.text, &edit)
+        let applied = apply(&file.text, &edit, result_limit(file.text.len()))
             .map_err(|failure| ToolError::Failed(failure.describe(shown, None)))?;
         text::save(&file, &applied.text, file.encoding, shown)?;
         let count = match applied.count {
@@ -160,9 +161,19 @@ impl Applied {
 /// Why an edit could not be applied to the text.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum EditFailure {
-    NotFound { hint: Option<String> },
-    NotUnique { count: usize, lines: Vec<usize> },
+    NotFound {
+        hint: Option<String>,
+    },
+    NotUnique {
+        count: usize,
+        lines: Vec<usize>,
+    },
     NoChange,
+    /// The result would be `size` bytes, more than `limit`.
+    TooLarge {
+        size: u128,
+        limit: usize,
+    },
 }
 
 impl EditFailure {
@@ -179,9 +190,16 @@ impl EditFailure {
                 format!("`old_string` was not found in {shown}; {advice}")
             }
             EditFailure::NotUnique { count, lines } => {
-                let shown_lines: Vec<String> =
-                    lines.iter().take(20).map(|l| l.to_string()).collect();
-                let more = if lines.len() > 20 { ", ..." } else { "" };
+                let shown_lines: Vec<String> = lines
+                    .iter()
+                    .take(SHOWN_MATCH_LINES)
+                    .map(|l| l.to_string())
+                    .collect();
+                let more = if *count > SHOWN_MATCH_LINES {
+                    ", ..."
+                } else {
+                    ""
+                };
                 let base = after
                     .map(|a| format!(" (line numbers are of the text after {a})"))
                     .unwrap_or_default();
@@ -196,13 +214,38 @@ impl EditFailure {
                 "the edit would leave {shown} unchanged (old and new text differ only in line \
                  endings); nothing to do"
             ),
+            EditFailure::TooLarge { size, limit } => format!(
+                "the edit would make {shown} {size} bytes, over the {} limit for one edit call \
+                 ({GROWTH_FACTOR} times the file's size, at least {}, at most {}); write the new \
+                 content with write_file, or edit in smaller steps",
+                size_label(*limit),
+                size_label(RESULT_FLOOR),
+                size_label(RESULT_MAX)
+            ),
         }
     }
 }
 
-/// Applies one edit to `text`. The file's line endings win: a `\n` in the model's strings
-/// matches and writes `\r\n` in a CRLF file, and the reverse for a `\r\n` sent to an LF file.
-pub(crate) fn apply(text: &str, edit: &Edit) -> Result<Applied, EditFailure> {
+/// An edit may make a file this many times as large as it was before the call...
+const GROWTH_FACTOR: usize = 10;
+/// ...or this large, whichever is more...
+const RESULT_FLOOR: usize = 1024 * 1024;
+/// ...but never larger than this: the result is built in memory, so one call must not be able
+/// to demand gigabytes (`replace_all` of one character by a long string, or `multi_edit`
+/// doubling the text edit after edit).
+const RESULT_MAX: usize = 32 * 1024 * 1024;
+
+/// The largest text (in UTF-8 bytes) an edit call may produce from a file of `original` bytes.
+pub(crate) fn result_limit(original: usize) -> usize {
+    original
+        .saturating_mul(GROWTH_FACTOR)
+        .clamp(RESULT_FLOOR, RESULT_MAX)
+}
+
+/// Applies one edit to `text`, refusing a result longer than `limit` bytes before building it.
+/// The file's line endings win: a `\n` in the model's strings matches and writes `\r\n` in a
+/// CRLF file, and the reverse for a `\r\n` sent to an LF file.
+pub(crate) fn apply(text: &str, edit: &Edit, limit: usize) -> Result<Applied, EditFailure> {
     let ending = LineEnding::detect(text);
     let Some((old, variant)) = locate(text, edit.old, ending) else {
         return Err(EditFailure::NotFound {
@@ -214,29 +257,82 @@ pub(crate) fn apply(text: &str, edit: &Edit) -> Result<Applied, EditFailure> {
         (Variant::Lf, _) => text::to_lf(edit.new),
         (Variant::AsIs, LineEnding::Lf) => edit.new.into(),
     };
-    let starts: Vec<usize> = text.match_indices(old.as_ref()).map(|(i, _)| i).collect();
-    if starts.len() > 1 && !edit.replace_all {
+    let found = Matches::of(text, &old);
+    if found.count > 1 && !edit.replace_all {
         return Err(EditFailure::NotUnique {
-            count: starts.len(),
-            lines: starts.iter().map(|&i| text::line_of(text, i)).collect(),
+            count: found.count,
+            lines: found.lines,
         });
     }
     if old == new {
         return Err(EditFailure::NoChange);
+    }
+    // The size follows from the match count, so a blow-up is refused before any allocation.
+    let size = (text.len() as u128) - (found.count as u128) * (old.len() as u128)
+        + (found.count as u128) * (new.len() as u128);
+    if size > limit as u128 {
+        return Err(EditFailure::TooLarge { size, limit });
     }
     let result = if edit.replace_all {
         text.replace(old.as_ref(), &new)
     } else {
         text.replacen(old.as_ref(), &new, 1)
     };
-    let first_line = text::line_of(&result, starts[0]);
+    let first_line = text::line_of(&result, found.first);
     let span = new.trim_end_matches('\n').matches('\n').count();
     Ok(Applied {
-        count: starts.len(),
+        count: found.count,
         first_line,
         last_line: first_line + span,
         text: result,
     })
+}
+
+/// The (non-overlapping) occurrences of a string, counted in one pass.
+struct Matches {
+    count: usize,
+    /// Byte offset of the first.
+    first: usize,
+    /// Line numbers of the first [`SHOWN_MATCH_LINES`] + 1, enough to list them and say more
+    /// exist.
+    lines: Vec<usize>,
+}
+
+const SHOWN_MATCH_LINES: usize = 20;
+
+impl Matches {
+    fn of(text: &str, needle: &str) -> Matches {
+        let mut found = Matches {
+            count: 0,
+            first: 0,
+            lines: Vec::new(),
+        };
+        let (mut line, mut counted_to) = (1, 0);
+        for (at, _) in text.match_indices(needle) {
+            if found.count == 0 {
+                found.first = at;
+            }
+            found.count += 1;
+            if found.lines.len() <= SHOWN_MATCH_LINES {
+                line += text.as_bytes()[counted_to..at]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count();
+                counted_to = at;
+                found.lines.push(line);
+            }
+        }
+        found
+    }
+}
+
+/// `1 MiB` for whole mebibytes, a byte count otherwise.
+fn size_label(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    match bytes % MIB {
+        0 => format!("{} MiB", bytes / MIB),
+        _ => format!("{bytes} bytes"),
+    }
 }
 
 /// Which form of `old_string` matched.
@@ -346,6 +442,10 @@ fn collapse_whitespace(text: &str) -> (String, Vec<usize>) {
 mod tests {
     use super::*;
 
+    fn apply_unlimited(text: &str, edit: &Edit) -> Result<Applied, EditFailure> {
+        apply(text, edit, RESULT_MAX)
+    }
+
     fn edit<'a>(old: &'a str, new: &'a str) -> Edit<'a> {
         Edit {
             old,
@@ -357,25 +457,25 @@ mod tests {
     #[test]
     fn crlf_text_matches_lf_strings_and_gets_crlf_back() {
         let text = "a\r\nb\r\nc\r\n";
-        let got = apply(text, &edit("a\nb\n", "x\ny\nz\n")).unwrap();
+        let got = apply_unlimited(text, &edit("a\nb\n", "x\ny\nz\n")).unwrap();
         assert_eq!(got.text, "x\r\ny\r\nz\r\nc\r\n");
-        let got = apply(text, &edit("b", "B1\nB2")).unwrap();
+        let got = apply_unlimited(text, &edit("b", "B1\nB2")).unwrap();
         assert_eq!(got.text, "a\r\nB1\r\nB2\r\nc\r\n");
         // A leading `\n` must take its `\r` along rather than splitting the pair.
-        let got = apply(text, &edit("\nb", "\nB")).unwrap();
+        let got = apply_unlimited(text, &edit("\nb", "\nB")).unwrap();
         assert_eq!(got.text, "a\r\nB\r\nc\r\n");
     }
 
     #[test]
     fn crlf_strings_match_an_lf_file() {
-        let got = apply("a\nb\n", &edit("a\r\nb", "x\r\ny")).unwrap();
+        let got = apply_unlimited("a\nb\n", &edit("a\r\nb", "x\r\ny")).unwrap();
         assert_eq!(got.text, "x\ny\n");
     }
 
     #[test]
     fn whitespace_near_miss_names_the_line() {
         let text = "fn main() {\n\tlet x = 1;\n}\n";
-        let err = apply(text, &edit("    let x = 1;", "let x = 2;")).unwrap_err();
+        let err = apply_unlimited(text, &edit("    let x = 1;", "let x = 2;")).unwrap_err();
         let EditFailure::NotFound { hint: Some(hint) } = &err else {
             panic!("{err:?}");
         };
@@ -384,7 +484,8 @@ mod tests {
 
     #[test]
     fn copied_line_numbers_are_recognised() {
-        let err = apply("alpha\nbeta\n", &edit("     1\talpha\n     2\tbeta", "x")).unwrap_err();
+        let err = apply_unlimited("alpha\nbeta\n", &edit("     1\talpha\n     2\tbeta", "x"))
+            .unwrap_err();
         let EditFailure::NotFound { hint: Some(hint) } = &err else {
             panic!("{err:?}");
         };
@@ -394,7 +495,7 @@ mod tests {
     #[test]
     fn snippet_covers_the_change_with_context() {
         let text: String = (1..=10).map(|i| format!("l{i}\n")).collect();
-        let got = apply(&text, &edit("l5\n", "five\nFIVE\n")).unwrap();
+        let got = apply_unlimited(&text, &edit("l5\n", "five\nFIVE\n")).unwrap();
         let snippet = got.snippet();
         assert!(snippet.starts_with("     3\tl3\n"), "{snippet}");
         assert!(
@@ -402,5 +503,56 @@ mod tests {
             "{snippet}"
         );
         assert!(snippet.ends_with("     8\tl7\n"), "{snippet}");
+    }
+
+    #[test]
+    fn the_result_size_is_checked_arithmetically_against_the_limit() {
+        assert_eq!(result_limit(0), RESULT_FLOOR);
+        assert_eq!(result_limit(200 * 1024), 2000 * 1024);
+        assert_eq!(result_limit(10 * 1024 * 1024), RESULT_MAX);
+        let all = |old, new| Edit {
+            old,
+            new,
+            replace_all: true,
+        };
+        // Exactly at the limit is allowed; one byte more is not.
+        let got = apply("ab ab", &all("ab", "abc"), 7).unwrap();
+        assert_eq!((got.text.as_str(), got.count), ("abc abc", 2));
+        assert_eq!(
+            apply("ab ab", &all("ab", "abcd"), 8).unwrap_err(),
+            EditFailure::TooLarge { size: 9, limit: 8 }
+        );
+        // Shrinking edits are never refused.
+        assert!(apply("aaaa", &all("aa", ""), 1).is_ok());
+        let refusal = EditFailure::TooLarge {
+            size: 5_000_000,
+            limit: RESULT_FLOOR,
+        }
+        .describe("f.txt", None);
+        assert_eq!(
+            refusal,
+            "the edit would make f.txt 5000000 bytes, over the 1 MiB limit for one edit call \
+             (10 times the file's size, at least 1 MiB, at most 32 MiB); write the new content \
+             with write_file, or edit in smaller steps"
+        );
+    }
+
+    #[test]
+    fn not_unique_lists_twenty_lines_and_counts_them_all() {
+        let text = "x\n".repeat(30);
+        let err = apply_unlimited(&text, &edit("x", "y")).unwrap_err();
+        let EditFailure::NotUnique { count, lines } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(*count, 30);
+        assert_eq!(lines[..3], [1, 2, 3]);
+        let message = err.describe("f", None);
+        assert!(
+            message.contains(
+                "matches 30 times in f (lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, \
+                              12, 13, 14, 15, 16, 17, 18, 19, 20, ...)"
+            ),
+            "{message}"
+        );
     }
 }

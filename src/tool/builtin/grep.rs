@@ -7,9 +7,15 @@
 //! holding one reach the regex engine. Patterns beyond that reading get one whole-file test
 //! first. Files whose first 8 KiB hold a NUL byte are binary and skipped. Output is in walk
 //! order (sorted paths), so the same tree gives the same bytes.
+//!
+//! Files are opened through `read_limit` (regular files only, no kernel pseudo-files) and
+//! streamed in blocks of whole lines ([`BLOCK_BYTES`]) through one buffer reused for every
+//! file, so memory does not depend on file size; context lines reach across blocks. A
+//! multiline pattern sees the first [`MULTILINE_WINDOW_BYTES`] of each file.
 
 use std::borrow::Cow;
-use std::fs;
+use std::collections::VecDeque;
+use std::fs::{self, File};
 use std::path::Path;
 
 use regex_lite::{Regex, RegexBuilder};
@@ -17,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::tool::args::{optional_bool, optional_str, optional_u64, required_str};
 use crate::tool::glob::{Dialect, Glob};
+use crate::tool::read_limit::{self, LineBlocks};
 use crate::tool::walk::{display_path, EntryKind, Options, Walk};
 use crate::tool::{Subjects, Tool, ToolContext, ToolError};
 
@@ -26,6 +33,12 @@ const MAX_CONTEXT: usize = 50;
 /// Longer lines are shown as a window around the first match.
 const MAX_LINE_BYTES: usize = 400;
 const BINARY_PROBE_BYTES: usize = 8192;
+/// Files are read in blocks of whole lines this large, so memory does not grow with the file;
+/// a longer line is searched in its first this-many bytes and the rest of it is skipped.
+const BLOCK_BYTES: usize = 1024 * 1024;
+/// A multiline pattern may span any lines, so it sees each file as one block: only this much
+/// of a file is searched, and the output names the files cut short.
+const MULTILINE_WINDOW_BYTES: usize = 4 * 1024 * 1024;
 
 pub struct Grep;
 
@@ -128,16 +141,22 @@ impl Tool for Grep {
             _ => ToolError::Failed(format!("cannot read {shown_target}: {e}")),
         })?;
         let mut report = Report::new(&request);
+        let mut buffer = vec![0; request.block_bytes()];
         if meta.is_dir() {
-            search_dir(&target, &request, &mut report, ctx)?;
-        } else if meta.is_file() {
-            if let Some(note) = search_one_file(&target, &request, &mut report, ctx) {
-                return Ok(note);
-            }
+            search_dir(&target, &request, &mut report, &mut buffer, ctx)?;
         } else {
-            return Err(ToolError::Failed(format!(
-                "{shown_target} is not a regular file or directory"
-            )));
+            let file = read_limit::open(&target)
+                .map_err(|refusal| ToolError::Failed(refusal.describe(&shown_target)))?;
+            let scanned = scan(&target, file, &request, &mut report, &mut buffer, ctx)?;
+            match scanned {
+                Scanned::Text => {}
+                Scanned::Binary => {
+                    return Ok(format!(
+                        "{shown_target} is a binary file; grep skips binary files"
+                    ))
+                }
+                Scanned::Unreadable(e) => return Ok(format!("cannot read {shown_target}: {e}")),
+            }
         }
         Ok(report.finish(&request, &shown_target))
     }
@@ -147,6 +166,7 @@ impl Tool for Grep {
 struct Request {
     pattern: String,
     matcher: LineMatcher,
+    multiline: bool,
     include: Option<Include>,
     mode: Mode,
     before: usize,
@@ -186,12 +206,24 @@ impl Request {
         Ok(Request {
             pattern,
             matcher,
+            multiline,
             include,
             mode,
             before: clamp(before),
             after: clamp(after),
             limit,
         })
+    }
+}
+
+impl Request {
+    /// The block a file is read in: lines one at a time need only a window of whole lines,
+    /// a multiline pattern needs as much of the file at once as it may span.
+    fn block_bytes(&self) -> usize {
+        match self.multiline {
+            true => MULTILINE_WINDOW_BYTES,
+            false => BLOCK_BYTES,
+        }
     }
 }
 
@@ -654,6 +686,7 @@ fn search_dir(
     root: &Path,
     request: &Request,
     report: &mut Report,
+    buffer: &mut Vec<u8>,
     ctx: &ToolContext,
 ) -> Result<(), ToolError> {
     let options = Options {
@@ -661,6 +694,7 @@ fn search_dir(
         veto: Some(ctx.walk_veto("grep")),
         ..Options::with_user_excludes()
     };
+    let mut opener = read_limit::Opener::default();
     for entry in Walk::new(root, options) {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
@@ -674,42 +708,170 @@ fn search_dir(
                 continue;
             }
         }
-        if let Ok(Some(text)) = read_text(&entry.path) {
-            report.add(&entry.path, &text, request, ctx);
+        // Files that cannot or must not be read (pseudo-files, a file swapped for a FIFO since
+        // the listing) are skipped like binary ones.
+        if let Ok(file) = opener.open_listed(&entry.path) {
+            scan(&entry.path, file, request, report, buffer, ctx)?;
         }
     }
     Ok(())
 }
 
-/// Searches an explicitly named file; returns a note instead when it cannot be searched.
-fn search_one_file(
+/// How a file's search ended.
+enum Scanned {
+    Text,
+    /// Its first [`BINARY_PROBE_BYTES`] hold a NUL byte; nothing was searched.
+    Binary,
+    /// A read failed part-way; matches before the failure are reported.
+    Unreadable(std::io::Error),
+}
+
+/// Searches one open file, streaming it through `buffer` (kept for the next file) a block of
+/// whole lines at a time, so memory does not grow with the file. Only cancellation is an error.
+fn scan(
     path: &Path,
+    file: File,
     request: &Request,
     report: &mut Report,
+    buffer: &mut Vec<u8>,
     ctx: &ToolContext,
-) -> Option<String> {
-    let shown = display_path(path, &ctx.cwd);
-    match read_text(path) {
-        Ok(Some(text)) => {
-            report.add(path, &text, request, ctx);
-            None
-        }
-        Ok(None) => Some(format!("{shown} is a binary file; grep skips binary files")),
-        Err(e) => Some(format!("cannot read {shown}: {e}")),
+) -> Result<Scanned, ToolError> {
+    let mut blocks = LineBlocks::new(file, std::mem::take(buffer));
+    let mut state = FileScan::new(path);
+    let scanned = scan_blocks(&mut blocks, &mut state, request, report, ctx);
+    *buffer = blocks.into_buffer();
+    report.end_file(&mut state, request, ctx);
+    match scanned {
+        Ok(scanned) => Ok(scanned),
+        Err(ScanStop::Cancelled) => Err(ToolError::Cancelled),
+        Err(ScanStop::Io(e)) => Ok(Scanned::Unreadable(e)),
     }
 }
 
-/// The file's text, or `None` for a binary file.
-fn read_text(path: &Path) -> std::io::Result<Option<String>> {
-    let bytes = fs::read(path)?;
-    let probe = &bytes[..bytes.len().min(BINARY_PROBE_BYTES)];
-    if probe.contains(&0) {
-        return Ok(None);
+enum ScanStop {
+    Cancelled,
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ScanStop {
+    fn from(e: std::io::Error) -> ScanStop {
+        ScanStop::Io(e)
     }
-    Ok(Some(match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }))
+}
+
+fn scan_blocks(
+    blocks: &mut LineBlocks,
+    state: &mut FileScan,
+    request: &Request,
+    report: &mut Report,
+    ctx: &ToolContext,
+) -> Result<Scanned, ScanStop> {
+    if blocks.peek(BINARY_PROBE_BYTES)?.contains(&0) {
+        return Ok(Scanned::Binary);
+    }
+    let mut first = true;
+    while let Some(block) = blocks.next_block()? {
+        // A file of one block (most source files) needs no check of its own: the walk checks
+        // between files.
+        if !first && ctx.cancel.is_cancelled() {
+            return Err(ScanStop::Cancelled);
+        }
+        first = false;
+        // from_utf8 validates much faster than from_utf8_lossy's chunked walk, and almost
+        // every block is valid.
+        let text = match std::str::from_utf8(block.bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(block.bytes),
+        };
+        if report.add_block(state, &text, request, ctx) == Next::Stop {
+            break;
+        }
+        drop(text);
+        if request.multiline {
+            if !blocks.at_end()? {
+                report.partial.push(display_path(&state.path, &ctx.cwd));
+            }
+            break;
+        }
+    }
+    Ok(Scanned::Text)
+}
+
+/// Whether a file's remaining blocks are worth reading.
+#[derive(PartialEq, Eq)]
+enum Next {
+    Continue,
+    Stop,
+}
+
+/// Where the search of one file stands between blocks.
+struct FileScan {
+    path: std::path::PathBuf,
+    /// The path as printed, made once the file has something to print.
+    shown: Option<String>,
+    /// Lines in the blocks before the current one.
+    lines_before: usize,
+    /// Matching lines so far.
+    matches: usize,
+    /// The last line printed (0-based, in the whole file).
+    printed_to: Option<usize>,
+    /// Context after a match reaches this line, possibly in a later block.
+    after_until: Option<usize>,
+    /// The last lines of the earlier blocks, as printed for context, for a match at the start
+    /// of a block to show its before-context.
+    tail: VecDeque<(usize, String)>,
+}
+
+impl FileScan {
+    fn new(path: &Path) -> FileScan {
+        FileScan {
+            path: path.to_path_buf(),
+            shown: None,
+            lines_before: 0,
+            matches: 0,
+            printed_to: None,
+            after_until: None,
+            tail: VecDeque::new(),
+        }
+    }
+
+    fn shown(&mut self, ctx: &ToolContext) -> String {
+        self.shown
+            .get_or_insert_with(|| display_path(&self.path, &ctx.cwd))
+            .clone()
+    }
+
+    /// The first line not printed yet.
+    fn unprinted(&self) -> usize {
+        self.printed_to.map_or(0, |p| p + 1)
+    }
+
+    /// Keeps the last `keep` lines of a block (whose lines end before line `end`) for the
+    /// before-context of a match in the next block.
+    fn remember_tail(&mut self, text: &str, end: usize, keep: usize) {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let last: Vec<&str> = body.rsplit('\n').take(keep).collect();
+        for (i, line) in last.iter().rev().enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            self.tail
+                .push_back((end - last.len() + i, clip(line, 0).into_owned()));
+            if self.tail.len() > keep {
+                self.tail.pop_front();
+            }
+        }
+    }
+}
+
+/// The number of lines of `text` as [`lines`] counts them.
+fn line_count(text: &str) -> usize {
+    if text.is_empty() {
+        return 0;
+    }
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    match text.ends_with('\n') {
+        true => newlines,
+        false => newlines + 1,
+    }
 }
 
 /// The output being built, with the counts needed for the closing notes.
@@ -722,6 +884,10 @@ struct Report {
     /// Whether a context group has been printed, so the next one is preceded by `--`.
     grouped: bool,
     mode: Mode,
+    /// Files a multiline search saw only the start of.
+    partial: Vec<String>,
+    /// Context lines were asked for, so groups are separated by `--`.
+    with_context: bool,
 }
 
 impl Report {
@@ -734,29 +900,42 @@ impl Report {
             lines_matched: 0,
             grouped: false,
             mode: request.mode,
+            partial: Vec::new(),
+            with_context: request.before > 0 || request.after > 0,
         }
     }
 
-    fn add(&mut self, path: &Path, text: &str, request: &Request, ctx: &ToolContext) {
-        if self.mode == Mode::Files {
-            // Whether the file matches at all is enough; stop at the first matching line.
-            if request.matcher.any_match(text) {
-                self.files_matched += 1;
-                self.add_entry(display_path(path, &ctx.cwd), request.limit);
+    /// Searches one block of whole lines of the file `state` describes.
+    fn add_block(
+        &mut self,
+        state: &mut FileScan,
+        text: &str,
+        request: &Request,
+        ctx: &ToolContext,
+    ) -> Next {
+        match self.mode {
+            Mode::Files => {
+                // Whether the file matches at all is enough; stop at the first matching line.
+                if request.matcher.any_match(text) {
+                    self.files_matched += 1;
+                    let shown = state.shown(ctx);
+                    self.add_entry(shown, request.limit);
+                    return Next::Stop;
+                }
             }
-            return;
+            Mode::Count => state.matches += request.matcher.matching_lines(text).len(),
+            Mode::Content => self.add_content(state, text, request, ctx),
         }
-        let matched = request.matcher.matching_lines(text);
-        if matched.is_empty() {
-            return;
-        }
-        self.files_matched += 1;
-        self.lines_matched += matched.len();
-        let shown = display_path(path, &ctx.cwd);
-        if self.mode == Mode::Count {
-            self.add_entry(format!("{shown}:{}", matched.len()), request.limit);
-        } else {
-            self.add_content(&shown, text, &matched, request);
+        Next::Continue
+    }
+
+    /// Closes a file: its count line, in count mode.
+    fn end_file(&mut self, state: &mut FileScan, request: &Request, ctx: &ToolContext) {
+        if self.mode == Mode::Count && state.matches > 0 {
+            self.files_matched += 1;
+            self.lines_matched += state.matches;
+            let line = format!("{}:{}", state.shown(ctx), state.matches);
+            self.add_entry(line, request.limit);
         }
     }
 
@@ -770,46 +949,105 @@ impl Report {
         }
     }
 
-    fn add_content(&mut self, shown: &str, text: &str, matched: &[usize], request: &Request) {
+    /// Prints the matching lines of one block with their context, which may reach back into
+    /// the remembered tail of earlier blocks and on into later ones.
+    fn add_content(
+        &mut self,
+        state: &mut FileScan,
+        text: &str,
+        request: &Request,
+        ctx: &ToolContext,
+    ) {
+        let base = state.lines_before;
+        let count = line_count(text);
+        state.lines_before += count;
+        let matched = request.matcher.matching_lines(text);
+        if !matched.is_empty() && state.matches == 0 {
+            self.files_matched += 1;
+        }
+        state.matches += matched.len();
+        self.lines_matched += matched.len();
         let take = matched
             .len()
             .min(request.limit - self.shown.min(request.limit));
         self.omitted += matched.len() - take;
         self.shown += take;
-        if take == 0 {
-            return;
-        }
-        let all: Vec<&str> = lines(text).collect();
-        let context = request.before > 0 || request.after > 0;
-        for (first, last) in groups(&matched[..take], request.before, request.after, all.len()) {
-            if context && self.grouped {
-                self.out.push_str("--\n");
-            }
-            self.grouped = true;
-            for (index, line) in all.iter().enumerate().take(last + 1).skip(first) {
-                let is_match = matched.binary_search(&index).is_ok();
-                let separator = if is_match { ':' } else { '-' };
-                let focus = if is_match {
-                    request.matcher.first_match_in(line)
-                } else {
-                    0
+        let carried = state
+            .after_until
+            .filter(|&until| until >= base && until >= state.unprinted());
+        if (take > 0 || carried.is_some()) && count > 0 {
+            let all: Vec<&str> = lines(text).collect();
+            let last = base + all.len() - 1;
+            let print = |report: &mut Report, state: &mut FileScan, index: usize| {
+                if index < base {
+                    let remembered = state.tail.iter().find(|(i, _)| *i == index);
+                    if let Some((_, line)) = remembered {
+                        let line = line.clone();
+                        report.print_line(state, index, &line, '-', ctx);
+                    }
+                    return;
+                }
+                let line = all[index - base];
+                let is_match = matched.binary_search(&(index - base)).is_ok();
+                let (separator, focus) = match is_match {
+                    true => (':', request.matcher.first_match_in(line)),
+                    false => ('-', 0),
                 };
-                self.out.push_str(&format!(
-                    "{shown}{separator}{}{separator}{}\n",
-                    index + 1,
-                    clip(line, focus)
-                ));
+                report.print_line(state, index, &clip(line, focus), separator, ctx);
+            };
+            if let Some(until) = carried {
+                for index in state.unprinted().max(base)..=until.min(last) {
+                    print(self, state, index);
+                }
             }
+            for &m in &matched[..take] {
+                let at = base + m;
+                let first = at.saturating_sub(request.before).max(state.unprinted());
+                for index in first..=(at + request.after).min(last) {
+                    print(self, state, index);
+                }
+                state.after_until = Some(at + request.after);
+            }
+        }
+        if request.before > 0 {
+            state.remember_tail(text, base + count, request.before);
         }
     }
 
+    /// One output line of content mode; a gap since the last printed line starts a new group.
+    fn print_line(
+        &mut self,
+        state: &mut FileScan,
+        index: usize,
+        line: &str,
+        separator: char,
+        ctx: &ToolContext,
+    ) {
+        let gap = state.printed_to.is_none_or(|p| index != p + 1);
+        if gap && self.grouped && self.with_context {
+            self.out.push_str("--\n");
+        }
+        self.grouped = true;
+        let shown = state.shown(ctx);
+        self.out.push_str(&format!(
+            "{shown}{separator}{}{separator}{line}\n",
+            index + 1
+        ));
+        state.printed_to = Some(index);
+    }
+
     fn finish(mut self, request: &Request, target: &str) -> String {
+        let partial = self.partial_note();
         if self.files_matched == 0 {
             let filter = match &request.include {
                 Some(include) => format!(" (files matching `{}`)", include.glob.as_str()),
                 None => String::new(),
             };
-            return format!("No matches for `{}` in {target}{filter}.", request.pattern);
+            return format!(
+                "No matches for `{}` in {target}{filter}.{}",
+                request.pattern,
+                partial.map(|p| format!("\n{p}")).unwrap_or_default()
+            );
         }
         if self.mode == Mode::Count {
             self.out.push_str(&format!(
@@ -829,7 +1067,30 @@ impl Report {
                 noun(self.omitted, unit)
             ));
         }
+        if let Some(partial) = partial {
+            self.out.push_str(&partial);
+            self.out.push('\n');
+        }
         self.out
+    }
+
+    /// Names the files a multiline search saw only the start of.
+    fn partial_note(&self) -> Option<String> {
+        if self.partial.is_empty() {
+            return None;
+        }
+        let listed: Vec<&str> = self.partial.iter().take(10).map(String::as_str).collect();
+        let more = match self.partial.len() > 10 {
+            true => format!(" and {} more", self.partial.len() - 10),
+            false => String::new(),
+        };
+        Some(format!(
+            "[multiline mode searched only the first {} MiB of {}: {}{more}; search the rest \
+             without multiline or with bash]",
+            MULTILINE_WINDOW_BYTES / (1024 * 1024),
+            counted(self.partial.len(), "file"),
+            listed.join(", ")
+        ))
     }
 }
 
@@ -843,21 +1104,6 @@ fn noun(n: usize, unit: &str) -> String {
         1 => unit.to_string(),
         _ => format!("{unit}s"),
     }
-}
-
-/// Line ranges (inclusive) to print: each match widened by its context, overlapping or
-/// touching ranges merged.
-fn groups(matched: &[usize], before: usize, after: usize, total: usize) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    for &line in matched {
-        let first = line.saturating_sub(before);
-        let last = (line + after).min(total.saturating_sub(1));
-        match out.last_mut() {
-            Some(prev) if first <= prev.1 + 1 => prev.1 = prev.1.max(last),
-            _ => out.push((first, last)),
-        }
-    }
-    out
 }
 
 /// A long line cut to a window around `focus` (a byte offset), saying how long it was.
@@ -886,14 +1132,6 @@ fn char_floor(s: &str, mut index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn groups_merge_overlapping_and_adjacent_context() {
-        assert_eq!(groups(&[1, 5], 1, 1, 10), vec![(0, 2), (4, 6)]);
-        assert_eq!(groups(&[1, 4], 1, 1, 10), vec![(0, 5)]);
-        assert_eq!(groups(&[9], 2, 5, 10), vec![(7, 9)]);
-        assert_eq!(groups(&[0, 1], 0, 0, 2), vec![(0, 1)]);
-    }
 
     #[test]
     fn lines_ignore_the_final_newline_and_strip_carriage_returns() {
@@ -1001,5 +1239,86 @@ mod tests {
         assert_eq!(clip("short", 0), "short");
         let wide = "é".repeat(500);
         assert!(clip(&wide, 3).len() < wide.len());
+    }
+
+    /// Runs one grep over `path` with the file streamed through blocks of `block` bytes.
+    fn grep_in_blocks(dir: &Path, args: Value, block: usize) -> String {
+        let ctx = ToolContext::new(dir.to_path_buf());
+        let request = Request::parse(&args).unwrap();
+        let mut report = Report::new(&request);
+        let mut buffer = vec![0; block];
+        let path = dir.join("f.txt");
+        let file = read_limit::open(&path).unwrap();
+        let scanned = scan(&path, file, &request, &mut report, &mut buffer, &ctx).unwrap();
+        assert!(matches!(scanned, Scanned::Text));
+        report.finish(&request, "f.txt")
+    }
+
+    /// Matches and context that straddle block boundaries print exactly as when the file is
+    /// one block.
+    #[test]
+    fn block_boundaries_do_not_change_the_output() {
+        let dir = std::env::temp_dir().join(format!("reasonix-grep-blocks-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let text: String = (1..=60)
+            .map(|i| match i % 7 {
+                0 | 3 => format!("hit {i}\r\n"),
+                _ => format!("line {i}\n"),
+            })
+            .collect();
+        fs::write(dir.join("f.txt"), format!("{text}hit at the end")).unwrap();
+        let cases = [
+            json!({"pattern": "hit", "output_mode": "content"}),
+            json!({"pattern": "hit", "output_mode": "content", "context": 2}),
+            json!({"pattern": "hit", "output_mode": "content", "before": 5, "after": 1}),
+            json!({"pattern": "h.t", "output_mode": "content", "after": 4, "head_limit": 5}),
+            json!({"pattern": "hit", "output_mode": "count"}),
+            json!({"pattern": "end$"}),
+        ];
+        for args in cases {
+            let whole = grep_in_blocks(&dir, args.clone(), 1 << 20);
+            for block in [16, 23, 40, 97] {
+                assert_eq!(
+                    grep_in_blocks(&dir, args.clone(), block),
+                    whole,
+                    "{args} in blocks of {block}"
+                );
+            }
+        }
+        let context = grep_in_blocks(
+            &dir,
+            json!({"pattern": "hit 7$", "output_mode": "content", "context": 1}),
+            16,
+        );
+        assert_eq!(context, "f.txt-6-line 6\nf.txt:7:hit 7\nf.txt-8-line 8\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_line_longer_than_a_block_is_searched_in_its_first_block() {
+        let dir = std::env::temp_dir().join(format!("reasonix-grep-long-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let long = format!("{}needle{}", "a".repeat(10), "b".repeat(100));
+        fs::write(
+            dir.join("f.txt"),
+            format!("{long}\nneedle too\n{}needle\n", "c".repeat(70)),
+        )
+        .unwrap();
+        let out = grep_in_blocks(
+            &dir,
+            json!({"pattern": "needle", "output_mode": "content"}),
+            64,
+        );
+        // Line 3 has its needle past the first 64 bytes, which is all a 64-byte block sees.
+        assert_eq!(
+            out,
+            format!("f.txt:1:{}\nf.txt:2:needle too\n", &long[..64])
+        );
+        let multiline = grep_in_blocks(&dir, json!({"pattern": "too\\n", "multiline": true}), 64);
+        assert!(
+            multiline.starts_with("No matches") && multiline.contains("searched only the first"),
+            "{multiline}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

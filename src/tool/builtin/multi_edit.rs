@@ -76,10 +76,12 @@ impl Tool for MultiEdit {
         let shown = args::required_str(args, "path")?;
         let edits = parse_edits(args::required_array(args, "edits")?)?;
         let file = text::load(&ctx.resolve_write(shown)?, shown)?;
+        // Every step is held to the limit of the original size, so edits cannot compound.
+        let limit = edit::result_limit(file.text.len());
         let mut current = file.text.clone();
         let mut report = Vec::with_capacity(edits.len());
         for (index, edit) in edits.iter().enumerate() {
-            let applied = edit::apply(&current, edit)
+            let applied = edit::apply(&current, edit, limit)
                 .map_err(|failure| failed_edit(index, edit, &failure, &file.text, shown))?;
             report.push(format!(
                 "  edits[{index}]: {} replacement{} at line {}",

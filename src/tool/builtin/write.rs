@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::sandbox::beneath::{self, Entry, Parents};
+use crate::tool::read_limit;
 use crate::tool::text::{self, Encoding, LineEnding};
 use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
 
@@ -153,10 +154,14 @@ fn existing(entry: &Entry, shown: &str) -> Result<Option<Previous>, ToolError> {
     if !meta.is_file() {
         return Err(failed(&beneath::path_changed()));
     }
-    if meta.len() > text::FULL_LOAD_MAX {
+    // The size the file reports is not trusted: reading stops at the cap.
+    let mut file = file;
+    let capped = read_limit::read_capped(&mut file, text::FULL_LOAD_MAX as usize)
+        .map_err(|e| text::io_failure("cannot read", shown, &e))?;
+    if !capped.complete {
         return Ok(Some(Previous::Large));
     }
-    let bytes = beneath::read_all(&file).map_err(|e| text::io_failure("cannot read", shown, &e))?;
+    let bytes = capped.bytes;
     Ok(Some(match text::decode(&bytes) {
         Ok((text, encoding)) => Previous::Text {
             text,
