@@ -17,4 +17,5 @@ mod sandbox;
 mod tools_bash;
 mod tools_files;
 mod tools_search;
+mod trust;
 mod tui;

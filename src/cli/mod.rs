@@ -16,6 +16,7 @@ pub mod output;
 pub mod run;
 pub mod setup;
 pub mod tools;
+pub mod trust;
 
 use lex::{Arg, Lexer};
 
@@ -112,6 +113,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List the MCP servers or call one of their tools",
         help: mcp::HELP,
         handler: mcp::main,
+    },
+    Command {
+        name: "trust",
+        summary: "Trust this workspace's reasonix.toml to loosen your settings (--list, --revoke)",
+        help: trust::HELP,
+        handler: trust::main,
     },
     Command {
         name: "help",
