@@ -217,8 +217,12 @@ fn an_untrusted_workspace_says_what_it_ignored_and_saves_no_always_rule() {
     );
     let project = "[permissions]\nallow = [\"Bash(echo first-run)\"]\n";
     work.write("reasonix.toml", project);
-    let mut pty = chat(&home, &work, &[]);
-    pty.wait_text("restart with --trust-project");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    pty.send("n");
+    pty.wait_text(READY);
     let screen = pty.screen();
     assert!(
         screen.contains("⚠ this workspace is not trusted")
@@ -242,6 +246,40 @@ fn an_untrusted_workspace_says_what_it_ignored_and_saves_no_always_rule() {
         .collect();
     assert!(results[0].contains("first-run"), "{results:?}");
     exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn trusting_at_chat_start_applies_the_project_provider_and_remembers() {
+    let (server, home, work) = setup(Vec::new(), "");
+    let theirs = FakeOpenAI::start(vec![Reply::text("Hello from the project's model.")]);
+    work.write(
+        "reasonix.toml",
+        &format!(
+            "default_model = \"theirs\"\n[[providers]]\nname = \"theirs\"\nbase_url = \"{}\"\nmodel = \"their-model\"\n",
+            theirs.base_url()
+        ),
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    let screen = pty.screen();
+    assert!(
+        screen.contains("default_model, [[providers]] \"theirs\""),
+        "{screen}"
+    );
+    pty.send("a");
+    pty.wait_text("their-model · ask");
+    pty.send("hi\r");
+    pty.wait_text("Hello from the project's model.");
+    assert_eq!(theirs.requests().len(), 1);
+    assert!(
+        server.requests().is_empty(),
+        "the user's server was not asked"
+    );
+    exit_with_ctrl_d(&mut pty);
+    let listed = run(reasonix(&home, work.path()).args(["trust", "--list"]));
+    assert_eq!(listed.stdout.trim(), work.path().display().to_string());
 }
 
 #[test]

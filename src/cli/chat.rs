@@ -18,13 +18,15 @@ use crate::agent::session::{Header, Session};
 use crate::command::custom::{self, Loaded};
 use crate::command::mcp::{map_prompt_arguments, McpHost, NoMcp};
 use crate::command::{self, refs, Catalog, Kind};
-use crate::config::{self, Config};
+use crate::config::{self, trust::TrustStore, Config};
 use crate::error::{exit, Error};
 use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
 use crate::permission::{parse_posture, McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings, Role};
 use crate::term::editor::History;
-use crate::term::ui::{self, ModelSwitch, Services, SessionSummary, Started, UiApprover};
+use crate::term::ui::{
+    self, ModelSwitch, Services, SessionSummary, Started, TrustAnswer, UiApprover,
+};
 use crate::tool::Tool;
 
 pub const HELP: &str = "\
@@ -53,7 +55,8 @@ declared by the project asks for a launch grant first (in plain mode it needs a 
 grant or --trust-project-mcp).
 
 Until you trust the workspace (`reasonix trust`), ./reasonix.toml may only tighten your
-settings: what it would loosen is ignored, with a warning naming each key.
+settings: what it would loosen is ignored, with a warning naming each key. On a terminal the
+chat first asks whether to trust it (for this chat, or remembered for the workspace).
 ";
 
 #[derive(Debug, Default)]
@@ -125,8 +128,31 @@ struct Setup {
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
-    let args = parse(global, lexer)?;
+    let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
+    let mut setup = prepare(&args)?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if !interactive {
+        return plain_chat(&args, setup);
+    }
+    if !setup.untrusted.is_empty() {
+        let answer = ui::ask_trust(&setup.untrusted)
+            .map_err(|e| Error::io("asking whether to trust the workspace", e))?;
+        if answer == TrustAnswer::Always {
+            if let Err(err) = TrustStore::new(&setup.config.home).trust(&setup.cwd) {
+                eprintln!("reasonix: warning: {err}; trusting for this chat only");
+            }
+        }
+        if answer != TrustAnswer::No {
+            args.trust_project = true;
+            setup = prepare(&args)?;
+        }
+    }
+    interactive_chat(&args, setup)
+}
+
+/// Loads config and custom commands for a chat.
+fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
     let project = ProjectFlags {
         trust: args.trust_project,
@@ -140,20 +166,14 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         &config.home.join("commands"),
         &cwd.join(".reasonix/commands"),
     ]);
-    let setup = Setup {
+    Ok(Setup {
         config,
         settings,
         cwd,
         commands,
         trusted: loaded.trusted,
         untrusted: loaded.untrusted,
-    };
-    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    if interactive {
-        interactive_chat(&args, setup)
-    } else {
-        plain_chat(&args, setup)
-    }
+    })
 }
 
 /// The agent with the built-in tools and, when already started, the MCP servers' tools.

@@ -127,7 +127,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             ignored: Vec::new(),
         });
         let table = parse_layer(&path, &text, check.as_mut(), &mut warnings)?;
-        untrusted.extend(check.map(|c| c.ignored).unwrap_or_default());
+        if let Some(mut check) = check {
+            // In file order, like the warnings.
+            check.ignored.sort();
+            untrusted.extend(check.ignored.into_iter().map(|(_, key)| key));
+        }
         merge_layer(&mut merged, table, layer, &mut origins);
         sources.push(path);
     }
@@ -500,8 +504,8 @@ struct ProjectCheck<'a> {
     /// The layers below the project file, merged.
     below: &'a Table,
     cwd: &'a Path,
-    /// Keys ignored because the workspace is not trusted.
-    ignored: Vec<String>,
+    /// Keys ignored because the workspace is not trusted, with their offset in the file.
+    ignored: Vec<(usize, String)>,
 }
 
 /// Why a project key was ignored.
@@ -619,7 +623,7 @@ struct Overrule<'a> {
     src: &'a Source<'a>,
     doc: &'a DeTable<'a>,
     found: &'a mut Vec<(usize, String)>,
-    ignored: &'a mut Vec<String>,
+    ignored: &'a mut Vec<(usize, String)>,
 }
 
 impl Overrule<'_> {
@@ -630,6 +634,7 @@ impl Overrule<'_> {
 
     fn report(&mut self, path: &KeyPath, name: String, why: Overruled) {
         let span = locate(self.doc, &path.0);
+        let offset = span.as_ref().map_or(0, |s| s.start);
         let reason = match why {
             Overruled::Untrusted => {
                 "this workspace is not trusted; run 'reasonix trust' or pass --trust-project"
@@ -637,11 +642,11 @@ impl Overrule<'_> {
             Overruled::Strict => "--permission-mode strict beats the project file, trusted or not",
         };
         self.found.push((
-            span.as_ref().map_or(0, |s| s.start),
+            offset,
             format!("{}: {name} ignored: {reason}", self.src.location(span)),
         ));
         if let Overruled::Untrusted = why {
-            self.ignored.push(name);
+            self.ignored.push((offset, name));
         }
     }
 }
@@ -953,10 +958,12 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), warnings.len(), "{warnings:?}");
         if !strict {
-            let mut sorted = keys.clone();
-            sorted.sort();
             check.ignored.sort();
-            assert_eq!(sorted, check.ignored, "every untrusted warning is recorded");
+            let ignored: Vec<String> = check.ignored.iter().map(|(_, k)| k.clone()).collect();
+            assert_eq!(
+                keys, ignored,
+                "every untrusted warning is recorded, in order"
+            );
         }
         (table, keys)
     }
