@@ -56,6 +56,17 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// Writes a file only the user may read (0600) atomically, creating its directory private to
+/// the user (0700) when missing: for state in the reasonix home such as grants and trust.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            create_private_dir(dir)?;
+        }
+    }
+    write_atomic(path, bytes, Some(0o600))
+}
+
 /// Makes a rename or a new directory entry durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -105,6 +116,17 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn private_files_are_0600_in_a_new_0700_directory() {
+        let dir = scratch("private");
+        let file = dir.join("state/grants.json");
+        write_private(&file, b"{}").unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&dir.join("state")), 0o700);
         fs::remove_dir_all(&dir).unwrap();
     }
 

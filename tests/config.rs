@@ -44,6 +44,9 @@ impl Fixture {
             home: self.home(),
             cwd: self.dir.join("proj"),
             extra: extra.map(PathBuf::from),
+            // These tests are about layering; trust has its own tests below.
+            trust_project: true,
+            strict: false,
         }
     }
 
@@ -751,6 +754,8 @@ fn setup_writes_a_working_preset_and_never_clobbers() {
         home: home.join(".reasonix"),
         cwd: home.path().to_path_buf(),
         extra: None,
+        trust_project: false,
+        strict: false,
     })
     .unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
@@ -801,6 +806,8 @@ fn setup_stores_the_key_from_stdin_privately_without_echoing_it() {
         home: home.join(".reasonix"),
         cwd: home.path().to_path_buf(),
         extra: None,
+        trust_project: false,
+        strict: false,
     })
     .unwrap()
     .config;

@@ -593,6 +593,8 @@ fn everything_config(home: &Dir, plugin: &str) -> reasonix::config::Config {
         home: home.join(".reasonix"),
         cwd: home.path().to_path_buf(),
         extra: None,
+        trust_project: false,
+        strict: false,
     };
     reasonix::config::load(&options)
         .expect("config loads")
@@ -1142,6 +1144,8 @@ fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
         home: home.join(".reasonix"),
         cwd: work.path().to_path_buf(),
         extra: None,
+        trust_project: false,
+        strict: false,
     })
     .expect("the config loads")
     .config;

@@ -21,4 +21,5 @@ mod tools_bash;
 mod tools_bounds;
 mod tools_files;
 mod tools_search;
+mod trust;
 mod tui;

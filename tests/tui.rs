@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::util::fake_openai::{sse_text, FakeOpenAI, Reply};
 use crate::util::pty::Pty;
-use crate::util::{read_session, reasonix, session_files, use_fake_provider, Dir};
+use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir};
 
 /// The status line once the chat is ready.
 const READY: &str = "fake-model · ask";
@@ -171,6 +171,9 @@ fn always_allow_saves_the_rule_and_stops_asking() {
         "reasonix.toml",
         "# project settings\n[ui]\ncursor_shape = \"block\"\n",
     );
+    // Saved rules live in ./reasonix.toml, which only a trusted workspace may loosen with.
+    let trusted = run(reasonix(&home, work.path()).arg("trust"));
+    assert_eq!(trusted.code, 0, "{trusted:?}");
     let mut pty = chat(&home, &work, &[]);
     pty.send("run it twice\r");
     pty.wait_text("Allow bash?");
@@ -201,6 +204,82 @@ fn always_allow_saves_the_rule_and_stops_asking() {
         .history()
         .contains("always allowing Bash(echo first-run)"));
     exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn an_untrusted_workspace_says_what_it_ignored_and_saves_no_always_rule() {
+    let (server, home, work) = setup(
+        vec![
+            Reply::tool_calls(&[("c1", "bash", r#"{"command":"echo first-run"}"#)]),
+            Reply::text("Ran."),
+        ],
+        NO_JAIL,
+    );
+    let project = "[permissions]\nallow = [\"Bash(echo first-run)\"]\n";
+    work.write("reasonix.toml", project);
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    pty.send("n");
+    pty.wait_text(READY);
+    let screen = pty.screen();
+    assert!(
+        screen.contains("⚠ this workspace is not trusted")
+            && screen.contains("permissions.allow; run 'reasonix trust'"),
+        "{screen}"
+    );
+    pty.send("run it\r");
+    pty.wait_text("Allow bash?");
+    pty.send("p");
+    pty.wait_text("Ran.");
+    assert_eq!(work.read("reasonix.toml"), project, "nothing was saved");
+    let history = pty.vt.history();
+    assert!(
+        history.contains("could not save rule `Bash(echo first-run)`"),
+        "{history}"
+    );
+    let results: Vec<String> = messages(&server, 2)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(results[0].contains("first-run"), "{results:?}");
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn trusting_at_chat_start_applies_the_project_provider_and_remembers() {
+    let (server, home, work) = setup(Vec::new(), "");
+    let theirs = FakeOpenAI::start(vec![Reply::text("Hello from the project's model.")]);
+    work.write(
+        "reasonix.toml",
+        &format!(
+            "default_model = \"theirs\"\n[[providers]]\nname = \"theirs\"\nbase_url = \"{}\"\nmodel = \"their-model\"\n",
+            theirs.base_url()
+        ),
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    let screen = pty.screen();
+    assert!(
+        screen.contains("default_model, [[providers]] \"theirs\""),
+        "{screen}"
+    );
+    pty.send("a");
+    pty.wait_text("their-model · ask");
+    pty.send("hi\r");
+    pty.wait_text("Hello from the project's model.");
+    assert_eq!(theirs.requests().len(), 1);
+    assert!(
+        server.requests().is_empty(),
+        "the user's server was not asked"
+    );
+    exit_with_ctrl_d(&mut pty);
+    let listed = run(reasonix(&home, work.path()).args(["trust", "--list"]));
+    assert_eq!(listed.stdout.trim(), work.path().display().to_string());
 }
 
 #[test]

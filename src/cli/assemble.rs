@@ -15,7 +15,9 @@ use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::runner::Options;
 use crate::agent::session::{self, Header, Session};
-use crate::config::{self, BashSandbox, Config, LoadOptions, PermissionMode, SandboxBackend};
+use crate::config::{
+    self, BashSandbox, Config, LoadOptions, Loaded, PermissionMode, SandboxBackend,
+};
 use crate::error::Error;
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
 use crate::provider::{Message, ProviderError, ProviderSettings};
@@ -28,14 +30,25 @@ pub fn working_dir() -> Result<PathBuf, Error> {
         .map_err(|e| Error::io("reading the working directory", e))
 }
 
+/// What the command line says about the project file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProjectFlags {
+    /// `--trust-project`: believe the project file for this run only.
+    pub trust: bool,
+    /// `--permission-mode strict`: the project file's allow rules and wider mode are ignored.
+    pub strict: bool,
+}
+
 /// Loads the layered config; warnings go to stderr.
-pub fn load_config(global: &Global, cwd: &Path) -> Result<Config, Error> {
-    let options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
+pub fn load_config(global: &Global, cwd: &Path, project: ProjectFlags) -> Result<Loaded, Error> {
+    let mut options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
+    options.trust_project = project.trust;
+    options.strict = project.strict;
     let loaded = config::load(&options)?;
     for warning in &loaded.warnings {
         eprintln!("reasonix: warning: {warning}");
     }
-    Ok(loaded.config)
+    Ok(loaded)
 }
 
 /// A key is required unless the endpoint is a plain-http server (a local model) or a replay.

@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
+use super::assemble::{self, Attach, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output};
 use super::{unknown_flag, Global};
@@ -18,13 +18,15 @@ use crate::agent::session::{Header, Session};
 use crate::command::custom::{self, Loaded};
 use crate::command::mcp::{map_prompt_arguments, McpHost, NoMcp};
 use crate::command::{self, refs, Catalog, Kind};
-use crate::config::{self, Config};
+use crate::config::{self, trust::TrustStore, Config};
 use crate::error::{exit, Error};
 use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
 use crate::permission::{parse_posture, McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings, Role};
 use crate::term::editor::History;
-use crate::term::ui::{self, ModelSwitch, Services, SessionSummary, Started, UiApprover};
+use crate::term::ui::{
+    self, ModelSwitch, Services, SessionSummary, Started, TrustAnswer, UiApprover,
+};
 use crate::tool::Tool;
 
 pub const HELP: &str = "\
@@ -44,12 +46,18 @@ Flags:
       --fork-session           With --continue/--resume: continue a copy under a new id
       --effort LEVEL           Reasoning effort sent to the model
       --permission-mode MODE   ask (default), auto or yolo; Shift-Tab cycles it
+      --trust-project          Believe ./reasonix.toml for this chat as if the workspace were
+                               trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without asking
 
 MCP servers from [[plugins]] and .mcp.json start with the chat; `/mcp` lists them, their
 prompts are /mcp__SERVER__PROMPT commands and @SERVER:URI attaches a resource. A server
 declared by the project asks for a launch grant first (in plain mode it needs a stored
 grant or --trust-project-mcp).
+
+Until you trust the workspace (`reasonix trust`), ./reasonix.toml may only tighten your
+settings: what it would loosen is ignored, with a warning naming each key. On a terminal the
+chat first asks whether to trust it (for this chat, or remembered for the workspace).
 ";
 
 #[derive(Debug, Default)]
@@ -61,6 +69,7 @@ struct ChatArgs {
     effort: Option<String>,
     posture: Option<Posture>,
     trust_project_mcp: bool,
+    trust_project: bool,
 }
 
 fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
@@ -99,6 +108,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
                 args.posture = Some(posture);
             }
             Arg::Long(ref n) if n == "trust-project-mcp" => args.trust_project_mcp = true,
+            Arg::Long(ref n) if n == "trust-project" => args.trust_project = true,
             other => return Err(unknown_flag("chat", &other)),
         }
         if lexer.has_inline_value() {
@@ -115,31 +125,59 @@ struct Setup {
     settings: ProviderSettings,
     cwd: PathBuf,
     commands: Loaded,
+    /// The project file was believed (trusted workspace or `--trust-project`).
+    trusted: bool,
+    /// Project keys ignored because the workspace is not trusted.
+    untrusted: Vec<String>,
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
-    let args = parse(global, lexer)?;
+    let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
+    let mut setup = prepare(&args)?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if !interactive {
+        return plain_chat(&args, setup);
+    }
+    if !setup.untrusted.is_empty() {
+        let answer = ui::ask_trust(&setup.untrusted)
+            .map_err(|e| Error::io("asking whether to trust the workspace", e))?;
+        if answer == TrustAnswer::Always {
+            if let Err(err) = TrustStore::new(&setup.config.home).trust(&setup.cwd) {
+                eprintln!("reasonix: warning: {err}; trusting for this chat only");
+            }
+        }
+        if answer != TrustAnswer::No {
+            args.trust_project = true;
+            setup = prepare(&args)?;
+        }
+    }
+    interactive_chat(&args, setup)
+}
+
+/// Loads config and custom commands for a chat.
+fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
-    let config = assemble::load_config(&args.global, &cwd)?;
+    let project = ProjectFlags {
+        trust: args.trust_project,
+        strict: false,
+    };
+    let loaded = assemble::load_config(&args.global, &cwd, project)?;
+    let config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
     assemble::check_key(&settings)?;
     let commands = custom::load(&[
         &config.home.join("commands"),
         &cwd.join(".reasonix/commands"),
     ]);
-    let setup = Setup {
+    Ok(Setup {
         config,
         settings,
         cwd,
         commands,
-    };
-    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    if interactive {
-        interactive_chat(&args, setup)
-    } else {
-        plain_chat(&args, setup)
-    }
+        trusted: loaded.trusted,
+        untrusted: loaded.untrusted,
+    })
 }
 
 /// The agent with the built-in tools and, when already started, the MCP servers' tools.
@@ -197,6 +235,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let (tx, rx) = ui::channel();
     let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
     let project_file = config::paths::project_file(&setup.cwd);
+    let trusted = setup.trusted;
     let mcp_policies = Arc::new(OnceLock::new());
     let gate = PolicyGate::new(
         policy,
@@ -204,6 +243,10 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         Some(Box::new(UiApprover::new(tx.clone()))),
     )
     .with_persist(Box::new(move |rule| {
+        if !trusted {
+            // The next session would ignore the rule with a warning; say so now instead.
+            return Err(UNTRUSTED_ALWAYS.into());
+        }
         assemble::persist_allow_rule(&project_file, rule)
     }))
     .with_mcp(late_lookup(Arc::clone(&mcp_policies)));
@@ -216,6 +259,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     };
     let (agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), None, &mut collect)?;
     notices.extend(setup.commands.notices.iter().cloned());
+    notices.extend(untrusted_notice(&setup.untrusted));
     if args.resume.is_some() {
         notices.push(format!(
             "continuing conversation {} ({} messages)",
@@ -260,6 +304,21 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         let _ = std::fs::remove_file(&outcome.session_path);
     }
     Ok(outcome.code)
+}
+
+/// Why an "always allow" answer is not saved in an untrusted workspace.
+const UNTRUSTED_ALWAYS: &str = "this workspace is not trusted, so ./reasonix.toml's allow rules \
+     are ignored; the rule holds for this session (run 'reasonix trust' to keep saved rules)";
+
+/// The transcript's line about what `./reasonix.toml` could not do; each key also has its own
+/// warning on stderr.
+fn untrusted_notice(keys: &[String]) -> Option<String> {
+    (!keys.is_empty()).then(|| {
+        format!(
+            "this workspace is not trusted, so ./reasonix.toml may only tighten your settings; ignored: {}; run 'reasonix trust' or restart with --trust-project",
+            keys.join(", ")
+        )
+    })
 }
 
 /// The gate's view of MCP tool policies, filled in when the servers have started.

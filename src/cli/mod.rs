@@ -17,6 +17,7 @@ pub mod run;
 pub mod setup;
 mod stdout_buffer;
 pub mod tools;
+pub mod trust;
 
 use lex::{Arg, Lexer};
 
@@ -113,6 +114,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List the MCP servers or call one of their tools",
         help: mcp::HELP,
         handler: mcp::main,
+    },
+    Command {
+        name: "trust",
+        summary: "Trust this workspace's reasonix.toml to loosen your settings (--list, --revoke)",
+        help: trust::HELP,
+        handler: trust::main,
     },
     Command {
         name: "help",

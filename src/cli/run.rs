@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::assemble::{self, Attach, PermissionFlags, PromptFlags, SessionChoice};
+use super::assemble::{self, Attach, PermissionFlags, ProjectFlags, PromptFlags, SessionChoice};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
 use super::{unknown_flag, Global};
@@ -13,7 +13,7 @@ use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish};
 use crate::error::{exit, Error};
 use crate::mcp::{self, McpHandle, McpOptions};
-use crate::permission::split_rule_list;
+use crate::permission::{split_rule_list, Posture};
 use crate::provider;
 
 pub const HELP: &str = "\
@@ -39,6 +39,8 @@ Flags:
                                (the original may be in use by another run)
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
+      --trust-project          Believe ./reasonix.toml for this run as if the workspace were
+                               trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
 
 A prompt starting with /mcp__SERVER__PROMPT [ARGS] runs that MCP prompt; @SERVER:URI in the
@@ -47,7 +49,9 @@ prompt attaches that MCP resource.
 Permissions (no one can be asked in a headless run):
       --permission-mode MODE   ask (default: calls that would ask are allowed), auto (writer
                                fallback allowed), yolo (every ask allowed), strict (every ask
-                               denied: for untrusted prompts). Deny rules always block.
+                               denied, and ./reasonix.toml's allow rules and a wider mode are
+                               ignored even when trusted: for untrusted prompts). Deny rules
+                               always block.
       --allow RULE             Allow rule, e.g. 'Bash(cargo test:*)' (repeatable)
       --deny RULE              Deny rule, e.g. 'Bash(git push:*)' (repeatable)
       --allowedTools LIST      Claude Code alias: comma/space separated allow rules
@@ -74,6 +78,7 @@ struct RunArgs {
     record: Option<PathBuf>,
     replay: Option<PathBuf>,
     trust_project_mcp: bool,
+    trust_project: bool,
     words: Vec<String>,
     stdin_dash: bool,
     permissions: PermissionFlags,
@@ -174,6 +179,7 @@ fn parse(args: &mut RunArgs, lexer: &mut Lexer) -> Result<(), Error> {
                 args.replay = Some(lexer.value(&flag).map_err(usage)?.into())
             }
             Arg::Long(ref n) if n == "trust-project-mcp" => args.trust_project_mcp = true,
+            Arg::Long(ref n) if n == "trust-project" => args.trust_project = true,
             other => return Err(unknown_flag("run", &other)),
         }
         if lexer.has_inline_value() {
@@ -255,7 +261,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     args.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
     let prompt = read_prompt(args)?;
-    let config = assemble::load_config(&args.global, &cwd)?;
+    let project = ProjectFlags {
+        trust: args.trust_project,
+        strict: args.permissions.posture == Some(Posture::Strict),
+    };
+    let config = assemble::load_config(&args.global, &cwd, project)?.config;
     let mut settings = config.resolve_model(args.model.as_deref())?;
     if let Some(replay) = &args.replay {
         settings.kind = "replay".into();

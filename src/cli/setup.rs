@@ -199,6 +199,8 @@ mod tests {
             home: dir.clone(),
             cwd: dir.clone(),
             extra: None,
+            trust_project: false,
+            strict: false,
         })
         .unwrap();
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);

@@ -6,14 +6,16 @@
 //! 2. deserialise into [`Config`] (type and enum errors carry a span; we name the key at it);
 //! 3. serialise that back to TOML: the keys that survive are the known ones, so any other key in
 //!    the document is unknown and becomes a warning (retired keys are dropped silently);
-//! 4. drop user-only keys from the project file, with a warning each;
+//! 4. drop user-only keys from the project file, with a warning each, and, until the user
+//!    trusts the workspace, everything in it that would loosen the layers beneath (see
+//!    [`restrain_project`]);
 //! 5. validate what serde cannot express (a provider must name a model, ratios are fractions);
 //! 6. resolve relative paths against the file's directory.
 //!
 //! The surviving tables are merged: tables key by key, plain arrays replaced, `[[providers]]` and
-//! `[[plugins]]` by `name`, and two deny-lists (`permissions.deny`, `sandbox.forbid_read`)
-//! accumulated so no later file can drop an earlier file's restriction. The merged table is
-//! deserialised once more into the final [`Config`].
+//! `[[plugins]]` by `name`, and the restricting lists (`permissions.deny`, `permissions.ask`,
+//! `sandbox.forbid_read`) accumulated so no later file can drop an earlier file's restriction.
+//! The merged table is deserialised once more into the final [`Config`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,7 +26,8 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::{Table, Value};
 
-use super::file::{builtin_provider, Config, Layer, PluginType};
+use super::file::{builtin_provider, Config, Layer, PermissionMode, PluginType};
+use super::trust::TrustStore;
 use super::{paths, ConfigError};
 
 /// Where to look for config files.
@@ -36,6 +39,12 @@ pub struct LoadOptions {
     pub cwd: PathBuf,
     /// `--config FILE`, the top file layer; relative paths are taken against `cwd`.
     pub extra: Option<PathBuf>,
+    /// `--trust-project`: believe the project file for this run as if the workspace were
+    /// trusted (nothing is stored). Otherwise the trust list in `home` decides.
+    pub trust_project: bool,
+    /// `--permission-mode strict`: flags beat project files, so the project's allow rules and
+    /// a wider `[permissions] mode` are ignored even in a trusted workspace.
+    pub strict: bool,
 }
 
 impl LoadOptions {
@@ -47,7 +56,13 @@ impl LoadOptions {
             &cwd,
         )
         .ok_or(ConfigError::NoHome)?;
-        Ok(LoadOptions { home, cwd, extra })
+        Ok(LoadOptions {
+            home,
+            cwd,
+            extra,
+            trust_project: false,
+            strict: false,
+        })
     }
 }
 
@@ -57,6 +72,11 @@ pub struct Loaded {
     pub config: Config,
     /// One line each, `path:line:col: detail`.
     pub warnings: Vec<String>,
+    /// The project file was believed: the workspace is trusted or `--trust-project` was given.
+    pub trusted: bool,
+    /// The project-file keys ignored because the workspace is not trusted (trusting it would
+    /// apply them), e.g. `permissions.allow`. Also reported in `warnings`.
+    pub untrusted: Vec<String>,
 }
 
 /// Keys from older versions: accepted and ignored without a warning.
@@ -82,8 +102,9 @@ pub const USER_ONLY: &[&str] = &[
 /// Provider keys a project file may not set.
 const PROVIDER_USER_ONLY: &[&str] = &["api_key_env", "headers"];
 
-/// Arrays that accumulate across layers instead of being replaced.
-const ACCUMULATE: &[&str] = &["permissions.deny", "sandbox.forbid_read"];
+/// Arrays that accumulate across layers instead of being replaced: restrictions, so a later
+/// file can add to them but never drop an earlier file's entries.
+const ACCUMULATE: &[&str] = &["permissions.deny", "permissions.ask", "sandbox.forbid_read"];
 
 /// Arrays of tables merged by their `name` key.
 const NAMED: &[&str] = &["providers", "plugins"];
@@ -93,11 +114,25 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut merged = Table::new();
     let mut sources = Vec::new();
     let mut origins = Origins::new();
+    let trusted = opts.trust_project || TrustStore::new(&opts.home).is_trusted(&opts.cwd);
+    let mut untrusted = Vec::new();
     for (layer, path) in layer_files(opts) {
         let Some(text) = read_layer(&path, layer)? else {
             continue;
         };
-        let table = parse_layer(&path, &text, layer, &mut warnings)?;
+        let mut check = (layer == Layer::Project).then(|| ProjectCheck {
+            trusted,
+            strict: opts.strict,
+            below: &merged,
+            cwd: &opts.cwd,
+            ignored: Vec::new(),
+        });
+        let table = parse_layer(&path, &text, check.as_mut(), &mut warnings)?;
+        if let Some(mut check) = check {
+            // In file order, like the warnings.
+            check.ignored.sort();
+            untrusted.extend(check.ignored.into_iter().map(|(_, key)| key));
+        }
         merge_layer(&mut merged, table, layer, &mut origins);
         sources.push(path);
     }
@@ -110,6 +145,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     Ok(Loaded {
         config: finish(config, opts, sources, &origins),
         warnings,
+        trusted,
+        untrusted,
     })
 }
 
@@ -180,10 +217,11 @@ fn one_line(message: &str) -> String {
     message.trim().replace('\n', "; ")
 }
 
+/// `project` is `Some` for the project file: what it may do and what lies beneath it.
 fn parse_layer(
     path: &Path,
     text: &str,
-    layer: Layer,
+    project: Option<&mut ProjectCheck>,
     warnings: &mut Vec<String>,
 ) -> Result<Table, ConfigError> {
     let src = Source { path, text };
@@ -202,8 +240,9 @@ fn parse_layer(
         warnings: &mut found,
     };
     walk.table(doc, &known, &mut raw);
-    if layer == Layer::Project {
+    if let Some(check) = project {
         strip_user_only(&src, doc, &mut raw, &mut found);
+        restrain_project(&src, doc, &mut raw, check, &mut found);
     }
     found.sort_by_key(|(offset, _)| *offset);
     warnings.extend(found.into_iter().map(|(_, warning)| warning));
@@ -453,6 +492,186 @@ fn strip_provider_secrets(
                     src.location(span)
                 ),
             ));
+        }
+    }
+}
+
+/// What the project file may do, and the layers beneath it to compare with.
+struct ProjectCheck<'a> {
+    /// The workspace is trusted (or `--trust-project`).
+    trusted: bool,
+    /// `--permission-mode strict` was given.
+    strict: bool,
+    /// The layers below the project file, merged.
+    below: &'a Table,
+    cwd: &'a Path,
+    /// Keys ignored because the workspace is not trusted, with their offset in the file.
+    ignored: Vec<(usize, String)>,
+}
+
+/// Why a project key was ignored.
+#[derive(Clone, Copy)]
+enum Overruled {
+    /// The workspace is not trusted.
+    Untrusted,
+    /// `--permission-mode strict` beats the project file, trusted or not.
+    Strict,
+}
+
+/// Until the user trusts the workspace, a project file may only tighten what the layers
+/// beneath it (the user's config) allow. Ignored, each with one warning naming the key:
+/// - `permissions.allow` (any non-empty list: an allow rule can only make a call run);
+/// - `permissions.mode` when it is wider than the mode beneath (deny < ask < allow);
+/// - every `[[providers]]` entry, new or overriding one of the user's by name (a provider is an
+///   endpoint: every prompt and file the model sees goes there);
+/// - `default_model` unless it resolves among the providers beneath;
+/// - `tools.enabled` when it names a tool the user's own non-empty list leaves out (or is empty,
+///   which means every tool);
+/// - `agent.system_prompt_file` outside the workspace (its text goes to the model).
+///
+/// Tightening always applies: `deny` and `ask` rules (which accumulate), a narrower `mode`,
+/// `sandbox.forbid_read`, a shorter `tools.enabled`. With `--permission-mode strict` the two
+/// permission keys are ignored even in a trusted workspace: flags beat project files.
+fn restrain_project(
+    src: &Source,
+    doc: &DeTable,
+    raw: &mut Table,
+    check: &mut ProjectCheck,
+    found: &mut Vec<(usize, String)>,
+) {
+    let mut out = Overrule {
+        src,
+        doc,
+        found,
+        ignored: &mut check.ignored,
+    };
+    let below = {
+        let mut config: Config = check.below.clone().try_into().unwrap_or_default();
+        if config.providers.is_empty() {
+            config.providers.push(builtin_provider());
+        }
+        config
+    };
+    let permissions_why = if check.strict {
+        Some(Overruled::Strict)
+    } else {
+        (!check.trusted).then_some(Overruled::Untrusted)
+    };
+    if let Some(why) = permissions_why {
+        let allow = raw
+            .get("permissions")
+            .and_then(|p| p.get("allow"))
+            .and_then(Value::as_array);
+        if allow.is_some_and(|rules| !rules.is_empty()) {
+            out.ignore(raw, &["permissions", "allow"], why);
+        }
+        let mode = raw
+            .get("permissions")
+            .and_then(|p| p.get("mode"))
+            .cloned()
+            .and_then(|m| m.try_into::<PermissionMode>().ok());
+        if mode.is_some_and(|m| strictness(m) < strictness(below.permissions.mode)) {
+            out.ignore(raw, &["permissions", "mode"], why);
+        }
+    }
+    if check.trusted {
+        return;
+    }
+    let why = Overruled::Untrusted;
+    let names: Vec<String> = match raw.get("providers") {
+        Some(Value::Array(providers)) => providers
+            .iter()
+            .map(|p| entry_name(p).unwrap_or_default().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (index, name) in names.iter().enumerate() {
+        let path = KeyPath::key(&["providers"]).at(Seg::Index(index));
+        out.report(&path, format!("[[providers]] {name:?}"), why);
+    }
+    raw.remove("providers");
+    if let Some(model) = raw.get("default_model").and_then(Value::as_str) {
+        if below.find_model(Some(model)).is_err() {
+            out.ignore(raw, &["default_model"], why);
+        }
+    }
+    let enabled: Option<Vec<&str>> = raw
+        .get("tools")
+        .and_then(|t| t.get("enabled"))
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(Value::as_str).collect());
+    let mine = &below.tools.enabled;
+    let wider = enabled.is_some_and(|list| {
+        !mine.is_empty() && (list.is_empty() || list.iter().any(|t| !mine.iter().any(|m| m == t)))
+    });
+    if wider {
+        out.ignore(raw, &["tools", "enabled"], why);
+    }
+    let prompt_file = raw
+        .get("agent")
+        .and_then(|a| a.get("system_prompt_file"))
+        .and_then(Value::as_str)
+        .filter(|f| !f.is_empty())
+        .map(|f| src.path.parent().unwrap_or(check.cwd).join(f));
+    if prompt_file.is_some_and(|file| !inside(&file, check.cwd)) {
+        out.ignore(raw, &["agent", "system_prompt_file"], why);
+    }
+}
+
+/// Removes overruled project keys, with a warning each, and records the ones trust would
+/// apply.
+struct Overrule<'a> {
+    src: &'a Source<'a>,
+    doc: &'a DeTable<'a>,
+    found: &'a mut Vec<(usize, String)>,
+    ignored: &'a mut Vec<(usize, String)>,
+}
+
+impl Overrule<'_> {
+    fn ignore(&mut self, raw: &mut Table, key: &[&str], why: Overruled) {
+        remove_path(raw, key);
+        self.report(&KeyPath::key(key), key.join("."), why);
+    }
+
+    fn report(&mut self, path: &KeyPath, name: String, why: Overruled) {
+        let span = locate(self.doc, &path.0);
+        let offset = span.as_ref().map_or(0, |s| s.start);
+        let reason = match why {
+            Overruled::Untrusted => {
+                "this workspace is not trusted; run 'reasonix trust' or pass --trust-project"
+            }
+            Overruled::Strict => "--permission-mode strict beats the project file, trusted or not",
+        };
+        self.found.push((
+            offset,
+            format!("{}: {name} ignored: {reason}", self.src.location(span)),
+        ));
+        if let Overruled::Untrusted = why {
+            self.ignored.push((offset, name));
+        }
+    }
+}
+
+/// How narrow a writer fallback is: allow (0) < ask (1) < deny (2).
+fn strictness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::Allow => 0,
+        PermissionMode::Ask => 1,
+        PermissionMode::Deny => 2,
+    }
+}
+
+/// Whether `path` lies inside `dir` once symlinks and `..` are resolved. A file that does not
+/// exist yet counts as inside only when its path has no `..` and starts with `dir`.
+fn inside(path: &Path, dir: &Path) -> bool {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    match path.canonicalize() {
+        Ok(real) => real.starts_with(&dir),
+        Err(_) => {
+            path.starts_with(&dir)
+                && !path
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir)
         }
     }
 }
@@ -707,10 +926,152 @@ fn finish(
 mod tests {
     use super::*;
 
-    fn check(text: &str, layer: Layer) -> (Result<Table, ConfigError>, Vec<String>) {
+    fn check(text: &str) -> (Result<Table, ConfigError>, Vec<String>) {
         let mut warnings = Vec::new();
-        let result = parse_layer(Path::new("/p/r.toml"), text, layer, &mut warnings);
+        let result = parse_layer(Path::new("/p/r.toml"), text, None, &mut warnings);
         (result, warnings)
+    }
+
+    /// The project file `text` over the user layer `below`: what survives, the warnings and
+    /// the keys ignored for want of trust.
+    fn project(below: &str, text: &str, trusted: bool, strict: bool) -> (Table, Vec<String>) {
+        let below: Table = toml::from_str(below).unwrap();
+        let mut check = ProjectCheck {
+            trusted,
+            strict,
+            below: &below,
+            cwd: Path::new("/p"),
+            ignored: Vec::new(),
+        };
+        let mut warnings = Vec::new();
+        let table = parse_layer(
+            Path::new("/p/reasonix.toml"),
+            text,
+            Some(&mut check),
+            &mut warnings,
+        )
+        .unwrap();
+        // "/p/reasonix.toml:1:1: default_model ignored: ..." -> "default_model"
+        let keys: Vec<String> = warnings
+            .iter()
+            .filter_map(|w| w.split(": ").nth(1)?.strip_suffix(" ignored"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(keys.len(), warnings.len(), "{warnings:?}");
+        if !strict {
+            check.ignored.sort();
+            let ignored: Vec<String> = check.ignored.iter().map(|(_, k)| k.clone()).collect();
+            assert_eq!(
+                keys, ignored,
+                "every untrusted warning is recorded, in order"
+            );
+        }
+        (table, keys)
+    }
+
+    #[test]
+    fn an_untrusted_project_may_narrow_the_mode_but_not_widen_it() {
+        for (user, proj, kept) in [
+            ("", "ask", true),
+            ("", "deny", true),
+            ("", "allow", false),
+            ("mode = \"deny\"", "ask", false),
+            ("mode = \"deny\"", "allow", false),
+            ("mode = \"allow\"", "ask", true),
+            ("mode = \"ask\"", "ask", true),
+        ] {
+            let below = format!("[permissions]\n{user}\n");
+            let text = format!("[permissions]\nmode = \"{proj}\"\n");
+            let (table, ignored) = project(&below, &text, false, false);
+            let survived = table["permissions"].get("mode").is_some();
+            assert_eq!(survived, kept, "user {user:?}, project {proj}: {ignored:?}");
+            let (table, ignored) = project(&below, &text, true, false);
+            assert!(table["permissions"].get("mode").is_some() && ignored.is_empty());
+        }
+    }
+
+    #[test]
+    fn allow_rules_need_trust_and_never_beat_strict() {
+        let text = "[permissions]\nallow = [\"Bash\"]\ndeny = [\"Edit\"]\nask = [\"Read\"]\n";
+        let (table, ignored) = project("", text, false, false);
+        assert_eq!(ignored, vec!["permissions.allow"]);
+        assert!(table["permissions"].get("allow").is_none());
+        assert!(table["permissions"].get("deny").is_some());
+        assert!(table["permissions"].get("ask").is_some());
+        let (table, ignored) = project("", text, true, false);
+        assert!(ignored.is_empty());
+        assert!(table["permissions"].get("allow").is_some());
+        let (table, ignored) = project("", text, true, true);
+        assert_eq!(ignored, vec!["permissions.allow"]);
+        assert!(table["permissions"].get("allow").is_none());
+        let (_, ignored) = project("", "[permissions]\nallow = []\n", false, false);
+        assert!(ignored.is_empty(), "an empty list allows nothing");
+    }
+
+    #[test]
+    fn an_untrusted_project_keeps_no_provider_and_only_a_model_of_the_users() {
+        let user =
+            "[[providers]]\nname = \"mine\"\nbase_url = \"https://a\"\nmodels = [\"m1\", \"m2\"]\n";
+        let text = "default_model = \"theirs\"\n[[providers]]\nname = \"theirs\"\nbase_url = \"http://evil\"\nmodel = \"x\"\n[[providers]]\nname = \"mine\"\nbase_url = \"http://evil\"\nmodel = \"m1\"\n";
+        let (table, ignored) = project(user, text, false, false);
+        assert_eq!(
+            ignored,
+            vec![
+                "default_model",
+                "[[providers]] \"theirs\"",
+                "[[providers]] \"mine\""
+            ]
+        );
+        assert!(table.get("providers").is_none() && table.get("default_model").is_none());
+        for model in ["mine/m2", "m2", "mine"] {
+            let text = format!("default_model = \"{model}\"\n");
+            let (table, ignored) = project(user, &text, false, false);
+            assert!(ignored.is_empty(), "{model}: {ignored:?}");
+            assert_eq!(table["default_model"].as_str(), Some(model));
+        }
+        let (_, ignored) = project("", "default_model = \"deepseek-v4-pro\"\n", false, false);
+        assert!(
+            ignored.is_empty(),
+            "the built-in provider is the user's: {ignored:?}"
+        );
+        let (table, ignored) = project(user, text, true, false);
+        assert!(ignored.is_empty());
+        assert_eq!(table["providers"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn an_untrusted_project_may_only_shorten_the_users_tool_list() {
+        let user = "[tools]\nenabled = [\"bash\", \"read_file\"]\n";
+        for (below, proj, kept) in [
+            ("", "[\"bash\"]", true),
+            ("", "[]", true),
+            (user, "[\"read_file\"]", true),
+            (user, "[\"read_file\", \"write_file\"]", false),
+            (user, "[]", false),
+        ] {
+            let text = format!("[tools]\nenabled = {proj}\n");
+            let (table, ignored) = project(below, &text, false, false);
+            let survived = table["tools"].get("enabled").is_some();
+            assert_eq!(survived, kept, "{below:?} {proj}: {ignored:?}");
+        }
+    }
+
+    #[test]
+    fn an_untrusted_project_reads_no_prompt_file_outside_the_workspace() {
+        for (file, kept) in [
+            ("prompt.md", true),
+            ("docs/prompt.md", true),
+            ("../prompt.md", false),
+            ("/etc/passwd", false),
+            ("~/.ssh/id_rsa", true),
+        ] {
+            let text = format!("[agent]\nsystem_prompt_file = \"{file}\"\n");
+            let (table, ignored) = project("", &text, false, false);
+            let survived = table["agent"].get("system_prompt_file").is_some();
+            assert_eq!(survived, kept, "{file}: {ignored:?}");
+            let (table, _) = project("", &text, true, false);
+            assert!(table["agent"].get("system_prompt_file").is_some());
+        }
     }
 
     #[test]
@@ -734,7 +1095,7 @@ mod tests {
     #[test]
     fn type_errors_name_the_key_inside_arrays_of_tables() {
         let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\n\n[[providers]]\nname = \"b\"\ncontext_window = \"big\"\n";
-        let err = check(text, Layer::User).0.unwrap_err().to_string();
+        let err = check(text).0.unwrap_err().to_string();
         assert!(
             err.starts_with("config: /p/r.toml:8:18: `providers[1].context_window`: invalid type"),
             "{err}"
@@ -744,7 +1105,7 @@ mod tests {
     #[test]
     fn unknown_keys_in_nested_maps_are_found_and_pruned() {
         let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nmodel_overrides = { m = { context_window = 5, colour = 1 } }\n[agent]\nmax_steps = 3\n";
-        let (table, warnings) = check(text, Layer::User);
+        let (table, warnings) = check(text);
         let table = table.unwrap();
         assert_eq!(
             warnings,
@@ -758,13 +1119,13 @@ mod tests {
     #[test]
     fn validation_points_at_the_offending_entry() {
         let text = "[[plugins]]\nname = \"x\"\ntype = \"http\"\n";
-        let err = check(text, Layer::User).0.unwrap_err().to_string();
+        let err = check(text).0.unwrap_err().to_string();
         assert_eq!(
             err,
             "config: /p/r.toml:1:1: plugin `x`: a remote server needs `url`"
         );
         let text = "[agent]\ncompact_ratio = 1.5\n";
-        let err = check(text, Layer::User).0.unwrap_err().to_string();
+        let err = check(text).0.unwrap_err().to_string();
         assert_eq!(
             err,
             "config: /p/r.toml:2:1: `agent.compact_ratio` must be a fraction in (0, 1], got 1.5"

@@ -1,7 +1,8 @@
 //! Configuration: the TOML schema (`file`), layering built-in defaults < user config < project
 //! `./reasonix.toml` < `--config` (`load`), model resolution into provider settings
 //! (`resolve`), the reasonix home and per-project state paths (`paths`), and `${VAR}` expansion
-//! plus the `<home>/.env` key store (`env`).
+//! plus the `<home>/.env` key store (`env`), and which workspaces the user trusts to loosen
+//! their settings (`trust`).
 //!
 //! Command-line flags sit above all of this; the `cli` layer applies them to the loaded
 //! [`Config`]. Nothing here prints: problems that do not stop loading come back as warnings.
@@ -15,6 +16,7 @@ pub mod file;
 pub mod load;
 pub mod paths;
 pub mod resolve;
+pub mod trust;
 
 pub use file::*;
 pub use load::{load, LoadOptions, Loaded};

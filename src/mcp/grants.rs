@@ -72,10 +72,7 @@ impl GrantStore {
             .retain(|g| !(g.workspace == grant.workspace && g.server == grant.server));
         file.grants.push(grant);
         let text = serde_json::to_string_pretty(&file).map_err(io::Error::other)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        crate::fsutil::write_atomic(&self.path, format!("{text}\n").as_bytes(), Some(0o600))
+        crate::fsutil::write_private(&self.path, format!("{text}\n").as_bytes())
     }
 }
 
