@@ -25,13 +25,14 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 pub mod bwrap;
 pub mod confine;
 pub mod inodes;
 pub mod landlock;
 pub mod process;
+pub mod seccomp;
 pub mod sys;
 
 use process::CommandSpec;
@@ -191,9 +192,20 @@ impl Policy {
     ) -> Result<CommandSpec, SandboxError> {
         match self.select(host)? {
             None => Ok(spec),
-            Some(Jail::Bwrap(program)) => Ok(bwrap::wrap(spec, &program, self)),
+            Some(Jail::Bwrap(program)) => {
+                let filter = match seccomp::Arch::native() {
+                    Some(arch) => Some(Arc::new(
+                        sys::Filter::for_bwrap(&seccomp::program(arch, self.network))
+                            .map_err(SandboxError::Seccomp)?,
+                    )),
+                    None => None,
+                };
+                Ok(bwrap::wrap(spec, &program, self, filter))
+            }
             Some(Jail::Landlock(abi)) => {
                 let mut spec = spec;
+                spec.seccomp = seccomp::Arch::native()
+                    .map(|arch| Arc::new(sys::Filter::new(&seccomp::program(arch, self.network))));
                 // Made before the ruleset, which grants writes only to what exists.
                 if let Some(tmp) = landlock::private_tmp(self) {
                     make_private_dir(&tmp).map_err(SandboxError::Landlock)?;
@@ -369,6 +381,8 @@ pub enum SandboxError {
     },
     /// Building the Landlock ruleset failed.
     Landlock(io::Error),
+    /// Preparing the seccomp filter for bubblewrap failed.
+    Seccomp(io::Error),
 }
 
 impl fmt::Display for SandboxError {
@@ -431,6 +445,9 @@ impl fmt::Display for SandboxError {
             SandboxError::Landlock(e) => {
                 write!(f, "sandbox: cannot prepare the Landlock ruleset: {e}")
             }
+            SandboxError::Seccomp(e) => {
+                write!(f, "sandbox: cannot prepare the seccomp filter: {e}")
+            }
         }
     }
 }
@@ -438,7 +455,9 @@ impl fmt::Display for SandboxError {
 impl std::error::Error for SandboxError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SandboxError::Resolve { source, .. } | SandboxError::Landlock(source) => Some(source),
+            SandboxError::Resolve { source, .. }
+            | SandboxError::Landlock(source)
+            | SandboxError::Seccomp(source) => Some(source),
             _ => None,
         }
     }
