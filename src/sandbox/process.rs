@@ -21,7 +21,12 @@
 //!   command, while jobs that redirected their output (`server > log 2>&1 &`) keep running. If
 //!   the pipe is still open after that (a process that left the group holds it), reading stops
 //!   and the result says so; that process gets EPIPE on its next write. Either way `bash -c
-//!   "sleep 100 &"` returns in well under a second with its exit code.
+//!   "sleep 100 &"` returns in well under a second with its exit code. A jailed command keeps
+//!   nothing running after it exits: bubblewrap's PID namespace and the Landlock jail's
+//!   supervisor (see [`command`]) kill every descendant, redirected or not.
+//! - Children die with reasonix: the parent-death signal is set in every child, and they are
+//!   spawned from one long-lived thread because the kernel ties that signal to the spawning
+//!   thread. Paths that exit without unwinding call [`kill_all_groups`] first.
 //! - Dropping a [`GroupChild`] that has not been reaped kills its group with SIGKILL and reaps
 //!   the leader, so an early return or a panic leaves nothing running.
 
