@@ -1,10 +1,17 @@
 //! The `reasonix` binary: hands the arguments to the CLI and exits with its code.
 
 fn main() {
+    // First, before any key is read: other processes of this user (a jailed command among
+    // them) may not read our memory, environment or descriptors through /proc. Failing is
+    // not fatal (the jail still drops the capabilities that would bypass it), so no message.
+    let _ = reasonix::sandbox::sys::protect_self();
     // Lossy on purpose: a non-UTF-8 argument becomes visible U+FFFD instead of a panic.
     let args: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    std::process::exit(reasonix::cli::main(args));
+    let code = reasonix::cli::main(args);
+    // Whatever is still running (a server a tool left behind) goes with us.
+    reasonix::sandbox::process::kill_all_groups();
+    std::process::exit(code);
 }

@@ -30,18 +30,18 @@ use reasonix::sandbox::{
 };
 use reasonix::tool::{builtin, ToolContext, ToolError};
 
-const ORIGINAL: &str = "original outside content\n";
+pub(crate) const ORIGINAL: &str = "original outside content\n";
 const SECRET: &str = "TOPSECRET-KEY-4242";
 const ENV_SECRET: &str = "TOPSECRET-ENV-9191";
 
 /// A workspace, a reasonix home, a directory outside both with a victim file, and a hidden
 /// directory holding a secret; all removed on drop.
-struct Scene {
-    base: PathBuf,
-    ws: PathBuf,
-    home: PathBuf,
-    outside: PathBuf,
-    secrets: PathBuf,
+pub(crate) struct Scene {
+    pub(crate) base: PathBuf,
+    pub(crate) ws: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) outside: PathBuf,
+    pub(crate) secrets: PathBuf,
 }
 
 /// Where scenes live. Not under a temp directory: Landlock leaves those writable and bwrap
@@ -68,7 +68,7 @@ fn scene_root() -> PathBuf {
 }
 
 impl Scene {
-    fn new() -> Scene {
+    pub(crate) fn new() -> Scene {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let base = scene_root().join(format!("sandbox-{}-{n}", std::process::id()));
@@ -91,16 +91,16 @@ impl Scene {
         scene
     }
 
-    fn victim_path(&self) -> PathBuf {
+    pub(crate) fn victim_path(&self) -> PathBuf {
         self.outside.join("victim.txt")
     }
 
     /// The victim file's content; every test ends by checking it is still [`ORIGINAL`].
-    fn victim(&self) -> String {
+    pub(crate) fn victim(&self) -> String {
         fs::read_to_string(self.victim_path()).unwrap()
     }
 
-    fn policy(&self, bash: BashMode, backend: Backend, network: bool) -> Policy {
+    pub(crate) fn policy(&self, bash: BashMode, backend: Backend, network: bool) -> Policy {
         Policy::new(Settings {
             workspace_root: self.ws.clone(),
             home: self.home.clone(),
@@ -112,7 +112,7 @@ impl Scene {
         })
     }
 
-    fn ctx(&self, policy: Policy) -> ToolContext {
+    pub(crate) fn ctx(&self, policy: Policy) -> ToolContext {
         let mut ctx = ToolContext::new(self.ws.clone());
         ctx.sandbox = Arc::new(policy);
         ctx
@@ -130,7 +130,7 @@ impl Drop for Scene {
     }
 }
 
-fn call(ctx: &ToolContext, name: &str, args: Value) -> Result<String, ToolError> {
+pub(crate) fn call(ctx: &ToolContext, name: &str, args: Value) -> Result<String, ToolError> {
     let tool = builtin::all()
         .into_iter()
         .find(|t| t.name() == name)
@@ -153,7 +153,7 @@ fn assert_outside_refusal(text: &str) {
     );
 }
 
-fn bash(ctx: &ToolContext, command: &str) -> String {
+pub(crate) fn bash(ctx: &ToolContext, command: &str) -> String {
     match call(ctx, "bash", json!({ "command": command })) {
         Ok(text) => text,
         Err(e) => panic!("bash refused to run {command:?}: {e}"),
@@ -162,7 +162,7 @@ fn bash(ctx: &ToolContext, command: &str) -> String {
 
 /// The jails that work here. A missing one is skipped with a message, or fails when
 /// `REASONIX_REQUIRE_SANDBOX` is set.
-fn jails() -> Vec<Backend> {
+pub(crate) fn jails() -> Vec<Backend> {
     let host = Host::current();
     let mut usable = Vec::new();
     match &host.bwrap {
@@ -916,7 +916,7 @@ fn a_timed_out_jailed_command_leaves_nothing_running() {
 
 /// Polls (bounded) because the kernel delivers the kills asynchronously after the runner
 /// returned; this is not synchronisation with the code under test.
-fn gone_soon(marker: &str) -> bool {
+pub(crate) fn gone_soon(marker: &str) -> bool {
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until {
         if !running_with_arg(marker) {
@@ -927,7 +927,7 @@ fn gone_soon(marker: &str) -> bool {
     false
 }
 
-fn running_with_arg(marker: &str) -> bool {
+pub(crate) fn running_with_arg(marker: &str) -> bool {
     let Ok(entries) = fs::read_dir("/proc") else {
         return false;
     };

@@ -10,6 +10,7 @@ mod config;
 mod context;
 mod demo;
 mod escapes;
+mod hardening;
 mod mcp;
 mod output;
 mod permissions;

@@ -12,7 +12,8 @@ pub const HELP: &str = "\
 Usage: reasonix doctor [--model REF]
 
 Checks the configuration, model resolution, the provider key, that the endpoint answers
-(one request to its models URL, 10 s timeout) and that the session store is writable.
+(one request to its models URL, 10 s timeout), which jail bash runs in with the protections
+in force (and, under Landlock, what it cannot stop), and that the session store is writable.
 Prints one row per check; exits 1 when any check fails.
 ";
 
@@ -151,29 +152,7 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
             },
         },
     );
-    rows.push(
-        match super::assemble::sandbox_settings(&loaded.config, &cwd) {
-            Ok(settings) => {
-                let policy = crate::sandbox::Policy::new(settings);
-                let report = crate::sandbox::describe_backend(&policy);
-                let status = match (report.active, policy.bash) {
-                    (Some(_), _) => Status::Pass,
-                    (None, crate::sandbox::BashMode::Off) => Status::Warn,
-                    (None, crate::sandbox::BashMode::Enforce) => Status::Fail,
-                };
-                Row {
-                    check: "sandbox",
-                    status,
-                    detail: report.reason,
-                }
-            }
-            Err(err) => Row {
-                check: "sandbox",
-                status: Status::Fail,
-                detail: err.to_string(),
-            },
-        },
-    );
+    rows.extend(sandbox_rows(&loaded.config, &cwd));
     let sessions = config::paths::sessions_dir(&loaded.config.home, &cwd);
     rows.push(match std::fs::create_dir_all(&sessions) {
         Ok(()) => Row {
@@ -187,6 +166,50 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
             detail: format!("{}: {err}", sessions.display()),
         },
     });
+    rows
+}
+
+/// The bash jail: which backend, the protections in force and, for the Landlock fallback, what
+/// it cannot stop (a warning that recommends bubblewrap).
+fn sandbox_rows(config: &config::Config, cwd: &std::path::Path) -> Vec<Row> {
+    let settings = match super::assemble::sandbox_settings(config, cwd) {
+        Ok(settings) => settings,
+        Err(err) => {
+            return vec![Row {
+                check: "sandbox",
+                status: Status::Fail,
+                detail: err.to_string(),
+            }]
+        }
+    };
+    let policy = crate::sandbox::Policy::new(settings);
+    let report = crate::sandbox::describe_backend(&policy);
+    let status = match (report.active, policy.bash) {
+        (Some(_), _) => Status::Pass,
+        (None, crate::sandbox::BashMode::Off) => Status::Warn,
+        (None, crate::sandbox::BashMode::Enforce) => Status::Fail,
+    };
+    let mut rows = vec![Row {
+        check: "sandbox",
+        status,
+        detail: report.reason,
+    }];
+    if let Some(protections) =
+        crate::sandbox::protections_on(&policy, crate::sandbox::Host::current())
+    {
+        rows.push(Row {
+            check: "jail",
+            status: Status::Pass,
+            detail: protections.active.join("; "),
+        });
+        if !protections.gaps.is_empty() {
+            rows.push(Row {
+                check: "jail limits",
+                status: Status::Warn,
+                detail: protections.gaps.join("; "),
+            });
+        }
+    }
     rows
 }
 

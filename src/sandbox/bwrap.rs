@@ -26,6 +26,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::process::{self, CommandSpec, Exit};
@@ -77,14 +78,23 @@ pub fn probe(program: &Path) -> Result<(), String> {
 
 /// `spec` rewritten to run inside bwrap at `program` under `policy`. The environment, the
 /// deadline and the output cap stay as they were.
-pub fn wrap(spec: CommandSpec, program: &Path, policy: &Policy) -> CommandSpec {
+pub fn wrap(
+    spec: CommandSpec,
+    program: &Path,
+    policy: &Policy,
+    filter: Option<Arc<sys::Filter>>,
+) -> CommandSpec {
     let mut args = args(policy, &spec.cwd);
+    if let Some(fd) = filter.as_ref().and_then(|f| f.descriptor()) {
+        args.extend([OsString::from("--seccomp"), OsString::from(fd.to_string())]);
+    }
     args.push(OsString::from("--"));
     args.push(spec.program.clone());
     args.extend(spec.args.iter().cloned());
     CommandSpec {
         program: program.as_os_str().to_os_string(),
         args,
+        seccomp: filter,
         ..spec
     }
 }

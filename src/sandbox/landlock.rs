@@ -1,7 +1,8 @@
 //! The Landlock jail for bash, used when bubblewrap is missing or cannot create namespaces:
 //! a ruleset built in the parent before the fork, which the child enforces on itself between
-//! fork and exec (`sys::restrict_self_before_exec`: only `prctl(PR_SET_NO_NEW_PRIVS)` and
-//! `landlock_restrict_self` run there, both async-signal-safe).
+//! fork and exec (`sys::lock_down_before_exec`: only system calls run there, together with the
+//! capability drop, the seccomp filter of `sandbox::seccomp` and the supervisor that ends every
+//! descendant with the command).
 //!
 //! What the ruleset allows, negotiated down to the kernel's ABI (1: Linux 5.13, 2: + moving
 //! files between directories, 3: + truncate, 4: + TCP, 5: + device ioctls, 6: + scopes):

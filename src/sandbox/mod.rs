@@ -26,7 +26,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 pub mod beneath;
 pub mod bwrap;
@@ -34,6 +34,7 @@ pub mod confine;
 pub mod inodes;
 pub mod landlock;
 pub mod process;
+pub mod seccomp;
 pub mod sys;
 
 use process::CommandSpec;
@@ -197,9 +198,20 @@ impl Policy {
     ) -> Result<CommandSpec, SandboxError> {
         match self.select(host)? {
             None => Ok(spec),
-            Some(Jail::Bwrap(program)) => Ok(bwrap::wrap(spec, &program, self)),
+            Some(Jail::Bwrap(program)) => {
+                let filter = match seccomp::Arch::native() {
+                    Some(arch) => Some(Arc::new(
+                        sys::Filter::for_bwrap(&seccomp::program(arch, self.network))
+                            .map_err(SandboxError::Seccomp)?,
+                    )),
+                    None => None,
+                };
+                Ok(bwrap::wrap(spec, &program, self, filter))
+            }
             Some(Jail::Landlock(abi)) => {
                 let mut spec = spec;
+                spec.seccomp = seccomp::Arch::native()
+                    .map(|arch| Arc::new(sys::Filter::new(&seccomp::program(arch, self.network))));
                 // Made before the ruleset, which grants writes only to what exists.
                 if let Some(tmp) = landlock::private_tmp(self) {
                     make_private_dir(&tmp).map_err(SandboxError::Landlock)?;
@@ -328,6 +340,93 @@ pub fn describe_backend_on(policy: &Policy, host: &Host) -> BackendReport {
     BackendReport { active, reason }
 }
 
+/// What `reasonix doctor` lists about the jail bash runs in: the protections in force, and for
+/// the Landlock fallback a short, honest list of what it cannot stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protections {
+    pub active: Vec<String>,
+    pub gaps: Vec<String>,
+}
+
+/// The protections of the jail `policy` selects on `host`; `None` when bash runs unjailed or
+/// not at all.
+pub fn protections_on(policy: &Policy, host: &Host) -> Option<Protections> {
+    let jail = policy.select(host).ok()??;
+    let filter = match seccomp::Arch::native() {
+        Some(arch) => format!(
+            "seccomp filter ({} instructions; denials return EPERM)",
+            seccomp::program(arch, policy.network).len()
+        ),
+        None => "no seccomp filter (unsupported architecture)".to_string(),
+    };
+    let network = if policy.network {
+        "network allowed ([sandbox] network = true)"
+    } else {
+        "network off: no TCP, UDP or unix socket reaches the host"
+    };
+    let mut active = Vec::new();
+    let mut gaps = Vec::new();
+    match jail {
+        Jail::Bwrap(program) => {
+            active.push(format!("backend bwrap ({})", program.display()));
+            active.push(filter);
+            active.push(
+                "capabilities dropped (bounding set kept, unusable under no_new_privs)".into(),
+            );
+            active.push("no_new_privs".into());
+            active.push(if sys::is_root() {
+                "no user namespace (run as root: bwrap uses root's privileges, then drops them)"
+                    .into()
+            } else {
+                "user namespace".into()
+            });
+            active.push("mount, PID and IPC namespaces".into());
+            active.push(network.into());
+        }
+        Jail::Landlock(abi) => {
+            active.push(format!("backend landlock (ABI {abi})"));
+            active.push(filter);
+            active.push("every capability dropped, bounding set included".into());
+            active.push("no_new_privs".into());
+            active.push("no user namespace".into());
+            active.push(
+                "a supervisor kills every descendant when the command ends, times out or \
+                 reasonix dies"
+                    .into(),
+            );
+            if landlock::confines_network(policy, abi) {
+                active.push(network.into());
+            }
+            gaps.push(
+                "chmod and touch can change mode bits and times of files outside the \
+                 workspace that this user owns (as root: any file)"
+                    .into(),
+            );
+            gaps.push(
+                "no mount namespace: the shared /tmp, /var/tmp and /dev/shm are writable \
+                 and every file not hidden by forbid_read is readable"
+                    .into(),
+            );
+            gaps.push(
+                "no PID namespace: other processes are visible in /proc (their memory and \
+                 environment are not readable)"
+                    .into(),
+            );
+            if abi < 6 {
+                gaps.push(format!(
+                    "Landlock ABI {abi} has no signal scoping: the command can signal other \
+                     processes of this user, its supervisor included (ABI 6 is needed)"
+                ));
+            }
+            if !landlock::confines_network(policy, abi) {
+                gaps.push(landlock::network_gap(abi).replace("sandbox: ", ""));
+            }
+            gaps.push("install bubblewrap for the stronger jail".into());
+        }
+    }
+    Some(Protections { active, gaps })
+}
+
 /// Why the sandbox refused a path or a command.
 #[derive(Debug)]
 pub enum SandboxError {
@@ -375,6 +474,8 @@ pub enum SandboxError {
     },
     /// Building the Landlock ruleset failed.
     Landlock(io::Error),
+    /// Preparing the seccomp filter for bubblewrap failed.
+    Seccomp(io::Error),
 }
 
 impl fmt::Display for SandboxError {
@@ -437,6 +538,9 @@ impl fmt::Display for SandboxError {
             SandboxError::Landlock(e) => {
                 write!(f, "sandbox: cannot prepare the Landlock ruleset: {e}")
             }
+            SandboxError::Seccomp(e) => {
+                write!(f, "sandbox: cannot prepare the seccomp filter: {e}")
+            }
         }
     }
 }
@@ -444,7 +548,9 @@ impl fmt::Display for SandboxError {
 impl std::error::Error for SandboxError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SandboxError::Resolve { source, .. } | SandboxError::Landlock(source) => Some(source),
+            SandboxError::Resolve { source, .. }
+            | SandboxError::Landlock(source)
+            | SandboxError::Seccomp(source) => Some(source),
             _ => None,
         }
     }
@@ -598,6 +704,37 @@ mod tests {
         assert_eq!(p.notice(&host(Err("not found"), Ok(4))), None);
         let open = policy(BashMode::Enforce, Backend::Auto, true);
         assert_eq!(open.notice(&h), None);
+    }
+
+    #[test]
+    fn doctor_lists_the_protections_and_landlock_admits_its_limits() {
+        let p = policy(BashMode::Enforce, Backend::Auto, false);
+        let bwrap = protections_on(&p, &host(Ok("/usr/bin/bwrap"), Ok(7))).unwrap();
+        assert!(bwrap.active[0].starts_with("backend bwrap"), "{bwrap:?}");
+        assert!(
+            bwrap.active.iter().any(|a| a == "no_new_privs"),
+            "{bwrap:?}"
+        );
+        assert!(bwrap.gaps.is_empty(), "{bwrap:?}");
+        let landlock = protections_on(&p, &host(Err("not found"), Ok(5))).unwrap();
+        assert_eq!(landlock.active[0], "backend landlock (ABI 5)");
+        assert!(
+            landlock.gaps[0].starts_with("chmod and touch"),
+            "{landlock:?}"
+        );
+        assert!(
+            landlock.gaps.iter().any(|g| g.contains("signal scoping")),
+            "{landlock:?}"
+        );
+        assert_eq!(
+            landlock.gaps.last().unwrap(),
+            "install bubblewrap for the stronger jail"
+        );
+        let off = policy(BashMode::Off, Backend::Auto, false);
+        assert_eq!(
+            protections_on(&off, &host(Ok("/usr/bin/bwrap"), Ok(7))),
+            None
+        );
     }
 
     #[test]

@@ -21,7 +21,12 @@
 //!   command, while jobs that redirected their output (`server > log 2>&1 &`) keep running. If
 //!   the pipe is still open after that (a process that left the group holds it), reading stops
 //!   and the result says so; that process gets EPIPE on its next write. Either way `bash -c
-//!   "sleep 100 &"` returns in well under a second with its exit code.
+//!   "sleep 100 &"` returns in well under a second with its exit code. A jailed command keeps
+//!   nothing running after it exits: bubblewrap's PID namespace and the Landlock jail's
+//!   supervisor (see [`command`]) kill every descendant, redirected or not.
+//! - Children die with reasonix: the parent-death signal is set in every child, and they are
+//!   spawned from one long-lived thread because the kernel ties that signal to the spawning
+//!   thread. Paths that exit without unwinding call [`kill_all_groups`] first.
 //! - Dropping a [`GroupChild`] that has not been reaped kills its group with SIGKILL and reaps
 //!   the leader, so an early return or a panic leaves nothing running.
 
@@ -35,7 +40,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -73,6 +78,10 @@ pub struct CommandSpec {
     /// A Landlock ruleset the child enforces on itself just before exec (see
     /// `sandbox::landlock`); `None` runs the program without one.
     pub landlock_ruleset: Option<Arc<OwnedFd>>,
+    /// The jail's seccomp filter (see `sandbox::seccomp`): with a Landlock ruleset the child
+    /// installs it itself; otherwise it is handed to bubblewrap, whose `--seccomp` argument
+    /// names its descriptor.
+    pub seccomp: Option<Arc<sys::Filter>>,
 }
 
 impl CommandSpec {
@@ -92,13 +101,23 @@ impl CommandSpec {
                 tail_bytes: 10 * 1024,
             },
             landlock_ruleset: None,
+            seccomp: None,
         }
     }
 }
 
-/// Builds the `Command` for `spec`: program, arguments, working directory, environment and
-/// the Landlock ruleset, if any. Stdio is left to the caller; [`GroupChild::spawn`] adds the
-/// new session.
+/// Builds the `Command` for `spec`: program, arguments, working directory, environment, a new
+/// session, death with reasonix, and the jail's part of the child, if any. Stdio is left to
+/// the caller, which spawns it with [`GroupChild::spawn`].
+///
+/// What runs in the child before exec, in this order: `setsid` (see
+/// [`sys::start_new_session`]); `PR_SET_PDEATHSIG(SIGKILL)`; then under Landlock
+/// [`sys::lock_down_before_exec`] (descriptors above 2 close-on-exec, a supervisor that stays
+/// the direct child and kills every descendant when the command ends, is stopped, or reasonix
+/// dies; in the command: no_new_privs, the ruleset, no capabilities, the seccomp filter), and
+/// under bubblewrap [`sys::pass_filter_before_exec`] (descriptors above 2 close-on-exec but the
+/// filter's, which bubblewrap installs after building the sandbox; bubblewrap itself sets
+/// no_new_privs, drops capabilities with `--cap-drop ALL` and starts a new session).
 pub fn command(spec: &CommandSpec) -> Command {
     let mut command = Command::new(&spec.program);
     command.args(&spec.args).current_dir(&spec.cwd);
@@ -108,10 +127,74 @@ pub fn command(spec: &CommandSpec) -> Command {
     for (name, value) in &spec.env_set {
         command.env(name, value);
     }
-    if let Some(ruleset) = &spec.landlock_ruleset {
-        sys::restrict_self_before_exec(&mut command, Arc::clone(ruleset));
+    sys::start_new_session(&mut command);
+    sys::die_with_parent_before_exec(&mut command);
+    match (&spec.landlock_ruleset, &spec.seccomp) {
+        (Some(ruleset), Some(filter)) => sys::lock_down_before_exec(
+            &mut command,
+            Arc::new(sys::Lockdown {
+                ruleset: Arc::clone(ruleset),
+                filter: Arc::clone(filter),
+                last_cap: sys::last_capability(),
+            }),
+        ),
+        (Some(ruleset), None) => sys::restrict_self_before_exec(&mut command, Arc::clone(ruleset)),
+        (None, Some(filter)) => sys::pass_filter_before_exec(&mut command, Arc::clone(filter)),
+        (None, None) => {}
     }
     command
+}
+
+/// The process groups of children spawned and not yet reaped, so that [`kill_all_groups`] can
+/// stop them on the way out. A group id is removed before its leader is reaped (under the
+/// lock), so it is never signalled after the id could be reused.
+static LIVE_GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// SIGKILLs every process group reasonix started and has not reaped: for the paths that exit
+/// the process without unwinding (a second Ctrl-C, a second SIGTERM, the end of `main`).
+pub fn kill_all_groups() {
+    for pgid in live_groups().iter() {
+        let _ = sys::kill_group(*pgid, Signal::Kill);
+    }
+}
+
+/// A request to the spawner thread: the command and where to send the child.
+type SpawnRequest = (Command, Sender<io::Result<Child>>);
+
+/// Spawns `command` from one thread that lives as long as the process. The kernel sends the
+/// parent-death signal when the *thread* that forked the child exits, not the process; spawning
+/// from short-lived worker threads would kill long-running children (an MCP server) when
+/// their thread ends.
+fn spawn_from_lifetime_thread(command: Command) -> io::Result<Child> {
+    static SPAWNER: OnceLock<Option<Mutex<Sender<SpawnRequest>>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        thread::Builder::new()
+            .name("reasonix-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let Some(spawner) = spawner else {
+        return Err(io::Error::other("cannot start the spawner thread"));
+    };
+    let (reply, answer) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .send((command, reply))
+        .map_err(|_| io::Error::other("the spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| io::Error::other("the spawner thread is gone"))?
 }
 
 /// A running child that leads its own session and process group. Dropping it before it was
@@ -122,14 +205,27 @@ pub struct GroupChild {
 }
 
 impl GroupChild {
-    /// Spawns `command` as the leader of a new session and process group.
-    pub fn spawn(mut command: Command) -> io::Result<GroupChild> {
-        sys::start_new_session(&mut command);
-        let child = command.spawn()?;
+    /// Spawns `command`, built by [`command`] (which makes it lead a new session and process
+    /// group), from the spawner thread, and records its group for [`kill_all_groups`].
+    pub fn spawn(command: Command) -> io::Result<GroupChild> {
+        let mut live = live_groups();
+        let child = spawn_from_lifetime_thread(command)?;
+        live.push(child.id());
+        drop(live);
         Ok(GroupChild {
             child,
             reaped: false,
         })
+    }
+
+    /// Reaps the leader after taking its group out of the live list; the caller knows it has
+    /// exited (or killed its group), so the wait is short.
+    fn forget_and_wait(&mut self) -> io::Result<ExitStatus> {
+        let mut live = live_groups();
+        live.retain(|pgid| *pgid != self.child.id());
+        let status = self.child.wait();
+        drop(live);
+        status
     }
 
     /// The leader's pid, which is also the process group id.
@@ -161,7 +257,10 @@ impl GroupChild {
     /// Waits for the leader to exit and reaps it. Other members of the group are left alone;
     /// signal the group first if they must not survive.
     pub fn reap(&mut self) -> io::Result<ExitStatus> {
-        let status = self.child.wait()?;
+        // Waits outside the lock so other spawns proceed; the leader stays a zombie, so its
+        // group id stays ours until `forget_and_wait` reaps it.
+        sys::wait_exit_keep_zombie(self.id())?;
+        let status = self.forget_and_wait()?;
         self.reaped = true;
         Ok(status)
     }
@@ -171,7 +270,8 @@ impl Drop for GroupChild {
     fn drop(&mut self) {
         if !self.reaped {
             let _ = sys::kill_group(self.id(), Signal::Kill);
-            let _ = self.child.wait();
+            let _ = sys::wait_exit_keep_zombie(self.id());
+            let _ = self.forget_and_wait();
         }
     }
 }

@@ -610,6 +610,483 @@ impl Dir {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Jail hardening: what reasonix does to itself at start-up, and what a child does to itself
+// between fork and exec (privileges, descriptors, lifetime, the seccomp filter). Everything a
+// child needs is built in the parent; the closures below only make system calls.
+
+/// Makes this process non-dumpable: other processes of the same user (a jailed command among
+/// them) can no longer read its `/proc/<pid>/environ`, `mem` or `fd`, and it leaves no core
+/// file with the provider key in it. Forks inherit the flag until they exec.
+pub fn protect_self() -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_DUMPABLE) takes integers only and touches no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The highest capability number this kernel knows (`/proc/sys/kernel/cap_last_cap`), read in
+/// the parent so the child can drop the bounding set without touching the filesystem; 63 (the
+/// largest the format allows) when the file cannot be read, since dropping an unknown
+/// capability only fails with `EINVAL`, which is ignored.
+pub fn last_capability() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(63)
+}
+
+/// A seccomp program ready for the kernel, and for bubblewrap a sealed memory file holding its
+/// bytes (`--seccomp FD`).
+pub struct Filter {
+    program: Vec<libc::sock_filter>,
+    file: Option<FilterFile>,
+}
+
+/// The memory file and the `/proc/self/fd/N` path (NUL-terminated) a child reopens it by.
+struct FilterFile {
+    fd: OwnedFd,
+    reopen: Vec<u8>,
+}
+
+impl std::fmt::Debug for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filter")
+            .field("instructions", &self.program.len())
+            .field("descriptor", &self.descriptor())
+            .finish()
+    }
+}
+
+impl Filter {
+    /// A filter the child installs itself (the Landlock jail).
+    pub fn new(program: &[super::seccomp::Insn]) -> Filter {
+        Filter {
+            program: program
+                .iter()
+                .map(|i| libc::sock_filter {
+                    code: i.code,
+                    jt: i.jt,
+                    jf: i.jf,
+                    k: i.k,
+                })
+                .collect(),
+            file: None,
+        }
+    }
+
+    /// A filter bubblewrap installs inside its sandbox, read from a sealed memory file whose
+    /// descriptor number [`Filter::descriptor`] gives for `--seccomp`.
+    pub fn for_bwrap(program: &[super::seccomp::Insn]) -> io::Result<Filter> {
+        let bytes = super::seccomp::to_bytes(program);
+        // SAFETY: the name is a NUL-terminated literal; on success the result is a fresh
+        // descriptor nobody else owns.
+        let fd = unsafe {
+            libc::memfd_create(
+                c"reasonix-seccomp".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
+        if fd == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: see above.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut file = std::fs::File::from(fd);
+        std::io::Write::write_all(&mut file, &bytes)?;
+        let seals =
+            libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+        // SAFETY: fcntl(F_ADD_SEALS) on a descriptor we own; integers only.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = OwnedFd::from(file);
+        let mut reopen = format!("/proc/self/fd/{}", fd.as_raw_fd()).into_bytes();
+        reopen.push(0);
+        let mut filter = Filter::new(program);
+        filter.file = Some(FilterFile { fd, reopen });
+        Ok(filter)
+    }
+
+    /// The descriptor number bubblewrap reads the program from, for `--seccomp`.
+    pub fn descriptor(&self) -> Option<i32> {
+        self.file.as_ref().map(|f| f.fd.as_raw_fd())
+    }
+
+    pub fn len(&self) -> usize {
+        self.program.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.program.is_empty()
+    }
+}
+
+/// What a Landlock-jailed child applies to itself, prepared in the parent.
+pub struct Lockdown {
+    pub ruleset: Arc<OwnedFd>,
+    pub filter: Arc<Filter>,
+    /// From [`last_capability`].
+    pub last_cap: u32,
+}
+
+/// Marks every descriptor above 2 close-on-exec. Closing them here would also close the pipe
+/// std uses to report a failed exec (it is close-on-exec already), after which a failed exec
+/// would look like a successful spawn; marking them keeps that pipe working and still leaves
+/// the new program nothing but stdin, stdout and stderr. Falls back to a bounded loop on
+/// kernels older than 5.11.
+fn close_on_exec_above_stderr() {
+    // SAFETY (called between fork and exec): plain system calls on integers.
+    unsafe {
+        if libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) == 0
+        {
+            return;
+        }
+        for fd in 3..4096 {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+}
+
+/// Kills the child with SIGKILL when the thread that spawned it dies, and exits at once if the
+/// parent is already gone. The kernel ties this to the spawning *thread*, so callers spawn
+/// from a thread that lives as long as the process (`process::GroupChild::spawn` does).
+pub fn die_with_parent_before_exec(command: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe system
+    // calls (prctl, getppid, _exit) on integers captured by value.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(127);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Passes `filter`'s program to bubblewrap: every other descriptor above 2 is marked
+/// close-on-exec, and the filter's descriptor number is given a private, non-inherited-offset
+/// copy (reopened through `/proc/self/fd`) that bubblewrap inherits, so any number of
+/// commands can be spawned from one filter, even at once.
+pub fn pass_filter_before_exec(command: &mut Command, filter: Arc<Filter>) {
+    // SAFETY: the closure runs between fork and exec. It calls only async-signal-safe system
+    // calls (close_range/fcntl, open, dup2, close) on a NUL-terminated path and descriptor
+    // numbers built in the parent and kept alive by the Arc.
+    unsafe {
+        command.pre_exec(move || {
+            close_on_exec_above_stderr();
+            let Some(file) = &filter.file else {
+                return Ok(());
+            };
+            let fresh = libc::open(
+                file.reopen.as_ptr().cast(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fresh == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // dup2 onto the number named in the arguments; the copy is not close-on-exec.
+            let rc = libc::dup2(fresh, file.fd.as_raw_fd());
+            libc::close(fresh);
+            if rc == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// `struct __user_cap_header_struct` and `struct __user_cap_data_struct` (version 3).
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// The Landlock jail's child: marks descriptors above 2 close-on-exec, then forks a supervisor
+/// (see [`supervise`]) that stays behind as the direct child, and in the command's process
+/// sets no_new_privs, enforces the Landlock ruleset, drops every capability (bounding,
+/// ambient, effective, permitted, inheritable) and installs the seccomp filter, last so that
+/// nothing before it is filtered. Must run after `setsid` (the supervisor leads the group).
+pub fn lock_down_before_exec(command: &mut Command, lockdown: Arc<Lockdown>) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec. It allocates nothing and takes no lock:
+    // every buffer (the filter, the ruleset descriptor, the signal set) was built in the
+    // parent and is kept alive by the Arc; the fork is the raw clone system call, so no atfork
+    // handler runs; the supervisor never returns from it and leaves with _exit or a signal.
+    unsafe {
+        command.pre_exec(move || {
+            close_on_exec_above_stderr();
+            let mut watched: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut watched);
+            for signal in SUPERVISOR_SIGNALS {
+                libc::sigaddset(&mut watched, signal);
+            }
+            let mut previous: libc::sigset_t = std::mem::zeroed();
+            if libc::sigprocmask(libc::SIG_BLOCK, &watched, &mut previous) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            let supervisor = libc::getpid();
+            let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0);
+            if pid == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if pid > 0 {
+                supervise(pid as libc::pid_t, parent, &watched);
+            }
+            // The command's process from here on.
+            if libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut()) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != supervisor {
+                libc::_exit(127);
+            }
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                lockdown.ruleset.as_raw_fd(),
+                0u32,
+            ) == -1
+            {
+                return Err(io::Error::last_os_error());
+            }
+            drop_capabilities(lockdown.last_cap)?;
+            let program = libc::sock_fprog {
+                len: lockdown.filter.program.len() as libc::c_ushort,
+                filter: lockdown.filter.program.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &program as *const libc::sock_fprog,
+                0,
+                0,
+            ) == -1
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Drops every capability from all five sets. Bounding-set drops that fail with `EINVAL` (a
+/// number this kernel lacks) or `EPERM` (no CAP_SETPCAP, so nothing could be regained from
+/// it under no_new_privs anyway) are skipped; clearing the others cannot fail for lack of
+/// privilege.
+///
+/// # Safety
+/// Only async-signal-safe system calls; callable between fork and exec.
+unsafe fn drop_capabilities(last_cap: u32) -> io::Result<()> {
+    for cap in 0..=last_cap.min(63) {
+        libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+    }
+    if libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    ) == -1
+        && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    if libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The signals the supervisor reads from a signalfd: its child's exits, a stop request from the
+/// runner (which signals the whole group), and SIGUSR1, its parent-death signal.
+const SUPERVISOR_SIGNALS: [libc::c_int; 5] = [
+    libc::SIGCHLD,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGUSR1,
+];
+
+/// The supervisor of one Landlock-jailed command: the direct child of reasonix, leader of the
+/// command's session and process group, outside the Landlock domain (so on ABI 6+ the command
+/// cannot signal it) and a child subreaper, so every descendant that is orphaned (a double
+/// fork, a `setsid` daemon) is reparented to it rather than to init. It waits for the command
+/// to exit, for a stop signal from the runner, or for reasonix to die (SIGUSR1 as parent-death
+/// signal: a SIGKILL of reasonix included), then kills every remaining descendant and exits
+/// the way the command did. This gives the Landlock jail bubblewrap's guarantee: nothing a
+/// command started outlives it, its timeout, or reasonix.
+///
+/// # Safety
+/// Runs in the forked child: only async-signal-safe system calls, no allocation; never
+/// returns.
+unsafe fn supervise(command: libc::pid_t, parent: libc::pid_t, watched: &libc::sigset_t) -> ! {
+    // Nothing inherited is needed; holding the output pipe or std's exec-error pipe would keep
+    // the runner (or spawn) waiting for us.
+    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) == -1 {
+        for fd in 0..4096 {
+            libc::close(fd);
+        }
+    }
+    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    let mut orphaned = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR1, 0, 0, 0) == -1
+        || libc::getppid() != parent;
+    let signals = libc::signalfd(-1, watched, libc::SFD_CLOEXEC);
+    let mut status: Option<libc::c_int> = None;
+    let mut stopped_by = 0;
+    while !orphaned && signals >= 0 && status.is_none() && stopped_by == 0 {
+        let mut info: libc::signalfd_siginfo = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        let n = libc::read(
+            signals,
+            (&mut info as *mut libc::signalfd_siginfo).cast(),
+            size,
+        );
+        if n != size as isize {
+            if n == -1 && *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            break;
+        }
+        match info.ssi_signo as libc::c_int {
+            libc::SIGCHLD => status = reap_all(command),
+            libc::SIGUSR1 => orphaned = true,
+            signal => stopped_by = signal,
+        }
+    }
+    kill_descendants(command, &mut status);
+    if stopped_by != 0 {
+        exit_by_signal(stopped_by);
+    }
+    match status {
+        Some(s) if libc::WIFEXITED(s) => libc::_exit(libc::WEXITSTATUS(s)),
+        Some(s) if libc::WIFSIGNALED(s) => exit_by_signal(libc::WTERMSIG(s)),
+        _ => libc::_exit(125),
+    }
+}
+
+/// Reaps every child that has exited; returns the command's wait status once it is among them.
+unsafe fn reap_all(command: libc::pid_t) -> Option<libc::c_int> {
+    let mut found = None;
+    loop {
+        let mut s = 0;
+        let pid = libc::waitpid(-1, &mut s, libc::WNOHANG);
+        if pid <= 0 {
+            return found;
+        }
+        if pid == command {
+            found = Some(s);
+        }
+    }
+}
+
+/// SIGKILLs every child (the command and everything reparented to us) and reaps it, round
+/// after round, until none is left: each death reparents that child's own children to us. The
+/// list comes from `/proc/thread-self/children`; a number cut off at the end of the buffer is
+/// left for the next round, so a partial number never names a process. Bounded rounds.
+unsafe fn kill_descendants(command: libc::pid_t, status: &mut Option<libc::c_int>) {
+    let path = c"/proc/thread-self/children";
+    let mut buf = [0u8; 4096];
+    for _ in 0..10_000 {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd == -1 {
+            // No way to list children here: at least the command itself goes.
+            if status.is_none() {
+                libc::kill(command, libc::SIGKILL);
+            }
+            break;
+        }
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        if n <= 0 {
+            break;
+        }
+        let mut any = false;
+        let mut pid: libc::pid_t = 0;
+        for &byte in &buf[..n as usize] {
+            match byte {
+                b'0'..=b'9' => {
+                    pid = pid
+                        .saturating_mul(10)
+                        .saturating_add(libc::pid_t::from(byte - b'0'))
+                }
+                _ => {
+                    if pid > 0 {
+                        libc::kill(pid, libc::SIGKILL);
+                        any = true;
+                    }
+                    pid = 0;
+                }
+            }
+        }
+        if !any {
+            break;
+        }
+        loop {
+            let mut s = 0;
+            let reaped = libc::waitpid(-1, &mut s, libc::__WALL);
+            if reaped == command {
+                status.get_or_insert(s);
+            }
+            if reaped == -1 && *libc::__errno_location() != libc::EINTR {
+                break;
+            }
+            if reaped > 0 {
+                // Reap what is already dead without waiting for the rest; the next round
+                // kills whatever was reparented meanwhile.
+                let more = reap_all(command);
+                if more.is_some() {
+                    *status = more;
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// Ends the supervisor the way the command ended: by the same signal, so the runner reports it.
+unsafe fn exit_by_signal(signal: libc::c_int) -> ! {
+    libc::signal(signal, libc::SIG_DFL);
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigaddset(&mut set, signal);
+    libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    libc::kill(libc::getpid(), signal);
+    libc::_exit(128 + signal)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,8 +70,9 @@ fn set_handler(signal: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// Routes SIGINT and SIGTERM to `cancel`. The first signal cancels; a second one exits the
-/// process with 130 (the user insists). Returns an error if the handlers cannot be installed.
+/// Routes SIGINT and SIGTERM to `cancel`. The first signal cancels; a second one kills every
+/// running command's process group and exits the process with 130 (the user insists). Returns
+/// an error if the handlers cannot be installed.
 pub fn cancel_on_interrupt(cancel: CancelToken) -> io::Result<()> {
     let mut reader = install(&[libc::SIGINT, libc::SIGTERM])?;
     std::thread::Builder::new()
@@ -80,6 +81,7 @@ pub fn cancel_on_interrupt(cancel: CancelToken) -> io::Result<()> {
             let mut byte = [0u8; 1];
             while reader.read_exact(&mut byte).is_ok() {
                 if cancel.is_cancelled() {
+                    crate::sandbox::process::kill_all_groups();
                     std::process::exit(crate::error::exit::INTERRUPTED);
                 }
                 cancel.cancel();
@@ -126,6 +128,7 @@ pub fn watch_signals(deliver: impl Fn(Signal) + Send + 'static) -> io::Result<()
                     n @ (libc::SIGTERM | libc::SIGHUP) => {
                         if terminating {
                             restore_terminal();
+                            crate::sandbox::process::kill_all_groups();
                             std::process::exit(128 + n);
                         }
                         terminating = true;
