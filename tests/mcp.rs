@@ -1336,6 +1336,9 @@ fn jailed_stdio_servers_write_only_inside_the_workspace_and_never_see_provider_k
 
 #[test]
 fn a_server_that_fails_in_the_jail_says_how_to_give_it_room() {
+    if jail_backends().is_empty() {
+        return;
+    }
     let home = Dir::new();
     let work = Dir::new();
     let outside = Outside::new();
@@ -1462,6 +1465,9 @@ fn jailed_stdio_servers_cannot_read_forbid_read_paths() {
 
 #[test]
 fn only_the_user_config_can_turn_a_servers_sandbox_off_or_widen_it() {
+    if jail_backends().is_empty() {
+        return;
+    }
     let home = Dir::new();
     let work = Dir::new();
     let outside = Outside::new();
@@ -1517,6 +1523,9 @@ fn only_the_user_config_can_turn_a_servers_sandbox_off_or_widen_it() {
 
 #[test]
 fn mcp_list_shows_each_servers_sandbox() {
+    if jail_backends().is_empty() {
+        return;
+    }
     let (_http, url) = example_http(&[]);
     let home = Dir::new();
     let work = Dir::new();
