@@ -1,6 +1,7 @@
 //! Benchmarks printed by `make bench` (ignored in `make test`): start-up to first request,
-//! harness overhead per tool round, and peak memory of a plain headless run. Build with
-//! `--release` for meaningful numbers; the fake server answers instantly.
+//! a cold start in a fresh home, harness overhead per tool round, peak memory of a plain
+//! headless run, grep on a mid-sized tree, the per-call cost of each bash jail, and what the
+//! first bash round costs with the jail off. Build with `--release` for meaningful numbers; the fake server answers instantly.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -248,4 +249,120 @@ fn bench_grep() {
             5
         );
     }
+}
+
+/// Wall time of one `bash -c true` through `process::run` under `policy`, confining included
+/// (what the bash tool does per call; Landlock builds its ruleset here): the median of `runs`.
+fn bash_call(policy: &reasonix::sandbox::Policy, cwd: &std::path::Path, runs: usize) -> Duration {
+    use reasonix::sandbox::process::{self, CommandSpec, Exit};
+    let samples = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            let mut spec = CommandSpec::new("bash", cwd);
+            spec.args = vec!["-c".into(), "true".into()];
+            let spec = policy.confine_command(spec).expect("the jail works here");
+            let finished = process::run(&spec, &reasonix::cancel::CancelToken::new()).unwrap();
+            assert_eq!(finished.exit, Exit::Code(0), "{:?}", finished.output);
+            started.elapsed()
+        })
+        .collect();
+    median(samples)
+}
+
+#[test]
+#[ignore]
+fn bench_jail_cost_per_bash_call() {
+    use reasonix::sandbox::{Backend, BashMode, Host, Policy, Settings};
+    const RUNS: usize = 40;
+    let home = Dir::new();
+    let ws = Dir::new();
+    // The settings a default config gives, hidden credential paths included: Landlock's
+    // ruleset grows with them.
+    let config = reasonix::config::Config {
+        home: home.join(".reasonix"),
+        ..Default::default()
+    };
+    let base = Settings::from_config(&config, ws.path()).unwrap();
+    let with = |bash, backend| {
+        Policy::new(Settings {
+            bash,
+            backend,
+            ..base.clone()
+        })
+    };
+    let unjailed = bash_call(&with(BashMode::Off, Backend::Auto), ws.path(), RUNS);
+    println!(
+        "bash -c true per call, median of {RUNS}: unjailed {:.2} ms",
+        unjailed.as_secs_f64() * 1000.0
+    );
+    let host = Host::current();
+    for (backend, usable) in [
+        (Backend::Bwrap, host.bwrap.as_ref().err()),
+        (Backend::Landlock, host.landlock.as_ref().err()),
+    ] {
+        if let Some(why) = usable {
+            println!("  {}: unusable here ({why})", backend.name());
+            continue;
+        }
+        let jailed = bash_call(&with(BashMode::Enforce, backend), ws.path(), RUNS);
+        println!(
+            "  {}: {:.2} ms ({:.1}x unjailed, +{:.2} ms)",
+            backend.name(),
+            jailed.as_secs_f64() * 1000.0,
+            jailed.as_secs_f64() / unjailed.as_secs_f64(),
+            (jailed.as_secs_f64() - unjailed.as_secs_f64()) * 1000.0
+        );
+    }
+}
+
+/// The time from the first request to the second of a `reasonix run` whose model calls bash
+/// once: the first tool round, which is where the backend is probed when it is probed at all.
+fn first_bash_round(bash: &str) -> Duration {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "bash", r#"{"command":"true"}"#)]),
+        Reply::text("done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &format!("[sandbox]\nbash = \"{bash}\"\n"),
+    );
+    let out = reasonix(&home, work.path())
+        .args(["run", "--permission-mode", "yolo", "go"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let requests = server.wait_for_requests(2);
+    requests[1].at.duration_since(requests[0].at)
+}
+
+#[test]
+#[ignore]
+fn bench_bash_off_costs_no_probe() {
+    const RUNS: usize = 15;
+    for bash in ["off", "enforce"] {
+        let rounds: Vec<Duration> = (0..RUNS).map(|_| first_bash_round(bash)).collect();
+        println!(
+            "first bash round of a run with [sandbox] bash = \"{bash}\": median {:.2} ms over {RUNS} runs",
+            median(rounds).as_secs_f64() * 1000.0
+        );
+    }
+    // What every process paid on its first bash call before the probe became lazy, bash =
+    // "off" included: finding bwrap and running `bwrap ... true` once, plus the Landlock query.
+    let path = std::env::var_os("PATH");
+    let probes: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let started = Instant::now();
+            let _ = reasonix::sandbox::Host::probe(path.as_deref());
+            started.elapsed()
+        })
+        .collect();
+    println!(
+        "backend probe (paid once per process, now only when something is jailed): median {:.2} ms over {RUNS} probes",
+        median(probes).as_secs_f64() * 1000.0
+    );
 }

@@ -521,7 +521,8 @@ fn mcp_call_prints_the_result_and_fails_on_tool_errors() {
     assert_eq!(out.code, 2, "{out:?}");
     let out = run(reasonix(&home, work.path()).args(["mcp", "list"]));
     let row = status_line(&out, "ex");
-    let cells: Vec<&str> = row.split_whitespace().collect();
+    // The SANDBOX column follows; `mcp_list_shows_each_servers_sandbox` checks it.
+    let cells: Vec<&str> = row.split_whitespace().take(7).collect();
     assert_eq!(
         cells,
         ["ex", "stdio", "connected", "2025-11-25", "2", "1", "1"],
@@ -1203,4 +1204,367 @@ fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
     );
     let err = host.read_resource("proj", "doc://style-guide").unwrap_err();
     assert!(err.contains("`proj` is not connected"), "{err}");
+}
+
+// --- The jail: stdio servers run in the sandbox bash uses --------------------------------
+
+/// A directory outside every temp directory (bwrap gives a jailed server a private /tmp and
+/// Landlock leaves the shared one writable, so an "outside" file there would prove nothing);
+/// removed on drop.
+struct Outside(PathBuf);
+
+impl Outside {
+    fn new() -> Outside {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let shared = |p: &Path| {
+            ["/tmp", "/var/tmp", "/dev/shm"]
+                .iter()
+                .any(|t| p.starts_with(t))
+        };
+        let mut root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        if shared(&root) {
+            root = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+                .join(".cache/reasonix-sandbox-tests");
+        }
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = root.join(format!("mcp-outside-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the outside dir");
+        Outside(dir.canonicalize().expect("canonical outside dir"))
+    }
+
+    fn join(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The jail backends that work here, by their `[sandbox] backend` name; a missing one is
+/// skipped with a message, or fails when `REASONIX_REQUIRE_SANDBOX` is set (CI).
+fn jail_backends() -> Vec<&'static str> {
+    let host = reasonix::sandbox::Host::current();
+    let mut usable = Vec::new();
+    for (name, works) in [
+        ("bwrap", host.bwrap.as_ref().err()),
+        ("landlock", host.landlock.as_ref().err()),
+    ] {
+        match works {
+            None => usable.push(name),
+            Some(why) if std::env::var_os("REASONIX_REQUIRE_SANDBOX").is_some() => {
+                panic!("REASONIX_REQUIRE_SANDBOX is set but {name} is unusable: {why}")
+            }
+            Some(why) => eprintln!("warning: MCP jail tests skip {name}: {why}"),
+        }
+    }
+    usable
+}
+
+/// The example server with its I/O tools, declared in the user config as `io`, plus `extra`
+/// in its entry and `sandbox` as the `[sandbox]` table.
+fn io_config(home: &Dir, extra: &str, sandbox: &str) {
+    let plugin = stdio_plugin("io", example(), &["--io-tools"], extra);
+    use_fake_provider(
+        home,
+        "http://127.0.0.1:9",
+        &format!("{plugin}\n[sandbox]\n{sandbox}\n"),
+    );
+}
+
+/// `reasonix mcp call SERVER TOOL ARGS`, with a provider key in the environment.
+fn mcp_call(home: &Dir, cwd: &Path, server: &str, tool: &str, args: Value) -> crate::util::Run {
+    run(reasonix(home, cwd)
+        .args(["mcp", "call", "--trust-project-mcp", server, tool])
+        .arg(args.to_string())
+        .env("FAKE_API_KEY", "sk-provider-secret"))
+}
+
+#[test]
+fn jailed_stdio_servers_write_only_inside_the_workspace_and_never_see_provider_keys() {
+    for backend in jail_backends() {
+        let home = Dir::new();
+        let work = Dir::new();
+        let outside = Outside::new();
+        io_config(&home, "", &format!("backend = \"{backend}\""));
+        let escaped = outside.join("escaped.txt");
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "io",
+            "write_file",
+            json!({"path": escaped, "text": "pwned"}),
+        );
+        assert_eq!(out.code, 1, "{backend}: {out:?}");
+        assert!(
+            !escaped.exists(),
+            "{backend}: the server wrote outside: {out:?}"
+        );
+        let planted = home.join(".reasonix/planted.txt");
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "io",
+            "write_file",
+            json!({"path": planted, "text": "pwned"}),
+        );
+        assert_eq!(out.code, 1, "{backend}: {out:?}");
+        assert!(
+            !planted.exists(),
+            "{backend}: the server wrote into the reasonix home"
+        );
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "io",
+            "write_file",
+            json!({"path": work.join("inside.txt"), "text": "kept"}),
+        );
+        assert_eq!(out.code, 0, "{backend}: {out:?}");
+        assert_eq!(work.read("inside.txt"), "kept", "{backend}");
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "io",
+            "getenv",
+            json!({"name": "FAKE_API_KEY"}),
+        );
+        assert_eq!(out.code, 0, "{backend}: {out:?}");
+        assert_eq!(out.stdout, "(unset)\n", "{backend}: {out:?}");
+    }
+}
+
+#[test]
+fn a_server_that_fails_in_the_jail_says_how_to_give_it_room() {
+    if jail_backends().is_empty() {
+        return;
+    }
+    let home = Dir::new();
+    let work = Dir::new();
+    let outside = Outside::new();
+    let cache = outside.join("cache");
+    let script = format!(
+        "mkdir -p {0} && echo warm > {0}/index || exit 1; exec {1} --io-tools",
+        cache.display(),
+        example()
+    );
+    let plugin = stdio_plugin("npxlike", "sh", &["-c", &script], "");
+    use_fake_provider(&home, "http://127.0.0.1:9", &plugin);
+    let out = list(&home, work.path(), &[]);
+    assert!(status_line(&out, "npxlike").contains("failed"), "{out:?}");
+    let reason = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("npxlike: "))
+        .unwrap_or_else(|| panic!("no reason for npxlike: {out:?}"));
+    assert!(
+        reason.contains("exited with status 1") && reason.contains("sandbox.allow_write"),
+        "{reason}"
+    );
+    assert!(!cache.exists(), "{out:?}");
+    // The advice works: the cache directory as a write root lets it start.
+    let plugin = stdio_plugin(
+        "npxlike",
+        "sh",
+        &["-c", &script],
+        &format!(
+            "sandbox = {{ allow_write = [{}] }}",
+            toml_str(&outside.0.to_string_lossy())
+        ),
+    );
+    use_fake_provider(&home, "http://127.0.0.1:9", &plugin);
+    let out = list(&home, work.path(), &[]);
+    assert!(
+        status_line(&out, "npxlike").contains("connected"),
+        "{out:?}"
+    );
+    assert!(cache.join("index").exists(), "{out:?}");
+}
+
+#[test]
+fn stdio_servers_keep_the_network_unless_their_sandbox_turns_it_off() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let addr = listener.local_addr().unwrap().to_string();
+    for backend in jail_backends() {
+        let home = Dir::new();
+        let work = Dir::new();
+        io_config(
+            &home,
+            "",
+            &format!("backend = \"{backend}\"\nnetwork = false"),
+        );
+        let connect = json!({ "addr": addr });
+        let out = mcp_call(&home, work.path(), "io", "connect", connect.clone());
+        assert_eq!(
+            out.code, 0,
+            "{backend}: [sandbox] network is bash's switch: {out:?}"
+        );
+        assert!(out.stdout.contains("connected"), "{backend}: {out:?}");
+
+        io_config(
+            &home,
+            "sandbox = { network = false }",
+            &format!("backend = \"{backend}\""),
+        );
+        let out = mcp_call(&home, work.path(), "io", "connect", connect.clone());
+        assert_eq!(out.code, 1, "{backend}: {out:?}");
+        assert!(out.stdout.contains("connect failed"), "{backend}: {out:?}");
+
+        // A project file may tighten a server's sandbox.
+        io_config(&home, "", &format!("backend = \"{backend}\""));
+        let entry =
+            json!({"command": example(), "args": ["--io-tools"], "sandbox": {"network": false}});
+        work.write(
+            ".mcp.json",
+            &json!({"mcpServers": {"proj": entry}}).to_string(),
+        );
+        let out = mcp_call(&home, work.path(), "proj", "connect", connect.clone());
+        assert_eq!(out.code, 1, "{backend}: {out:?}");
+        assert!(out.stdout.contains("connect failed"), "{backend}: {out:?}");
+    }
+}
+
+#[test]
+fn jailed_stdio_servers_cannot_read_forbid_read_paths() {
+    for backend in jail_backends() {
+        let home = Dir::new();
+        let work = Dir::new();
+        let outside = Outside::new();
+        std::fs::create_dir_all(outside.join("secrets")).unwrap();
+        std::fs::write(outside.join("secrets/key"), "TOPSECRET-MCP-5151").unwrap();
+        std::fs::write(outside.join("plain.txt"), "readable").unwrap();
+        let hidden = outside.join("secrets");
+        io_config(
+            &home,
+            "",
+            &format!(
+                "backend = \"{backend}\"\nforbid_read = [{}]",
+                toml_str(&hidden.to_string_lossy())
+            ),
+        );
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "io",
+            "read_file",
+            json!({"path": outside.join("secrets/key")}),
+        );
+        assert_eq!(out.code, 1, "{backend}: {out:?}");
+        assert!(!out.stdout.contains("TOPSECRET"), "{backend}: {out:?}");
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "io",
+            "read_file",
+            json!({"path": outside.join("plain.txt")}),
+        );
+        assert_eq!(out.code, 0, "{backend}: {out:?}");
+        assert_eq!(out.stdout, "readable\n", "{backend}");
+    }
+}
+
+#[test]
+fn only_the_user_config_can_turn_a_servers_sandbox_off_or_widen_it() {
+    if jail_backends().is_empty() {
+        return;
+    }
+    let home = Dir::new();
+    let work = Dir::new();
+    let outside = Outside::new();
+    io_config(&home, "sandbox = \"off\"", "");
+    let out = mcp_call(
+        &home,
+        work.path(),
+        "io",
+        "write_file",
+        json!({"path": outside.join("user.txt"), "text": "allowed"}),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("user.txt")).unwrap(),
+        "allowed"
+    );
+
+    let project =
+        |sandbox: Value| json!({"command": example(), "args": ["--io-tools"], "sandbox": sandbox});
+    work.write(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "off": project(json!("off")),
+            "wide": project(json!({"allow_write": [outside.0]})),
+        }})
+        .to_string(),
+    );
+    work.write(
+        "reasonix.toml",
+        &stdio_plugin("tomloff", example(), &["--io-tools"], "sandbox = \"off\""),
+    );
+    for server in ["off", "wide", "tomloff"] {
+        let target = outside.join(&format!("{server}.txt"));
+        let out = mcp_call(
+            &home,
+            work.path(),
+            server,
+            "write_file",
+            json!({"path": target, "text": "pwned"}),
+        );
+        assert_eq!(out.code, 1, "{server}: {out:?}");
+        assert!(
+            !target.exists(),
+            "{server}: a project file loosened the jail"
+        );
+        assert!(
+            out.stderr.contains(&format!("server `{server}`"))
+                && out.stderr.contains("only the user config"),
+            "{server}: no warning: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn mcp_list_shows_each_servers_sandbox() {
+    if jail_backends().is_empty() {
+        return;
+    }
+    let (_http, url) = example_http(&[]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let backend = match &reasonix::sandbox::Host::current().bwrap {
+        Ok(_) => "bwrap",
+        Err(_) => "landlock",
+    };
+    let plugins = [
+        stdio_plugin("plain", example(), &[], ""),
+        stdio_plugin(
+            "tight",
+            example(),
+            &[],
+            "sandbox = { network = false, allow_write = [\"/srv/cache\"] }",
+        ),
+        stdio_plugin("free", example(), &[], "sandbox = \"off\""),
+        http_plugin("remote", &url),
+    ]
+    .concat();
+    use_fake_provider(&home, "http://127.0.0.1:9", &plugins);
+    let out = list(&home, work.path(), &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let header = out.stdout.lines().next().unwrap_or("");
+    assert!(header.trim_end().ends_with("SANDBOX"), "{out:?}");
+    for (name, sandbox) in [
+        ("plain", format!("{backend}, network on, writes: workspace")),
+        (
+            "tight",
+            format!("{backend}, network off, writes: workspace, /srv/cache"),
+        ),
+        ("free", "off".to_string()),
+        ("remote", "-".to_string()),
+    ] {
+        let line = status_line(&out, name);
+        assert!(line.contains("connected"), "{name}: {out:?}");
+        assert!(line.ends_with(&format!("  {sandbox}")), "{name}: {line}");
+    }
 }

@@ -463,3 +463,71 @@ fn headless_permission_flags_block_calls_and_report_them() {
     let bad = run(reasonix(&home, work.path()).args(["run", "--permission-mode", "maybe", "go"]));
     assert_eq!(bad.code, 2, "{bad:?}");
 }
+
+/// A `bwrap` first on PATH that records each invocation and then runs the real one.
+fn recording_bwrap(dir: &Dir) -> (String, std::path::PathBuf) {
+    let record = dir.join("bwrap-calls");
+    let real = std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("bwrap"))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| "/usr/bin/bwrap".into());
+    let script = dir.write(
+        "bin/bwrap",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            record.display(),
+            real.display()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (path, record)
+}
+
+#[test]
+fn bash_off_never_starts_bwrap() {
+    for (mode, probes) in [("off", false), ("enforce", true)] {
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[("c1", "bash", r#"{"command":"echo ran"}"#)]),
+            Reply::text("done"),
+        ]);
+        let home = Dir::new();
+        let work = Dir::new();
+        let tools = Dir::new();
+        let (path, record) = recording_bwrap(&tools);
+        use_fake_provider(
+            &home,
+            &server.base_url(),
+            &format!("[sandbox]\nbash = \"{mode}\"\n"),
+        );
+        let out = run(reasonix(&home, work.path())
+            .args(["run", "--permission-mode", "yolo", "go"])
+            .env("PATH", path));
+        assert_eq!(out.code, 0, "bash = {mode}: {out:?}");
+        let requests = server.wait_for_requests(2);
+        let result = messages(&requests[1].body)
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string();
+        // The control (enforce) proves the recording bwrap is the one reasonix would use.
+        assert_eq!(
+            record.exists(),
+            probes,
+            "bash = {mode}: bwrap calls: {:?}; tool result: {result}",
+            std::fs::read_to_string(&record).ok()
+        );
+        if mode == "off" {
+            assert!(result.contains("ran"), "{result}");
+        }
+    }
+}

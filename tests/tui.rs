@@ -852,9 +852,11 @@ fn wait_mcp_started(pty: &mut Pty) {
     });
 }
 
-/// Child processes of `pid` running the reference server.
+/// Processes descended from `pid` running the reference server.
 fn example_children(pid: i32) -> usize {
-    let mut found = 0;
+    // `pid -> (ppid, comm)` for every process; a jailed server is a grandchild or deeper
+    // (reasonix -> bwrap -> bwrap -> server), so descendants count, not just children.
+    let mut procs = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
@@ -863,9 +865,24 @@ fn example_children(pid: i32) -> usize {
         let Some((head, tail)) = stat.rsplit_once(')') else {
             continue;
         };
-        let ppid = tail.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-        if ppid == Some(pid) && head.contains("reasonix-plugin") {
-            found += 1;
+        let own = head
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<i32>().ok());
+        let ppid = tail
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<i32>().ok());
+        if let (Some(own), Some(ppid)) = (own, ppid) {
+            procs.push((own, ppid, head.contains("reasonix-plugin")));
+        }
+    }
+    let mut found = 0;
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for (own, _, is_example) in procs.iter().filter(|(_, ppid, _)| *ppid == parent) {
+            found += usize::from(*is_example);
+            frontier.push(*own);
         }
     }
     found
@@ -1048,24 +1065,21 @@ fn piped_chat_uses_mcp_prompts_resources_and_needs_trust_for_project_servers() {
 
 #[test]
 fn messages_wait_for_starting_mcp_servers() {
-    let scratch = Dir::new();
-    let fifo = scratch.join("release");
-    let status = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo");
-    assert!(status.success());
-    // The server starts only once the test writes a line into the FIFO.
-    let script = format!(
-        "read line < {}; exec {}",
-        serde_json::to_string(&fifo.display().to_string()).unwrap(),
-        example_server()
-    );
+    // The server starts only once the test writes a line into the FIFO. It lives in the
+    // workspace, the server's working directory, because a jailed server sees no other test
+    // directory (bwrap gives it a private /tmp).
+    let script = format!("read line < release; exec {}", example_server());
     let plugin = format!(
         "[[plugins]]\nname = \"slow\"\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
         serde_json::to_string(&script).unwrap()
     );
     let (server, home, work) = setup(vec![Reply::text("Hello.")], &plugin);
+    let fifo = work.join("release");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
     let mut pty = chat(&home, &work, &[]);
     pty.wait_text("starting MCP servers");
     pty.send("hi\r");

@@ -707,6 +707,20 @@ mod tests {
         dir
     }
 
+    /// Opens a session this test just dropped. Another test thread may be between fork and
+    /// exec right now, its child holding a copy of our (close-on-exec) lock descriptor for a
+    /// moment; the lock is free once that child execs.
+    fn reopen(path: &Path) -> Session {
+        (0..1_000_000)
+            .find_map(|_| {
+                Session::open(path).ok().or_else(|| {
+                    std::thread::yield_now();
+                    None
+                })
+            })
+            .expect("the lock is released once the session is dropped")
+    }
+
     fn header(id: &str) -> Header {
         Header::new(id.into(), "fake", "m", Path::new("/w"))
     }
@@ -730,7 +744,7 @@ mod tests {
         s.sync().unwrap();
         let path = s.path().to_path_buf();
         drop(s);
-        let reopened = Session::open(&path).unwrap();
+        let reopened = reopen(&path);
         assert_eq!(reopened.messages(), &msgs[..]);
         assert_eq!(reopened.header.id, "a1");
         fs::remove_dir_all(dir).unwrap();
@@ -754,14 +768,14 @@ mod tests {
         f.write_all(b"{\"role\":\"tool\",\"content\":\"half")
             .unwrap();
         drop(f);
-        let reopened = Session::open(&path).unwrap();
+        let reopened = reopen(&path);
         let last = reopened.messages().last().unwrap();
         assert_eq!(last.tool_call_id.as_deref(), Some("c2"));
         assert!(last.content.contains("interrupted"));
         assert_eq!(validate(reopened.messages()), Vec::<String>::new());
         // The repaired file parses cleanly again.
         drop(reopened);
-        assert_eq!(Session::open(&path).unwrap().messages().len(), 4);
+        assert_eq!(reopen(&path).messages().len(), 4);
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -778,7 +792,7 @@ mod tests {
         s.sync().unwrap();
         let path = s.path().to_path_buf();
         drop(s);
-        let reopened = Session::open(&path).unwrap();
+        let reopened = reopen(&path);
         let contents: Vec<&str> = reopened
             .messages()
             .iter()
@@ -937,16 +951,7 @@ mod tests {
         assert_eq!(fork.messages(), s.messages());
         assert_eq!(fork.header.forked_from.as_deref(), Some("l1"));
         drop(s);
-        // Another test thread may be between fork and exec right now, its child holding a copy
-        // of our (close-on-exec) lock descriptor for a moment; the lock is free once it execs.
-        let reopened = (0..100_000)
-            .find_map(|_| {
-                Session::open(&path).ok().or_else(|| {
-                    std::thread::yield_now();
-                    None
-                })
-            })
-            .expect("the lock is released once the session is dropped");
+        let reopened = reopen(&path);
         assert_eq!(reopened.messages().len(), 2);
         fs::remove_dir_all(dir).unwrap();
     }

@@ -7,10 +7,13 @@
 //! `tools/list` into pages of N tools to exercise pagination. `--dynamic-tools` adds a tool
 //! `enable_extra` whose call adds a third tool, `reverse`, and sends
 //! `notifications/tools/list_changed` ahead of its result (over HTTP only in SSE replies,
-//! since this server keeps no standalone stream).
+//! since this server keeps no standalone stream). `--io-tools` adds four tools that touch the
+//! machine, so tests can see what a sandbox lets the server do: `write_file` (`path`, `text`),
+//! `read_file` (`path`), `connect` (`addr`, a TCP `host:port`) and `getenv` (`name`); each
+//! reports a failure as a tool error carrying the OS error.
 //!
 //! Usage:
-//!   reasonix-plugin-example [--page-size N] [--dynamic-tools]
+//!   reasonix-plugin-example [--page-size N] [--dynamic-tools] [--io-tools]
 //!   reasonix-plugin-example --http 127.0.0.1:0 [--json-replies] [--page-size N] [--dynamic-tools]
 //!
 //! In HTTP mode the first line on stdout is `listening on http://HOST:PORT/mcp`.
@@ -35,6 +38,7 @@ struct Options {
     json_replies: bool,
     page_size: usize,
     dynamic_tools: bool,
+    io_tools: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -43,6 +47,7 @@ fn parse_args() -> Result<Options, String> {
         json_replies: false,
         page_size: usize::MAX,
         dynamic_tools: false,
+        io_tools: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -50,6 +55,7 @@ fn parse_args() -> Result<Options, String> {
             "--http" => options.http = Some(args.next().ok_or("--http needs an address")?),
             "--json-replies" => options.json_replies = true,
             "--dynamic-tools" => options.dynamic_tools = true,
+            "--io-tools" => options.io_tools = true,
             "--page-size" => {
                 let value = args.next().ok_or("--page-size needs a number")?;
                 options.page_size =
@@ -63,7 +69,7 @@ fn parse_args() -> Result<Options, String> {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: reasonix-plugin-example [--http ADDR [--json-replies]] [--page-size N] [--dynamic-tools]"
+                    "usage: reasonix-plugin-example [--http ADDR [--json-replies]] [--page-size N] [--dynamic-tools] [--io-tools]"
                 );
                 std::process::exit(0);
             }
@@ -84,6 +90,7 @@ fn main() {
     let server = Server {
         page_size: options.page_size,
         dynamic_tools: options.dynamic_tools,
+        io_tools: options.io_tools,
         extra_enabled: AtomicBool::new(false),
     };
     let result = match &options.http {
@@ -101,6 +108,8 @@ struct Server {
     page_size: usize,
     /// Offer `enable_extra`, which changes the tool list.
     dynamic_tools: bool,
+    /// Offer the tools that write, read, connect and read the environment.
+    io_tools: bool,
     /// `enable_extra` was called: `reverse` is offered.
     extra_enabled: AtomicBool,
 }
@@ -119,6 +128,71 @@ fn base_tools() -> Vec<Value> {
             "annotations": {"readOnlyHint": true}
         }),
     ]
+}
+
+/// The `--io-tools` tools: each takes one string argument.
+fn io_tools() -> Vec<Value> {
+    let tool = |name: &str, description: &str, args: &[&str]| {
+        let properties: serde_json::Map<String, Value> = args
+            .iter()
+            .map(|a| (a.to_string(), json!({"type": "string"})))
+            .collect();
+        json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {"type": "object", "properties": properties, "required": args}
+        })
+    };
+    vec![
+        tool(
+            "write_file",
+            "Writes `text` to the file at `path`.",
+            &["path", "text"],
+        ),
+        tool(
+            "read_file",
+            "Returns the content of the file at `path`.",
+            &["path"],
+        ),
+        tool(
+            "connect",
+            "Opens a TCP connection to `addr` (host:port).",
+            &["addr"],
+        ),
+        tool(
+            "getenv",
+            "Returns the value of the environment variable `name`.",
+            &["name"],
+        ),
+    ]
+}
+
+/// Runs an `--io-tools` tool; `None` when `name` is not one of them.
+fn call_io_tool(name: &str, arguments: Option<&Value>) -> Option<Value> {
+    let arg = |key: &str| {
+        arguments
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let outcome = match name {
+        "write_file" => {
+            std::fs::write(arg("path"), arg("text")).map(|()| format!("wrote {}", arg("path")))
+        }
+        "read_file" => std::fs::read_to_string(arg("path")),
+        "connect" => arg("addr")
+            .parse::<std::net::SocketAddr>()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+            .and_then(|addr| TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)))
+            .map(|_| format!("connected to {}", arg("addr"))),
+        "getenv" => Ok(std::env::var(arg("name")).unwrap_or_else(|_| "(unset)".into())),
+        _ => return None,
+    };
+    Some(match outcome {
+        Ok(text) => text_result(text, false),
+        Err(e) => text_result(format!("{name} failed: {e}"), true),
+    })
 }
 
 fn enable_extra_tool() -> Value {
@@ -142,6 +216,9 @@ impl Server {
         let mut tools = base_tools();
         if self.dynamic_tools {
             tools.push(enable_extra_tool());
+        }
+        if self.io_tools {
+            tools.extend(io_tools());
         }
         if self.extra_enabled.load(Ordering::SeqCst) {
             tools.push(extra_tool());
@@ -257,6 +334,11 @@ fn text_result(text: String, is_error: bool) -> Value {
 impl Server {
     fn call_tool(&self, params: &Value) -> Result<Value, RpcError> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        if self.io_tools {
+            if let Some(result) = call_io_tool(name, params.get("arguments")) {
+                return Ok(result);
+            }
+        }
         let text = params
             .get("arguments")
             .and_then(|a| a.get("text"))

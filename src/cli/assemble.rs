@@ -15,9 +15,7 @@ use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::runner::Options;
 use crate::agent::session::{self, Header, Session};
-use crate::config::{
-    self, BashSandbox, Config, LoadOptions, Loaded, PermissionMode, SandboxBackend,
-};
+use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
 use crate::error::Error;
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
 use crate::provider::{Message, ProviderError, ProviderSettings};
@@ -243,46 +241,7 @@ pub fn tool_context(config: &Config, cwd: &Path) -> Result<ToolContext, Error> {
 
 /// The `[sandbox]` table as sandbox settings, `${VAR}` expanded in `forbid_read`.
 pub fn sandbox_settings(config: &Config, cwd: &Path) -> Result<crate::sandbox::Settings, Error> {
-    let sandbox = &config.sandbox;
-    let lookup = |name: &str| std::env::var(name).ok();
-    let mut forbid_read = Vec::new();
-    for entry in &sandbox.forbid_read {
-        forbid_read.push(PathBuf::from(config::env::expand(entry, &lookup)?));
-    }
-    let defaults: Vec<String> = match &sandbox.default_forbid_read {
-        Some(entries) => entries.clone(),
-        None => config::file::DEFAULT_FORBID_READ
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-    };
-    // A default whose variable is unset (no HOME) names no place to hide.
-    forbid_read.extend(
-        defaults
-            .iter()
-            .filter_map(|entry| config::env::expand(entry, &lookup).ok())
-            .map(PathBuf::from),
-    );
-    Ok(crate::sandbox::Settings {
-        workspace_root: sandbox
-            .workspace_root
-            .clone()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| cwd.to_path_buf()),
-        home: config.home.clone(),
-        allow_write: sandbox.allow_write.clone(),
-        forbid_read,
-        bash: match sandbox.bash {
-            BashSandbox::Enforce => crate::sandbox::BashMode::Enforce,
-            BashSandbox::Off => crate::sandbox::BashMode::Off,
-        },
-        network: sandbox.network,
-        backend: match sandbox.backend {
-            SandboxBackend::Auto => crate::sandbox::Backend::Auto,
-            SandboxBackend::Bwrap => crate::sandbox::Backend::Bwrap,
-            SandboxBackend::Landlock => crate::sandbox::Backend::Landlock,
-        },
-    })
+    Ok(crate::sandbox::Settings::from_config(config, cwd)?)
 }
 
 /// The static permission policy from `[permissions]`.

@@ -1,5 +1,5 @@
 //! `reasonix mcp`: `list` starts every configured MCP server and prints its transport, status,
-//! protocol version and tool/prompt/resource counts; `call SERVER TOOL [JSON]` calls one tool
+//! protocol version, tool/prompt/resource counts and sandbox; `call SERVER TOOL [JSON]` calls one tool
 //! directly, to debug a server without a model in the loop.
 //!
 //! On a terminal, project servers without a grant are offered for approval (once, or always
@@ -26,8 +26,8 @@ Usage: reasonix mcp list [--trust-project-mcp]
 
 Manages the MCP servers declared in [[plugins]] and the project's .mcp.json.
 
-  list   Start every server and show its transport, status, protocol version and how many
-         tools, prompts and resources it offers
+  list   Start every server and show its transport, status, protocol version, how many
+         tools, prompts and resources it offers, and the sandbox a stdio server runs in
   call   Call TOOL of SERVER with the JSON object of arguments (default {}) and print the
          result; exits 1 when the tool reports an error
 
@@ -165,6 +165,7 @@ fn listing(handle: &McpHandle) -> String {
         "TOOLS",
         "PROMPTS",
         "RESOURCES",
+        "SANDBOX",
     ]
     .map(String::from)
     .to_vec()];
@@ -193,9 +194,13 @@ fn listing(handle: &McpHandle) -> String {
         while row.len() < 7 {
             row.push("-".into());
         }
+        row.push(match &status.sandbox {
+            Some(jail) => sanitize(&jail.describe()),
+            None => "-".into(),
+        });
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..7)
+    let widths: Vec<usize> = (0..8)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();

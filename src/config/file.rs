@@ -456,8 +456,71 @@ pub struct PluginConfig {
     pub tools: BTreeMap<String, PluginToolConfig>,
     #[serde(default)]
     pub approvals_reviewer: ApprovalsReviewer,
+    /// How a stdio server is confined; `None` = the jail with the defaults of
+    /// [`PluginJail`]. Loosening it (`"off"`, `allow_write`) counts only in the user config.
+    #[serde(default)]
+    pub sandbox: Option<PluginSandbox>,
     #[serde(skip)]
     pub origin: Layer,
+}
+
+/// `[[plugins]] sandbox`: the string `"off"` or a table of [`PluginJail`] settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSandbox {
+    /// The server runs unconfined.
+    Off,
+    Jail(PluginJail),
+}
+
+/// The jail of a stdio server: the backend bash uses (`[sandbox] backend`), with the hidden
+/// paths of `[sandbox] forbid_read`, but the server's own write roots and network switch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginJail {
+    /// `None` = on: most servers exist to reach some service.
+    pub network: Option<bool>,
+    /// Write roots beyond the workspace; raw entries, `${VAR}` expanded by the consumer.
+    pub allow_write: Vec<String>,
+}
+
+impl Serialize for PluginSandbox {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PluginSandbox::Off => serializer.serialize_str("off"),
+            PluginSandbox::Jail(jail) => jail.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PluginSandbox {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // A visitor rather than `#[serde(untagged)]`, whose error names no accepted form.
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PluginSandbox;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"off\" or a table like { network = false, allow_write = [...] }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<PluginSandbox, E> {
+                match text {
+                    "off" => Ok(PluginSandbox::Off),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<PluginSandbox, A::Error> {
+                let jail =
+                    PluginJail::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(PluginSandbox::Jail(jail))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 fn default_startup_timeout() -> u64 {

@@ -3,11 +3,16 @@
 //! with `${VAR}` and `${VAR:-default}` expanded in command, args, env, url and headers.
 //!
 //! Each server comes out as a [`ServerSpec`] carrying where it was declared (project files need
-//! a launch grant), its launch identity (what a grant is bound to), its timeouts and its
-//! approval modes. A server that cannot be used (the legacy `sse` transport, an unset
+//! a launch grant), its launch identity (what a grant is bound to), its timeouts, its approval
+//! modes and its sandbox. A server that cannot be used (the legacy `sse` transport, an unset
 //! variable, a malformed `.mcp.json`) is reported as a problem; the others still start.
+//!
+//! Sandbox settings follow trust: the user config may turn a server's jail off or give it more
+//! write roots; a project file (`reasonix.toml`, `.mcp.json`) may only tighten it (turn its
+//! network off). A loosening setting from a project file is ignored with a warning.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,7 +20,9 @@ use serde_json::{json, Value};
 
 use super::grants::sha256_hex;
 use crate::config::env::{expand, parse_store};
-use crate::config::{ApprovalMode, Config, Layer, PluginConfig, PluginType};
+use crate::config::{
+    ApprovalMode, Config, Layer, PluginConfig, PluginJail, PluginSandbox, PluginType,
+};
 
 /// The project file Claude Code reads, in the workspace root.
 pub const MCP_JSON: &str = ".mcp.json";
@@ -79,6 +86,52 @@ pub struct ServerSpec {
     pub default_mode: ApprovalMode,
     /// Per-tool modes by raw tool name.
     pub tool_modes: BTreeMap<String, ApprovalMode>,
+    /// How the process of a stdio server is confined (unused for HTTP servers).
+    pub sandbox: ServerSandbox,
+}
+
+/// The confinement of a stdio server's process, after the trust rules (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerSandbox {
+    /// `sandbox = "off"` in the user config.
+    Off,
+    /// The jail bash uses (backend, hidden paths, read-only reasonix home), with these write
+    /// roots beyond the workspace (expanded, relative ones taken against the workspace) and
+    /// this network switch.
+    Jail {
+        network: bool,
+        allow_write: Vec<PathBuf>,
+    },
+}
+
+impl Default for ServerSandbox {
+    fn default() -> ServerSandbox {
+        ServerSandbox::Jail {
+            network: true,
+            allow_write: Vec::new(),
+        }
+    }
+}
+
+/// "network on, writes: workspace, /srv/cache" or "off", for `reasonix mcp list`; the
+/// backend is the caller's to add, since it depends on the machine.
+impl fmt::Display for ServerSandbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerSandbox::Off => f.write_str("off"),
+            ServerSandbox::Jail {
+                network,
+                allow_write,
+            } => {
+                let network = if *network { "on" } else { "off" };
+                write!(f, "network {network}, writes: workspace")?;
+                for root in allow_write {
+                    write!(f, ", {}", root.display())?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 impl ServerSpec {
@@ -144,7 +197,8 @@ impl ServerSpec {
 #[derive(Debug, Default)]
 pub struct Declared {
     pub servers: Vec<ServerSpec>,
-    /// One line each, naming the server and the fix.
+    /// One line each, naming the server and the fix: servers left out, and settings a
+    /// project file may not make (ignored, the server still starts).
     pub problems: Vec<String>,
 }
 
@@ -219,13 +273,19 @@ pub fn declared(config: &Config, cwd: &Path) -> Declared {
         Err(problem) => declared.problems.push(problem),
     }
     for (plugin, origin) in entries {
-        match resolve(&plugin, origin, config, &vars) {
-            Ok(spec) => declared.servers.push(spec),
-            Err(problem) => declared.problems.push(format!(
-                "mcp: server `{}` ({}): {problem}",
+        let mut ignored = Vec::new();
+        let resolved = resolve(&plugin, origin, config, &vars, &mut ignored);
+        let about = |text: &str| {
+            format!(
+                "mcp: server `{}` ({}): {text}",
                 plugin.name,
                 origin.describe()
-            )),
+            )
+        };
+        declared.problems.extend(ignored.iter().map(|i| about(i)));
+        match resolved {
+            Ok(spec) => declared.servers.push(spec),
+            Err(problem) => declared.problems.push(about(&problem)),
         }
     }
     declared
@@ -258,7 +318,11 @@ pub fn read_mcp_json(path: &Path) -> Result<Vec<PluginConfig>, String> {
 
 /// Keys of a Claude Code server entry; anything else (reasonix-only options such as approval
 /// modes) is ignored, so a project file cannot loosen approvals through this route.
-const MCP_JSON_KEYS: &[&str] = &["type", "command", "args", "env", "url", "headers"];
+/// `sandbox` is kept so that a tightening (`network: false`) counts; what it may not loosen is
+/// decided with the other trust rules in [`resolve`].
+const MCP_JSON_KEYS: &[&str] = &[
+    "type", "command", "args", "env", "url", "headers", "sandbox",
+];
 
 pub fn parse_mcp_json(text: &str) -> Result<Vec<PluginConfig>, String> {
     let value: Value =
@@ -291,11 +355,14 @@ pub fn parse_mcp_json(text: &str) -> Result<Vec<PluginConfig>, String> {
     Ok(plugins)
 }
 
+/// The usable server of `plugin`; settings ignored under the trust rules are added to
+/// `ignored`, one sentence each.
 fn resolve(
     plugin: &PluginConfig,
     origin: Origin,
     config: &Config,
     vars: &Vars,
+    ignored: &mut Vec<String>,
 ) -> Result<ServerSpec, String> {
     let endpoint = match plugin.kind {
         PluginType::Sse => {
@@ -365,6 +432,50 @@ fn resolve(
             .iter()
             .filter_map(|(tool, c)| c.approval_mode.map(|m| (tool.clone(), cap_mode(m, origin))))
             .collect(),
+        sandbox: sandbox(plugin, origin, vars, ignored)?,
+    })
+}
+
+/// The server's sandbox: as configured when the user wrote it; from a project file, only what
+/// tightens the default jail.
+fn sandbox(
+    plugin: &PluginConfig,
+    origin: Origin,
+    vars: &Vars,
+    ignored: &mut Vec<String>,
+) -> Result<ServerSandbox, String> {
+    let jail = match &plugin.sandbox {
+        None => return Ok(ServerSandbox::default()),
+        Some(PluginSandbox::Off) if origin.needs_grant() => {
+            ignored.push(
+                "`sandbox = \"off\"` is ignored: only the user config may loosen a server's \
+                 sandbox; the server runs in the jail"
+                    .into(),
+            );
+            return Ok(ServerSandbox::default());
+        }
+        Some(PluginSandbox::Off) => return Ok(ServerSandbox::Off),
+        Some(PluginSandbox::Jail(jail)) => jail,
+    };
+    let PluginJail {
+        network,
+        allow_write,
+    } = jail;
+    let mut roots = Vec::new();
+    if origin.needs_grant() && !allow_write.is_empty() {
+        ignored.push(
+            "`sandbox.allow_write` is ignored: only the user config may give a server more \
+             write roots"
+                .into(),
+        );
+    } else {
+        for root in allow_write {
+            roots.push(PathBuf::from(vars.expand(root, origin)?));
+        }
+    }
+    Ok(ServerSandbox::Jail {
+        network: network.unwrap_or(true),
+        allow_write: roots,
     })
 }
 
@@ -453,7 +564,7 @@ mod tests {
         let p = plugin(
             "name = \"s\"\ncommand = \"${FROM_DOTENV}/bin\"\nargs = [\"--x=${MISSING:-d}\"]\nenv = { T = \"${REASONIX_TEST_MCP_TOKEN}\" }\n",
         );
-        let spec = resolve(&p, Origin::User, &config, &v).unwrap();
+        let spec = resolve(&p, Origin::User, &config, &v, &mut Vec::new()).unwrap();
         assert_eq!(
             spec.endpoint,
             Endpoint::Stdio {
@@ -462,14 +573,14 @@ mod tests {
                 env: vec![("T".into(), "tok".into())]
             }
         );
-        let err = resolve(&p, Origin::McpJson, &config, &v).unwrap_err();
+        let err = resolve(&p, Origin::McpJson, &config, &v, &mut Vec::new()).unwrap_err();
         assert!(err.contains("provider key"), "{err}");
         let http =
             plugin("name = \"h\"\ntype = \"http\"\nurl = \"http://127.0.0.1:${PORT_UNSET}/mcp\"\n");
-        let err = resolve(&http, Origin::User, &config, &v).unwrap_err();
+        let err = resolve(&http, Origin::User, &config, &v, &mut Vec::new()).unwrap_err();
         assert!(err.contains("PORT_UNSET"), "{err}");
         let sse = plugin("name = \"l\"\ntype = \"sse\"\nurl = \"http://x/sse\"\n");
-        let err = resolve(&sse, Origin::User, &config, &v).unwrap_err();
+        let err = resolve(&sse, Origin::User, &config, &v, &mut Vec::new()).unwrap_err();
         assert!(err.contains("use type `http`"), "{err}");
     }
 
@@ -478,7 +589,9 @@ mod tests {
         let config = Config::default();
         let secrets = Vec::new();
         let v = vars(&secrets);
-        let spec = |text: &str| resolve(&plugin(text), Origin::McpJson, &config, &v).unwrap();
+        let spec = |text: &str| {
+            resolve(&plugin(text), Origin::McpJson, &config, &v, &mut Vec::new()).unwrap()
+        };
         let a = spec("name = \"s\"\ncommand = \"srv\"\nargs = [\"a\"]\nenv = { K = \"1\" }\n");
         let same = spec("name = \"s\"\ncommand = \"srv\"\nargs = [\"a\"]\nenv = { K = \"2\" }\n");
         let other_arg =
@@ -500,13 +613,13 @@ mod tests {
         let p = plugin(
             "name = \"s\"\ncommand = \"x\"\ncall_timeout_seconds = 600\ntool_timeout_seconds = { slow = 1800, free = 0 }\ntools = { rm = { approval_mode = \"prompt\" }, ok = { approval_mode = \"approve\" } }\n",
         );
-        let user = resolve(&p, Origin::User, &config, &v).unwrap();
+        let user = resolve(&p, Origin::User, &config, &v, &mut Vec::new()).unwrap();
         assert_eq!(user.tool_timeout("slow"), Some(Duration::from_secs(1800)));
         assert_eq!(user.tool_timeout("free"), None);
         assert_eq!(user.tool_timeout("other"), Some(Duration::from_secs(600)));
         assert_eq!(user.tool_mode("rm"), ApprovalMode::Prompt);
         assert_eq!(user.tool_mode("other"), ApprovalMode::Approve);
-        let project = resolve(&p, Origin::ProjectToml, &config, &v).unwrap();
+        let project = resolve(&p, Origin::ProjectToml, &config, &v, &mut Vec::new()).unwrap();
         assert_eq!(project.tool_mode("other"), ApprovalMode::Auto);
         assert_eq!(
             project.tool_mode("ok"),
@@ -518,9 +631,57 @@ mod tests {
             Origin::User,
             &config,
             &v,
+            &mut Vec::new(),
         )
         .unwrap();
         assert_eq!(plain.tool_timeout("any"), Some(Duration::from_secs(300)));
         assert_eq!(plain.startup_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn only_the_user_config_loosens_a_sandbox_and_projects_may_tighten_it() {
+        std::env::set_var("REASONIX_TEST_MCP_CACHE", "/var/cache/x");
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let resolved = |text: &str, origin: Origin| {
+            let mut ignored = Vec::new();
+            let spec = resolve(&plugin(text), origin, &config, &v, &mut ignored).unwrap();
+            (spec.sandbox, ignored)
+        };
+        let off = "name = \"s\"\ncommand = \"x\"\nsandbox = \"off\"\n";
+        let wide = "name = \"s\"\ncommand = \"x\"\nsandbox = { network = false, allow_write = [\"${REASONIX_TEST_MCP_CACHE}\"] }\n";
+        assert_eq!(resolved(off, Origin::User), (ServerSandbox::Off, vec![]));
+        let user_wide = ServerSandbox::Jail {
+            network: false,
+            allow_write: vec![PathBuf::from("/var/cache/x")],
+        };
+        assert_eq!(resolved(wide, Origin::User), (user_wide.clone(), vec![]));
+        assert_eq!(
+            user_wide.to_string(),
+            "network off, writes: workspace, /var/cache/x"
+        );
+        for origin in [Origin::ProjectToml, Origin::McpJson] {
+            let (sandbox, ignored) = resolved(off, origin);
+            assert_eq!(sandbox, ServerSandbox::default());
+            assert!(ignored[0].contains("only the user config"), "{ignored:?}");
+            let (sandbox, ignored) = resolved(wide, origin);
+            let tightened = ServerSandbox::Jail {
+                network: false,
+                allow_write: vec![],
+            };
+            assert_eq!(sandbox, tightened, "network = false still counts");
+            assert!(ignored[0].contains("allow_write"), "{ignored:?}");
+        }
+        let plain = resolved("name = \"s\"\ncommand = \"x\"\n", Origin::McpJson);
+        assert_eq!(plain, (ServerSandbox::default(), vec![]));
+        assert_eq!(plain.0.to_string(), "network on, writes: workspace");
+        let bad: Result<PluginConfig, _> =
+            toml::from_str("name = \"s\"\ncommand = \"x\"\nsandbox = \"none\"\n");
+        let err = bad.unwrap_err().to_string();
+        assert!(err.contains("\"off\" or a table"), "{err}");
+        let json =
+            parse_mcp_json(r#"{"mcpServers": {"s": {"command": "x", "sandbox": "off"}}}"#).unwrap();
+        assert_eq!(json[0].sandbox, Some(PluginSandbox::Off));
     }
 }

@@ -6,6 +6,12 @@
 //! `/mcp__<server>__<prompt>` commands and `@<server>:<uri>` references in user messages.
 //!
 //! A server that fails in any way costs its own tools and one notice; the run goes on.
+//!
+//! Stdio servers run in the jail bash uses (SPEC §3.3: "the process uses the server's writer
+//! sandbox"): the configured backend and hidden paths, the reasonix home read-only, with the
+//! server's own write roots (the workspace plus its `sandbox.allow_write`) and network switch
+//! (on unless `sandbox = { network = false }`); see [`ServerJail`]. A server that fails to
+//! start in the jail gets a hint naming the ways to give it room.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -18,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::adapter::{sanitize, tool_name, with_suffix, McpTool, RemoteTool};
 use super::client::{CallOptions, Client, ClientOptions, ServerEvent, ServerInfo};
-use super::config::{self, Endpoint, Origin, ServerSpec};
+use super::config::{self, Endpoint, Origin, ServerSandbox, ServerSpec};
 use super::content::{self, ToolOutput};
 use super::grants::GrantStore;
 use super::http::{HttpSpec, HttpTransport};
@@ -31,6 +37,7 @@ use crate::agent::runner::{ToolChange, ToolSource};
 use crate::cancel::CancelToken;
 use crate::config::Config;
 use crate::permission::McpLookup;
+use crate::sandbox::{BashMode, Jail, Policy, Settings};
 use crate::tool::{Registry, Tool};
 
 /// Launch approval is part of what the chat asks of MCP, so its types live with the others.
@@ -72,6 +79,9 @@ pub struct Launch {
     /// Provider key names, removed from stdio servers' environments unless their own `env`
     /// sets them.
     pub secrets: Vec<String>,
+    /// The `[sandbox]` settings stdio servers are jailed with, or why they cannot be read
+    /// (an unset variable in `forbid_read`): then only unjailed servers start.
+    pub sandbox: Result<Settings, String>,
     pub client: ClientOptions,
 }
 
@@ -86,7 +96,7 @@ impl Server {
         };
         let log = options.log.clone();
         let client = Client::start(options, |inbox| open_transport(&spec, launch, inbox))?;
-        let failed = |err: McpError| with_diagnostics(err, &client);
+        let failed = |err: McpError| with_jail_hint(with_diagnostics(err, &client), &spec);
         let info = client
             .initialize(&CallOptions::timeout(spec.startup_timeout))
             .map_err(failed)?;
@@ -250,6 +260,10 @@ fn open_transport(
     match &spec.endpoint {
         Endpoint::Stdio { command, args, env } => {
             let named: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+            let sandbox = ServerJail::of(spec, &launch.sandbox)
+                .map(|jail| jail.policy)
+                .unwrap_or_else(|| Err("an HTTP server has no process to jail".into()))
+                .map_err(|why| McpError::Start(format!("cannot set up its sandbox: {why}")))?;
             let stdio = StdioSpec {
                 name: spec.name.clone(),
                 program: command.clone(),
@@ -262,6 +276,7 @@ fn open_transport(
                     .filter(|n| !named.contains(&n.as_str()))
                     .cloned()
                     .collect(),
+                sandbox,
             };
             Ok(Box::new(StdioTransport::spawn(&stdio, inbox)?))
         }
@@ -293,6 +308,87 @@ fn with_diagnostics(err: McpError, client: &Client) -> McpError {
     }
 }
 
+/// Says how to give a jailed stdio server room when it failed to start: a server that writes
+/// its cache outside the workspace (`npx` into `~/.npm`) typically exits on the refused write,
+/// and its last stderr line (added by [`with_diagnostics`]) shows which path it wanted.
+fn with_jail_hint(err: McpError, spec: &ServerSpec) -> McpError {
+    if !matches!(spec.endpoint, Endpoint::Stdio { .. }) || spec.sandbox == ServerSandbox::Off {
+        return err;
+    }
+    let hint = format!(
+        "it runs in the sandbox ({}); if it needs to write elsewhere (a cache such as \
+         ~/.npm), add that directory to its `sandbox.allow_write`, or set `sandbox = \"off\"` \
+         for it in the user config",
+        spec.sandbox
+    );
+    match err {
+        McpError::Closed(reason) => McpError::Closed(format!("{reason}; {hint}")),
+        McpError::Timeout { .. } | McpError::Protocol(_) | McpError::Start(_) => McpError::Start(
+            format!("{}; {hint}", err.to_string().trim_start_matches("mcp: ")),
+        ),
+        other => other,
+    }
+}
+
+/// The sandbox of one stdio server: its configuration and the policy its process runs under.
+#[derive(Debug, Clone)]
+pub struct ServerJail {
+    pub config: ServerSandbox,
+    /// The base `[sandbox]` settings with the server's write roots and network switch; `Err`
+    /// when the base settings could not be read.
+    pub policy: Result<Arc<Policy>, String>,
+}
+
+impl ServerJail {
+    /// `None` for HTTP servers, which are not our processes.
+    pub fn of(spec: &ServerSpec, base: &Result<Settings, String>) -> Option<ServerJail> {
+        if !matches!(spec.endpoint, Endpoint::Stdio { .. }) {
+            return None;
+        }
+        let settings = match &spec.sandbox {
+            // `BashMode` is the jail switch of a policy; `Off` runs the command as it is.
+            ServerSandbox::Off => base.clone().map(|base| Settings {
+                bash: BashMode::Off,
+                ..base
+            }),
+            ServerSandbox::Jail {
+                network,
+                allow_write,
+            } => base.clone().map(|base| Settings {
+                allow_write: allow_write.clone(),
+                network: *network,
+                bash: BashMode::Enforce,
+                ..base
+            }),
+        };
+        let policy = match (&spec.sandbox, settings) {
+            (_, Ok(settings)) => Ok(Arc::new(Policy::new(settings))),
+            // Nothing to jail: the base settings do not matter.
+            (ServerSandbox::Off, Err(_)) => Ok(Arc::new(Policy::workspace_only(Path::new("/")))),
+            (_, Err(why)) => Err(why),
+        };
+        Some(ServerJail {
+            config: spec.sandbox.clone(),
+            policy,
+        })
+    }
+
+    /// "bwrap, network on, writes: workspace" or "off". Selecting the backend probes the host
+    /// (once per process), so only listings call this.
+    pub fn describe(&self) -> String {
+        let backend = match (&self.config, &self.policy) {
+            (ServerSandbox::Off, _) => return "off".into(),
+            (_, Ok(policy)) => match policy.jail() {
+                Ok(Some(Jail::Bwrap(_))) => "bwrap",
+                Ok(Some(Jail::Landlock(_))) => "landlock",
+                Ok(None) | Err(_) => "unavailable",
+            },
+            (_, Err(_)) => "unavailable",
+        };
+        format!("{backend}, {}", self.config)
+    }
+}
+
 /// How one declared server fared.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerState {
@@ -308,6 +404,8 @@ pub struct ServerStatus {
     pub transport: &'static str,
     pub origin: Origin,
     pub state: ServerState,
+    /// `None` for HTTP servers.
+    pub sandbox: Option<ServerJail>,
 }
 
 /// The servers of a run. Dropping it shuts every server down (in parallel).
@@ -357,6 +455,7 @@ pub fn start(
         warn(sink, problem);
     }
     let grants = GrantStore::new(&config.home);
+    let sandbox = Settings::from_config(config, cwd).map_err(|e| e.to_string());
     let mut handle = McpHandle::default();
     let mut launch = Vec::new();
     for spec in declared.servers {
@@ -372,13 +471,14 @@ pub fn start(
                 );
                 handle
                     .statuses
-                    .push(status(&spec, ServerState::Skipped(reason)));
+                    .push(status(&spec, &sandbox, ServerState::Skipped(reason)));
             }
         }
     }
     let shared = Launch {
         cwd: cwd.to_path_buf(),
         secrets: config.secret_env_names(),
+        sandbox,
         client: ClientOptions {
             name: String::new(),
             roots: vec![config::workspace_root(config, cwd)],
@@ -389,7 +489,8 @@ pub fn start(
     for (spec, result) in connect_all(launch, &shared) {
         match result {
             Ok(server) => {
-                handle.statuses.push(status(&spec, ServerState::Connected));
+                let connected = status(&spec, &shared.sandbox, ServerState::Connected);
+                handle.statuses.push(connected);
                 handle.servers.push(Arc::new(server));
             }
             Err(err) => {
@@ -403,7 +504,7 @@ pub fn start(
                 );
                 handle
                     .statuses
-                    .push(status(&spec, ServerState::Failed(reason)));
+                    .push(status(&spec, &shared.sandbox, ServerState::Failed(reason)));
             }
         }
     }
@@ -415,12 +516,17 @@ pub fn start(
     handle
 }
 
-fn status(spec: &ServerSpec, state: ServerState) -> ServerStatus {
+fn status(
+    spec: &ServerSpec,
+    sandbox: &Result<Settings, String>,
+    state: ServerState,
+) -> ServerStatus {
     ServerStatus {
         name: spec.name.clone(),
         transport: spec.transport_name(),
         origin: spec.origin,
         state,
+        sandbox: ServerJail::of(spec, sandbox),
     }
 }
 

@@ -1,11 +1,15 @@
 //! The stdio transport: the server is a child process speaking one JSON-RPC message per line on
 //! its stdin and stdout. Its stderr goes to the debug log (and a short tail is kept for error
-//! messages); it runs in its own process group so shutting it down reaches every descendant.
+//! messages); it runs in its own process group so shutting it down reaches every descendant,
+//! and in the jail of its [`Policy`] (see [`Policy::confine_command`]), like bash.
 //!
 //! Threads, one job each: `mcp-<name>-in` writes queued messages to stdin (so a server that
 //! stops reading can never block a caller past its timeout), `mcp-<name>-out` reads stdout into
-//! the inbox, `mcp-<name>-err` drains stderr, and `mcp-<name>-wait` notices the exit, kills what
-//! is left of the group and reaps the leader. Shutdown closes stdin, waits briefly for the server to leave on its own, then sends
+//! the inbox, `mcp-<name>-err` drains stderr, and `mcp-<name>-wait` starts the server, notices
+//! its exit, kills what is left of the group and reaps the leader. The waiting thread is the one
+//! that starts it because bwrap's `--die-with-parent` (`PR_SET_PDEATHSIG`) fires when the
+//! *thread* that forked it ends: started from the short-lived startup thread, a jailed server
+//! would be killed right after its handshake. Shutdown closes stdin, waits briefly for the server to leave on its own, then sends
 //! SIGTERM and finally SIGKILL to the group.
 
 use std::collections::VecDeque;
@@ -21,6 +25,7 @@ use super::transport::{Inbox, Incoming, Transport};
 use super::McpError;
 use crate::sandbox::process::{command, CommandSpec, GroupChild};
 use crate::sandbox::sys::{wait_exit_keep_zombie, Signal};
+use crate::sandbox::Policy;
 
 /// A single message larger than this is dropped (and logged) rather than buffered.
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -46,6 +51,8 @@ pub struct StdioSpec {
     pub env: Vec<(String, String)>,
     /// Removed from the inherited environment (provider keys the server did not ask for).
     pub env_remove: Vec<String>,
+    /// The jail the process runs in; a policy with `BashMode::Off` runs it unconfined.
+    pub sandbox: Arc<Policy>,
 }
 
 /// The exit of the server process, once known.
@@ -121,30 +128,42 @@ impl StdioTransport {
         cmd_spec.args = spec.args.iter().map(Into::into).collect();
         cmd_spec.env_remove = spec.env_remove.clone();
         cmd_spec.env_set = spec.env.clone();
+        // Inside the jail the program is bwrap's to find, and a missing one would only show as
+        // bwrap's exit; looking first keeps the plain "cannot run" answer.
+        if !program_exists(spec) {
+            return Err(cannot_run(
+                &spec.program,
+                std::io::Error::from_raw_os_error(libc::ENOENT),
+            ));
+        }
+        let cmd_spec = spec.sandbox.confine_command(cmd_spec).map_err(|e| {
+            McpError::Start(format!(
+                "cannot jail it: {}; install bubblewrap, or set `sandbox = \"off\"` for this \
+                 server in the user config",
+                e.to_string().trim_start_matches("sandbox: ")
+            ))
+        })?;
         let mut cmd = command(&cmd_spec);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = GroupChild::spawn(cmd).map_err(|e| {
-            McpError::Start(format!(
-                "cannot run `{}`: {e}; check `command` and PATH",
-                spec.program
-            ))
-        })?;
+        let exit = Arc::new(Exit {
+            state: Mutex::new(ExitState::default()),
+            changed: Condvar::new(),
+        });
+        let started = start_and_wait(&spec.name, cmd, Arc::clone(&exit))
+            .map_err(|e| e.into_mcp(&spec.program))?;
+        let mut child = started.child.lock().unwrap_or_else(PoisonError::into_inner);
         let (stdin, stdout, stderr) =
             (child.take_stdin(), child.take_stdout(), child.take_stderr());
-        let pid = child.id();
+        drop(child);
         let transport = StdioTransport {
             name: spec.name.clone(),
             stdin: Mutex::new(None),
-            child: Arc::new(Mutex::new(child)),
-            exit: Arc::new(Exit {
-                state: Mutex::new(ExitState::default()),
-                changed: Condvar::new(),
-            }),
+            child: started.child,
+            exit,
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
         };
-        transport.watch_exit(pid)?;
         if let Some(stdin) = stdin {
             transport.write_stdin(stdin, inbox.clone())?;
         }
@@ -159,22 +178,6 @@ impl StdioTransport {
 
     fn thread(&self, role: &str) -> std::thread::Builder {
         std::thread::Builder::new().name(super::thread_name(&self.name, role))
-    }
-
-    fn watch_exit(&self, pid: u32) -> Result<(), McpError> {
-        let (child, exit) = (Arc::clone(&self.child), Arc::clone(&self.exit));
-        self.thread("wait")
-            .spawn(move || {
-                let _ = wait_exit_keep_zombie(pid);
-                let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
-                // The leader is a zombie, so the group id is still ours: clear out anything it
-                // left behind before reaping it.
-                let _ = child.signal(Signal::Kill);
-                let status = child.reap().ok().map(|s| describe_status(&s));
-                exit.record(status);
-            })
-            .map(drop)
-            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
     }
 
     fn write_stdin(&self, mut stdin: ChildStdin, inbox: Inbox) -> Result<(), McpError> {
@@ -281,6 +284,94 @@ impl StdioTransport {
     fn signal(&self, signal: Signal) {
         let child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = child.signal(signal);
+    }
+}
+
+/// A server started by its waiting thread.
+struct Started {
+    child: Arc<Mutex<GroupChild>>,
+}
+
+/// Why [`start_and_wait`] could not start the server.
+enum StartError {
+    Spawn(std::io::Error),
+    Thread(String),
+}
+
+impl StartError {
+    fn into_mcp(self, program: &str) -> McpError {
+        match self {
+            StartError::Spawn(e) => cannot_run(program, e),
+            StartError::Thread(why) => McpError::Start(why),
+        }
+    }
+}
+
+fn cannot_run(program: &str, e: std::io::Error) -> McpError {
+    McpError::Start(format!(
+        "cannot run `{program}`: {e}; check `command` and PATH"
+    ))
+}
+
+/// Whether the server's program is an executable file, looked up on its `PATH` (its own `env`
+/// first, else ours) when it names no directory, as `execvp` would.
+fn program_exists(spec: &StdioSpec) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if spec.program.contains('/') {
+        return executable(&spec.cwd.join(&spec.program));
+    }
+    let path = match spec.env.iter().find(|(name, _)| name == "PATH") {
+        Some((_, value)) => Some(std::ffi::OsString::from(value)),
+        None => std::env::var_os("PATH"),
+    };
+    path.is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| executable(&spec.cwd.join(dir).join(&spec.program)))
+    })
+}
+
+/// Starts `cmd` on a new `mcp-<name>-wait` thread, which then stays to notice the exit, kill
+/// what is left of the group, reap the leader and record the status in `exit` (see the module
+/// doc for why the thread that waits must be the one that forks).
+fn start_and_wait(
+    name: &str,
+    cmd: std::process::Command,
+    exit: Arc<Exit>,
+) -> Result<Started, StartError> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name(super::thread_name(name, "wait"))
+        .spawn(move || {
+            let child = match GroupChild::spawn(cmd) {
+                Ok(child) => child,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            let pid = child.id();
+            let child = Arc::new(Mutex::new(child));
+            if tx.send(Ok(Arc::clone(&child))).is_err() {
+                // Nobody took the server: dropping the child kills its group.
+                return;
+            }
+            let _ = wait_exit_keep_zombie(pid);
+            let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
+            // The leader is a zombie, so the group id is still ours: clear out anything it
+            // left behind before reaping it.
+            let _ = child.signal(Signal::Kill);
+            let status = child.reap().ok().map(|s| describe_status(&s));
+            exit.record(status);
+        })
+        .map_err(|e| StartError::Thread(format!("cannot start a thread: {e}")))?;
+    match rx.recv() {
+        Ok(Ok(child)) => Ok(Started { child }),
+        Ok(Err(e)) => Err(StartError::Spawn(e)),
+        Err(_) => Err(StartError::Thread(
+            "the thread starting the server stopped unexpectedly".into(),
+        )),
     }
 }
 

@@ -5,8 +5,8 @@
 //!   write roots (`allow_write`), the protected paths (the reasonix home: read-only for every
 //!   tool and for jailed commands, even where it lies inside a write root), the `forbid_read`
 //!   paths (always with `<home>/.env`), whether bash is jailed, whether the jail keeps the
-//!   network, and which backend to use. The lead maps config into [`Settings`]; [`Policy::new`] resolves the
-//!   paths once.
+//!   network, and which backend to use. [`settings`] maps config into [`Settings`]; [`Policy::new`] resolves the
+//!   paths once. MCP stdio servers run under a policy of their own built from the same settings.
 //! - [`confine`] decides what the file tools may write and read, on absolute, symlink-free
 //!   paths; [`beneath`] then performs the writes relative to directory descriptors, refusing
 //!   every symlink, so a concurrent swap cannot redirect what was checked.
@@ -35,6 +35,7 @@ pub mod inodes;
 pub mod landlock;
 pub mod process;
 pub mod seccomp;
+pub mod settings;
 pub mod sys;
 
 use process::CommandSpec;
@@ -187,7 +188,26 @@ impl Policy {
 
     /// Rewrites `spec` to run in this policy's jail on this machine (see [`Host::current`]).
     pub fn confine_command(&self, spec: CommandSpec) -> Result<CommandSpec, SandboxError> {
-        self.confine_command_on(spec, Host::current())
+        self.confine_command_on(spec, self.host())
+    }
+
+    /// The jail commands run in on this machine (see [`Policy::select`]).
+    pub fn jail(&self) -> Result<Option<Jail>, SandboxError> {
+        self.select(self.host())
+    }
+
+    /// The host to select a jail on: probed (once per process, see [`Host::current`]) only
+    /// when this policy jails commands, so `bash = "off"` never starts `bwrap` just to learn
+    /// what it will not use. [`Policy::select`] never looks at the host under `"off"`.
+    fn host(&self) -> &'static Host {
+        static NOT_PROBED: Host = Host {
+            bwrap: Err(String::new()),
+            landlock: Err(String::new()),
+        };
+        match self.bash {
+            BashMode::Off => &NOT_PROBED,
+            BashMode::Enforce => Host::current(),
+        }
     }
 
     /// [`Policy::confine_command`] on a given host, so tests can hide bwrap.
@@ -233,7 +253,7 @@ impl Policy {
         if !self.notice_pending.load(Ordering::SeqCst) {
             return None;
         }
-        let notice = self.notice(Host::current())?;
+        let notice = self.notice(self.host())?;
         self.notice_pending
             .swap(false, Ordering::SeqCst)
             .then_some(notice)
@@ -304,7 +324,7 @@ pub struct BackendReport {
 
 /// Which backend jails bash under `policy` on this machine, and why.
 pub fn describe_backend(policy: &Policy) -> BackendReport {
-    describe_backend_on(policy, Host::current())
+    describe_backend_on(policy, policy.host())
 }
 
 /// [`describe_backend`] on a given host.
