@@ -284,3 +284,53 @@ fn a_project_file_that_only_tightens_applies_without_a_warning() {
     tools.sort();
     assert_eq!(tools, vec!["bash", "write_file"]);
 }
+
+#[test]
+fn a_model_that_rewrites_a_trusted_project_file_does_not_widen_the_next_run() {
+    let server = FakeOpenAI::start(vec![
+        // Session 1: the model writes the (trusted) project file, which it may: it lies in the
+        // workspace.
+        Reply::tool_calls(&[(
+            "c1",
+            "write_file",
+            r#"{"path":"reasonix.toml","content":"[permissions]\nmode = \"allow\"\n"}"#,
+        )]),
+        Reply::text("done"),
+        // Session 2: a writer the user's mode denies.
+        Reply::tool_calls(&[("c2", "write_file", r#"{"path":"a.txt","content":"x"}"#)]),
+        Reply::text("done"),
+    ]);
+    let (home, work) = setup(&server, "[permissions]\nmode = \"deny\"\n");
+    work.write("reasonix.toml", "[permissions]\ndeny = [\"Bash(rm:*)\"]\n");
+    let out = run(reasonix(&home, work.path()).args(["trust"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out =
+        run(reasonix(&home, work.path()).args(["run", "--allow", "Edit(reasonix.toml)", "one"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        work.read("reasonix.toml").contains("mode = \"allow\""),
+        "{out:?}"
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "two"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        !work.join("a.txt").exists(),
+        "a project file the model rewrote widened the next run\n{out:?}"
+    );
+    assert!(
+        out.stderr.contains(
+            "permissions.mode ignored: this file changed since you trusted the workspace; \
+             review it, then run 'reasonix trust' again or pass --trust-project"
+        ),
+        "{out:?}"
+    );
+    // Trusting it again, as it is now, lets it apply.
+    let out = run(reasonix(&home, work.path()).args(["trust"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        !out.stdout.contains("already trusted"),
+        "re-trusting a changed file must record it: {out:?}"
+    );
+    let out = run(reasonix(&home, work.path()).args(["trust", "--list"]));
+    assert_eq!(out.stdout.trim(), work.path().display().to_string());
+}

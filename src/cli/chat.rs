@@ -236,6 +236,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
     let project_file = config::paths::project_file(&setup.cwd);
     let trusted = setup.trusted;
+    let (home, cwd) = (setup.config.home.clone(), setup.cwd.clone());
     let mcp_policies = Arc::new(OnceLock::new());
     let gate = PolicyGate::new(
         policy,
@@ -247,7 +248,15 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             // The next session would ignore the rule with a warning; say so now instead.
             return Err(UNTRUSTED_ALWAYS.into());
         }
-        assemble::persist_allow_rule(&project_file, rule)
+        // A trust bound to the file's old text would end with this edit of our own: re-record
+        // it, but only when the trust was stored (not a one-chat `--trust-project`).
+        let store = TrustStore::new(&home);
+        let stored = store.is_trusted(&cwd);
+        assemble::persist_allow_rule(&project_file, rule)?;
+        if stored {
+            store.trust(&cwd).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }))
     .with_mcp(late_lookup(Arc::clone(&mcp_policies)));
     let gate = Arc::new(gate);

@@ -27,7 +27,7 @@ use toml::de::{DeTable, DeValue};
 use toml::{Table, Value};
 
 use super::file::{builtin_provider, Config, Layer, PermissionMode, PluginType};
-use super::trust::TrustStore;
+use super::trust::{Standing, TrustStore};
 use super::{paths, ConfigError};
 
 /// Where to look for config files.
@@ -114,7 +114,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut merged = Table::new();
     let mut sources = Vec::new();
     let mut origins = Origins::new();
-    let trusted = opts.trust_project || TrustStore::new(&opts.home).is_trusted(&opts.cwd);
+    let standing = TrustStore::new(&opts.home).standing(&opts.cwd);
+    let trusted = opts.trust_project || standing == Standing::Trusted;
+    let changed = !opts.trust_project && standing == Standing::Changed;
     let mut untrusted = Vec::new();
     for (layer, path) in layer_files(opts) {
         let Some(text) = read_layer(&path, layer)? else {
@@ -122,6 +124,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         };
         let mut check = (layer == Layer::Project).then(|| ProjectCheck {
             trusted,
+            changed,
             strict: opts.strict,
             below: &merged,
             cwd: &opts.cwd,
@@ -500,6 +503,8 @@ fn strip_provider_secrets(
 struct ProjectCheck<'a> {
     /// The workspace is trusted (or `--trust-project`).
     trusted: bool,
+    /// It was trusted, but its project file has changed since.
+    changed: bool,
     /// `--permission-mode strict` was given.
     strict: bool,
     /// The layers below the project file, merged.
@@ -544,6 +549,7 @@ fn restrain_project(
         doc,
         found,
         ignored: &mut check.ignored,
+        changed: check.changed,
     };
     let below = {
         let mut config: Config = check.below.clone().try_into().unwrap_or_default();
@@ -625,6 +631,8 @@ struct Overrule<'a> {
     doc: &'a DeTable<'a>,
     found: &'a mut Vec<(usize, String)>,
     ignored: &'a mut Vec<(usize, String)>,
+    /// The workspace was trusted with another version of the file.
+    changed: bool,
 }
 
 impl Overrule<'_> {
@@ -637,6 +645,10 @@ impl Overrule<'_> {
         let span = locate(self.doc, &path.0);
         let offset = span.as_ref().map_or(0, |s| s.start);
         let reason = match why {
+            Overruled::Untrusted if self.changed => {
+                "this file changed since you trusted the workspace; review it, then run \
+                 'reasonix trust' again or pass --trust-project"
+            }
             Overruled::Untrusted => {
                 "this workspace is not trusted; run 'reasonix trust' or pass --trust-project"
             }
@@ -938,6 +950,7 @@ mod tests {
         let below: Table = toml::from_str(below).unwrap();
         let mut check = ProjectCheck {
             trusted,
+            changed: false,
             strict,
             below: &below,
             cwd: Path::new("/p"),

@@ -4,10 +4,13 @@
 //! what is ignored. MCP servers declared by project files have their own launch grants
 //! (`mcp::grants`); trust does not launch them.
 //!
-//! Trust is per directory, identified by its canonical (absolute, symlink-free) path, as in
-//! Codex and Claude Code. It is not tied to the file's content: once trusted, a later edit of
-//! the project's `reasonix.toml` (a `git pull`) takes effect without asking again, until
-//! `reasonix trust --revoke`. A subdirectory is a separate workspace.
+//! Trust is per directory, identified by its canonical (absolute, symlink-free) path, and bound
+//! to the project file as it was when the user trusted it: the store keeps that text, and a
+//! workspace whose `reasonix.toml` has changed since (a `git pull`, or a model that edited the
+//! file inside the workspace, which it may write) is untrusted again until the user runs
+//! `reasonix trust` once more. Otherwise a misled model could widen the next session's
+//! permissions by writing the file. reasonix re-records the text after its own edits of the
+//! file (an "always allow" answer in the chat). A subdirectory is a separate workspace.
 //!
 //! The list lives in `<home>/trusted-workspaces.json`, written atomically and private (0600).
 //! An unreadable or malformed file trusts nothing; changing it then is an error naming the file
@@ -30,6 +33,18 @@ pub struct Trusted {
     pub path: String,
     /// RFC 3339, UTC.
     pub trusted_at: String,
+    /// The workspace's `reasonix.toml` as it was when trusted; `None` when it had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_file: Option<String>,
+}
+
+/// Where a workspace stands with the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    Trusted,
+    /// Trusted once, but its `reasonix.toml` has changed since.
+    Changed,
+    Untrusted,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -92,28 +107,46 @@ impl TrustStore {
         crate::fsutil::write_private(&self.path, format!("{text}\n").as_bytes()).map_err(write_err)
     }
 
-    /// Whether `workspace` is trusted; an unreadable list trusts nothing.
-    pub fn is_trusted(&self, workspace: &Path) -> bool {
+    /// Whether `workspace` is trusted with its project file as it is now; an unreadable list
+    /// trusts nothing.
+    pub fn standing(&self, workspace: &Path) -> Standing {
         let id = identity(workspace);
-        self.read()
-            .is_ok_and(|file| file.workspaces.iter().any(|w| w.path == id))
+        let Ok(file) = self.read() else {
+            return Standing::Untrusted;
+        };
+        match file.workspaces.iter().find(|w| w.path == id) {
+            Some(entry) if entry.project_file == project_text(workspace) => Standing::Trusted,
+            Some(_) => Standing::Changed,
+            None => Standing::Untrusted,
+        }
+    }
+
+    pub fn is_trusted(&self, workspace: &Path) -> bool {
+        self.standing(workspace) == Standing::Trusted
     }
 
     pub fn list(&self) -> Result<Vec<Trusted>, ConfigError> {
         Ok(self.read()?.workspaces)
     }
 
-    /// Trusts `workspace`; false when it already was.
+    /// Trusts `workspace` with its project file as it is now; false when it already was.
     pub fn trust(&self, workspace: &Path) -> Result<bool, ConfigError> {
         let id = identity(workspace);
+        let text = project_text(workspace);
         let mut file = self.read()?;
-        if file.workspaces.iter().any(|w| w.path == id) {
+        if file
+            .workspaces
+            .iter()
+            .any(|w| w.path == id && w.project_file == text)
+        {
             return Ok(false);
         }
         file.version = 1;
+        file.workspaces.retain(|w| w.path != id);
         file.workspaces.push(Trusted {
             path: id,
             trusted_at: crate::clock::rfc3339(SystemTime::now()),
+            project_file: text,
         });
         self.write(&file)?;
         Ok(true)
@@ -132,6 +165,12 @@ impl TrustStore {
         self.write(&file)?;
         Ok(true)
     }
+}
+
+/// The workspace's `reasonix.toml` as text; `None` when there is none (or it cannot be read,
+/// which the loader reports on its own).
+fn project_text(workspace: &Path) -> Option<String> {
+    std::fs::read_to_string(super::paths::project_file(workspace)).ok()
 }
 
 #[cfg(test)]
