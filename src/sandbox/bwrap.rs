@@ -85,11 +85,23 @@ pub fn wrap(
     filter: Option<Arc<sys::Filter>>,
 ) -> CommandSpec {
     let mut args = args(policy, &spec.cwd);
+    let mut command = spec.program.clone();
+    if let Some(program) = program_in_private_tmp(&spec.program, policy) {
+        // The jail's /tmp is a fresh tmpfs, so a program kept under the host's /tmp (an MCP
+        // server built in a checkout there) would not exist inside: bind that one file
+        // read-only, unless it is hidden.
+        args.extend([
+            OsString::from("--ro-bind"),
+            program.as_os_str().into(),
+            program.as_os_str().into(),
+        ]);
+        command = program.into_os_string();
+    }
     if let Some(fd) = filter.as_ref().and_then(|f| f.descriptor()) {
         args.extend([OsString::from("--seccomp"), OsString::from(fd.to_string())]);
     }
     args.push(OsString::from("--"));
-    args.push(spec.program.clone());
+    args.push(command);
     args.extend(spec.args.iter().cloned());
     CommandSpec {
         program: program.as_os_str().to_os_string(),
@@ -97,6 +109,17 @@ pub fn wrap(
         seccomp: filter,
         ..spec
     }
+}
+
+/// `program`, resolved, when it is an absolute path under `/tmp` that is not hidden.
+fn program_in_private_tmp(program: &std::ffi::OsStr, policy: &Policy) -> Option<PathBuf> {
+    let path = Path::new(program);
+    if !path.is_absolute() {
+        return None;
+    }
+    let resolved = super::confine::resolve(path).ok()?;
+    let visible = !policy.hides(&resolved) && !policy.jail_hidden().contains(&resolved);
+    (resolved.starts_with("/tmp") && visible && resolved.is_file()).then_some(resolved)
 }
 
 /// The bwrap options (everything before `--`) for a command run in `cwd` under `policy`.
@@ -183,6 +206,46 @@ fn isolation(network: Network) -> Vec<OsString> {
 mod tests {
     use super::*;
     use crate::sandbox::{Backend, BashMode, Settings};
+
+    #[test]
+    fn a_program_under_the_hosts_tmp_is_bound_into_the_private_tmp_unless_hidden() {
+        let dir = std::env::temp_dir().join(format!("reasonix-bwrap-prog-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("secret")).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        if !dir.starts_with("/tmp") {
+            return; // TMPDIR elsewhere: the private /tmp does not hide it.
+        }
+        std::fs::write(dir.join("server"), "#!/bin/sh\n").unwrap();
+        std::fs::write(dir.join("secret/server"), "#!/bin/sh\n").unwrap();
+        let policy = Policy::new(Settings {
+            workspace_root: PathBuf::from("/nonexistent-ws"),
+            home: PathBuf::from("/nonexistent-home"),
+            allow_write: Vec::new(),
+            forbid_read: vec![dir.join("secret")],
+            bash: BashMode::Enforce,
+            network: false,
+            backend: Backend::Bwrap,
+        });
+        let joined = |program: PathBuf| {
+            let spec = CommandSpec::new(program, "/");
+            wrap(spec, Path::new("/usr/bin/bwrap"), &policy, None)
+                .args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let server = dir.join("server").display().to_string();
+        let args = joined(dir.join("server"));
+        assert!(
+            args.contains(&format!("--ro-bind {server} {server}"))
+                && args.ends_with(&format!("-- {server}")),
+            "{args}"
+        );
+        let hidden = dir.join("secret/server").display().to_string();
+        assert!(!joined(dir.join("secret/server")).contains(&format!("--ro-bind {hidden}")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn masks_follow_binds_and_network_is_unshared_by_default() {
