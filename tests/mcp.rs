@@ -1347,10 +1347,11 @@ fn a_server_that_fails_in_the_jail_says_how_to_give_it_room() {
     let work = Dir::new();
     let outside = Outside::new();
     let cache = outside.join("cache");
+    let server = crate::util::copy_into(example(), work.path());
     let script = format!(
         "mkdir -p {0} && echo warm > {0}/index || exit 1; exec {1} --io-tools",
         cache.display(),
-        example()
+        server.display()
     );
     let plugin = stdio_plugin("npxlike", "sh", &["-c", &script], "");
     use_fake_provider(&home, "http://127.0.0.1:9", &plugin);

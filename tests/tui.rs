@@ -1067,13 +1067,14 @@ fn piped_chat_uses_mcp_prompts_resources_and_needs_trust_for_project_servers() {
 fn messages_wait_for_starting_mcp_servers() {
     // The server starts only once the test writes a line into the FIFO. It lives in the
     // workspace, the server's working directory, because a jailed server sees no other test
-    // directory (bwrap gives it a private /tmp).
-    let script = format!("read line < release; exec {}", example_server());
+    // directory (bwrap gives it a private /tmp); so does a copy of the server binary.
+    let script = "read line < release; exec ./reasonix-plugin-example".to_string();
     let plugin = format!(
         "[[plugins]]\nname = \"slow\"\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
         serde_json::to_string(&script).unwrap()
     );
     let (server, home, work) = setup(vec![Reply::text("Hello.")], &plugin);
+    crate::util::copy_into(example_server(), work.path());
     let fifo = work.join("release");
     let status = std::process::Command::new("mkfifo")
         .arg(&fifo)

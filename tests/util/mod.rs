@@ -132,6 +132,15 @@ pub fn use_fake_provider(home: &Dir, base_url: &str, extra: &str) {
     );
 }
 
+/// A copy of the program at `program` inside `dir`, for a test whose jailed shell script runs
+/// it by path: bubblewrap gives the jail a private `/tmp`, so a binary in a checkout under the
+/// host's `/tmp` (CI may clone there) is not visible inside, while the workspace is.
+pub fn copy_into(program: &str, dir: &Path) -> PathBuf {
+    let target = dir.join(Path::new(program).file_name().expect("a file name"));
+    std::fs::copy(program, &target).expect("copy the program");
+    target
+}
+
 /// Every session file under `home`, most recently written last.
 pub fn session_files(home: &Dir) -> Vec<PathBuf> {
     let projects = home.join(".reasonix/projects");
