@@ -302,22 +302,27 @@ struct Chat {
     quit: Option<i32>,
 }
 
-/// Runs the chat on this thread until the user leaves. Fails only if the terminal cannot be
-/// put into raw mode.
-pub fn run(parts: Parts) -> io::Result<Exit> {
-    let raw = RawMode::enter(0, 1)?;
+/// The screen on stdout at the terminal's size, colours decided once from the environment.
+fn terminal_screen(cursor: &'static str) -> Screen<io::Stdout> {
     let size = sys::window_size(1).unwrap_or((80, 24));
     let color = ColorMode::detect(
         true,
         std::env::var("TERM").ok().as_deref(),
         std::env::var("NO_COLOR").ok().as_deref(),
     );
-    let mut screen = Screen::new(
+    Screen::new(
         io::stdout(),
         Palette::new(color),
         (size.0 as usize, size.1 as usize),
-        ansi::cursor_shape(parts.cursor_shape),
-    );
+        cursor,
+    )
+}
+
+/// Runs the chat on this thread until the user leaves. Fails only if the terminal cannot be
+/// put into raw mode.
+pub fn run(parts: Parts) -> io::Result<Exit> {
+    let raw = RawMode::enter(0, 1)?;
+    let mut screen = terminal_screen(ansi::cursor_shape(parts.cursor_shape));
     screen.start()?;
     spawn_input(parts.tx.clone())?;
     let signal_tx = Mutex::new(parts.tx.clone());
@@ -1435,18 +1440,7 @@ pub fn ask_trust(untrusted: &[String]) -> io::Result<TrustAnswer> {
             std::process::exit(128 + n);
         }
     })?;
-    let size = sys::window_size(1).unwrap_or((80, 24));
-    let color = ColorMode::detect(
-        true,
-        std::env::var("TERM").ok().as_deref(),
-        std::env::var("NO_COLOR").ok().as_deref(),
-    );
-    let mut screen = Screen::new(
-        io::stdout(),
-        Palette::new(color),
-        (size.0 as usize, size.1 as usize),
-        "",
-    );
+    let mut screen = terminal_screen("");
     let mut choices = trust_choices(untrusted);
     let mut decoder = Decoder::new();
     let mut buf = [0u8; 1024];
