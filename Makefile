@@ -49,7 +49,7 @@ demo:
 	@tmp=$$(mktemp -d) && \
 	cp examples/demo/calc.py examples/demo/test_calc.py examples/demo/README.md "$$tmp"/ && \
 	echo "demo: working in $$tmp (a copy of examples/demo); replies replayed from examples/demo/session.jsonl" && \
-	REASONIX_HOME="$$tmp/.reasonix-home" ./target/debug/reasonix -C "$$tmp" run \
+	REASONIX_HOME="$$tmp.home" ./target/debug/reasonix -C "$$tmp" run \
 	  --replay "$(CURDIR)/examples/demo/session.jsonl" "$(DEMO_PROMPT)" && \
 	echo "demo: python3 -m unittest in $$tmp after the run:" && \
 	cd "$$tmp" && python3 -m unittest
