@@ -265,9 +265,12 @@ fn long_run(binary: &Path, rounds: usize) -> LongRun {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let started = Instant::now();
-    let usage = wait_with_usage(cmd.spawn().unwrap());
+    let child = cmd.spawn().unwrap();
+    let peak = watch_peak_rss(child.id());
+    let mut usage = wait_with_usage(child);
     let wall = started.elapsed();
     assert_eq!(usage.code, 0, "{} failed", binary.display());
+    usage.peak_rss_kib = peak.join().unwrap();
     let requests = server.requests();
     assert_eq!(requests.len(), rounds + 1);
     let answered = server.answer_times();
@@ -288,6 +291,29 @@ fn long_run(binary: &Path, rounds: usize) -> LongRun {
         session_bytes,
         last_request_bytes,
     }
+}
+
+/// The peak RSS (`VmHWM`, KiB) of process `pid`, polled until it exits. `ru_maxrss` will not
+/// do for a child of a large test process: Linux starts it from the parent's RSS at fork.
+fn watch_peak_rss(pid: u32) -> std::thread::JoinHandle<i64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        loop {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                return peak;
+            };
+            let Some(hwm) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+            else {
+                // A zombie has no memory left to report.
+                return peak;
+            };
+            peak = peak.max(hwm);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    })
 }
 
 fn ms(d: Duration) -> f64 {
