@@ -37,9 +37,11 @@ install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 target/release/reasonix $(DESTDIR)$(PREFIX)/bin/reasonix
 
-bench:
+# The long-session benches compare the static musl binary with the glibc build.
+bench: static
 	$(CARGO) build --release
-	$(CARGO) test --release --test tests bench_ -- --ignored --nocapture --test-threads=1
+	REASONIX_BENCH_STATIC=$(CURDIR)/$(STATIC_BIN) \
+	  $(CARGO) test --release --test tests bench_ -- --ignored --nocapture --test-threads=1
 
 # Runs the real agent loop on a copy of examples/demo with the model's replies served from
 # the recording: no network, no API key.

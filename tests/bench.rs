@@ -1,13 +1,24 @@
 //! Benchmarks printed by `make bench` (ignored in `make test`): start-up to first request,
 //! a cold start in a fresh home, harness overhead per tool round, peak memory of a plain
 //! headless run, grep on a mid-sized tree, the per-call cost of each bash jail, and what the
-//! first bash round costs with the jail off. Build with `--release` for meaningful numbers; the fake server answers instantly.
+//! first bash round costs with the jail off; also how the cost of a round grows over long sessions
+//! (agent time, wall, CPU and memory; the glibc build against the static musl one), and how
+//! often compaction breaks the prompt cache. Figures are printed with their targets, never
+//! asserted. Build with `--release` for meaningful numbers; the fake server answers instantly.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::fake_openai::{FakeOpenAI, Reply};
-use crate::util::{reasonix, use_fake_provider, Dir};
+use serde_json::Value;
+
+use crate::context::{
+    common_prefix, conversation_server, fact, harness, main_requests, prompt_text, stable_fraction,
+    write_data, FEW_TOOLS,
+};
+use crate::util::fake_openai::{pairing_problems, FakeOpenAI, Reply};
+use crate::util::{reasonix, reasonix_binary, session_files, use_fake_provider, Dir};
+use reasonix::permission::AllowAll;
 
 /// Waits for `child` and returns its exit code and peak resident set size in KiB.
 fn wait_with_peak_rss(child: std::process::Child) -> (i32, i64) {
@@ -18,6 +29,29 @@ fn wait_with_peak_rss(child: std::process::Child) -> (i32, i64) {
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
     (libc::WEXITSTATUS(status), usage.ru_maxrss)
+}
+
+/// What the kernel reports for a child that has exited.
+struct ChildUsage {
+    code: i32,
+    peak_rss_kib: i64,
+    /// User plus system time.
+    cpu: Duration,
+}
+
+fn wait_with_usage(child: std::process::Child) -> ChildUsage {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for a child we spawned and have not reaped.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    ChildUsage {
+        code: libc::WEXITSTATUS(status),
+        peak_rss_kib: usage.ru_maxrss,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+    }
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -364,5 +398,334 @@ fn bench_bash_off_costs_no_probe() {
     println!(
         "backend probe (paid once per process, now only when something is jailed): median {:.2} ms over {RUNS} probes",
         median(probes).as_secs_f64() * 1000.0
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Long sessions: cost per round against the history's length.
+
+/// The glibc build: the one cargo made for these tests, or `REASONIX_BENCH_GLIBC` (to
+/// measure a saved build of another revision against the same benches).
+fn glibc_binary() -> PathBuf {
+    std::env::var_os("REASONIX_BENCH_GLIBC")
+        .map(PathBuf::from)
+        .unwrap_or_else(crate::util::bin)
+}
+
+/// The static musl binary `make bench` passes in; `None` (with a note) when unset.
+fn static_binary() -> Option<PathBuf> {
+    match std::env::var_os("REASONIX_BENCH_STATIC") {
+        Some(path) if Path::new(&path).is_file() => Some(PathBuf::from(path)),
+        Some(path) => {
+            println!(
+                "REASONIX_BENCH_STATIC={} is not a file; static musl figures skipped",
+                Path::new(&path).display()
+            );
+            None
+        }
+        None => {
+            println!(
+                "REASONIX_BENCH_STATIC unset; static musl figures skipped (`make bench` sets it)"
+            );
+            None
+        }
+    }
+}
+
+/// One headless run of `rounds` `read_file` rounds, measured from outside.
+struct LongRun {
+    wall: Duration,
+    usage: ChildUsage,
+    /// Per round: from the end of a reply to the arrival of the next request, the agent's
+    /// whole share (parse the reply, run the tool, persist, build and send the request).
+    agent_times: Vec<Duration>,
+    /// The fake server's own share of the wall: from each request's arrival to the end of
+    /// its reply (it parses and checks every body, which grows with the history).
+    server_time: Duration,
+    /// Bytes of the session file, header included.
+    session_bytes: u64,
+    /// Bytes of the last request body.
+    last_request_bytes: usize,
+}
+
+fn long_run(binary: &Path, rounds: usize) -> LongRun {
+    let work = Dir::new();
+    work.write("a.txt", "hello\n");
+    let mut replies: Vec<Reply> = (0..rounds)
+        .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
+        .collect();
+    replies.push(Reply::text("done"));
+    let server = FakeOpenAI::start(replies);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut cmd = reasonix_binary(binary, &home, work.path());
+    cmd.args(["run", "--output-format", "json", "loop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let child = cmd.spawn().unwrap();
+    let peak = watch_peak_rss(child.id());
+    let mut usage = wait_with_usage(child);
+    let wall = started.elapsed();
+    assert_eq!(usage.code, 0, "{} failed", binary.display());
+    usage.peak_rss_kib = peak.join().unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), rounds + 1);
+    let answered = server.answer_times();
+    let agent_times = (1..requests.len())
+        .map(|i| {
+            let end = answered[i - 1].expect("every reply was written");
+            requests[i].arrived.saturating_duration_since(end)
+        })
+        .collect();
+    let server_time = requests
+        .iter()
+        .zip(&answered)
+        .map(|(r, end)| end.map_or(Duration::ZERO, |e| e.saturating_duration_since(r.arrived)))
+        .sum();
+    let session_bytes = session_files(&home)
+        .last()
+        .map_or(0, |p| std::fs::metadata(p).map_or(0, |m| m.len()));
+    let last_request_bytes = serde_json::to_vec(&requests[rounds].body).map_or(0, |b| b.len());
+    LongRun {
+        wall,
+        usage,
+        agent_times,
+        server_time,
+        session_bytes,
+        last_request_bytes,
+    }
+}
+
+/// The peak RSS (`VmHWM`, KiB) of process `pid`, polled until it exits. `ru_maxrss` will not
+/// do for a child of a large test process: Linux starts it from the parent's RSS at fork.
+fn watch_peak_rss(pid: u32) -> std::thread::JoinHandle<i64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        loop {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                return peak;
+            };
+            let Some(hwm) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+            else {
+                // A zombie has no memory left to report.
+                return peak;
+            };
+            peak = peak.max(hwm);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// Median agent time of the rounds around `round` (counted from 1).
+fn agent_time_near(run: &LongRun, round: usize) -> Duration {
+    let from = round.saturating_sub(5).max(1) - 1;
+    let to = (round + 5).min(run.agent_times.len());
+    median(run.agent_times[from..to].to_vec())
+}
+
+#[test]
+#[ignore]
+fn bench_long_session_cost_per_round() {
+    let binary = glibc_binary();
+    let short = long_run(&binary, 200);
+    let long = long_run(&binary, 1_000);
+    let (early, late) = (agent_time_near(&long, 10), agent_time_near(&long, 1_000));
+    let growth = late.as_secs_f64() / early.as_secs_f64();
+    println!(
+        "agent time per round (end of reply to next request, median of 10 rounds): round 10 {:.3} ms, round 1000 {:.3} ms; ratio {growth:.2} (target <= 1.5: {}); last request {:.2} MB",
+        ms(early),
+        ms(late),
+        verdict(growth <= 1.5),
+        long.last_request_bytes as f64 / 1e6
+    );
+    let wall_ratio = long.wall.as_secs_f64() / short.wall.as_secs_f64();
+    let cpu_ratio = long.usage.cpu.as_secs_f64() / short.usage.cpu.as_secs_f64();
+    let own = |run: &LongRun| run.wall.saturating_sub(run.server_time);
+    let own_ratio = own(&long).as_secs_f64() / own(&short).as_secs_f64();
+    println!(
+        "wall without the fake server's share (it parses and checks every body): 200 rounds {:.0} ms, 1000 rounds {:.0} ms; ratio {own_ratio:.2} (target <= 5.5: {})",
+        ms(own(&short)),
+        ms(own(&long)),
+        verdict(own_ratio <= 5.5)
+    );
+    println!(
+        "wall: 200 rounds {:.0} ms, 1000 rounds {:.0} ms; ratio {wall_ratio:.2} (target <= 5.5: {}); CPU {:.0} ms vs {:.0} ms, ratio {cpu_ratio:.2}",
+        ms(short.wall),
+        ms(long.wall),
+        verdict(wall_ratio <= 5.5),
+        ms(short.usage.cpu),
+        ms(long.usage.cpu)
+    );
+    let rounds = 800.0;
+    let rss_per_round =
+        (long.usage.peak_rss_kib - short.usage.peak_rss_kib) as f64 * 1024.0 / rounds;
+    let transcript_per_round = (long.session_bytes - short.session_bytes) as f64 / rounds;
+    let rss_ratio = rss_per_round / transcript_per_round;
+    println!(
+        "peak RSS: 200 rounds {:.1} MiB, 1000 rounds {:.1} MiB; growth {rss_per_round:.0} B per round for {transcript_per_round:.0} B of transcript per round; ratio {rss_ratio:.2} (target <= 2: {})",
+        short.usage.peak_rss_kib as f64 / 1024.0,
+        long.usage.peak_rss_kib as f64 / 1024.0,
+        verdict(rss_ratio <= 2.0)
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_static_musl_cpu_against_glibc_over_500_rounds() {
+    const SAMPLES: usize = 3;
+    let cpu = |binary: &Path| {
+        let runs: Vec<LongRun> = (0..SAMPLES).map(|_| long_run(binary, 500)).collect();
+        let cpu = median(runs.iter().map(|r| r.usage.cpu).collect());
+        let rss = runs.iter().map(|r| r.usage.peak_rss_kib).max().unwrap_or(0);
+        (cpu, rss)
+    };
+    let (glibc, glibc_rss) = cpu(&glibc_binary());
+    println!(
+        "500 rounds, glibc build: CPU {:.0} ms (median of {SAMPLES}), peak RSS {:.1} MiB",
+        ms(glibc),
+        glibc_rss as f64 / 1024.0
+    );
+    let Some(static_bin) = static_binary() else {
+        return;
+    };
+    let (musl, musl_rss) = cpu(&static_bin);
+    let ratio = musl.as_secs_f64() / glibc.as_secs_f64();
+    println!(
+        "500 rounds, static musl build: CPU {:.0} ms (median of {SAMPLES}), peak RSS {:.1} MiB; musl / glibc {ratio:.2} (target <= 1.3: {})",
+        ms(musl),
+        musl_rss as f64 / 1024.0,
+        verdict(ratio <= 1.3)
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction and the prompt cache.
+
+/// Of every request's prompt, the share the next request repeats byte for byte from its
+/// start: what a prefix cache can serve again. Appending keeps it at 100%; each rewrite of
+/// the history costs everything after its first change.
+fn prefix_reuse(requests: &[Value]) -> f64 {
+    let texts: Vec<String> = requests.iter().map(prompt_text).collect();
+    let previous: usize = texts[..texts.len() - 1].iter().map(String::len).sum();
+    let reused: usize = texts
+        .windows(2)
+        .map(|pair| common_prefix(&pair[0], &pair[1]))
+        .sum();
+    reused as f64 / previous as f64
+}
+
+/// A chat of `turns` turns in which each turn reads a file of about `result_tokens` tokens
+/// (four bytes each, as the fake counts them).
+fn compaction_scenario(
+    name: &str,
+    window: u64,
+    result_tokens: usize,
+    turns: usize,
+    reuse_target: f64,
+    summaries_per_10_target: Option<f64>,
+) {
+    let mut h = harness(
+        conversation_server("Noted."),
+        window,
+        Box::new(AllowAll),
+        FEW_TOOLS,
+    );
+    write_data(&h.work, 20, result_tokens * 4);
+    for turn in 0..turns {
+        h.turn(fact(turn));
+    }
+    let requests = main_requests(&h.server);
+    assert!(h.server.pairing_violations().is_empty());
+    for body in &requests {
+        assert_eq!(pairing_problems(body), Vec::<String>::new());
+    }
+    let last = requests.last().unwrap()["messages"].as_array().unwrap();
+    let users: Vec<&str> = last
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    let kept = (0..turns)
+        .filter(|&t| users.contains(&fact(t).as_str()))
+        .count();
+    assert_eq!(kept, turns, "user facts lost");
+    let breaks = requests
+        .windows(2)
+        .filter(|pair| {
+            let (a, b) = (prompt_text(&pair[0]), prompt_text(&pair[1]));
+            !b.starts_with(&a[..a.len() - 1])
+        })
+        .count();
+    let tiers = crate::context::compactions(&h.events());
+    let count = |tier: &str| tiers.iter().filter(|(_, t)| t == tier).count();
+    println!(
+        "{name}: compactions {} snips, {} prunes, {} folds",
+        count("snip"),
+        count("prune"),
+        count("fold")
+    );
+    let stats = h.agent.stats();
+    let reuse = prefix_reuse(&requests);
+    let per_10 = stats.summary_requests as f64 * 10.0 / turns as f64;
+    let summary_note = match summaries_per_10_target {
+        Some(target) => format!(" (target <= {target}: {})", verdict(per_10 <= target)),
+        None => String::new(),
+    };
+    println!(
+        "{name}: {} requests over {turns} rounds, {} rewrites changed the prompt before its end; \
+         prefix-stable request bytes {:.1}% (target >= {:.0}%: {}); new bytes excluded: {:.1}% of all request bytes repeat the previous request; \
+         {} summary calls, {per_10:.2} per 10 rounds{summary_note}; {} compactions; user facts kept verbatim {kept}/{turns}; pairing valid; \
+         cache-hit ratio reported by the DeepSeek-like fake {:.1}%",
+        requests.len(),
+        breaks,
+        reuse * 100.0,
+        reuse_target * 100.0,
+        verdict(reuse >= reuse_target),
+        stable_fraction(&requests) * 100.0,
+        stats.summary_requests,
+        stats.compactions,
+        stats.usage.cache_hit_ratio().unwrap_or(0.0) * 100.0
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_compaction_128k_window_12k_token_results() {
+    compaction_scenario(
+        "128k window, 12k-token results",
+        128_000,
+        12_000,
+        200,
+        0.95,
+        None,
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_compaction_16k_window_6k_token_results() {
+    compaction_scenario(
+        "16k window, 6k-token results",
+        16_000,
+        6_000,
+        40,
+        0.85,
+        Some(1.0),
     );
 }

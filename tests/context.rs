@@ -34,15 +34,15 @@ use crate::util::{read_session, reasonix, run, session_files, Dir};
 // A server that behaves like a prefix-caching provider.
 
 /// The prompt as a provider renders it: tool definitions, then the messages.
-fn prompt_text(body: &Value) -> String {
+pub(crate) fn prompt_text(body: &Value) -> String {
     format!("{}{}", body["tools"], body["messages"])
 }
 
-fn common_prefix(a: &str, b: &str) -> usize {
+pub(crate) fn common_prefix(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }
 
-fn is_summary(body: &Value) -> bool {
+pub(crate) fn is_summary(body: &Value) -> bool {
     body.get("tools")
         .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
         && body["messages"][0]["content"]
@@ -127,7 +127,7 @@ impl Conversation {
     }
 }
 
-fn conversation_server(answer: &str) -> FakeOpenAI {
+pub(crate) fn conversation_server(answer: &str) -> FakeOpenAI {
     let mut conversation = Conversation::new(answer);
     FakeOpenAI::start_with(move |requests| conversation.reply(requests))
 }
@@ -140,7 +140,7 @@ fn long_answer() -> String {
 }
 
 /// `count` data files of about `bytes` bytes each, every line unique.
-fn write_data(work: &Dir, count: usize, bytes: usize) {
+pub(crate) fn write_data(work: &Dir, count: usize, bytes: usize) {
     for k in 0..count {
         let mut text = String::new();
         let mut j = 0;
@@ -155,7 +155,7 @@ fn write_data(work: &Dir, count: usize, bytes: usize) {
     }
 }
 
-fn fact(turn: usize) -> String {
+pub(crate) fn fact(turn: usize) -> String {
     format!(
         "Turn {turn}: please remember that the code word for turn {turn} is word{}x. Then read data/f{}.txt.",
         turn * 31 % 997,
@@ -164,7 +164,7 @@ fn fact(turn: usize) -> String {
 }
 
 /// Requests that belong to the conversation (not summary requests).
-fn main_requests(server: &FakeOpenAI) -> Vec<Value> {
+pub(crate) fn main_requests(server: &FakeOpenAI) -> Vec<Value> {
     server
         .requests()
         .into_iter()
@@ -179,7 +179,7 @@ fn messages_text(body: &Value) -> String {
 
 /// Per consecutive pair of requests: `None` when the later one starts with every byte of the
 /// earlier one's messages, else the index of the first message that differs.
-fn prefix_breaks(requests: &[Value]) -> Vec<Option<usize>> {
+pub(crate) fn prefix_breaks(requests: &[Value]) -> Vec<Option<usize>> {
     let texts: Vec<String> = requests.iter().map(messages_text).collect();
     requests
         .windows(2)
@@ -204,7 +204,7 @@ fn prefix_breaks(requests: &[Value]) -> Vec<Option<usize>> {
 }
 
 /// Bytes of every request's prompt that repeat the previous request's prompt, over all bytes.
-fn stable_fraction(requests: &[Value]) -> f64 {
+pub(crate) fn stable_fraction(requests: &[Value]) -> f64 {
     let texts: Vec<String> = requests.iter().map(prompt_text).collect();
     let total: usize = texts.iter().map(String::len).sum();
     let stable: usize = texts
@@ -217,11 +217,11 @@ fn stable_fraction(requests: &[Value]) -> f64 {
 // ---------------------------------------------------------------------------------------
 // Library-level agents.
 
-struct Harness {
-    server: FakeOpenAI,
-    work: Dir,
+pub(crate) struct Harness {
+    pub(crate) server: FakeOpenAI,
+    pub(crate) work: Dir,
     state: Dir,
-    agent: Agent,
+    pub(crate) agent: Agent,
     events: Arc<Mutex<Vec<Event>>>,
 }
 
@@ -230,12 +230,17 @@ fn sessions_dir(state: &Dir) -> std::path::PathBuf {
 }
 
 /// Every built-in tool.
-const ALL_TOOLS: &[&str] = &[];
+pub(crate) const ALL_TOOLS: &[&str] = &[];
 /// A small tool set, so the tool definitions do not dominate a small window.
-const FEW_TOOLS: &[&str] = &["read_file", "history", "memory", "remember", "forget"];
+pub(crate) const FEW_TOOLS: &[&str] = &["read_file", "history", "memory", "remember", "forget"];
 
 /// An agent on `server` with the named tools (all when empty).
-fn harness(server: FakeOpenAI, window: u64, gate: Box<dyn Gate>, names: &[&str]) -> Harness {
+pub(crate) fn harness(
+    server: FakeOpenAI,
+    window: u64,
+    gate: Box<dyn Gate>,
+    names: &[&str],
+) -> Harness {
     let work = Dir::new();
     let state = Dir::new();
     let settings = ProviderSettings {
@@ -286,18 +291,18 @@ fn harness(server: FakeOpenAI, window: u64, gate: Box<dyn Gate>, names: &[&str])
 }
 
 impl Harness {
-    fn turn(&mut self, input: String) {
+    pub(crate) fn turn(&mut self, input: String) {
         let events = Arc::clone(&self.events);
         let mut sink = move |e: Event| events.lock().unwrap().push(e);
         self.agent.run(input, &mut sink).expect("turn");
     }
 
-    fn events(&self) -> Vec<Event> {
+    pub(crate) fn events(&self) -> Vec<Event> {
         self.events.lock().unwrap().clone()
     }
 }
 
-fn compactions(events: &[Event]) -> Vec<(String, String)> {
+pub(crate) fn compactions(events: &[Event]) -> Vec<(String, String)> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -307,7 +312,7 @@ fn compactions(events: &[Event]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn prefix_changes(events: &[Event]) -> Vec<usize> {
+pub(crate) fn prefix_changes(events: &[Event]) -> Vec<usize> {
     events
         .iter()
         .filter_map(|e| match e {

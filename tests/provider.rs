@@ -48,7 +48,7 @@ fn provider_for(fake: &FakeOpenAI) -> Box<dyn Provider> {
 
 fn request() -> Request {
     Request {
-        messages: vec![Message::system("You are terse."), Message::user("hi")],
+        messages: vec![Message::system("You are terse."), Message::user("hi")].into(),
         ..Request::default()
     }
 }
@@ -342,7 +342,8 @@ fn request_body_and_headers_carry_everything_the_server_needs() {
             Message::tool_result("c1", "a.rs"),
             thinking,
             Message::tool_result("c2", "b.rs"),
-        ],
+        ]
+        .into(),
         tools: vec![ToolSchema {
             name: "ls".into(),
             description: "List files".into(),
@@ -826,7 +827,9 @@ fn record_then_replay_serves_the_same_chunks_without_network() {
     let replay = provider::build(replay_settings).unwrap();
     // A different system prompt does not matter; the shape of the conversation does.
     let mut first_elsewhere = first.clone();
-    first_elsewhere.messages[0] = Message::system("Another machine, another prompt.");
+    let mut messages = first.messages.to_vec();
+    messages[0] = Message::system("Another machine, another prompt.");
+    first_elsewhere.messages = messages.into();
     assert_eq!(collect(replay.as_ref(), &first_elsewhere), live_chunks[0]);
     assert_eq!(collect(replay.as_ref(), &second), live_chunks[1]);
     let err = replay.stream(&second, &CancelToken::new()).err().unwrap();
@@ -859,8 +862,10 @@ fn replay_reports_a_diverging_request_precisely() {
     let replay = provider::build(replay_settings.clone()).unwrap();
     collect(replay.as_ref(), &first);
     let mut wrong_id = second.clone();
-    wrong_id.messages[2].tool_calls[0].id = "call_other".into();
-    wrong_id.messages[3] = Message::tool_result("call_other", "Cargo.toml");
+    let mut messages = second.messages.to_vec();
+    messages[2].tool_calls[0].id = "call_other".into();
+    messages[3] = Message::tool_result("call_other", "Cargo.toml");
+    wrong_id.messages = messages.into();
     let err = replay.stream(&wrong_id, &CancelToken::new()).err().unwrap();
     assert_eq!(
         err.to_string(),

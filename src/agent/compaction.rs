@@ -434,7 +434,7 @@ pub fn summary_request(history: &[Message], fold: &Fold, limits: &Limits) -> Req
          them.\n\n<transcript>\n{transcript}</transcript>"
     );
     Request {
-        messages: vec![Message::system(SUMMARY_SYSTEM_PROMPT), Message::user(user)],
+        messages: vec![Message::system(SUMMARY_SYSTEM_PROMPT), Message::user(user)].into(),
         tools: Vec::new(),
         temperature: Some(0.0),
         max_tokens: Some(MAX_DIGEST_TOKENS.min(limits.window / 8).max(256)),

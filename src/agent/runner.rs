@@ -313,7 +313,7 @@ impl Agent {
 
     fn build_request(&self) -> Request {
         Request {
-            messages: self.session.messages().to_vec(),
+            messages: self.session.transcript().clone(),
             tools: self.tools.schemas(),
             temperature: self.options.temperature,
             max_tokens: self.options.max_tokens,
@@ -337,7 +337,7 @@ impl Agent {
                 self.account_usage(&request, &reply, sink);
                 if let Some(usage) = reply.usage.filter(|u| !u.estimated) {
                     self.meter.observe(
-                        self.session.messages(),
+                        self.session.estimates(),
                         request.messages.len(),
                         self.tools_tokens,
                         usage.prompt_tokens,
@@ -547,7 +547,7 @@ impl Agent {
     /// estimate of what was appended since.
     pub fn context_tokens(&self) -> u64 {
         self.meter
-            .context_tokens(self.session.messages(), self.tools_tokens)
+            .context_tokens(self.session.estimates(), self.tools_tokens)
     }
 
     /// `/compact`: prunes stale tool results and folds the work before a short recent tail,
@@ -601,10 +601,9 @@ impl Agent {
 
     /// Each message's estimate, scaled by what the provider's counts have shown.
     fn message_costs(&self) -> Vec<u64> {
-        self.session
-            .messages()
-            .iter()
-            .map(|m| self.meter.scaled(tokens::estimate_message(m)))
+        let estimates = self.session.estimates();
+        (0..estimates.len())
+            .map(|i| self.meter.scaled(estimates.get(i)))
             .collect()
     }
 

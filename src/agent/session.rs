@@ -19,7 +19,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::provider::{Message, Role};
+use super::tokens::Estimates;
+use crate::provider::{Message, Role, Transcript};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -131,7 +132,10 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SessionError + '_ {
 
 pub struct Session {
     pub header: Header,
-    messages: Vec<Message>,
+    /// The messages with their request JSON, encoded once as they arrive.
+    messages: Transcript,
+    /// Their token estimates, kept in step so measuring never re-reads old messages.
+    estimates: Estimates,
     path: PathBuf,
     /// Open for appending, and holding the session's exclusive lock.
     file: File,
@@ -160,7 +164,8 @@ impl Session {
         // between start-up and the first request.
         Ok(Session {
             header,
-            messages: Vec::new(),
+            messages: Transcript::new(),
+            estimates: Estimates::default(),
             path,
             file,
             dir_synced: false,
@@ -180,7 +185,8 @@ impl Session {
         }
         let mut session = Session {
             header,
-            messages,
+            estimates: Estimates::of(&messages),
+            messages: messages.into(),
             path: path.to_path_buf(),
             file,
             dir_synced: true,
@@ -218,6 +224,16 @@ impl Session {
         &self.messages
     }
 
+    /// The history as requests carry it (a shared handle, not a copy).
+    pub fn transcript(&self) -> &Transcript {
+        &self.messages
+    }
+
+    /// Per-message token estimates of [`Session::messages`].
+    pub fn estimates(&self) -> &Estimates {
+        &self.estimates
+    }
+
     /// What loading repaired, as one sentence for the user; `None` when nothing was wrong.
     pub fn repair_notice(&self) -> Option<String> {
         (!self.repairs.is_empty()).then(|| {
@@ -236,6 +252,7 @@ impl Session {
         self.file
             .write_all(line.as_bytes())
             .map_err(io_err(&self.path))?;
+        self.estimates.push(&message);
         self.messages.push(message);
         Ok(())
     }
@@ -293,7 +310,8 @@ impl Session {
         // The old handle (and its lock) belongs to the replaced inode; appends and the lock
         // now live with the new file.
         self.file = file;
-        self.messages = messages;
+        self.estimates = Estimates::of(&messages);
+        self.messages.replace(messages);
         Ok(())
     }
 

@@ -115,6 +115,60 @@ pub fn estimate_tools(tools: &[ToolSchema]) -> u64 {
         .sum()
 }
 
+/// Running totals of the per-message estimates of a history, kept in step with it (see
+/// `Session`), so the meter and compaction read sums instead of re-estimating old messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimates {
+    /// `sums[i]`: the estimate of the first `i` messages.
+    sums: Vec<u64>,
+}
+
+impl Default for Estimates {
+    fn default() -> Self {
+        Estimates { sums: vec![0] }
+    }
+}
+
+impl Estimates {
+    pub fn of(messages: &[Message]) -> Estimates {
+        let mut estimates = Estimates::default();
+        estimates.sums.reserve(messages.len());
+        for message in messages {
+            estimates.push(message);
+        }
+        estimates
+    }
+
+    pub fn push(&mut self, message: &Message) {
+        let total = self.total();
+        self.sums.push(total + estimate_message(message));
+    }
+
+    /// Number of messages covered.
+    pub fn len(&self) -> usize {
+        self.sums.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn total(&self) -> u64 {
+        self.sums.last().copied().unwrap_or(0)
+    }
+
+    /// The estimate of the messages in `from..to` (clamped to the history).
+    pub fn range(&self, from: usize, to: usize) -> u64 {
+        let to = to.min(self.len());
+        self.sums[to] - self.sums[from.min(to)]
+    }
+
+    /// The estimate of message `i`.
+    pub fn get(&self, i: usize) -> u64 {
+        self.range(i, i + 1)
+    }
+}
+
 /// What the provider reported for the last request.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Anchor {
@@ -140,10 +194,10 @@ impl Meter {
     }
 
     /// Records the provider's prompt tokens for a request that carried the first `sent`
-    /// messages of `history` (the history may have grown since by the reply).
-    pub fn observe(&mut self, history: &[Message], sent: usize, tools: u64, reported: u64) {
+    /// messages of the history `history` estimates (it may have grown since by the reply).
+    pub fn observe(&mut self, history: &Estimates, sent: usize, tools: u64, reported: u64) {
         let sent = sent.min(history.len());
-        let estimated = tools + estimate_messages(&history[..sent]);
+        let estimated = tools + history.range(0, sent);
         if estimated > 0 && reported > 0 {
             self.scale = Some(reported as f64 / estimated as f64);
         }
@@ -160,12 +214,12 @@ impl Meter {
     }
 
     /// Estimated prompt tokens if `history` were sent now with tools worth `tools` tokens.
-    pub fn context_tokens(&self, history: &[Message], tools: u64) -> u64 {
+    pub fn context_tokens(&self, history: &Estimates, tools: u64) -> u64 {
         match self.anchor {
             Some(anchor) if anchor.messages <= history.len() => {
-                anchor.reported + self.scaled(estimate_messages(&history[anchor.messages..]))
+                anchor.reported + self.scaled(history.range(anchor.messages, history.len()))
             }
-            _ => self.scaled(tools + estimate_messages(history)),
+            _ => self.scaled(tools + history.total()),
         }
     }
 
@@ -249,15 +303,15 @@ mod tests {
         let mut history = vec![Message::system("s".repeat(400)), Message::user("hi")];
         let mut meter = Meter::new();
         // Before any report: the plain estimate.
-        let plain = meter.context_tokens(&history, 10);
+        let plain = meter.context_tokens(&Estimates::of(&history), 10);
         assert_eq!(plain, 10 + estimate_messages(&history));
-        meter.observe(&history, 2, 10, 1000);
-        assert_eq!(meter.context_tokens(&history, 10), 1000);
+        meter.observe(&Estimates::of(&history), 2, 10, 1000);
+        assert_eq!(meter.context_tokens(&Estimates::of(&history), 10), 1000);
         history.push(Message::assistant("an answer of a few words"));
         let tail = estimate_message(&history[2]);
         let scale = 1000.0 / plain as f64;
         assert_eq!(
-            meter.context_tokens(&history, 10),
+            meter.context_tokens(&Estimates::of(&history), 10),
             1000 + (tail as f64 * scale).round() as u64
         );
         // After a rewrite the whole history is re-estimated with the learned scale.
@@ -265,8 +319,26 @@ mod tests {
         meter.invalidate();
         let all = 10 + estimate_messages(&history);
         assert_eq!(
-            meter.context_tokens(&history, 10),
+            meter.context_tokens(&Estimates::of(&history), 10),
             (all as f64 * scale).round() as u64
         );
+    }
+
+    #[test]
+    fn estimates_kept_in_step_match_a_fresh_count() {
+        let history = vec![
+            Message::system("s".repeat(100)),
+            Message::user("hello there"),
+            Message::tool_result("c1", "some output\nwith lines"),
+        ];
+        let mut running = Estimates::default();
+        for message in &history {
+            running.push(message);
+        }
+        assert_eq!(running, Estimates::of(&history));
+        assert_eq!(running.len(), 3);
+        assert_eq!(running.total(), estimate_messages(&history));
+        assert_eq!(running.get(1), estimate_message(&history[1]));
+        assert_eq!(running.range(1, 9), estimate_messages(&history[1..]));
     }
 }

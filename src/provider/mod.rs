@@ -20,6 +20,9 @@ pub mod record;
 pub mod replay;
 pub mod retry;
 pub mod sse;
+pub mod transcript;
+
+pub use transcript::Transcript;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -140,7 +143,9 @@ pub struct ToolSchema {
 /// Everything one model call needs besides the provider's own settings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Request {
-    pub messages: Vec<Message>,
+    /// Shared with the session, not copied: each message's JSON was encoded once, when it
+    /// was added.
+    pub messages: Transcript,
     pub tools: Vec<ToolSchema>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u64>,

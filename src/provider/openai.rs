@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::net::{self, Exchange, Limits, Method, Net, OpenBody};
 use super::record::{self, RecordedExchange, Recorder};
+use super::transcript::{fnv_continue, FNV_OFFSET};
 use super::{retry, sse};
 use super::{
     Chunk, ChunkStream, Message, Provider, ProviderError, ProviderSettings, Request, Role,
@@ -37,6 +38,9 @@ pub struct OpenAiProvider {
     chat_url: String,
     headers: Vec<(String, String)>,
     recorder: Option<Arc<Recorder>>,
+    /// The last request's body buffer, back from its exchange thread: reused so a long
+    /// session does not map and unmap a body-sized block every round.
+    spare_body: Arc<Mutex<Vec<u8>>>,
 }
 
 /// The `openai` row of the factory table.
@@ -59,6 +63,7 @@ impl OpenAiProvider {
             chat_url,
             headers,
             recorder,
+            spare_body: Arc::default(),
         })
     }
 }
@@ -80,9 +85,23 @@ impl Provider for OpenAiProvider {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
         }
-        let body_json = request_body(&self.settings, request);
-        let body = serde_json::to_vec(&body_json)
-            .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
+        let mut body = std::mem::take(
+            &mut *self
+                .spare_body
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let id_seed = write_request_body(&self.settings, request, &mut body);
+        debug_assert!(
+            body == serde_json::to_vec(&request_body(&self.settings, request)).unwrap_or_default(),
+            "the assembled body differs from the one built from scratch"
+        );
+        debug_assert_eq!(id_seed, stable_hash(&body));
+        // Recordings keep the request as JSON; only they pay for building it.
+        let body_json = self
+            .recorder
+            .is_some()
+            .then(|| request_body(&self.settings, request));
         // The exchange stops when the caller cancels or drops the stream, whichever is first.
         let abort = CancelToken::new();
         let abort_on_cancel = abort.clone();
@@ -90,10 +109,11 @@ impl Provider for OpenAiProvider {
             net: self.net.clone(),
             url: self.chat_url.clone(),
             headers: self.headers.clone(),
-            id_seed: stable_hash(&body),
+            id_seed,
             prompt_estimate: estimate_tokens(body.len()),
             body,
             body_json,
+            spare_body: Arc::clone(&self.spare_body),
             idle: self.settings.timeouts.idle_stream,
             policy: self.settings.retry,
             api_key_env: self.settings.api_key_env.clone(),
@@ -211,7 +231,10 @@ struct Job {
     url: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
-    body_json: Value,
+    /// Only when recording.
+    body_json: Option<Value>,
+    /// Where `body` goes back when the exchange is over.
+    spare_body: Arc<Mutex<Vec<u8>>>,
     id_seed: u64,
     prompt_estimate: u64,
     idle: Duration,
@@ -221,6 +244,20 @@ struct Job {
     /// Fires on the caller's cancel and when the consumer drops the stream.
     abort: CancelToken,
     _abort_on_cancel: HookGuard,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let body = std::mem::take(&mut self.body);
+        let mut spare = self
+            .spare_body
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Keep the larger buffer: the history only grows between compactions.
+        if body.capacity() > spare.capacity() {
+            *spare = body;
+        }
+    }
 }
 
 /// How reading one response body ended.
@@ -375,7 +412,7 @@ impl Job {
             return Ok(());
         };
         recorder.append(&RecordedExchange {
-            request: self.body_json.clone(),
+            request: self.body_json.clone().unwrap_or_default(),
             status,
             response: String::from_utf8_lossy(raw).into_owned(),
             error,
@@ -431,14 +468,20 @@ fn endpoint(
 
 /// The exact request body: model, messages, tools, streaming options, sampling settings,
 /// then `extra_body` merged at the top level. Keys are sorted (serde_json's map), so the same
-/// request always serialises to the same bytes.
+/// request always serialises to the same bytes. Built from scratch: the reference that
+/// [`write_request_body`] must match, and the form recordings keep.
 pub fn request_body(settings: &ProviderSettings, request: &Request) -> Value {
+    let mut body = envelope(settings, request);
+    // `extra_body` may replace the messages, as it may replace anything else.
+    body.entry("messages")
+        .or_insert_with(|| Value::Array(request.messages.iter().map(message_json).collect()));
+    Value::Object(body)
+}
+
+/// Everything in the body but the messages (unless `extra_body` sets them).
+fn envelope(settings: &ProviderSettings, request: &Request) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(settings.model.clone()));
-    body.insert(
-        "messages".into(),
-        Value::Array(request.messages.iter().map(message_json).collect()),
-    );
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -473,10 +516,68 @@ pub fn request_body(settings: &ProviderSettings, request: &Request) -> Value {
     for (key, value) in &settings.extra_body {
         body.insert(key.clone(), value.clone());
     }
-    Value::Object(body)
+    body
 }
 
-fn message_json(message: &Message) -> Value {
+/// The bytes `request_body` serialises to, assembled into `out` (cleared first, its capacity
+/// reused) from the transcript's cached message JSON: only the envelope is serialised here.
+/// Returns the body's [`stable_hash`], rolled forward over the messages hashed before.
+pub fn write_request_body(
+    settings: &ProviderSettings,
+    request: &Request,
+    out: &mut Vec<u8>,
+) -> u64 {
+    out.clear();
+    let envelope = envelope(settings, request);
+    if envelope.contains_key("messages") {
+        // `extra_body` replaced the messages: nothing cached applies.
+        write_json(out, &Value::Object(envelope));
+        return stable_hash(out);
+    }
+    let messages = request.messages.bytes();
+    out.reserve(messages.len() + 16 * 1024);
+    out.push(b'{');
+    // The map iterates in key order, the order serde_json writes it in.
+    let mut entries = envelope.iter().peekable();
+    let mut first = true;
+    while let Some((key, value)) = entries.next_if(|(key, _)| key.as_str() < "messages") {
+        write_entry(out, &mut first, key, value);
+    }
+    if !first {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"messages\":[");
+    let state = request.messages.hash_after(stable_hash(out));
+    let rest = out.len() + messages.len();
+    out.extend_from_slice(messages);
+    out.push(b']');
+    for (key, value) in entries {
+        write_entry(out, &mut false, key, value);
+    }
+    out.push(b'}');
+    fnv_continue(state, &out[rest..])
+}
+
+fn write_entry(out: &mut Vec<u8>, first: &mut bool, key: &str, value: &Value) {
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+    write_json(out, &Value::String(key.to_string()));
+    out.push(b':');
+    write_json(out, value);
+}
+
+/// Writing a `Value` into memory cannot fail; `null` keeps the body valid JSON if it did.
+fn write_json(out: &mut Vec<u8>, value: &Value) {
+    let len = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(len);
+        out.extend_from_slice(b"null");
+    }
+}
+
+pub(crate) fn message_json(message: &Message) -> Value {
     let mut value = serde_json::to_value(message).unwrap_or(Value::Null);
     // DeepSeek's thinking mode rejects an assistant tool-call turn without it.
     if message.role == Role::Assistant && !message.tool_calls.is_empty() {
@@ -533,9 +634,7 @@ fn request_headers(
 /// FNV-1a: a fixed, dependency-free hash so synthetic tool-call ids are the same for the same
 /// request on every machine and in every replay.
 pub fn stable_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    fnv_continue(FNV_OFFSET, bytes)
 }
 
 /// About four bytes per token: only used when the server reports no usage.
@@ -1443,7 +1542,8 @@ mod tests {
                 Message::user("hi"),
                 assistant,
                 Message::tool_result("c1", "x"),
-            ],
+            ]
+            .into(),
             temperature: Some(0.7),
             max_tokens: Some(64),
             reasoning_effort: Some("high".into()),
@@ -1461,6 +1561,82 @@ mod tests {
         assert_eq!(body["temperature"], 0.1);
         assert_eq!(body["tool_choice"], "auto");
         assert_eq!(body["max_tokens"], 64);
+    }
+
+    /// The body assembled from cached bytes, and its rolling hash, against the from-scratch
+    /// serialisation.
+    fn assert_assembled_matches(settings: &ProviderSettings, request: &Request, buf: &mut Vec<u8>) {
+        let hash = write_request_body(settings, request, buf);
+        let scratch = serde_json::to_vec(&request_body(settings, request)).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(buf),
+            String::from_utf8_lossy(&scratch)
+        );
+        assert_eq!(hash, stable_hash(&scratch));
+    }
+
+    #[test]
+    fn assembled_body_equals_the_scratch_body_after_appends_rewrites_and_a_resume() {
+        let mut settings = ProviderSettings {
+            model: "m".into(),
+            extra_body: serde_json::from_str(r#"{"a_first":1,"top_p":0.5}"#).unwrap(),
+            ..ProviderSettings::default()
+        };
+        let mut request = Request {
+            tools: vec![crate::provider::ToolSchema {
+                name: "ls".into(),
+                description: "List \"files\"\n".into(),
+                parameters: serde_json::json!({"type": "object", "properties": {}}),
+            }],
+            max_tokens: Some(99),
+            temperature: Some(0.25),
+            ..Request::default()
+        };
+        let mut buf = Vec::new();
+        // Empty history, then appends of every shape.
+        assert_assembled_matches(&settings, &request, &mut buf);
+        let mut history = vec![
+            Message::system("sys é \u{1F600} \"q\""),
+            Message::user("hi"),
+        ];
+        for message in history.clone() {
+            request.messages.push(message);
+            assert_assembled_matches(&settings, &request, &mut buf);
+        }
+        for round in 0..5 {
+            let mut assistant = Message::assistant(format!("round {round}"));
+            assistant
+                .tool_calls
+                .push(ToolCall::new(format!("c{round}"), "ls", "{}"));
+            if round % 2 == 1 {
+                assistant.reasoning_content = Some("thinking\tit over".into());
+            }
+            let result = Message::tool_result(format!("c{round}"), "x".repeat(round * 300));
+            for message in [assistant, result] {
+                history.push(message.clone());
+                request.messages.push(message);
+                assert_assembled_matches(&settings, &request, &mut buf);
+            }
+        }
+        // A compaction rewrite in the middle: only the changed suffix is re-encoded.
+        history[5].content = "[snipped]".into();
+        history.remove(3);
+        history.remove(2);
+        request.messages.replace(history.clone());
+        assert_eq!(request.messages.messages(), &history[..]);
+        assert_assembled_matches(&settings, &request, &mut buf);
+        // A resume: the same history loaded afresh.
+        request.messages = history.clone().into();
+        assert_assembled_matches(&settings, &request, &mut buf);
+        // Settings that move the bytes before the messages re-seed the rolling hash.
+        request.max_tokens = None;
+        settings.extra_body.remove("a_first");
+        assert_assembled_matches(&settings, &request, &mut buf);
+        // extra_body may replace the messages outright.
+        settings
+            .extra_body
+            .insert("messages".into(), serde_json::json!([]));
+        assert_assembled_matches(&settings, &request, &mut buf);
     }
 
     #[test]

@@ -248,7 +248,10 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The JSON body, `Null` when empty, a string when not JSON.
     pub body: Value,
+    /// When the body had been read and parsed.
     pub at: Instant,
+    /// When the request line arrived: the client had finished building the request.
+    pub arrived: Instant,
 }
 
 impl RecordedRequest {
@@ -270,6 +273,8 @@ struct State {
     replies: Mutex<VecDeque<Reply>>,
     handler: Mutex<Option<Handler>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// When the reply to request n (from 1) was completely written, by request number.
+    answered: Mutex<Vec<(usize, Instant)>>,
     violations: Mutex<Vec<String>>,
     /// Connections the client closed while the server was holding them open.
     client_hangups: Mutex<usize>,
@@ -359,6 +364,20 @@ impl FakeOpenAI {
         );
     }
 
+    /// When each reply was completely written, indexed like [`FakeOpenAI::requests`]
+    /// (`None` for a reply still being written).
+    pub fn answer_times(&self) -> Vec<Option<Instant>> {
+        let answered = self.state.answered.lock().unwrap();
+        let count = self.state.requests.lock().unwrap().len();
+        let mut times = vec![None; count];
+        for &(number, at) in answered.iter() {
+            if let Some(slot) = times.get_mut(number - 1) {
+                *slot = Some(at);
+            }
+        }
+        times
+    }
+
     pub fn pairing_violations(&self) -> Vec<String> {
         self.state.violations.lock().unwrap().clone()
     }
@@ -426,12 +445,18 @@ fn serve(stream: TcpStream, state: Arc<State>) {
         )
     });
     let _ = respond(stream, reply, &state);
+    state
+        .answered
+        .lock()
+        .unwrap()
+        .push((number, Instant::now()));
 }
 
 fn read_request(stream: &TcpStream) -> Option<RecordedRequest> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
+    let arrived = Instant::now();
     let mut parts = line.split_whitespace();
     let method = parts.next()?.to_string();
     let path = parts.next()?.to_string();
@@ -467,6 +492,7 @@ fn read_request(stream: &TcpStream) -> Option<RecordedRequest> {
         headers,
         body,
         at: Instant::now(),
+        arrived,
     })
 }
 

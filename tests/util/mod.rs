@@ -68,7 +68,12 @@ pub fn bin() -> PathBuf {
 /// A `reasonix` invocation with HOME and REASONIX_HOME inside `home`, the working directory
 /// `cwd`, and no provider keys or proxies inherited from the developer's shell.
 pub fn reasonix(home: &Dir, cwd: &Path) -> Command {
-    let mut cmd = Command::new(bin());
+    reasonix_binary(&bin(), home, cwd)
+}
+
+/// [`reasonix`] for another build of the binary (the static musl one in benches).
+pub fn reasonix_binary(binary: &Path, home: &Dir, cwd: &Path) -> Command {
+    let mut cmd = Command::new(binary);
     cmd.current_dir(cwd)
         .env("HOME", home.path())
         .env("REASONIX_HOME", home.join(".reasonix"))
