@@ -22,13 +22,8 @@ use reasonix::permission::AllowAll;
 
 /// Waits for `child` and returns its exit code and peak resident set size in KiB.
 fn wait_with_peak_rss(child: std::process::Child) -> (i32, i64) {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for a child we spawned and have not reaped.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
-    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+    let usage = wait_with_usage(child);
+    (usage.code, usage.peak_rss_kib)
 }
 
 /// What the kernel reports for a child that has exited.
