@@ -119,19 +119,26 @@ fn bench_cold_start_in_a_fresh_home() {
     );
 }
 
-#[test]
-#[ignore]
-fn bench_tool_round_overhead_and_peak_memory() {
-    const ROUNDS: usize = 200;
+/// A fake model that reads `a.txt` for `rounds` rounds, then answers: the server, the home
+/// configured for it and the workspace.
+fn read_file_loop(rounds: usize) -> (FakeOpenAI, Dir, Dir) {
     let work = Dir::new();
     work.write("a.txt", "hello\n");
-    let mut replies: Vec<Reply> = (0..ROUNDS)
+    let mut replies: Vec<Reply> = (0..rounds)
         .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
         .collect();
     replies.push(Reply::text("done"));
     let server = FakeOpenAI::start(replies);
     let home = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
+    (server, home, work)
+}
+
+#[test]
+#[ignore]
+fn bench_tool_round_overhead_and_peak_memory() {
+    const ROUNDS: usize = 200;
+    let (server, home, work) = read_file_loop(ROUNDS);
     let mut cmd = reasonix(&home, work.path());
     cmd.args(["run", "--output-format", "json", "loop"])
         .stdout(Stdio::null())
@@ -444,15 +451,7 @@ struct LongRun {
 }
 
 fn long_run(binary: &Path, rounds: usize) -> LongRun {
-    let work = Dir::new();
-    work.write("a.txt", "hello\n");
-    let mut replies: Vec<Reply> = (0..rounds)
-        .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
-        .collect();
-    replies.push(Reply::text("done"));
-    let server = FakeOpenAI::start(replies);
-    let home = Dir::new();
-    use_fake_provider(&home, &server.base_url(), "");
+    let (server, home, work) = read_file_loop(rounds);
     let mut cmd = reasonix_binary(binary, &home, work.path());
     cmd.args(["run", "--output-format", "json", "loop"])
         .stdout(Stdio::null())
