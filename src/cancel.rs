@@ -7,6 +7,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The exit status of a run the user interrupted: 128 + SIGINT, as shells report it. Here
+/// rather than with the CLI's other codes because the terminal's signal thread exits with it.
+pub const INTERRUPTED_EXIT: i32 = 130;
+
 type Hook = Box<dyn FnOnce() + Send>;
 
 #[derive(Default)]

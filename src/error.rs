@@ -13,7 +13,7 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     pub const AUTH: i32 = 3;
     pub const MAX_STEPS: i32 = 4;
-    pub const INTERRUPTED: i32 = 130;
+    pub const INTERRUPTED: i32 = crate::cancel::INTERRUPTED_EXIT;
 }
 
 #[derive(Debug)]

@@ -2,6 +2,10 @@
 //!
 //! The binary in `main.rs` is a thin shell over this library so integration tests and benches
 //! can reach the same code paths the CLI uses.
+//!
+//! Unsafe code is confined to `sandbox::sys` and `term::sys`, the two modules allowed it.
+
+#![deny(unsafe_code)]
 
 pub mod agent;
 pub mod cancel;

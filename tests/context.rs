@@ -22,7 +22,7 @@ use reasonix::permission::{
 use reasonix::provider::{self, Message, ProviderSettings, RetryPolicy, ToolCall};
 use reasonix::tool::builtin::history::{History, StatePaths};
 use reasonix::tool::builtin::{self, memory};
-use reasonix::tool::{Registry, Tool, ToolContext, ToolError};
+use reasonix::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
 use crate::util::fake_openai::{
     done, pairing_problems, sse_finish, sse_text, sse_tool_calls, sse_usage, FakeOpenAI,
@@ -1138,6 +1138,9 @@ impl Tool for Named {
     }
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Other
     }
     fn execute(&self, _: &Value, _: &ToolContext) -> Result<String, ToolError> {
         Ok(String::new())

@@ -17,7 +17,7 @@ use reasonix::permission::{
     Policy, PolicyGate, Posture, Rule,
 };
 use reasonix::provider::{Chunk, ChunkStream, Provider, ProviderError, Request, ToolCall};
-use reasonix::tool::{Registry, Tool, ToolContext, ToolError};
+use reasonix::tool::{builtin, Family, Profile, Registry, Tool, ToolContext, ToolError};
 
 use crate::util::Dir;
 
@@ -69,8 +69,9 @@ fn policy(rules: Rules) -> Policy {
     policy
 }
 
-fn read_only(tool: &str) -> bool {
-    matches!(tool, "read_file" | "ls" | "glob" | "grep" | "todo_write")
+/// What the gate knows of a tool: the built-in's own profile, or an undeclared tool's.
+fn profile(tool: &str) -> Profile {
+    builtin::profile(tool).unwrap_or(Profile::undeclared(false))
 }
 
 fn bash(command: &str) -> (&'static str, Value) {
@@ -773,7 +774,7 @@ fn rules_table() {
     let mut failures = Vec::new();
     for (line, (tool, args), rules, posture, expected) in cases {
         let gate = PolicyGate::new(policy(rules), posture, None);
-        let verdict = gate.check(tool, read_only(tool), &args);
+        let verdict = gate.check_declared(tool, profile(tool), &args);
         let outcome = if verdict.allowed { "allow" } else { "block" };
         let actual = format!("{outcome}:{}", verdict.resolution.as_str());
         if actual != expected {
@@ -809,7 +810,7 @@ fn rules_table() {
 #[test]
 fn strict_block_message_names_the_flag() {
     let gate = PolicyGate::new(policy(ask(&["Bash(git push:*)"])), Strict, None);
-    let verdict = gate.check("bash", false, &json!({"command": "git push"}));
+    let verdict = gate.check_declared("bash", profile("bash"), &json!({"command": "git push"}));
     assert_eq!(
         verdict.message.as_deref(),
         Some(
@@ -876,14 +877,26 @@ fn session_grants_cover_later_calls_and_only_them() {
         ApprovalAnswer::Deny,
     ]);
     let gate = PolicyGate::new(policy(NONE), Ask, Some(approver));
-    let first = gate.check("bash", false, &json!({"command": "go test ./pkg -run X"}));
+    let first = gate.check_declared(
+        "bash",
+        profile("bash"),
+        &json!({"command": "go test ./pkg -run X"}),
+    );
     assert!(first.allowed);
     assert_eq!(first.resolution.as_str(), "user-session");
-    let again = gate.check("bash", false, &json!({"command": "go test ./other"}));
+    let again = gate.check_declared(
+        "bash",
+        profile("bash"),
+        &json!({"command": "go test ./other"}),
+    );
     assert!(again.allowed);
     assert_eq!(again.resolution.as_str(), "session-grant");
     assert_eq!(again.rule.as_deref(), Some("Bash(go test:*)"));
-    let injected = gate.check("bash", false, &json!({"command": "go test && rm -rf /"}));
+    let injected = gate.check_declared(
+        "bash",
+        profile("bash"),
+        &json!({"command": "go test && rm -rf /"}),
+    );
     assert!(
         !injected.allowed,
         "a session prefix grant must not cover operators"
@@ -920,12 +933,24 @@ fn always_grants_are_persisted_and_failures_reported() {
             }
         },
     ));
-    let first = gate.check("write_file", false, &json!({"path": "docs/a.md"}));
+    let first = gate.check_declared(
+        "write_file",
+        profile("write_file"),
+        &json!({"path": "docs/a.md"}),
+    );
     assert_eq!(first.resolution.as_str(), "user-always");
     assert_eq!(first.warning, None);
-    let repeat = gate.check("edit_file", false, &json!({"path": "./docs/a.md"}));
+    let repeat = gate.check_declared(
+        "edit_file",
+        profile("edit_file"),
+        &json!({"path": "./docs/a.md"}),
+    );
     assert_eq!(repeat.resolution.as_str(), "session-grant");
-    let other = gate.check("write_file", false, &json!({"path": "docs/b.md"}));
+    let other = gate.check_declared(
+        "write_file",
+        profile("write_file"),
+        &json!({"path": "docs/b.md"}),
+    );
     assert!(other.allowed);
     assert_eq!(
         other.warning.as_deref(),
@@ -952,18 +977,18 @@ fn the_approver_is_not_asked_when_rules_or_postures_decide() {
         Some(approver),
     );
     assert_eq!(
-        gate.check("write_file", false, &json!({"path": "a"}))
+        gate.check_declared("write_file", profile("write_file"), &json!({"path": "a"}))
             .resolution
             .as_str(),
         "auto"
     );
     assert_eq!(
-        gate.check("bash", false, &json!({"command": "rm a"}))
+        gate.check_declared("bash", profile("bash"), &json!({"command": "rm a"}))
             .resolution
             .as_str(),
         "rule"
     );
-    let push = gate.check("bash", false, &json!({"command": "git push"}));
+    let push = gate.check_declared("bash", profile("bash"), &json!({"command": "git push"}));
     assert_eq!(
         push.resolution.as_str(),
         "user-once",
@@ -974,7 +999,7 @@ fn the_approver_is_not_asked_when_rules_or_postures_decide() {
         Some("Bash(git push:*)")
     );
     gate.set_posture(Yolo);
-    let push = gate.check("bash", false, &json!({"command": "git push"}));
+    let push = gate.check_declared("bash", profile("bash"), &json!({"command": "git push"}));
     assert_eq!((push.allowed, push.resolution.as_str()), (true, "yolo"));
     assert_eq!(asked.lock().unwrap().len(), 1);
 }
@@ -996,6 +1021,9 @@ impl Tool for Recorder {
     }
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Writer
     }
     fn execute(&self, _args: &Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);

@@ -107,6 +107,7 @@ fn run_parallel(batch: &[Prepared], ctx: &ToolContext, max_parallel: usize) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::Family;
     use std::path::PathBuf;
     use std::sync::mpsc;
     use std::time::Duration;
@@ -131,6 +132,9 @@ mod tests {
         }
         fn read_only(&self) -> bool {
             true
+        }
+        fn family(&self) -> Family {
+            Family::Other
         }
         fn execute(&self, _: &Value, _: &ToolContext) -> Result<String, ToolError> {
             self.announce.lock().unwrap().send(self.name).unwrap();
@@ -164,6 +168,9 @@ mod tests {
         }
         fn read_only(&self) -> bool {
             self.read_only
+        }
+        fn family(&self) -> Family {
+            Family::Other
         }
         fn execute(&self, args: &Value, _: &ToolContext) -> Result<String, ToolError> {
             self.log

@@ -501,9 +501,7 @@ impl Agent {
         self.tools.validate(call.name(), &args)?;
         let verdict = match tool.fresh_approval(&args, &self.ctx) {
             Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
-            None => self
-                .gate
-                .check_declared(call.name(), tool.read_only(), tool.subjects(), &args),
+            None => self.gate.check_declared(call.name(), tool.profile(), &args),
         };
         report_verdict(call.name(), &verdict, sink);
         if !verdict.allowed {

@@ -19,7 +19,7 @@ use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
 use crate::error::Error;
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
 use crate::provider::{Message, ProviderError, ProviderSettings};
-use crate::tool::{builtin, Registry, Subjects, ToolContext};
+use crate::tool::{builtin, Profile, Registry, ToolContext};
 
 /// The canonical working directory (after `-C`).
 pub fn working_dir() -> Result<PathBuf, Error> {
@@ -337,14 +337,8 @@ pub fn options(
 pub struct SharedGate(pub Arc<PolicyGate>);
 
 impl Gate for SharedGate {
-    fn check_declared(
-        &self,
-        tool: &str,
-        read_only: bool,
-        subjects: Subjects,
-        args: &Value,
-    ) -> Verdict {
-        self.0.check_declared(tool, read_only, subjects, args)
+    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
+        self.0.check_declared(tool, profile, args)
     }
 
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {

@@ -14,7 +14,7 @@ use super::grants::sha256_hex;
 use super::manager::Server;
 use super::McpError;
 use crate::permission::McpToolPolicy;
-use crate::tool::{Tool, ToolContext, ToolError};
+use crate::tool::{Family, Tool, ToolContext, ToolError};
 
 /// OpenAI-compatible APIs accept function names of at most 64 characters.
 pub const MAX_NAME: usize = 64;
@@ -162,6 +162,9 @@ impl Tool for McpTool {
 
     fn read_only(&self) -> bool {
         self.remote.read_only
+    }
+    fn family(&self) -> Family {
+        Family::Other
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use super::policy::{Basis, Decision, Policy};
 use super::rules::{
-    exact_command_rule, prefix_command_rule, Call, Polarity, Rule, Subject, Target, WRITERS,
+    exact_command_rule, prefix_command_rule, Call, Polarity, Rule, Subject, Target,
 };
 use crate::config::ApprovalMode;
-use crate::tool::{ReadDenials, Subjects};
+use crate::tool::{Family, Profile, ReadDenials};
 
 /// How Ask decisions are resolved (§3.7 tool approval posture).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,13 +139,7 @@ impl Verdict {
 pub trait Gate: Send + Sync {
     /// Judges a call by the arguments its tool declared as subjects (see [`Subjects`]); what
     /// the agent calls for every tool.
-    fn check_declared(
-        &self,
-        tool: &str,
-        read_only: bool,
-        subjects: Subjects,
-        args: &Value,
-    ) -> Verdict;
+    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict;
 
     /// What this gate denies to readers, for the search tools' walks (see
     /// `ToolContext::read_denials`); `None` denies nothing.
@@ -155,7 +149,7 @@ pub trait Gate: Send + Sync {
 
     /// [`Gate::check_declared`] for a tool that declares no subjects (MCP, plugins).
     fn check(&self, tool: &str, read_only: bool, args: &Value) -> Verdict {
-        self.check_declared(tool, read_only, Subjects::Undeclared, args)
+        self.check_declared(tool, Profile::undeclared(read_only), args)
     }
 
     /// For calls that need a fresh approval from a person every time (`remember`, `forget`):
@@ -188,7 +182,7 @@ fn refused_headless(tool: &str, decision: Decision) -> Verdict {
 pub struct AllowAll;
 
 impl Gate for AllowAll {
-    fn check_declared(&self, _: &str, _: bool, _: Subjects, _: &Value) -> Verdict {
+    fn check_declared(&self, _: &str, _: Profile, _: &Value) -> Verdict {
         Verdict::allow()
     }
 }
@@ -197,6 +191,7 @@ impl Gate for AllowAll {
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
     pub tool: String,
+    pub family: Family,
     pub subject: Option<String>,
     pub args: Value,
     /// The ask rule that forced the prompt, when it was not the writer fallback.
@@ -211,7 +206,7 @@ impl ApprovalRequest {
     /// The default scope for "allow for this session": for file writers every edit, for
     /// anything else the narrowest scope.
     pub fn session_scope(&self) -> Option<&Rule> {
-        if WRITERS.contains(&self.tool.as_str()) {
+        if self.family == Family::Writer {
             self.scopes.last()
         } else {
             self.scopes.first()
@@ -352,6 +347,7 @@ impl PolicyGate {
     ) -> Verdict {
         let request = ApprovalRequest {
             tool: call.tool.clone(),
+            family: call.family,
             subject: base.subject.clone(),
             args: args.clone(),
             rule: base.rule.clone(),
@@ -418,6 +414,7 @@ impl PolicyGate {
             (Some(approver), p) if p != Posture::Strict => {
                 let request = ApprovalRequest {
                     tool: call.tool.clone(),
+                    family: call.family,
                     subject: base.subject.clone(),
                     args: args.clone(),
                     rule: Some("destructiveHint".into()),
@@ -459,7 +456,7 @@ impl Gate for PolicyGate {
     /// the approver is asked with the preview as the subject, and any yes counts for this
     /// call only.
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
-        let call = Call::new(tool, args);
+        let call = Call::new(tool, Family::Other, args);
         let ruling = self.policy.decide_call(&call, false);
         if let (Decision::Deny, Basis::Rule(_)) = (ruling.decision, &ruling.basis) {
             return self.check(tool, false, args);
@@ -476,6 +473,7 @@ impl Gate for PolicyGate {
         };
         let request = ApprovalRequest {
             tool: tool.to_string(),
+            family: call.family,
             subject: Some(preview.to_string()),
             args: args.clone(),
             rule: None,
@@ -506,14 +504,15 @@ impl Gate for PolicyGate {
         Some(Arc::new(self.policy.clone()))
     }
 
-    fn check_declared(
-        &self,
-        tool: &str,
-        read_only: bool,
-        subjects: Subjects,
-        args: &Value,
-    ) -> Verdict {
-        let call = Call::declared(tool, subjects, args, &self.policy.context);
+    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
+        let read_only = profile.read_only;
+        let call = Call::declared(
+            tool,
+            profile.family,
+            profile.subjects,
+            args,
+            &self.policy.context,
+        );
         let mut ruling = self.policy.decide_call(&call, read_only);
         let mcp = self.mcp.as_ref().and_then(|lookup| lookup(tool));
         // §3.7 precedence: explicit deny, destructiveHint, the tool's mode, the server's.
@@ -607,11 +606,11 @@ fn strict_message(tool: &str, rule: Option<&str>) -> String {
 pub fn suggest_scopes(call: &Call, policy: &Policy) -> Vec<Rule> {
     let mut scopes = Vec::new();
     match &call.subject {
-        Some(Subject::Command(command)) if call.tool == "bash" => {
+        Some(Subject::Command(command)) if call.family == Family::Shell => {
             scopes.extend(exact_command_rule(command));
             scopes.extend(prefix_command_rule(command));
         }
-        Some(Subject::Paths(paths)) if WRITERS.contains(&call.tool.as_str()) => {
+        Some(Subject::Paths(paths)) if call.family == Family::Writer => {
             if let [path] = paths.as_slice() {
                 scopes.extend(path_scope(path, policy));
             }

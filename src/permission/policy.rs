@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::rules::{Call, MatchContext, Polarity, Rule, RuleError};
-use crate::tool::ReadDenials;
+use crate::tool::{Family, Profile, ReadDenials};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -92,8 +92,8 @@ impl Policy {
         rules.iter().map(|r| Rule::parse(r.as_ref())).collect()
     }
 
-    pub fn decide(&self, tool: &str, read_only: bool, args: &Value) -> Ruling {
-        self.decide_call(&Call::new(tool, args), read_only)
+    pub fn decide(&self, tool: &str, profile: Profile, args: &Value) -> Ruling {
+        self.decide_call(&Call::new(tool, profile.family, args), profile.read_only)
     }
 
     pub fn decide_call(&self, call: &Call, read_only: bool) -> Ruling {
@@ -135,13 +135,19 @@ impl Policy {
 }
 
 /// A path a walker found is denied to `tool` when a deny rule matches it. Walker paths are real
-/// entries (the walk follows no symlinks), so the lexical form is the resolved one.
+/// entries (the walk follows no symlinks), so the lexical form is the resolved one; the tools
+/// that walk are all readers.
 impl ReadDenials for Policy {
     fn denies(&self, tool: &str, path: &Path) -> bool {
-        if !self.deny.iter().any(|rule| rule.target().covers(tool)) {
+        let family = Family::Reader;
+        if !self
+            .deny
+            .iter()
+            .any(|rule| rule.target().covers(tool, family))
+        {
             return false;
         }
-        let call = Call::for_paths(tool, vec![path.to_string_lossy().into_owned()]);
+        let call = Call::for_paths(tool, family, vec![path.to_string_lossy().into_owned()]);
         self.deny
             .iter()
             .any(|rule| rule.matches(&call, Polarity::Restrict, &self.context))
@@ -153,6 +159,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn profile(family: Family, read_only: bool) -> Profile {
+        Profile {
+            family,
+            ..Profile::undeclared(read_only)
+        }
+    }
+
     fn policy() -> Policy {
         let mut p = Policy::new(Decision::Ask, "/ws".into(), None);
         p.allow = Policy::parse_rules(&["Bash"]).unwrap();
@@ -162,10 +175,18 @@ mod tests {
 
     #[test]
     fn deny_carves_a_broad_allow() {
-        let ruling = policy().decide("bash", false, &json!({"command": "rm -rf /"}));
+        let ruling = policy().decide(
+            "bash",
+            profile(Family::Shell, false),
+            &json!({"command": "rm -rf /"}),
+        );
         assert_eq!(ruling.decision, Decision::Deny);
         assert_eq!(ruling.rule(), Some("Bash(rm -rf*)"));
-        let ruling = policy().decide("bash", false, &json!({"command": "ls"}));
+        let ruling = policy().decide(
+            "bash",
+            profile(Family::Shell, false),
+            &json!({"command": "ls"}),
+        );
         assert_eq!(ruling.decision, Decision::Allow);
         assert_eq!(ruling.rule(), Some("Bash"));
     }
@@ -173,12 +194,20 @@ mod tests {
     #[test]
     fn fallback_depends_on_read_only() {
         let p = policy();
-        let ruling = p.decide("read_file", true, &json!({"path": "a"}));
+        let ruling = p.decide(
+            "read_file",
+            profile(Family::Reader, true),
+            &json!({"path": "a"}),
+        );
         assert_eq!(
             (ruling.decision, ruling.basis),
             (Decision::Allow, Basis::ReadOnly)
         );
-        let ruling = p.decide("write_file", false, &json!({"path": "a"}));
+        let ruling = p.decide(
+            "write_file",
+            profile(Family::Writer, false),
+            &json!({"path": "a"}),
+        );
         assert_eq!(
             (ruling.decision, ruling.basis),
             (Decision::Ask, Basis::Mode)

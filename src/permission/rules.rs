@@ -8,8 +8,9 @@
 //! - `Tool=literal` (legacy): calls whose subject equals the literal, no wildcards;
 //! - `Bash(prefix:*)` and legacy `Bash(prefix *)`: commands starting with `prefix` at a word
 //!   boundary; `Bash(exact command)`; a `*` elsewhere in a Bash specifier matches any text;
-//! - `Edit(glob)`: every file-mutating built-in (write_file, edit_file, multi_edit, move_file);
-//! - `Read(glob)`: read_file, ls, glob and grep;
+//! - `Edit(glob)`: every tool of the writer family (today write_file, edit_file, multi_edit,
+//!   move_file); `Read(glob)`: every reader (read_file, ls, glob, grep); `Bash(...)`: the shell;
+//!   a tool declares its family (`Tool::family`), so a new one cannot fall outside these;
 //! - lowercase tool ids (`bash(...)`, `write_file`, `read_file(...)`) and the Claude Code
 //!   aliases `Write`, `MultiEdit`, `Glob`, `Grep`, `LS`;
 //! - `mcp__server__tool` for one MCP tool and `mcp__server` (or `mcp__server__*`) for all of a
@@ -28,12 +29,7 @@ use serde_json::Value;
 
 use super::shell::Analysis;
 use crate::sandbox::confine;
-use crate::tool::Subjects;
-
-/// Built-in tools that change files; an `Edit` rule covers them all.
-pub const WRITERS: &[&str] = &["write_file", "edit_file", "multi_edit", "move_file"];
-/// Built-in tools that read files or list them; a `Read` rule covers them all.
-pub const READERS: &[&str] = &["read_file", "ls", "glob", "grep"];
+use crate::tool::{Family, Subjects};
 
 const ACCEPTED_FORMS: &str = "accepted forms: Tool, Tool(specifier), Tool=literal, \
 Bash(prefix:*), Bash(exact command), Edit(glob), Read(glob), mcp__server__tool, mcp__server";
@@ -170,6 +166,8 @@ impl Subject {
 #[derive(Debug, Clone)]
 pub struct Call {
     pub tool: String,
+    /// Decides which family rules (`Bash`, `Edit`, `Read`) cover the call.
+    pub family: Family,
     pub subject: Option<Subject>,
     analysis: Option<Analysis>,
     /// For a [`Subject::Paths`] built by [`Call::declared`]: each path as the filesystem
@@ -180,15 +178,21 @@ pub struct Call {
 impl Call {
     /// A call whose subject is found by [`Subject::extract`], matched lexically; for tools
     /// that do not declare their subjects and for tests of the rule grammar.
-    pub fn new(tool: &str, args: &Value) -> Call {
-        Call::with_subject(tool, Subject::extract(args))
+    pub fn new(tool: &str, family: Family, args: &Value) -> Call {
+        Call::with_subject(tool, family, Subject::extract(args))
     }
 
     /// A call judged by the arguments its tool declared, with each path also resolved through
     /// the filesystem, so that a symlink is judged by what it points to: a restriction matches
     /// when either form matches, a grant only when both do.
-    pub fn declared(tool: &str, subjects: Subjects, args: &Value, ctx: &MatchContext) -> Call {
-        let mut call = Call::with_subject(tool, Subject::declared(subjects, args));
+    pub fn declared(
+        tool: &str,
+        family: Family,
+        subjects: Subjects,
+        args: &Value,
+        ctx: &MatchContext,
+    ) -> Call {
+        let mut call = Call::with_subject(tool, family, Subject::declared(subjects, args));
         if let Some(Subject::Paths(paths)) = &call.subject {
             call.resolved = paths.iter().map(|p| ctx.resolve(p)).collect();
         }
@@ -196,17 +200,18 @@ impl Call {
     }
 
     /// A call on these paths, taken as already resolved.
-    pub fn for_paths(tool: &str, paths: Vec<String>) -> Call {
-        Call::with_subject(tool, Some(Subject::Paths(paths)))
+    pub fn for_paths(tool: &str, family: Family, paths: Vec<String>) -> Call {
+        Call::with_subject(tool, family, Some(Subject::Paths(paths)))
     }
 
-    fn with_subject(tool: &str, subject: Option<Subject>) -> Call {
+    fn with_subject(tool: &str, family: Family, subject: Option<Subject>) -> Call {
         let analysis = match &subject {
             Some(Subject::Command(command)) => Some(Analysis::parse(command)),
             _ => None,
         };
         Call {
             tool: tool.to_string(),
+            family,
             subject,
             analysis,
             resolved: Vec::new(),
@@ -221,10 +226,11 @@ impl Call {
 /// Which tools a rule covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
+    /// Every shell tool ([`Family::Shell`]).
     Bash,
-    /// Every file-mutating built-in, [`WRITERS`].
+    /// Every tool that changes files ([`Family::Writer`]).
     Edit,
-    /// Every reading built-in, [`READERS`].
+    /// Every tool that reads or lists files ([`Family::Reader`]).
     Read,
     /// One tool by its exact name.
     Tool(String),
@@ -279,11 +285,11 @@ impl Target {
         }
     }
 
-    pub fn covers(&self, tool: &str) -> bool {
+    pub fn covers(&self, tool: &str, family: Family) -> bool {
         match self {
-            Target::Bash => tool == "bash",
-            Target::Edit => WRITERS.contains(&tool),
-            Target::Read => READERS.contains(&tool),
+            Target::Bash => family == Family::Shell,
+            Target::Edit => family == Family::Writer,
+            Target::Read => family == Family::Reader,
             Target::Tool(name) => tool == name,
             Target::Server(prefix) => tool.starts_with(prefix.as_str()),
         }
@@ -402,7 +408,7 @@ impl Rule {
     }
 
     pub fn matches(&self, call: &Call, polarity: Polarity, ctx: &MatchContext) -> bool {
-        if !self.target.covers(&call.tool) {
+        if !self.target.covers(&call.tool, call.family) {
             return false;
         }
         let subject = match (&self.spec, &call.subject) {
@@ -869,10 +875,42 @@ mod tests {
         MatchContext::new("/ws".into(), Some("/home/u".into()))
     }
 
+    /// The family the built-in of that name declares; any other name is an MCP-like tool.
+    fn family(tool: &str) -> Family {
+        crate::tool::builtin::profile(tool).map_or(Family::Other, |p| p.family)
+    }
+
+    #[test]
+    fn family_rules_cover_any_tool_of_the_family_whatever_its_name() {
+        let rule = |text: &str| Rule::parse(text).unwrap();
+        let call = |family| Call::new("new_tool", family, &json!({"path": "secret/x"}));
+        let (edit, read) = (rule("Edit(secret/**)"), rule("Read(secret/**)"));
+        assert!(edit.matches(&call(Family::Writer), Polarity::Restrict, &ctx()));
+        assert!(!edit.matches(&call(Family::Reader), Polarity::Restrict, &ctx()));
+        assert!(read.matches(&call(Family::Reader), Polarity::Restrict, &ctx()));
+        assert!(!read.matches(&call(Family::Other), Polarity::Restrict, &ctx()));
+        let shell = Call::new("sh", Family::Shell, &json!({"command": "rm -rf /"}));
+        assert!(rule("Bash(rm:*)").matches(&shell, Polarity::Restrict, &ctx()));
+    }
+
+    #[test]
+    fn every_builtin_that_takes_a_path_and_changes_files_is_a_writer() {
+        for tool in crate::tool::builtin::all() {
+            let profile = tool.profile();
+            let takes_paths = matches!(profile.subjects, Subjects::Paths { .. });
+            if takes_paths && !profile.read_only {
+                assert_eq!(profile.family, Family::Writer, "{}", tool.name());
+            }
+            if takes_paths && profile.read_only {
+                assert_eq!(profile.family, Family::Reader, "{}", tool.name());
+            }
+        }
+    }
+
     fn matches(rule: &str, tool: &str, args: Value, polarity: Polarity) -> bool {
         Rule::parse(rule)
             .unwrap()
-            .matches(&Call::new(tool, &args), polarity, &ctx())
+            .matches(&Call::new(tool, family(tool), &args), polarity, &ctx())
     }
 
     #[test]
@@ -954,9 +992,9 @@ mod tests {
         assert_eq!(exact("rm *.o").as_deref(), Some("Bash=rm *.o"));
         assert_eq!(exact("echo $(date)"), None);
         let rule = exact_command_rule("rm *.o").unwrap();
-        let call = Call::new("bash", &json!({"command": "rm *.o"}));
+        let call = Call::new("bash", Family::Shell, &json!({"command": "rm *.o"}));
         assert!(rule.matches(&call, Polarity::Grant, &ctx()));
-        let call = Call::new("bash", &json!({"command": "rm -rf / x.o"}));
+        let call = Call::new("bash", Family::Shell, &json!({"command": "rm -rf / x.o"}));
         assert!(!rule.matches(&call, Polarity::Grant, &ctx()));
     }
 

@@ -36,6 +36,7 @@ pub mod landlock;
 pub mod process;
 pub mod seccomp;
 pub mod settings;
+#[allow(unsafe_code)]
 pub mod sys;
 
 use process::CommandSpec;

@@ -14,6 +14,7 @@ pub mod menu;
 pub mod modal;
 pub mod sanitize;
 pub mod screen;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod transcript;
 pub mod ui;

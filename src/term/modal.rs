@@ -270,11 +270,13 @@ fn read_small(path: &Path) -> Option<String> {
 mod tests {
     use super::*;
     use crate::permission::Rule;
+    use crate::tool::Family;
     use serde_json::json;
 
     fn request(tool: &str, args: Value, scopes: &[&str]) -> ApprovalRequest {
         ApprovalRequest {
             tool: tool.into(),
+            family: crate::tool::builtin::profile(tool).map_or(Family::Other, |p| p.family),
             subject: args
                 .get("command")
                 .or(args.get("path"))

@@ -82,7 +82,7 @@ pub fn cancel_on_interrupt(cancel: CancelToken) -> io::Result<()> {
             while reader.read_exact(&mut byte).is_ok() {
                 if cancel.is_cancelled() {
                     crate::sandbox::process::kill_all_groups();
-                    std::process::exit(crate::error::exit::INTERRUPTED);
+                    std::process::exit(crate::cancel::INTERRUPTED_EXIT);
                 }
                 cancel.cancel();
             }

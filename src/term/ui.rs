@@ -1353,19 +1353,22 @@ impl Chat {
             .name("shell".into())
             .spawn(move || {
                 let args = json!({ "command": command });
-                let verdict = gate.check("bash", false, &args);
-                let result = if verdict.allowed {
-                    match crate::tool::builtin::all()
-                        .into_iter()
-                        .find(|t| t.name() == "bash")
-                    {
-                        Some(tool) => tool.execute(&args, &ctx).map_err(|e| e.to_string()),
-                        None => Err("the bash tool is not available".into()),
+                let bash = crate::tool::builtin::all()
+                    .into_iter()
+                    .find(|t| t.name() == "bash");
+                let result = match bash {
+                    None => Err("the bash tool is not available".into()),
+                    Some(tool) => {
+                        // Judged as the bash tool is, so every `Bash(...)` rule applies.
+                        let verdict = gate.check_declared("bash", tool.profile(), &args);
+                        if verdict.allowed {
+                            tool.execute(&args, &ctx).map_err(|e| e.to_string())
+                        } else {
+                            Err(verdict
+                                .message
+                                .unwrap_or_else(|| "blocked by the permission policy".into()))
+                        }
                     }
-                } else {
-                    Err(verdict
-                        .message
-                        .unwrap_or_else(|| "blocked by the permission policy".into()))
                 };
                 let _ = tx.send(Msg::ShellDone(result));
             });
@@ -1590,6 +1593,7 @@ mod tests {
         let approver = UiApprover::new(tx);
         let request = ApprovalRequest {
             tool: "bash".into(),
+            family: crate::tool::Family::Shell,
             subject: Some("ls".into()),
             args: json!({"command": "ls"}),
             rule: None,

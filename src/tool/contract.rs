@@ -171,7 +171,7 @@ fn cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{Tool, ToolContext, ToolError};
+    use crate::tool::{Family, Tool, ToolContext, ToolError};
     use serde_json::json;
     use std::sync::Arc;
 
@@ -200,6 +200,9 @@ mod tests {
         }
         fn read_only(&self) -> bool {
             true
+        }
+        fn family(&self) -> Family {
+            Family::Other
         }
         fn execute(&self, _: &Value, _: &ToolContext) -> Result<String, ToolError> {
             Ok(String::new())

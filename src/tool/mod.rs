@@ -159,6 +159,42 @@ pub enum Subjects {
     Undeclared,
 }
 
+/// What a tool does to the world. Permission rules cover tools by family: `Edit(...)` covers
+/// every writer and `Read(...)` every reader, so a new tool only has to say what it is to fall
+/// under the rules the user already wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Reads or lists files in the workspace.
+    Reader,
+    /// Creates, changes, moves or removes files.
+    Writer,
+    /// Runs a command line.
+    Shell,
+    /// Talks to the network.
+    Network,
+    /// Anything else (todo, history, memory, MCP tools): covered only by rules naming it.
+    Other,
+}
+
+/// What the permission gate needs to know about a tool besides its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    pub family: Family,
+    pub read_only: bool,
+    pub subjects: Subjects,
+}
+
+impl Profile {
+    /// A tool that declares nothing: an MCP tool or a caller that only knows read-only-ness.
+    pub fn undeclared(read_only: bool) -> Profile {
+        Profile {
+            family: Family::Other,
+            read_only,
+            subjects: Subjects::Undeclared,
+        }
+    }
+}
+
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
@@ -166,6 +202,16 @@ pub trait Tool: Send + Sync {
     fn schema(&self) -> Value;
     /// Read-only tools may run in parallel and are allowed by default.
     fn read_only(&self) -> bool;
+    /// Required, so that no new tool can slip past the family rules by forgetting it.
+    fn family(&self) -> Family;
+    /// Everything the gate judges a call of this tool by.
+    fn profile(&self) -> Profile {
+        Profile {
+            family: self.family(),
+            read_only: self.read_only(),
+            subjects: self.subjects(),
+        }
+    }
     /// The arguments permission rules judge; see [`Subjects`].
     fn subjects(&self) -> Subjects {
         Subjects::Undeclared

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::sandbox::process::{self, CommandSpec, Exit, Finished, OutputCap, Stop, Stragglers};
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 /// The largest timeout the model may ask for, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
@@ -79,6 +79,9 @@ impl Tool for Bash {
 
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Shell
     }
 
     fn subjects(&self) -> Subjects {

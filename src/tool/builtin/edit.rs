@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::tool::text::{self, LineEnding};
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 pub struct EditFile;
 
@@ -54,6 +54,9 @@ impl Tool for EditFile {
 
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Writer
     }
 
     fn subjects(&self) -> Subjects {

@@ -15,7 +15,7 @@ use super::ls::check_directory;
 use crate::tool::args::{optional_str, required_str};
 use crate::tool::glob::{has_meta, Dialect, Glob};
 use crate::tool::walk::{display_path, EntryKind, Options, Walk};
-use crate::tool::{Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{Family, Subjects, Tool, ToolContext, ToolError};
 
 const MAX_RESULTS: usize = 500;
 
@@ -66,6 +66,9 @@ impl Tool for GlobTool {
 
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Reader
     }
 
     fn subjects(&self) -> Subjects {

@@ -25,7 +25,7 @@ use crate::tool::args::{optional_bool, optional_str, optional_u64, required_str}
 use crate::tool::glob::{Dialect, Glob};
 use crate::tool::read_limit::{self, LineBlocks};
 use crate::tool::walk::{display_path, EntryKind, Options, Walk};
-use crate::tool::{Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{Family, Subjects, Tool, ToolContext, ToolError};
 
 const DEFAULT_LINE_LIMIT: usize = 200;
 const DEFAULT_FILE_LIMIT: usize = 500;
@@ -121,6 +121,9 @@ impl Tool for Grep {
 
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Reader
     }
 
     fn subjects(&self) -> Subjects {

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::provider::{Message, Role};
 use crate::tool::args::{optional_str, optional_u64, required_str};
 use crate::tool::bm25::{self, Index};
-use crate::tool::{Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{Family, Subjects, Tool, ToolContext, ToolError};
 
 const DEFAULT_LIMIT: u64 = 8;
 const MAX_LIMIT: u64 = 30;
@@ -120,6 +120,9 @@ impl Tool for History {
 
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Other
     }
 
     fn subjects(&self) -> Subjects {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::tool::args::{optional_bool, optional_str};
 use crate::tool::walk::{display_path, Entry, EntryKind, Ignores, Options, Walk};
-use crate::tool::{Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{Family, Subjects, Tool, ToolContext, ToolError};
 
 /// Entries shown before the listing is cut.
 const MAX_ENTRIES: usize = 1000;
@@ -52,6 +52,9 @@ impl Tool for Ls {
 
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Reader
     }
 
     fn subjects(&self) -> Subjects {

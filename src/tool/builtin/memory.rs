@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::history::state_paths;
 use crate::tool::args::{optional_str, optional_u64, required_str};
 use crate::tool::bm25::{self, Index};
-use crate::tool::{Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{Family, Subjects, Tool, ToolContext, ToolError};
 
 const INDEX_FILE: &str = "MEMORY.md";
 const ARCHIVE_DIR: &str = "archive";
@@ -172,6 +172,9 @@ impl Tool for MemoryTool {
     fn read_only(&self) -> bool {
         true
     }
+    fn family(&self) -> Family {
+        Family::Other
+    }
 
     fn subjects(&self) -> Subjects {
         Subjects::Nothing
@@ -290,6 +293,9 @@ impl Tool for Remember {
     fn read_only(&self) -> bool {
         false
     }
+    fn family(&self) -> Family {
+        Family::Other
+    }
 
     fn subjects(&self) -> Subjects {
         Subjects::Nothing
@@ -378,6 +384,9 @@ impl Tool for Forget {
 
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Other
     }
 
     fn subjects(&self) -> Subjects {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::Tool;
+use super::{Profile, Tool};
 
 mod bash;
 pub mod edit;
@@ -35,4 +35,13 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(memory::Remember),
         Arc::new(memory::Forget),
     ]
+}
+
+/// The profile of the built-in tool called `name`, for callers that judge a call before (or
+/// without) holding the tool: the chat's `!command`, tests of the rule table.
+pub fn profile(name: &str) -> Option<Profile> {
+    all()
+        .into_iter()
+        .find(|tool| tool.name() == name)
+        .map(|tool| tool.profile())
 }

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::sandbox::beneath::{Entry, Parents};
 use crate::tool::text::io_failure;
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 pub struct MoveFile;
 
@@ -52,6 +52,9 @@ impl Tool for MoveFile {
 
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Writer
     }
 
     fn subjects(&self) -> Subjects {

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::edit::{self, Edit};
 use crate::tool::text;
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 pub struct MultiEdit;
 
@@ -63,6 +63,9 @@ impl Tool for MultiEdit {
 
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Writer
     }
 
     fn subjects(&self) -> Subjects {

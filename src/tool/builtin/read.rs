@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::cancel::CancelToken;
 use crate::tool::read_limit::{self, Refusal};
 use crate::tool::text::{self, NotText};
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 const DEFAULT_LIMIT: u64 = 2000;
 
@@ -79,6 +79,9 @@ impl Tool for ReadFile {
 
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Reader
     }
 
     fn subjects(&self) -> Subjects {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -107,6 +107,9 @@ impl Tool for TodoWrite {
     /// two calls in one batch leave one complete list, never a mix.
     fn read_only(&self) -> bool {
         true
+    }
+    fn family(&self) -> Family {
+        Family::Other
     }
 
     fn subjects(&self) -> Subjects {

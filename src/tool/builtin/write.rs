@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::sandbox::beneath::{self, Entry, Parents};
 use crate::tool::read_limit;
 use crate::tool::text::{self, Encoding, LineEnding};
-use crate::tool::{args, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 pub struct WriteFile;
 
@@ -47,6 +47,9 @@ impl Tool for WriteFile {
 
     fn read_only(&self) -> bool {
         false
+    }
+    fn family(&self) -> Family {
+        Family::Writer
     }
 
     fn subjects(&self) -> Subjects {
