@@ -15,6 +15,7 @@ pub mod command;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod hash;
 pub mod mcp;
 pub mod permission;
 pub mod provider;

@@ -85,20 +85,10 @@ pub fn project_slug(cwd: &Path) -> String {
     if lossy {
         slug.push_str(&format!(
             "-{:08x}",
-            fnv1a(cwd.as_os_str().as_encoded_bytes()) as u32
+            crate::hash::fnv1a(cwd.as_os_str().as_encoded_bytes()) as u32
         ));
     }
     slug
-}
-
-/// FNV-1a: tiny, stable across builds and platforms (unlike `DefaultHasher`).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::grants::sha256_hex;
 use super::manager::Server;
 use super::McpError;
+use crate::hash::sha256_hex;
 use crate::permission::McpToolPolicy;
 use crate::tool::{Family, Tool, ToolContext, ToolError};
 

@@ -18,11 +18,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::grants::sha256_hex;
 use crate::config::env::{expand, parse_store};
 use crate::config::{
     ApprovalMode, Config, Layer, PluginConfig, PluginJail, PluginSandbox, PluginType,
 };
+use crate::hash::sha256_hex;
 
 /// The project file Claude Code reads, in the workspace root.
 pub const MCP_JSON: &str = ".mcp.json";

@@ -18,13 +18,13 @@ use serde_json::{Map, Value};
 
 use super::net::{self, Exchange, Limits, Method, Net, OpenBody};
 use super::record::{self, RecordedExchange, Recorder};
-use super::transcript::{fnv_continue, FNV_OFFSET};
 use super::{retry, sse};
 use super::{
     Chunk, ChunkStream, Message, Provider, ProviderError, ProviderSettings, Request, Role,
     ToolCall, Usage,
 };
 use crate::cancel::{CancelToken, HookGuard};
+use crate::hash::{fnv_continue, FNV_OFFSET};
 
 /// A models list larger than this is not a models list.
 const MODELS_BODY_LIMIT: u64 = 16 * 1024 * 1024;

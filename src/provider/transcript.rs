@@ -14,16 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::openai::message_json;
 use super::Message;
-
-/// FNV-1a's starting state.
-pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a continued from `state` over `bytes`.
-pub(crate) fn fnv_continue(state: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(state, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
+use crate::hash::fnv_continue;
 
 /// A history shared cheaply between the session and the request being sent: cloning it
 /// copies a pointer. Appending to a transcript that a request still holds copies it first,
