@@ -22,8 +22,8 @@
 //! signals), `input` (keys and modals), `send` (Enter, the queue, preparing a message),
 //! `turn` (the turn thread and its events), `shell` (`!` commands), `servers` (MCP start-up
 //! and notifications), `builtins` (slash commands), `draw` (frames and the status line),
-//! `approver` (approval and launch requests from other threads) and `trust` (the trust
-//! modal before the chat).
+//! `approver` (approval and launch requests from other threads), `resumed` (the last
+//! exchanges of a resumed conversation) and `trust` (the trust modal before the chat).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -42,7 +42,7 @@ use super::sys::{self, RawMode, Signal};
 use super::transcript::{Snapshot, Transcript};
 use crate::agent::events::{Event, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish, ToolSource};
-use crate::agent::session::Session;
+use crate::agent::session::{self, Session};
 use crate::cancel::CancelToken;
 use crate::command::mcp::{LaunchAnswer, LaunchRequest, McpHost};
 use crate::command::Catalog;
@@ -56,6 +56,7 @@ mod builtins;
 mod draw;
 mod event_loop;
 mod input;
+mod resumed;
 mod send;
 mod servers;
 mod shell;
@@ -68,7 +69,6 @@ use event_loop::spawn_input;
 use servers::tool_names;
 pub use trust::{ask_trust, TrustAnswer};
 
-/// Everything the UI thread hears about.
 /// What the turn thread does with the agent.
 pub(super) enum Work {
     Prompt(String),
@@ -76,6 +76,7 @@ pub(super) enum Work {
     Compact,
 }
 
+/// Everything the UI thread hears about.
 pub enum Msg {
     Keys(Vec<Key>),
     /// Stdin reached end of file or failed: the terminal is gone.
@@ -137,16 +138,6 @@ pub struct ModelSwitch {
     pub prices: Option<Prices>,
 }
 
-/// One earlier conversation for `/resume`.
-#[derive(Debug, Clone)]
-pub struct SessionSummary {
-    pub id: String,
-    pub path: PathBuf,
-    pub started: String,
-    /// The first user message, shortened.
-    pub preview: String,
-}
-
 /// What the chat needs from configuration.
 pub trait Services {
     /// Configured models as `provider/model` references.
@@ -154,7 +145,7 @@ pub trait Services {
     fn switch_model(&mut self, reference: &str) -> Result<ModelSwitch, String>;
     fn new_session(&mut self) -> Result<Session, String>;
     /// This workspace's sessions, newest first.
-    fn sessions(&self) -> Vec<SessionSummary>;
+    fn sessions(&self) -> Vec<session::Summary>;
     fn open_session(&mut self, path: &Path) -> Result<Session, String>;
 }
 
@@ -286,6 +277,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
     })?;
     let tool_names = tool_names(&parts.agent);
     let width = screen.width();
+    let resumed = resumed::last_exchanges(parts.agent.session().messages(), width);
     let mut chat = Chat {
         mcp_progress: BTreeMap::new(),
         screen,
@@ -321,6 +313,10 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         quit: None,
     };
     chat.banner(&parts.notices);
+    if !resumed.is_empty() {
+        chat.transcript.push_lines(resumed);
+        chat.transcript.gap();
+    }
     if let Some(startup) = parts.startup {
         chat.start_up(startup);
     }

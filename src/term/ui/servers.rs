@@ -2,13 +2,13 @@
 //! handing their tools to the agent when it is idle, and showing their log and progress
 //! notifications.
 
+use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use super::{Chat, Msg, Started, Startup};
 use crate::agent::events::NoticeLevel;
 use crate::agent::runner::Agent;
 use crate::command::{self as commands, Catalog};
-use std::sync::mpsc::Sender;
 
 impl Chat {
     /// Server logs and progress: progress is shown when it says something new or finishes,

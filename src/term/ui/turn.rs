@@ -173,7 +173,7 @@ impl Drop for TurnGuard {
     }
 }
 
-/// The last exchange of a resumed session, so the user sees where they left off.
+/// How the turn thread's result ends the turn in the transcript.
 pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
     match result {
         Ok(Finish::Answered) => TurnEnd::Answered,
