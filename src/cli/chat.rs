@@ -23,6 +23,7 @@ use crate::error::{exit, Error};
 use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
 use crate::permission::{parse_posture, McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings};
+use crate::term::ansi::CursorShape;
 use crate::term::editor::History;
 use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover};
 use crate::tool::Tool;
@@ -293,7 +294,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         startup,
         history: History::load(&history_file),
         cwd: setup.cwd.clone(),
-        cursor_shape: setup.config.ui.cursor_shape,
+        cursor_shape: cursor_shape(setup.config.ui.cursor_shape),
         provider_name: setup.settings.name.clone(),
         model: setup.settings.model.clone(),
         context_window: setup.settings.context_window,
@@ -389,6 +390,15 @@ fn install_panic_hook() {
         }
         previous(info);
     }));
+}
+
+/// The terminal's cursor for the configured shape.
+fn cursor_shape(shape: config::CursorShape) -> CursorShape {
+    match shape {
+        config::CursorShape::Bar => CursorShape::Bar,
+        config::CursorShape::Block => CursorShape::Block,
+        config::CursorShape::Underline => CursorShape::Underline,
+    }
 }
 
 /// `<state>/projects/<slug>/history`: composer history per project.

@@ -32,7 +32,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
-use super::ansi;
+use super::ansi::{self, CursorShape};
 use super::editor::{Editor, History};
 use super::keys::Key;
 use super::menu::Menu;
@@ -46,7 +46,6 @@ use crate::agent::session::{self, Session};
 use crate::cancel::CancelToken;
 use crate::command::mcp::{LaunchAnswer, LaunchRequest, McpHost};
 use crate::command::Catalog;
-use crate::config::CursorShape;
 use crate::permission::{ApprovalAnswer, ApprovalRequest, PolicyGate};
 use crate::provider::{Prices, Provider, Usage};
 use crate::tool::{Tool, ToolContext};
