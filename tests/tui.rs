@@ -457,6 +457,21 @@ fn shell_command_goes_through_the_permission_gate() {
     exit_with_ctrl_d(&mut pty);
 }
 
+/// The `!` command is judged as the bash tool is: a `Bash(...)` deny rule covers it even in
+/// yolo, where nothing is asked.
+#[test]
+fn shell_command_is_covered_by_bash_deny_rules() {
+    let config = format!("{NO_JAIL}\n[permissions]\ndeny = [\"Bash(touch:*)\"]\n");
+    let (_server, home, work) = setup(vec![], &config);
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("\x1b[Z\x1b[Z");
+    pty.wait_text("fake-model · yolo");
+    pty.send("!touch made-by-bang\r");
+    pty.wait_text("blocked by rule `Bash(touch:*)`");
+    assert!(!work.path().join("made-by-bang").exists());
+    exit_with_ctrl_d(&mut pty);
+}
+
 #[test]
 fn shift_tab_cycles_the_posture_and_yolo_skips_prompts() {
     let (_server, home, work) = setup(vec![], NO_JAIL);
@@ -781,8 +796,12 @@ fn history_and_conversations_carry_over_to_the_next_chat() {
     exit_with_ctrl_d(&mut pty);
     let mut pty = chat(&home, &work, &["--continue"]);
     pty.wait_text("continuing conversation");
+    // The reprinted exchange shows the message once; the recalled one is the second.
+    let recalled =
+        |vt: &crate::util::vt::Vt| vt.screen().matches("› remember the number 7").count() == 2;
+    assert!(!recalled(&pty.vt), "{}", pty.screen());
     pty.send("\x1b[A");
-    pty.wait_text("› remember the number 7");
+    pty.wait_for("the message recalled into the composer", recalled);
     pty.send("\x15what was it?\r");
     pty.wait_text("Two.");
     let sent: Vec<String> = messages(&server, 2)
@@ -1114,4 +1133,79 @@ fn a_crash_on_the_ui_thread_leaves_the_terminal_usable() {
         raw.contains("failpoint ui-panic"),
         "the panic message is shown: {raw}"
     );
+}
+
+#[test]
+fn continuing_a_chat_reprints_the_last_exchanges() {
+    let (_server, home, work) = setup(
+        vec![
+            Reply::text("Noted the old question."),
+            Reply::tool_calls(&[("c1", "ls", r#"{"path":"src"}"#)]),
+            Reply::text("The directory holds **notes** and a \x1b[31mred\x1b[0m file."),
+        ],
+        "",
+    );
+    let runs: [&[&str]; 2] = [
+        &["run", "an old question"],
+        &["run", "--continue", "what is in src?"],
+    ];
+    for args in runs {
+        let out = run(reasonix(&home, work.path())
+            .args(args)
+            .env("FAKE_API_KEY", "k"));
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    let mut pty = chat(&home, &work, &["-c"]);
+    let screen = pty.screen();
+    for shown in [
+        "› an old question",
+        "Noted the old question.",
+        "› what is in src?",
+        "ls  src",
+        "The directory holds notes and a ^[[31mred^[[0m file.",
+    ] {
+        assert!(screen.contains(shown), "{shown:?} is not shown:\n{screen}");
+    }
+    assert!(
+        screen.find("› an old question") < screen.find("› what is in src?"),
+        "oldest first:\n{screen}"
+    );
+    assert!(
+        !pty.raw_text().contains("\x1b[31mred"),
+        "the escape sequence from the session reached the terminal"
+    );
+    exit_with_ctrl_d(&mut pty);
+}
+
+#[test]
+fn the_resume_picker_lists_this_workspaces_conversations_newest_first() {
+    let (_server, home, work) = setup(
+        vec![Reply::text("A."), Reply::text("B."), Reply::text("C.")],
+        "",
+    );
+    let elsewhere = Dir::new();
+    let runs = [
+        (work.path(), "older topic"),
+        (elsewhere.path(), "another workspace"),
+        (work.path(), "newer topic"),
+    ];
+    for (dir, prompt) in runs {
+        let out = run(reasonix(&home, dir)
+            .args(["run", prompt])
+            .env("FAKE_API_KEY", "k"));
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    let mut pty = chat(&home, &work, &[]);
+    pty.send("/resume\r");
+    pty.wait_text("Resume a conversation");
+    let screen = pty.screen();
+    let (newer, older) = (screen.find("newer topic"), screen.find("older topic"));
+    assert!(
+        newer.is_some() && older.is_some() && newer < older,
+        "{screen}"
+    );
+    assert!(!screen.contains("another workspace"), "{screen}");
+    pty.send("\x1b");
+    wait_idle(&mut pty);
+    exit_with_ctrl_d(&mut pty);
 }

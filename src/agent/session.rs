@@ -646,6 +646,63 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// One conversation as a listing shows it (`/resume`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub id: String,
+    pub path: PathBuf,
+    /// When it started, to the minute: `YYYY-MM-DD HH:MM` (UTC, from the header).
+    pub started: String,
+    /// The first user message on one line, at most [`PREVIEW_CHARS`] characters. Not
+    /// sanitized: a terminal front end does that.
+    pub preview: String,
+}
+
+/// How much of the first user message a [`Summary`] keeps.
+pub const PREVIEW_CHARS: usize = 70;
+/// How many message lines are read looking for the first user message: it comes right after
+/// the system prompt, so a longer search only costs time on a damaged file.
+const PREVIEW_SCAN: usize = 200;
+
+/// The sessions in `dir` (one workspace's) worth resuming, newest written first: those with
+/// a user message. Files that cannot be read or have no header are left out.
+pub fn list(dir: &Path) -> Vec<Summary> {
+    let mut found: Vec<(SystemTime, Summary)> = session_files(dir)
+        .into_iter()
+        .filter_map(|path| {
+            let modified = fs::metadata(&path).ok()?.modified().ok()?;
+            Some((modified, summarize(&path)?))
+        })
+        .collect();
+    // Ids sort by creation time, which breaks ties between files written in the same tick.
+    found.sort_by(|(a, x), (b, y)| b.cmp(a).then_with(|| y.id.cmp(&x.id)));
+    found.into_iter().map(|(_, summary)| summary).collect()
+}
+
+/// The header and first user message of a session file, read without taking its lock (the
+/// session may be open in another chat).
+fn summarize(path: &Path) -> Option<Summary> {
+    let mut lines = BufReader::new(File::open(path).ok()?).lines();
+    let header: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
+    let first = lines
+        .take(PREVIEW_SCAN)
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Message>(&line).ok())
+        .find(|message| message.role == Role::User)?;
+    let words: Vec<&str> = first.content.split_whitespace().collect();
+    Some(Summary {
+        id: header.id,
+        path: path.to_path_buf(),
+        started: header
+            .started_at
+            .chars()
+            .take(16)
+            .collect::<String>()
+            .replacen('T', " ", 1),
+        preview: words.join(" ").chars().take(PREVIEW_CHARS).collect(),
+    })
+}
+
 /// The most recently written session in `dir` (this workspace's sessions).
 pub fn latest(dir: &Path) -> Option<PathBuf> {
     session_files(dir)
@@ -1010,6 +1067,62 @@ mod tests {
             .to_string()
             .contains("no session matches `zzz`"));
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn list_shows_sessions_with_a_user_message_newest_first() {
+        let dir = scratch("list");
+        let write = |id: &str, messages: &[Message], age: u64| {
+            let mut session = Session::create(&dir, header(id)).unwrap();
+            for message in messages {
+                session.push(message.clone()).unwrap();
+            }
+            session.sync().unwrap();
+            let path = session.path().to_path_buf();
+            drop(session);
+            let when = SystemTime::now() - std::time::Duration::from_secs(age);
+            File::options()
+                .append(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+            path
+        };
+        let long = format!("fix\n  the   bug {}", "x".repeat(100));
+        let older = write(
+            "b-older",
+            &[Message::system("sys"), Message::user("first")],
+            60,
+        );
+        let newer = write(
+            "a-newer",
+            &[
+                Message::system("sys"),
+                Message::user(long),
+                Message::assistant("ok"),
+            ],
+            10,
+        );
+        write("c-empty", &[Message::system("sys")], 0);
+        fs::write(dir.join("torn.jsonl"), "{not json\n").unwrap();
+        fs::write(dir.join("notes.txt"), "not a session").unwrap();
+
+        let listed = list(&dir);
+        let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, vec!["a-newer", "b-older"], "{listed:?}");
+        assert_eq!(listed[0].path, newer);
+        assert_eq!(listed[1].path, older);
+        assert_eq!(listed[1].preview, "first");
+        let expected: String = format!("fix the bug {}", "x".repeat(100))
+            .chars()
+            .take(PREVIEW_CHARS)
+            .collect();
+        assert_eq!(listed[0].preview, expected);
+        let started = &listed[0].started;
+        assert_eq!(started.len(), 16, "{started}");
+        assert_eq!(&started[10..11], " ", "{started}");
+        assert!(list(&dir.join("missing")).is_empty());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::output::{Format, Output};
 use super::{unknown_flag, Global};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError};
-use crate::agent::session::{Header, Session};
+use crate::agent::session::{self, Session};
 use crate::command::custom::{self, Loaded};
 use crate::command::mcp::{map_prompt_arguments, McpHost, NoMcp};
 use crate::command::{self, refs, Catalog, Kind};
@@ -22,11 +22,10 @@ use crate::config::{self, trust::TrustStore, Config};
 use crate::error::{exit, Error};
 use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
 use crate::permission::{parse_posture, McpLookup, PolicyGate, Posture};
-use crate::provider::{self, ProviderSettings, Role};
+use crate::provider::{self, ProviderSettings};
+use crate::term::ansi::CursorShape;
 use crate::term::editor::History;
-use crate::term::ui::{
-    self, ModelSwitch, Services, SessionSummary, Started, TrustAnswer, UiApprover,
-};
+use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover};
 use crate::tool::Tool;
 
 pub const HELP: &str = "\
@@ -295,7 +294,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         startup,
         history: History::load(&history_file),
         cwd: setup.cwd.clone(),
-        cursor_shape: setup.config.ui.cursor_shape,
+        cursor_shape: cursor_shape(setup.config.ui.cursor_shape),
         provider_name: setup.settings.name.clone(),
         model: setup.settings.model.clone(),
         context_window: setup.settings.context_window,
@@ -393,6 +392,15 @@ fn install_panic_hook() {
     }));
 }
 
+/// The terminal's cursor for the configured shape.
+fn cursor_shape(shape: config::CursorShape) -> CursorShape {
+    match shape {
+        config::CursorShape::Bar => CursorShape::Bar,
+        config::CursorShape::Block => CursorShape::Block,
+        config::CursorShape::Underline => CursorShape::Underline,
+    }
+}
+
 /// `<state>/projects/<slug>/history`: composer history per project.
 fn history_file(config: &Config, cwd: &Path) -> PathBuf {
     let sessions = config::paths::sessions_dir(&config.home, cwd);
@@ -448,58 +456,13 @@ impl Services for ChatServices {
         .map_err(|e| e.to_string())
     }
 
-    fn sessions(&self) -> Vec<SessionSummary> {
-        let dir = config::paths::sessions_dir(&self.config.home, &self.cwd);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return Vec::new();
-        };
-        let mut found: Vec<(std::time::SystemTime, SessionSummary)> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|path| {
-                let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
-                Some((modified, summarize(&path)?))
-            })
-            .collect();
-        found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
-        found.into_iter().map(|(_, s)| s).collect()
+    fn sessions(&self) -> Vec<session::Summary> {
+        session::list(&config::paths::sessions_dir(&self.config.home, &self.cwd))
     }
 
     fn open_session(&mut self, path: &Path) -> Result<Session, String> {
         Session::open(path).map_err(|e| e.to_string())
     }
-}
-
-/// The header and first user message of a session file; sessions without a user message
-/// are not worth resuming.
-fn summarize(path: &Path) -> Option<SessionSummary> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut lines = std::io::BufReader::new(file).lines();
-    let header: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
-    for line in lines.take(200) {
-        let Ok(line) = line else {
-            break;
-        };
-        let Ok(message) = serde_json::from_str::<crate::provider::Message>(&line) else {
-            continue;
-        };
-        if message.role == Role::User {
-            let preview: String = message.content.chars().take(70).collect();
-            return Some(SessionSummary {
-                id: header.id,
-                path: path.to_path_buf(),
-                started: header
-                    .started_at
-                    .chars()
-                    .take(16)
-                    .collect::<String>()
-                    .replace('T', " "),
-                preview: preview.replace('\n', " "),
-            });
-        }
-    }
-    None
 }
 
 /// One turn per line of stdin, printed as text. Slash commands other than custom ones, MCP

@@ -277,12 +277,22 @@ pub fn cursor_column(col: usize) -> String {
     format!("\x1b[{}G", col + 1)
 }
 
-/// DECSCUSR for the configured cursor: steady bar, block or underline.
-pub fn cursor_shape(shape: crate::config::CursorShape) -> &'static str {
+/// The composer's cursor. The chat's caller maps its configuration onto this, so rendering
+/// does not depend on how settings are stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CursorShape {
+    #[default]
+    Bar,
+    Block,
+    Underline,
+}
+
+/// DECSCUSR for the cursor: steady bar, block or underline.
+pub fn cursor_shape(shape: CursorShape) -> &'static str {
     match shape {
-        crate::config::CursorShape::Bar => "\x1b[6 q",
-        crate::config::CursorShape::Block => "\x1b[2 q",
-        crate::config::CursorShape::Underline => "\x1b[4 q",
+        CursorShape::Bar => "\x1b[6 q",
+        CursorShape::Block => "\x1b[2 q",
+        CursorShape::Underline => "\x1b[4 q",
     }
 }
 

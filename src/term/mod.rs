@@ -4,6 +4,8 @@
 //! (`markdown`), diffs (`diff`), agent events as transcript lines (`transcript`), the
 //! composer (`editor`), the completion menu (`menu`) and modal overlays (`modal`). `screen`
 //! writes frames and `ui` is the chat itself, the one thread that writes to the terminal.
+//! Nothing here reads configuration: the caller turns settings into plain terminal values
+//! (such as [`ansi::CursorShape`]) before handing them in.
 
 pub mod ansi;
 pub mod diff;

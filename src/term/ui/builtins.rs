@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use super::{Chat, Modal, Pending, SessionSummary, Source, Totals};
+use super::{Chat, Modal, Pending, Source, Totals};
 use crate::agent::events::NoticeLevel;
-use crate::agent::session::Session;
+use crate::agent::session::Summary;
 use crate::command::{custom, mcp, Kind};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};
@@ -352,7 +352,7 @@ impl Chat {
         let Some(current) = self.agent_or_notice().map(|a| a.session().id().to_string()) else {
             return;
         };
-        let sessions: Vec<SessionSummary> = self
+        let sessions: Vec<Summary> = self
             .services
             .sessions()
             .into_iter()
@@ -386,7 +386,8 @@ impl Chat {
     pub(super) fn resume(&mut self, path: &Path) {
         match self.services.open_session(path) {
             Ok(session) => {
-                let summary = resumed_lines(&session, self.screen.width());
+                let summary =
+                    super::resumed::last_exchanges(session.messages(), self.screen.width());
                 let id = session.id().to_string();
                 let repaired = session.repair_notice();
                 let Some(mut agent) = self.agent_or_notice() else {
@@ -453,27 +454,4 @@ fn confirm_clear() -> Choices<bool> {
         selected: 1,
         on_cancel: Some(false),
     }
-}
-fn resumed_lines(session: &Session, width: usize) -> Vec<Line> {
-    use crate::provider::Role;
-    let messages = session.messages();
-    let last_user = messages.iter().rposition(|m| m.role == Role::User);
-    let Some(start) = last_user else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut user = Line::styled("› ", Style::Accent);
-    user.push(one_line(&messages[start].content), Style::User);
-    out.push(user.truncated(width));
-    if let Some(answer) = messages[start..]
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant && !m.content.is_empty())
-    {
-        let mut md = crate::term::markdown::Markdown::new(width);
-        let mut lines = md.push(&answer.content);
-        lines.extend(md.finish());
-        out.extend(lines.into_iter().take(12));
-    }
-    out
 }

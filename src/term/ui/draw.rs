@@ -1,0 +1,205 @@
+//! Drawing the chat: the screen it draws on, the banner, and each frame's redrawn bottom
+//! (live output, queued messages, a modal or the menu and the composer, the status line).
+//! What the transcript commits above it is the transcript's job.
+
+use std::io;
+use std::time::Instant;
+
+use super::{Chat, Modal};
+use crate::agent::events::NoticeLevel;
+use crate::permission::Posture;
+use crate::term::ansi::{ColorMode, Line, Palette, Style};
+use crate::term::sanitize::one_line;
+use crate::term::screen::Screen;
+use crate::term::sys;
+use crate::term::transcript;
+
+/// The screen on stdout at the terminal's size, colours decided once from the environment.
+pub(super) fn terminal_screen(cursor: &'static str) -> Screen<io::Stdout> {
+    let size = sys::window_size(1).unwrap_or((80, 24));
+    let color = ColorMode::detect(
+        true,
+        std::env::var("TERM").ok().as_deref(),
+        std::env::var("NO_COLOR").ok().as_deref(),
+    );
+    Screen::new(
+        io::stdout(),
+        Palette::new(color),
+        (size.0 as usize, size.1 as usize),
+        cursor,
+    )
+}
+
+impl Chat {
+    pub(super) fn draw(&mut self) {
+        let commit = self.transcript.take();
+        let (bottom, cursor) = self.bottom();
+        if self.screen.draw(&commit, &bottom, cursor).is_err() {
+            // The terminal is gone (hang-up); nothing more can be shown.
+            self.quit.get_or_insert(1);
+        }
+    }
+
+    /// The redrawn region: live output, queued messages, then a modal or the menu and the
+    /// composer, then the status line.
+    fn bottom(&self) -> (Vec<Line>, Option<(usize, usize)>) {
+        let now = Instant::now();
+        let width = self.screen.width();
+        let mut rows = self
+            .transcript
+            .live(now, self.turn.as_ref().map(|t| t.started));
+        if let Some(started) = self.preparing {
+            rows.push(Line::styled(
+                format!(
+                    "… preparing the message {}",
+                    transcript::seconds(now - started)
+                ),
+                Style::Dim,
+            ));
+        }
+        if let Some(started) = self.starting {
+            rows.push(Line::styled(
+                format!(
+                    "… starting MCP servers {}",
+                    transcript::seconds(now - started)
+                ),
+                Style::Dim,
+            ));
+        }
+        if let Some((_, started, command)) = &self.shell {
+            rows.push(Line::styled(
+                format!(
+                    "! {}  {} · esc to interrupt",
+                    one_line(command),
+                    transcript::seconds(now - *started)
+                ),
+                Style::Dim,
+            ));
+        }
+        for pending in &self.queue {
+            rows.push(
+                Line::styled(
+                    format!("  ↳ queued: {}", one_line(&pending.display)),
+                    Style::Dim,
+                )
+                .truncated(width),
+            );
+        }
+        let mut cursor = None;
+        match &self.modal {
+            Some(modal) => rows.extend(render_modal(modal, width)),
+            None => {
+                if let Some(menu) = &self.menu {
+                    rows.extend(menu.render(width));
+                }
+                rows.push(Line::styled(
+                    "─".repeat(width.saturating_sub(1)),
+                    Style::Frame,
+                ));
+                let layout = self.editor.layout(width.saturating_sub(1), 2);
+                cursor = Some((rows.len() + layout.cursor_row, layout.cursor_col));
+                for (i, text) in layout.rows.iter().enumerate() {
+                    let mut line = Line::styled(if i == 0 { "› " } else { "  " }, Style::Accent);
+                    line.push(text.clone(), Style::Plain);
+                    rows.push(line);
+                }
+                if self.editor.is_empty() && !self.busy() {
+                    if let Some(first) = rows.last_mut() {
+                        first.push("Ask anything · / commands · @ files · ! shell", Style::Dim);
+                    }
+                }
+            }
+        }
+        rows.push(self.status_line(width));
+        (rows, cursor)
+    }
+
+    fn status_line(&self, width: usize) -> Line {
+        let posture = self.gate.posture();
+        let posture_style = match posture {
+            Posture::Ask | Posture::Strict => Style::Status,
+            Posture::Auto => Style::Warning,
+            Posture::Yolo => Style::Error,
+        };
+        let mut line = Line::styled(format!("{} · ", one_line(&self.model)), Style::Status);
+        line.push(posture.as_str(), posture_style);
+        let usage = &self.totals.usage;
+        let mut parts = vec![format!(
+            "↑{} ↓{}",
+            short_count(usage.prompt_tokens),
+            short_count(usage.completion_tokens)
+        )];
+        if let Some(ratio) = usage.cache_hit_ratio() {
+            parts.push(format!("cache {:.0}%", ratio * 100.0));
+        }
+        if self.context_window > 0 {
+            parts.push(format!(
+                "ctx {:.0}%",
+                self.totals.context as f64 * 100.0 / self.context_window as f64
+            ));
+        }
+        if self.totals.priced {
+            parts.push(format!("${:.4}", self.totals.cost));
+        }
+        line.push(format!(" · {}", parts.join(" · ")), Style::Status);
+        if self.exit_armed {
+            line.push("   press Ctrl-C again to exit", Style::Warning);
+        } else {
+            line.push("   shift-tab: posture · /help", Style::Dim);
+        }
+        line.truncated(width.saturating_sub(1))
+    }
+
+    pub(super) fn banner(&mut self, notices: &[String]) {
+        let mut title = Line::styled("reasonix ", Style::Heading);
+        title.push(crate::VERSION, Style::Dim);
+        title.push(
+            format!(
+                "  {}/{} · {}",
+                one_line(&self.provider_name),
+                one_line(&self.model),
+                self.cwd.display()
+            ),
+            Style::Dim,
+        );
+        self.transcript.push_line(title);
+        self.transcript.push_line(Line::styled(
+            "/help for commands · esc interrupts · ctrl-c twice or ctrl-d exits",
+            Style::Dim,
+        ));
+        for notice in notices.iter().chain(self.catalog.notices.clone().iter()) {
+            self.transcript.notice(NoticeLevel::Warning, notice);
+        }
+        self.transcript.gap();
+    }
+}
+
+fn render_modal(modal: &Modal, width: usize) -> Vec<Line> {
+    match modal {
+        Modal::Approval(choices, _) => choices.render(width),
+        Modal::Launch(choices, _) => choices.render(width),
+        Modal::ConfirmClear(choices) => choices.render(width),
+        Modal::Resume(choices) => choices.render(width),
+        Modal::Info(choices) => choices.render(width),
+    }
+}
+
+fn short_count(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => format!("{:.1}k", n as f64 / 1_000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_short() {
+        assert_eq!(short_count(999), "999");
+        assert_eq!(short_count(12_345), "12.3k");
+        assert_eq!(short_count(2_500_000), "2.5M");
+    }
+}

@@ -1,0 +1,127 @@
+//! Sending a message: what Enter does with the composer's text (a `!` command, a slash
+//! command or a message), the queue of messages waiting for the running turn, and preparing
+//! a message off the UI thread ([`Chat::prepare`]: `@` references, MCP prompts) before its
+//! turn starts.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Chat, Msg, Pending, Prepared, Source};
+use crate::agent::events::NoticeLevel;
+use crate::command::{self as commands, refs};
+use crate::term::ansi::{Line, Style};
+use crate::term::sanitize::one_line;
+
+impl Chat {
+    pub(super) fn submit(&mut self) {
+        self.menu = None;
+        let text = self.editor.submit();
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        crash_failpoint(trimmed);
+        if let Some(command) = trimmed.strip_prefix('!') {
+            self.shell(command.trim().to_string());
+        } else if let Some((name, args)) = commands::split_invocation(trimmed) {
+            let (name, args) = (name.to_string(), args.to_string());
+            self.slash(&name, &args, trimmed.to_string());
+        } else {
+            self.send(Pending {
+                display: text.clone(),
+                source: Source::Text(text),
+            });
+        }
+    }
+
+    pub(super) fn send(&mut self, pending: Pending) {
+        if self.busy() || self.starting.is_some() || !self.queue.is_empty() {
+            self.queue.push_back(pending);
+            return;
+        }
+        self.prepare(pending);
+    }
+
+    /// Resolves `@` references or renders an MCP prompt off this thread.
+    fn prepare(&mut self, pending: Pending) {
+        self.transcript.user_message(&pending.display);
+        self.preparing = Some(Instant::now());
+        let tx = self.tx.clone();
+        let cwd = self.cwd.clone();
+        let mcp = Arc::clone(&self.mcp);
+        let spawned = std::thread::Builder::new()
+            .name("prepare".into())
+            .spawn(move || {
+                let prepared = match pending.source {
+                    Source::Text(text) => {
+                        let resolved = refs::resolve(&text, &cwd, mcp.as_ref());
+                        Prepared {
+                            text: Some(resolved.text),
+                            attached: resolved.attached,
+                            notices: resolved.notices,
+                        }
+                    }
+                    Source::McpPrompt {
+                        server,
+                        prompt,
+                        arguments,
+                    } => match mcp.get_prompt(&server, &prompt, &arguments) {
+                        Ok(text) => Prepared {
+                            text: Some(text),
+                            attached: Vec::new(),
+                            notices: Vec::new(),
+                        },
+                        Err(err) => Prepared {
+                            text: None,
+                            attached: Vec::new(),
+                            notices: vec![format!("/mcp__{server}__{prompt} failed: {err}")],
+                        },
+                    },
+                };
+                let _ = tx.send(Msg::Prepared(prepared));
+            });
+        if spawned.is_err() {
+            self.preparing = None;
+            self.transcript
+                .error("could not start a thread to prepare the message");
+        }
+    }
+
+    pub(super) fn on_prepared(&mut self, prepared: Prepared) {
+        self.preparing = None;
+        for notice in &prepared.notices {
+            self.transcript.notice(NoticeLevel::Warning, notice);
+        }
+        if !prepared.attached.is_empty() {
+            self.transcript.push_line(Line::styled(
+                format!("  ⎿ attached {}", one_line(&prepared.attached.join(", "))),
+                Style::Dim,
+            ));
+        }
+        match prepared.text {
+            Some(text) if self.exiting.is_none() && self.quit.is_none() => self.start_turn(text),
+            _ => self.next_in_queue(),
+        }
+    }
+
+    pub(super) fn next_in_queue(&mut self) {
+        if self.busy() || self.starting.is_some() {
+            return;
+        }
+        if let Some(next) = self.queue.pop_front() {
+            self.prepare(next);
+        }
+    }
+}
+
+/// Debug builds only: `REASONIX_FAILPOINTS=ui-panic` makes the input `/__panic` panic on the UI
+/// thread, so the end-to-end tests can prove a crash leaves the terminal usable. Release
+/// builds compile this to nothing.
+fn crash_failpoint(input: &str) {
+    if cfg!(debug_assertions)
+        && input == "/__panic"
+        && std::env::var("REASONIX_FAILPOINTS").is_ok_and(|v| v.split(',').any(|f| f == "ui-panic"))
+    {
+        panic!("failpoint ui-panic");
+    }
+}

@@ -1,0 +1,184 @@
+//! Running a turn: the agent works on its own thread holding the agent's lock, its events
+//! reach the UI through a [`ChannelSink`] (which also snapshots files around edits for the
+//! diff), and the turn's end updates the totals, the tools and the queue.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, PoisonError};
+use std::time::Instant;
+
+use super::servers::tool_names;
+use super::{Chat, Msg, Turn, Work};
+use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::runner::{AgentError, Finish};
+use crate::term::transcript::{Snapshot, TurnEnd, EDIT_TOOLS};
+
+/// Edit snapshots larger than this are not taken (no diff is shown).
+const SNAPSHOT_CAP: u64 = 1024 * 1024;
+
+impl Chat {
+    pub(super) fn start_turn(&mut self, text: String) {
+        let text = if std::mem::take(&mut self.interrupted) {
+            format!("[The user interrupted your previous reply.]\n\n{text}")
+        } else {
+            text
+        };
+        self.start_work(Work::Prompt(text));
+    }
+
+    /// Runs `work` on the turn thread, so the UI stays live while the model answers.
+    pub(super) fn start_work(&mut self, work: Work) {
+        let Some(cancel) = self.agent_or_notice().map(|mut a| a.reset_cancel()) else {
+            return;
+        };
+        let agent = Arc::clone(&self.agent);
+        let tx = self.tx.clone();
+        let cwd = self.cwd.clone();
+        let spawned = std::thread::Builder::new()
+            .name("agent-turn".into())
+            .spawn(move || {
+                let mut guard = TurnGuard {
+                    tx: tx.clone(),
+                    done: false,
+                };
+                let mut sink = ChannelSink {
+                    tx: tx.clone(),
+                    cwd,
+                    edits: BTreeMap::new(),
+                };
+                let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
+                let result = match work {
+                    Work::Prompt(text) => agent.run(text, &mut sink),
+                    Work::Compact => agent.compact_now(&mut sink).map(|folded| {
+                        if !folded {
+                            sink.emit(Event::Notice {
+                                level: NoticeLevel::Info,
+                                message: "nothing to compact yet".into(),
+                            });
+                        }
+                        Finish::Answered
+                    }),
+                };
+                drop(agent);
+                guard.done = true;
+                let _ = tx.send(Msg::TurnDone(result));
+            });
+        match spawned {
+            Ok(_) => {
+                self.turn = Some(Turn {
+                    cancel,
+                    started: Instant::now(),
+                });
+            }
+            Err(_) => self.transcript.error("could not start the agent thread"),
+        }
+    }
+
+    pub(super) fn on_agent_event(&mut self, event: Event) {
+        if let Event::Usage { usage, cost_usd } = &event {
+            self.totals.usage.add(usage);
+            self.totals.context = usage.prompt_tokens + usage.completion_tokens;
+            if let Some(cost) = cost_usd {
+                self.totals.cost += cost;
+                self.totals.priced = true;
+            }
+        }
+        self.transcript.event(&event);
+    }
+
+    pub(super) fn finish_turn(&mut self, end: TurnEnd) {
+        self.interrupted = end == TurnEnd::Interrupted;
+        self.transcript.end_turn(&end);
+        self.turn = None;
+        // Approvals cannot outlive their turn.
+        self.deny_waiting_approvals();
+        if let Some(code) = self.exiting {
+            self.quit = Some(code);
+            return;
+        }
+        if !self.waiting_tools.is_empty() || self.waiting_source.is_some() {
+            self.install_tools();
+        } else if let Some(names) = self.idle_agent().map(|agent| tool_names(&agent)) {
+            // The turn may have taken in an MCP server's new tool list.
+            self.tool_names = names;
+        }
+        self.next_in_queue();
+    }
+}
+
+/// The agent's event sink on the turn thread: forwards events, and snapshots files around
+/// edit tools so the transcript can show what changed.
+struct ChannelSink {
+    tx: Sender<Msg>,
+    cwd: PathBuf,
+    edits: BTreeMap<String, PathBuf>,
+}
+
+impl ChannelSink {
+    fn snapshot(&self, id: &str, path: &Path, stage: Snapshot) {
+        let content = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.len() <= SNAPSHOT_CAP)
+            .and_then(|_| std::fs::read_to_string(path).ok());
+        let _ = self.tx.send(Msg::File {
+            id: id.to_string(),
+            stage,
+            content,
+        });
+    }
+}
+
+impl EventSink for ChannelSink {
+    fn emit(&mut self, event: Event) {
+        match &event {
+            Event::ToolUse {
+                id,
+                name,
+                arguments,
+            } if EDIT_TOOLS.contains(&name.as_str()) => {
+                let path = serde_json::from_str::<serde_json::Value>(arguments)
+                    .ok()
+                    .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string));
+                if let Some(path) = path {
+                    let full = self.cwd.join(path);
+                    self.snapshot(id, &full, Snapshot::Before);
+                    self.edits.insert(id.clone(), full);
+                }
+            }
+            Event::ToolResult { id, is_error, .. } => {
+                if let Some(path) = self.edits.remove(id) {
+                    if !is_error {
+                        self.snapshot(id, &path, Snapshot::After);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let _ = self.tx.send(Msg::Agent(event));
+    }
+}
+
+/// Reports a turn thread that died without sending its result.
+struct TurnGuard {
+    tx: Sender<Msg>,
+    done: bool,
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.tx.send(Msg::TurnLost);
+        }
+    }
+}
+
+/// How the turn thread's result ends the turn in the transcript.
+pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
+    match result {
+        Ok(Finish::Answered) => TurnEnd::Answered,
+        Ok(Finish::StepLimit) => TurnEnd::StepLimit,
+        Err(AgentError::Interrupted) => TurnEnd::Interrupted,
+        Err(err) => TurnEnd::Failed(err.to_string()),
+    }
+}
