@@ -2,8 +2,8 @@
 //! `Provider` trait and the kind -> factory table.
 //!
 //! Wire details live in the submodules: `sse` decodes event streams, `openai` speaks the
-//! OpenAI-compatible `/chat/completions` dialect, `retry` and `net` hold backoff and transport
-//! setup. Nothing here prints; errors flow up as [`ProviderError`].
+//! OpenAI-compatible `/chat/completions` dialect, `retry`, `net` and `proxy` hold backoff,
+//! transport setup and proxy selection. Nothing here prints; errors flow up as [`ProviderError`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,6 +16,7 @@ use crate::cancel::CancelToken;
 
 pub mod net;
 pub mod openai;
+pub mod proxy;
 pub mod record;
 pub mod replay;
 pub mod retry;
