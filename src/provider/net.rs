@@ -8,7 +8,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -18,7 +18,7 @@ use ureq::{Agent, BodyReader};
 
 use super::proxy::proxy_for;
 use super::retry;
-use super::{ProviderError, ProviderSettings, RetryPolicy};
+use super::{Cause, Detail, ProviderError, ProviderSettings, Retry, RetryPolicy};
 use crate::cancel::{CancelToken, HookGuard};
 
 /// Error bodies are read up to this size; the message we show is one line of it anyway.
@@ -46,6 +46,9 @@ pub struct Net {
     /// handshake per turn). A cancel shuts it down and empties the slot, so the next
     /// request starts a fresh one.
     pooled: Arc<Mutex<Option<Pooled>>>,
+    /// Some HTTP response has arrived through this transport: from then on a refused
+    /// connection is a hiccup worth the full backoff, not a server that is not there.
+    contacted: Arc<AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -81,6 +84,8 @@ pub struct Exchange<'a> {
     pub limits: Limits,
     /// Named in the authentication error so the user knows which variable to fix.
     pub api_key_env: &'a str,
+    /// The provider's instance name, for the fix an unreachable endpoint's error names.
+    pub provider: &'a str,
 }
 
 /// A 2xx response whose body is ready to read. Dropping it closes the connection.
@@ -135,6 +140,7 @@ impl Net {
             roots: description.into(),
             connect_timeout,
             pooled: Arc::default(),
+            contacted: Arc::default(),
         })
     }
 
@@ -185,12 +191,15 @@ impl Net {
     }
 
     /// Runs `exchange`, retrying retryable failures with backoff until a 2xx response head
-    /// arrives, the policy gives up, or `cancel` fires.
+    /// arrives, the policy gives up, or `cancel` fires. Each retry is reported to `on_retry`
+    /// before its wait. A server that refuses or does not resolve before this transport ever
+    /// got a response is given only the quick [`retry::FIRST_CONTACT_WAITS`], unreported.
     pub fn send(
         &self,
         exchange: &Exchange<'_>,
         policy: &RetryPolicy,
         cancel: &CancelToken,
+        on_retry: &mut dyn FnMut(Retry),
     ) -> Result<OpenBody, Failure> {
         let mut attempt = 0u32;
         loop {
@@ -213,33 +222,63 @@ impl Net {
                     agent.shutdown()
                 })
             };
-            let retry_after = match send_once(&agent, exchange) {
+            let (reason, retry_after) = match send_once(&agent, exchange) {
                 Ok(response) if response.status().is_success() => {
+                    self.contacted.store(true, Ordering::Relaxed);
                     return Ok(open_body(response, agent, guard));
                 }
                 Ok(response) => {
+                    self.contacted.store(true, Ordering::Relaxed);
                     let failed = http_failure(response, exchange.api_key_env);
                     let status = failed.status;
                     if !retry::is_retryable_status(status) || attempt >= policy.max_retries {
                         return Err(gave_up(failed.into_failure(), attempt));
                     }
-                    failed.retry_after
+                    (failed.error, failed.retry_after)
                 }
                 Err(_) if cancel.is_cancelled() => {
                     return Err(Failure::without_response(ProviderError::Cancelled));
                 }
+                Err(err) if is_unreachable(&err) && !self.contacted.load(Ordering::Relaxed) => {
+                    let quick = policy
+                        .max_retries
+                        .min(retry::FIRST_CONTACT_WAITS.len() as u32);
+                    if attempt >= quick {
+                        return Err(Failure::without_response(ProviderError::Unreachable {
+                            url: exchange.url.to_string(),
+                            provider: exchange.provider.to_string(),
+                            attempts: attempt + 1,
+                            source: Box::new(err),
+                        }));
+                    }
+                    drop(guard);
+                    let wait = retry::FIRST_CONTACT_WAITS[attempt as usize];
+                    if retry::sleep(wait, cancel).is_err() {
+                        return Err(Failure::without_response(ProviderError::Cancelled));
+                    }
+                    attempt += 1;
+                    continue;
+                }
                 Err(err) => {
+                    let retryable = is_retryable_transport_error(&err);
+                    let detail = describe_transport_error(&err, exchange.url);
                     let failure = Failure::without_response(ProviderError::Connect(
-                        describe_transport_error(&err, exchange.url),
+                        Detail::caused(detail, err),
                     ));
-                    if !is_retryable_transport_error(&err) || attempt >= policy.max_retries {
+                    if !retryable || attempt >= policy.max_retries {
                         return Err(gave_up(failure, attempt));
                     }
-                    None
+                    (failure.error, None)
                 }
             };
             drop(guard);
             let wait = retry::delay(policy, attempt, retry_after.as_deref(), SystemTime::now());
+            on_retry(Retry {
+                attempt: attempt + 2,
+                max_attempts: policy.max_retries.saturating_add(1),
+                wait,
+                reason: reason.to_string(),
+            });
             if retry::sleep(wait, cancel).is_err() {
                 return Err(Failure::without_response(ProviderError::Cancelled));
             }
@@ -402,10 +441,30 @@ fn gave_up(mut failure: Failure, retries: u32) -> Failure {
             status,
             message: message + &suffix,
         },
-        ProviderError::Connect(detail) => ProviderError::Connect(detail + &suffix),
+        ProviderError::Connect(detail) => ProviderError::Connect(Detail {
+            text: detail.text + &suffix,
+            cause: detail.cause,
+        }),
         other => other,
     };
     failure
+}
+
+/// Nothing listens at the address, or the name does not resolve: on first contact that is a
+/// wrong `base_url` or a server that is not running, not a passing failure.
+fn is_unreachable(err: &ureq::Error) -> bool {
+    is_name_error(err)
+        || matches!(err, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
+}
+
+/// The host name does not resolve. ureq reports an empty answer as `HostNotFound`, but a
+/// failed lookup as the I/O error std's resolver gives, which has no stable kind.
+pub(crate) fn is_name_error(err: &ureq::Error) -> bool {
+    match err {
+        ureq::Error::HostNotFound => true,
+        ureq::Error::Io(io) => io.to_string().starts_with("failed to lookup address"),
+        _ => false,
+    }
 }
 
 fn is_retryable_transport_error(err: &ureq::Error) -> bool {
@@ -456,12 +515,12 @@ fn is_certificate_error(io: &std::io::Error) -> bool {
 pub fn parse_url(url: &str) -> Result<Uri, ProviderError> {
     let uri: Uri = url
         .parse()
-        .map_err(|_| ProviderError::Config(format!("invalid URL `{url}`")))?;
+        .map_err(|_| ProviderError::Config(format!("invalid URL `{url}`").into()))?;
     match uri.scheme_str() {
         Some("http") | Some("https") if uri.host().is_some() => Ok(uri),
-        _ => Err(ProviderError::Config(format!(
-            "URL `{url}` must start with http:// or https:// and name a host"
-        ))),
+        _ => Err(ProviderError::Config(
+            format!("URL `{url}` must start with http:// or https:// and name a host").into(),
+        )),
     }
 }
 
@@ -478,14 +537,12 @@ pub fn load_roots(
 ) -> Result<(RootCerts, String), ProviderError> {
     let (mut certs, mut description) = system_roots(env)?;
     if let Some(path) = ca_file {
-        let extra = read_pem_certs(path).map_err(|detail| {
-            ProviderError::Config(format!("ca_file {}: {detail}", path.display()))
-        })?;
+        let extra = read_pem_certs(path)
+            .map_err(|cause| unreadable_certs(format!("ca_file {}", path.display()), cause))?;
         if extra.is_empty() {
-            return Err(ProviderError::Config(format!(
-                "ca_file {} holds no PEM certificate",
-                path.display()
-            )));
+            return Err(ProviderError::Config(
+                format!("ca_file {} holds no PEM certificate", path.display()).into(),
+            ));
         }
         if certs.is_empty() {
             description = "ca_file only (no system CA bundle found)".to_string();
@@ -508,7 +565,7 @@ fn system_roots(
 ) -> Result<(Vec<Certificate<'static>>, String), ProviderError> {
     if let Some(file) = env("SSL_CERT_FILE") {
         let certs = read_pem_certs(Path::new(&file))
-            .map_err(|detail| ProviderError::Config(format!("SSL_CERT_FILE {file}: {detail}")))?;
+            .map_err(|cause| unreadable_certs(format!("SSL_CERT_FILE {file}"), cause))?;
         let description = format!("SSL_CERT_FILE {file} ({} certificates)", certs.len());
         return Ok((certs, description));
     }
@@ -546,17 +603,25 @@ fn read_cert_dir(dir: &Path) -> Vec<Certificate<'static>> {
         .collect()
 }
 
-fn read_pem_certs(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+/// The certificates in a PEM file: an I/O cause when it cannot be read, a transport one when
+/// it is not PEM.
+fn read_pem_certs(path: &Path) -> Result<Vec<Certificate<'static>>, Cause> {
+    let bytes = std::fs::read(path)?;
     let mut certs = Vec::new();
     for item in ureq::tls::parse_pem(&bytes) {
-        match item {
-            Ok(PemItem::Certificate(cert)) => certs.push(cert),
-            Ok(_) => {}
-            Err(e) => return Err(format!("not valid PEM: {e}")),
+        if let PemItem::Certificate(cert) = item? {
+            certs.push(cert);
         }
     }
     Ok(certs)
+}
+
+fn unreadable_certs(what: String, cause: Cause) -> ProviderError {
+    let text = match &cause {
+        Cause::Io(err) => format!("{what}: {err}"),
+        other => format!("{what}: not valid PEM: {other}"),
+    };
+    ProviderError::Config(Detail::caused(text, cause))
 }
 
 #[cfg(test)]

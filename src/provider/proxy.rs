@@ -41,12 +41,15 @@ pub fn proxy_for(
         return Ok(None);
     };
     let proxy = Proxy::new(value.trim()).map_err(|_| {
-        ProviderError::Config(format!("{name} is not a valid proxy URL: `{value}`"))
+        ProviderError::Config(format!("{name} is not a valid proxy URL: `{value}`").into())
     })?;
     if !matches!(proxy.protocol(), ProxyProtocol::Http | ProxyProtocol::Https) {
-        return Err(ProviderError::Config(format!(
-            "{name} names a SOCKS proxy, which reasonix does not support; use an HTTP proxy"
-        )));
+        return Err(ProviderError::Config(
+            format!(
+                "{name} names a SOCKS proxy, which reasonix does not support; use an HTTP proxy"
+            )
+            .into(),
+        ));
     }
     Ok(Some(proxy))
 }

@@ -13,49 +13,55 @@ use serde_json::Value;
 use super::super::net::{Exchange, Limits, Method, Net, OpenBody};
 use super::super::record::{self, RecordedExchange, Recorder};
 use super::super::retry;
-use super::super::{Chunk, ChunkStream, ProviderError, RetryPolicy};
+use super::super::{Chunk, ChunkStream, Detail, ProviderError, Retry, RetryPolicy};
 use super::StreamParser;
 use crate::cancel::{CancelToken, HookGuard};
 
 /// What the stream thread tells the consumer.
 pub(super) enum Msg {
-    /// A 2xx response head arrived; chunks follow.
-    Started,
+    /// A retry is about to wait; the consumer reports it on its own thread.
+    Retry(Retry),
     Chunk(Chunk),
     Failed(ProviderError),
     End,
 }
 
+/// Waits for the reply's first chunk, reporting retries as they come, so every retry (HTTP,
+/// transport or an empty reply) happens before the caller holds a stream.
 pub(super) fn await_start(
     rx: Receiver<Msg>,
     cancel: CancelToken,
     abort: CancelToken,
+    on_retry: &mut dyn FnMut(&Retry),
 ) -> Result<ChunkStream, ProviderError> {
-    loop {
+    let first = loop {
         match rx.recv() {
-            Ok(Msg::Started) => {
-                return Ok(Box::new(ChannelStream {
-                    rx,
-                    cancel,
-                    abort,
-                    finished: false,
-                }))
-            }
+            Ok(Msg::Retry(retry)) => on_retry(&retry),
+            Ok(Msg::Chunk(chunk)) => break Some(chunk),
             Ok(Msg::Failed(err)) => return Err(err),
-            Ok(Msg::Chunk(_)) | Ok(Msg::End) => continue,
+            Ok(Msg::End) => break None,
             Err(_) => {
                 return Err(ProviderError::Stream(
                     "the stream thread stopped before the reply started".into(),
                 ))
             }
         }
-    }
+    };
+    Ok(Box::new(ChannelStream {
+        finished: first.is_none(),
+        first,
+        rx,
+        cancel,
+        abort,
+    }))
 }
 
 /// The consumer's end: chunks in order, then `None`; `Err(Cancelled)` as soon as the token
 /// fires (the stream thread's cancel hook wakes a blocked `recv`). Dropping it early shuts
 /// the connection instead of leaving the thread reading until the idle timeout.
 struct ChannelStream {
+    /// The chunk [`await_start`] waited for.
+    first: Option<Chunk>,
     rx: Receiver<Msg>,
     cancel: CancelToken,
     abort: CancelToken,
@@ -68,27 +74,35 @@ impl Drop for ChannelStream {
     }
 }
 
+impl ChannelStream {
+    fn deliver(&mut self, chunk: Chunk) -> Option<Result<Chunk, ProviderError>> {
+        if matches!(chunk, Chunk::Done { .. }) {
+            self.finished = true;
+            // Give the stream thread a moment to read past [DONE] so the connection is back
+            // in the pool before the next request; a server that keeps the body open costs
+            // at most this wait.
+            let _ = self.rx.recv_timeout(DRAIN_WAIT);
+        }
+        Some(Ok(chunk))
+    }
+}
+
 impl Iterator for ChannelStream {
     type Item = Result<Chunk, ProviderError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(chunk) = self.first.take() {
+            return self.deliver(chunk);
+        }
         while !self.finished {
             if self.cancel.is_cancelled() {
                 self.finished = true;
                 return Some(Err(ProviderError::Cancelled));
             }
             match self.rx.recv() {
-                Ok(Msg::Chunk(chunk)) => {
-                    if matches!(chunk, Chunk::Done { .. }) {
-                        self.finished = true;
-                        // Give the stream thread a moment to read past [DONE] so the
-                        // connection is back in the pool before the next request; a server
-                        // that keeps the body open costs at most this wait.
-                        let _ = self.rx.recv_timeout(DRAIN_WAIT);
-                    }
-                    return Some(Ok(chunk));
-                }
-                Ok(Msg::Started) => continue,
+                Ok(Msg::Chunk(chunk)) => return self.deliver(chunk),
+                // Retries happen only before anything was forwarded.
+                Ok(Msg::Retry(_)) => continue,
                 Ok(Msg::Failed(err)) => {
                     self.finished = true;
                     return Some(Err(err));
@@ -127,6 +141,8 @@ pub(super) struct Job {
     pub(super) idle: Duration,
     pub(super) policy: RetryPolicy,
     pub(super) api_key_env: String,
+    /// The provider's instance name, for the fix an unreachable endpoint's error names.
+    pub(super) provider: String,
     pub(super) recorder: Option<Arc<Recorder>>,
     /// Fires on the caller's cancel and when the consumer drops the stream.
     pub(super) abort: CancelToken,
@@ -152,7 +168,7 @@ enum BodyEnd {
     /// Complete, failed or abandoned: whatever the consumer needs was sent.
     Done,
     /// An empty reply of which nothing reached the consumer: worth asking again.
-    Empty,
+    Empty(ProviderError),
 }
 
 impl Job {
@@ -173,16 +189,22 @@ impl Job {
                 total: None,
             },
             api_key_env: &self.api_key_env,
+            provider: &self.provider,
         };
-        let mut started = false;
         let mut empty_retries = 0u32;
+        let mut report = |retry| {
+            let _ = tx.send(Msg::Retry(retry));
+        };
         loop {
-            match self.net.send(&exchange, &self.policy, &self.abort) {
+            match self
+                .net
+                .send(&exchange, &self.policy, &self.abort, &mut report)
+            {
                 Err(failure) => {
                     let error_text = (failure.status == 0).then(|| match &failure.error {
                         ProviderError::Cancelled => record::CANCELLED.to_string(),
                         // Replayed as Connect(detail), which adds its own prefix.
-                        ProviderError::Connect(detail) => detail.clone(),
+                        ProviderError::Connect(detail) => detail.text.clone(),
                         other => other.to_string(),
                     });
                     // The exchange's own error matters more than a failure to record it.
@@ -191,18 +213,20 @@ impl Job {
                     break;
                 }
                 Ok(open) => {
-                    if !started && tx.send(Msg::Started).is_err() {
-                        break;
-                    }
-                    started = true;
                     let may_retry = empty_retries < self.policy.max_retries;
                     match self.read_body(open, &tx, may_retry) {
                         BodyEnd::Done => break,
-                        BodyEnd::Empty => {
+                        BodyEnd::Empty(reason) => {
                             // Like a 5xx: the server had a bad moment, and since nothing
-                            // was shown, asking again is invisible to the user.
+                            // was shown, asking again costs the user only the wait.
                             let wait =
                                 retry::delay(&self.policy, empty_retries, None, SystemTime::now());
+                            report(Retry {
+                                attempt: empty_retries + 2,
+                                max_attempts: self.policy.max_retries.saturating_add(1),
+                                wait,
+                                reason: reason.to_string(),
+                            });
                             if retry::sleep(wait, &self.abort).is_err() {
                                 let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
                                 break;
@@ -248,9 +272,12 @@ impl Job {
             }
         };
         let silent = !forwarded && out.is_empty();
-        if may_retry && silent && matches!(result, Err(ProviderError::EmptyReply { .. })) {
-            // Not recorded: a recording keeps the exchange that counted, as with HTTP retries.
-            return BodyEnd::Empty;
+        if may_retry && silent {
+            if let Err(empty @ ProviderError::EmptyReply { .. }) = result {
+                // Not recorded: a recording keeps the exchange that counted, as with HTTP
+                // retries.
+                return BodyEnd::Empty(empty);
+            }
         }
         let cancelled = matches!(result, Err(ProviderError::Cancelled));
         let recorded = self.record(
@@ -282,16 +309,16 @@ impl Job {
         if self.abort.is_cancelled() {
             return ProviderError::Cancelled;
         }
-        match ureq::Error::from(err) {
-            ureq::Error::Timeout(ureq::Timeout::PerRead) => ProviderError::Stream(format!(
+        let err = ureq::Error::from(err);
+        let text = match &err {
+            ureq::Error::Timeout(ureq::Timeout::PerRead) => format!(
                 "no data from the server for {}; the stream looks stalled \
                  (raise timeouts.idle_stream if the model thinks that long)",
-                describe_duration(self.idle)
-            )),
-            other => ProviderError::Stream(format!(
-                "the connection broke after {received} bytes of the reply: {other}"
-            )),
-        }
+                retry::describe_wait(self.idle)
+            ),
+            other => format!("the connection broke after {received} bytes of the reply: {other}"),
+        };
+        ProviderError::Stream(Detail::caused(text, err))
     }
 
     fn record(&self, status: u16, raw: &[u8], error: Option<String>) -> Result<(), ProviderError> {
@@ -311,12 +338,4 @@ impl Job {
 fn send_all(tx: &Sender<Msg>, out: &mut Vec<Chunk>) -> bool {
     out.drain(..)
         .all(|chunk| tx.send(Msg::Chunk(chunk)).is_ok())
-}
-
-fn describe_duration(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{} s", d.as_secs())
-    }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::net::{self, Method, Net};
 use super::record::Recorder;
-use super::{ChunkStream, Provider, ProviderError, ProviderSettings, Request};
+use super::{ChunkStream, Provider, ProviderError, ProviderSettings, Request, Retry};
 use crate::cancel::CancelToken;
 use body::estimate_tokens;
 use exchange::{await_start, Job};
@@ -78,6 +78,7 @@ impl Provider for OpenAiProvider {
         &self,
         request: &Request,
         cancel: &CancelToken,
+        on_retry: &mut dyn FnMut(&Retry),
     ) -> Result<ChunkStream, ProviderError> {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
@@ -114,6 +115,7 @@ impl Provider for OpenAiProvider {
             idle: self.settings.timeouts.idle_stream,
             policy: self.settings.retry,
             api_key_env: self.settings.api_key_env.clone(),
+            provider: self.settings.name.clone(),
             recorder: self.recorder.clone(),
             abort: abort.clone(),
             _abort_on_cancel: cancel.on_cancel(move || abort_on_cancel.cancel()),
@@ -122,8 +124,10 @@ impl Provider for OpenAiProvider {
         std::thread::Builder::new()
             .name("reasonix-provider-stream".into())
             .spawn(move || job.run(tx))
-            .map_err(|e| ProviderError::Stream(format!("cannot start the stream thread: {e}")))?;
-        await_start(rx, cancel.clone(), abort)
+            .map_err(|e| {
+                ProviderError::Stream(format!("cannot start the stream thread: {e}").into())
+            })?;
+        await_start(rx, cancel.clone(), abort, on_retry)
     }
 }
 
@@ -145,10 +149,9 @@ fn endpoint(
     let url = match explicit.map(str::trim).filter(|u| !u.is_empty()) {
         Some(url) => url.to_string(),
         None if settings.base_url.trim().is_empty() => {
-            return Err(ProviderError::Config(format!(
-                "provider `{}` has no base_url",
-                settings.name
-            )))
+            return Err(ProviderError::Config(
+                format!("provider `{}` has no base_url", settings.name).into(),
+            ))
         }
         None => format!(
             "{}/{suffix}",
@@ -192,10 +195,13 @@ fn request_headers(
             } else {
                 format!("header `{name}`")
             };
-            return Err(ProviderError::Config(format!(
-                "{what} of provider `{}` is not a valid HTTP header",
-                settings.name
-            )));
+            return Err(ProviderError::Config(
+                format!(
+                    "{what} of provider `{}` is not a valid HTTP header",
+                    settings.name
+                )
+                .into(),
+            ));
         }
     }
     Ok(headers)

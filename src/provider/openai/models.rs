@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::super::net::{self, Exchange, Limits, Method, Net};
-use super::super::{ProviderError, ProviderSettings, RetryPolicy};
+use super::super::{Detail, ProviderError, ProviderSettings, Retry, RetryPolicy};
 use super::{models_url, request_headers};
 use crate::cancel::CancelToken;
 
@@ -19,6 +19,7 @@ const MODELS_BODY_LIMIT: u64 = 16 * 1024 * 1024;
 pub fn list_models(
     settings: &ProviderSettings,
     cancel: &CancelToken,
+    on_retry: &mut dyn FnMut(&Retry),
 ) -> Result<Vec<String>, ProviderError> {
     let url = models_url(settings)?;
     let headers = request_headers(settings, Method::Get)?;
@@ -33,9 +34,12 @@ pub fn list_models(
             total: None,
         },
         api_key_env: &settings.api_key_env,
+        provider: &settings.name,
     };
     let open = net
-        .send(&exchange, &settings.retry, cancel)
+        .send(&exchange, &settings.retry, cancel, &mut |retry| {
+            on_retry(&retry)
+        })
         .map_err(|failure| failure.error)?;
     let mut raw = Vec::new();
     open.reader
@@ -45,7 +49,8 @@ pub fn list_models(
             if cancel.is_cancelled() {
                 ProviderError::Cancelled
             } else {
-                ProviderError::Stream(format!("reading the models list from {url}: {e}"))
+                let text = format!("reading the models list from {url}: {e}");
+                ProviderError::Stream(Detail::caused(text, e))
             }
         })?;
     parse_models(&raw).ok_or_else(|| {
@@ -109,13 +114,14 @@ pub fn probe(settings: &ProviderSettings, timeout: Duration) -> Result<ProbeRepo
             total: Some(timeout),
         },
         api_key_env: &settings.api_key_env,
+        provider: &settings.name,
     };
     let no_retries = RetryPolicy {
         max_retries: 0,
         ..settings.retry
     };
     let started = Instant::now();
-    let (status, raw) = match net.send(&exchange, &no_retries, &CancelToken::new()) {
+    let (status, raw) = match net.send(&exchange, &no_retries, &CancelToken::new(), &mut |_| {}) {
         Ok(open) => {
             let mut raw = Vec::new();
             // A short read still proves the endpoint answered.

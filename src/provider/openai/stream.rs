@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::{net, sse};
-use super::super::{Chunk, ProviderError, ToolCall, Usage};
+use super::super::{Chunk, Detail, ProviderError, ToolCall, Usage};
 use super::body::estimate_tokens;
 
 /// While no event has been decoded, keep this much of the body to explain what it was.
@@ -155,10 +155,9 @@ impl StreamParser {
     fn on_event(&mut self, event: sse::Event, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
         let data = event.data.trim();
         if event.event == "error" {
-            return Err(ProviderError::Stream(format!(
-                "the server reported an error: {}",
-                net::error_message(data)
-            )));
+            return Err(ProviderError::Stream(
+                format!("the server reported an error: {}", net::error_message(data)).into(),
+            ));
         }
         if event.event != "message" || data.is_empty() {
             return Ok(());
@@ -167,10 +166,11 @@ impl StreamParser {
             return self.complete(out);
         }
         let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
-            ProviderError::Stream(format!(
+            let text = format!(
                 "malformed JSON in a stream event ({e}): {}",
                 crate::text::one_line(data, 120)
-            ))
+            );
+            ProviderError::Stream(Detail::caused(text, e))
         })?;
         self.on_chunk(chunk, out)
     }
@@ -183,9 +183,9 @@ impl StreamParser {
             } else {
                 message
             };
-            return Err(ProviderError::Stream(format!(
-                "the server reported an error mid-stream: {message}"
-            )));
+            return Err(ProviderError::Stream(
+                format!("the server reported an error mid-stream: {message}").into(),
+            ));
         }
         for choice in chunk.choices.unwrap_or_default() {
             if choice.index.unwrap_or(0) != 0 {
@@ -330,10 +330,13 @@ impl StreamParser {
             ));
         }
         let not_a_stream = || {
-            ProviderError::Stream(format!(
-                "the reply is neither an event stream nor a chat completion: {}",
-                crate::text::one_line(trimmed, 120)
-            ))
+            ProviderError::Stream(
+                format!(
+                    "the reply is neither an event stream nor a chat completion: {}",
+                    crate::text::one_line(trimmed, 120)
+                )
+                .into(),
+            )
         };
         if !trimmed.starts_with('{') {
             return Err(not_a_stream());
