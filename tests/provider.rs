@@ -1615,3 +1615,24 @@ fn run_against_a_host_that_does_not_resolve_fails_fast_naming_the_endpoint() {
         "{out:?}"
     );
 }
+
+#[test]
+fn an_empty_reply_is_asked_again_and_the_retry_is_reported() {
+    let fake = FakeOpenAI::start(vec![Reply::events(vec![done()]), Reply::text("second")]);
+    let provider = provider_for(&fake);
+    let mut retries = Vec::new();
+    let chunks: Vec<Chunk> = provider
+        .stream(&request(), &CancelToken::new(), &mut |r| {
+            retries.push(r.clone())
+        })
+        .expect("stream starts")
+        .collect::<Result<_, _>>()
+        .expect("stream completes");
+    assert_eq!(text_of(&chunks), "second");
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert_eq!((retries[0].attempt, retries[0].max_attempts), (2, 3));
+    assert_eq!(
+        retries[0].reason,
+        "provider: the model sent an empty reply (no text and no tool call)"
+    );
+}

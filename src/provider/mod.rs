@@ -3,7 +3,8 @@
 //!
 //! Wire details live in the submodules: `sse` decodes event streams, `openai` speaks the
 //! OpenAI-compatible `/chat/completions` dialect, `retry`, `net` and `proxy` hold backoff,
-//! transport setup and proxy selection. Nothing here prints; errors flow up as [`ProviderError`].
+//! transport setup and proxy selection. Nothing here prints: errors flow up as
+//! [`ProviderError`] and retries are reported to the caller's `on_retry` as [`Retry`]s.
 
 use std::collections::BTreeMap;
 use std::fmt;
