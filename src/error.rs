@@ -53,7 +53,7 @@ impl Error {
 /// Authentication failures exit 3 so CI can tell a bad key from a failed task.
 pub fn provider_exit_code(err: &ProviderError) -> i32 {
     match err {
-        ProviderError::Auth { .. } => exit::AUTH,
+        ProviderError::Auth { .. } | ProviderError::MissingKey { .. } => exit::AUTH,
         ProviderError::Cancelled => exit::INTERRUPTED,
         ProviderError::Config(_) => exit::USAGE,
         _ => exit::FAILURE,

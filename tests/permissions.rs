@@ -16,7 +16,7 @@ use reasonix::permission::{
     parse_posture, split_rule_list, ApprovalAnswer, ApprovalRequest, Approver, Decision, Gate,
     Policy, PolicyGate, Posture, Rule,
 };
-use reasonix::provider::{Chunk, ChunkStream, Provider, ProviderError, Request, ToolCall};
+use reasonix::provider::{Chunk, ChunkStream, Provider, ProviderError, Request, Retry, ToolCall};
 use reasonix::tool::{builtin, Family, Profile, Registry, Tool, ToolContext, ToolError};
 
 use crate::util::Dir;
@@ -1047,6 +1047,7 @@ impl Provider for FakeProvider {
         &self,
         _request: &Request,
         _cancel: &CancelToken,
+        _on_retry: &mut dyn FnMut(&Retry),
     ) -> Result<ChunkStream, ProviderError> {
         let chunks = self.replies.lock().unwrap().pop_front().unwrap_or_default();
         Ok(Box::new(chunks.into_iter().map(Ok)))

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use crate::util::fake_openai::*;
 use crate::util::http_proxy::HttpProxy;
-use crate::util::Dir;
+use crate::util::{reasonix, run, Dir};
 
 /// The issue's bound for a cancel to stop an in-flight request.
 const CANCEL_BOUND: Duration = Duration::from_millis(200);
@@ -56,19 +56,20 @@ fn request() -> Request {
 /// Every chunk of a stream that must succeed.
 fn collect(provider: &dyn Provider, request: &Request) -> Vec<Chunk> {
     provider
-        .stream(request, &CancelToken::new())
+        .stream(request, &CancelToken::new(), &mut |_| {})
         .expect("stream starts")
         .collect::<Result<Vec<_>, _>>()
         .expect("stream completes")
 }
 
-/// Chunks up to the first error, and that error.
+/// Chunks up to the first error, and that error (also one before the first chunk).
 fn collect_until_error(provider: &dyn Provider) -> (Vec<Chunk>, ProviderError) {
     let mut chunks = Vec::new();
-    for item in provider
-        .stream(&request(), &CancelToken::new())
-        .expect("stream starts")
-    {
+    let stream = match provider.stream(&request(), &CancelToken::new(), &mut |_| {}) {
+        Ok(stream) => stream,
+        Err(err) => return (chunks, err),
+    };
+    for item in stream {
         match item {
             Ok(chunk) => chunks.push(chunk),
             Err(err) => return (chunks, err),
@@ -434,7 +435,7 @@ fn server_errors_are_retried_until_the_policy_gives_up() {
         Reply::error(500, "the model crashed\nstack trace follows"),
     ]);
     let err = provider_for(&fake)
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .err()
         .unwrap();
     assert_eq!(fake.requests().len(), 3, "one try and two retries");
@@ -455,7 +456,7 @@ fn server_errors_are_retried_until_the_policy_gives_up() {
 fn client_errors_are_not_retried_and_show_the_provider_message() {
     let fake = FakeOpenAI::start(vec![Reply::error(400, "model `nope` does not exist")]);
     let err = provider_for(&fake)
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .err()
         .unwrap();
     assert_eq!(fake.requests().len(), 1);
@@ -469,7 +470,7 @@ fn client_errors_are_not_retried_and_show_the_provider_message() {
 fn auth_failure_fails_fast_and_names_the_key_variable() {
     let fake = FakeOpenAI::start(vec![Reply::error(401, "Incorrect API key provided")]);
     let err = provider_for(&fake)
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .err()
         .unwrap();
     assert_eq!(fake.requests().len(), 1, "no retry on 401");
@@ -496,7 +497,7 @@ fn dropping_a_stream_early_closes_its_connection() {
     let (reply, release) = Reply::hold(vec![sse_text("first")]);
     let fake = FakeOpenAI::start(vec![reply]);
     let mut stream = provider_for(&fake)
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .unwrap();
     assert_eq!(stream.next().unwrap().unwrap(), Chunk::Text("first".into()));
     drop(stream);
@@ -505,20 +506,91 @@ fn dropping_a_stream_early_closes_its_connection() {
 }
 
 #[test]
-fn connection_refused_is_retried_then_reported() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let provider = provider::build(settings(&format!("http://127.0.0.1:{port}/v1"))).unwrap();
+fn connection_refused_on_first_contact_fails_after_quick_unreported_retries() {
+    let port = refused_port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let mut s = settings(&url);
+    // More retries than the quick ones, with waits long enough to notice: still only two.
+    s.retry.max_retries = 10;
+    s.retry.initial_backoff = Duration::from_secs(600);
+    let provider = provider::build(s).unwrap();
+    let mut retries = Vec::new();
     let err = provider
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |r| {
+            retries.push(r.clone())
+        })
         .err()
         .unwrap();
-    let text = err.to_string();
+    assert!(
+        matches!(err, ProviderError::Unreachable { attempts: 3, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "provider: cannot connect to {url}/chat/completions: connection refused (3 attempts); \
+             is the server running? check base_url of provider `fake`"
+        )
+    );
+    let source = std::error::Error::source(&err).expect("the transport error underneath");
+    assert!(
+        source.to_string().to_lowercase().contains("refused"),
+        "{source}"
+    );
+    assert_eq!(retries, vec![], "quick retries are not reported");
+}
+
+#[test]
+fn a_refusal_after_the_server_answered_gets_the_backoff_and_reports_each_retry() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    // Answers one request, then stops listening: the next connection is refused.
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let sse = format!("{}{}{}", sse_text("ok"), sse_finish("stop"), done());
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{sse}",
+            sse.len()
+        );
+        stream.write_all(reply.as_bytes()).unwrap();
+    });
+    let provider = provider::build(settings(&url)).unwrap();
+    assert_eq!(text_of(&collect(provider.as_ref(), &request())), "ok");
+    server.join().unwrap();
+    let mut retries = Vec::new();
+    let err = provider
+        .stream(&request(), &CancelToken::new(), &mut |r| {
+            retries.push(r.clone())
+        })
+        .err()
+        .unwrap();
     assert!(matches!(err, ProviderError::Connect(_)), "{err:?}");
-    assert!(text.contains("refused"), "{text}");
-    assert!(text.contains("gave up after 2 retries"), "{text}");
+    assert!(err.to_string().contains("refused"), "{err}");
+    assert!(err.to_string().contains("gave up after 2 retries"), "{err}");
+    let shown: Vec<(u32, u32)> = retries
+        .iter()
+        .map(|r| (r.attempt, r.max_attempts))
+        .collect();
+    assert_eq!(shown, vec![(2, 3), (3, 3)], "{retries:?}");
+    assert!(
+        retries[0].reason.contains("refused the connection"),
+        "{retries:?}"
+    );
+    assert!(retries[0].wait <= Duration::from_millis(5), "{retries:?}");
 }
 
 #[test]
@@ -606,7 +678,9 @@ fn cancel_from_another_thread_stops_a_held_stream_within_200ms() {
     let (reply, release) = Reply::hold(vec![sse_text("partial")]);
     let fake = FakeOpenAI::start(vec![reply]);
     let cancel = CancelToken::new();
-    let mut stream = provider_for(&fake).stream(&request(), &cancel).unwrap();
+    let mut stream = provider_for(&fake)
+        .stream(&request(), &cancel, &mut |_| {})
+        .unwrap();
     assert_eq!(
         stream.next().unwrap().unwrap(),
         Chunk::Text("partial".into())
@@ -642,7 +716,7 @@ fn cancel_while_waiting_for_the_response_head_returns_within_200ms() {
             fake.wait_for_requests(1);
             go.send(()).unwrap();
         });
-        let result = provider.stream(&request(), &cancel);
+        let result = provider.stream(&request(), &cancel, &mut |_| {});
         let ended = Instant::now();
         let took = ended.saturating_duration_since(canceller.join().unwrap());
         assert!(
@@ -670,7 +744,7 @@ fn cancel_interrupts_the_retry_backoff() {
             fake.wait_for_requests(1);
             go.send(()).unwrap();
         });
-        let result = provider.stream(&request(), &cancel);
+        let result = provider.stream(&request(), &cancel, &mut |_| {});
         let ended = Instant::now();
         let took = ended.saturating_duration_since(canceller.join().unwrap());
         assert!(
@@ -710,7 +784,7 @@ fn list_models_reads_the_openai_shape_sorted_and_probe_reports_status() {
         Reply::error(401, "invalid key"),
     ]);
     let s = settings(&fake.base_url());
-    let ids = list_models(&s, &CancelToken::new()).unwrap();
+    let ids = list_models(&s, &CancelToken::new(), &mut |_| {}).unwrap();
     assert_eq!(ids, vec!["deepseek-v4-flash", "deepseek-v4-pro"]);
     let sent = &fake.requests()[0];
     assert_eq!(
@@ -734,14 +808,14 @@ fn list_models_reads_the_openai_shape_sorted_and_probe_reports_status() {
         r#"{"data":[{"id":"x"}]}"#,
     ));
     assert_eq!(
-        list_models(&custom, &CancelToken::new()).unwrap(),
+        list_models(&custom, &CancelToken::new(), &mut |_| {}).unwrap(),
         vec!["x"]
     );
     assert_eq!(fake.requests()[3].path, "/v1/catalog");
 }
 
 #[test]
-fn probe_of_a_dead_endpoint_is_a_connect_error() {
+fn probe_of_a_dead_endpoint_is_unreachable_after_one_attempt() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -751,7 +825,12 @@ fn probe_of_a_dead_endpoint_is_a_connect_error() {
         Duration::from_secs(5),
     )
     .unwrap_err();
-    assert!(matches!(err, ProviderError::Connect(_)), "{err:?}");
+    // Doctor probes once: no retries, quick or not.
+    assert!(
+        matches!(err, ProviderError::Unreachable { attempts: 1, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("(1 attempt)"), "{err}");
 }
 
 #[test]
@@ -832,7 +911,10 @@ fn record_then_replay_serves_the_same_chunks_without_network() {
     first_elsewhere.messages = messages.into();
     assert_eq!(collect(replay.as_ref(), &first_elsewhere), live_chunks[0]);
     assert_eq!(collect(replay.as_ref(), &second), live_chunks[1]);
-    let err = replay.stream(&second, &CancelToken::new()).err().unwrap();
+    let err = replay
+        .stream(&second, &CancelToken::new(), &mut |_| {})
+        .err()
+        .unwrap();
     assert_eq!(
         err.to_string(),
         "replay: request diverged: request 3: the recording holds only 2 exchanges"
@@ -866,7 +948,10 @@ fn replay_reports_a_diverging_request_precisely() {
     messages[2].tool_calls[0].id = "call_other".into();
     messages[3] = Message::tool_result("call_other", "Cargo.toml");
     wrong_id.messages = messages.into();
-    let err = replay.stream(&wrong_id, &CancelToken::new()).err().unwrap();
+    let err = replay
+        .stream(&wrong_id, &CancelToken::new(), &mut |_| {})
+        .err()
+        .unwrap();
     assert_eq!(
         err.to_string(),
         "replay: request diverged: request 2: message 4 answers tool call \"call_other\", \
@@ -876,7 +961,10 @@ fn replay_reports_a_diverging_request_precisely() {
     let replay = provider::build(replay_settings).unwrap();
     let mut extra = first.clone();
     extra.messages.push(Message::user("and also"));
-    let err = replay.stream(&extra, &CancelToken::new()).err().unwrap();
+    let err = replay
+        .stream(&extra, &CancelToken::new(), &mut |_| {})
+        .err()
+        .unwrap();
     assert!(
         matches!(&err, ProviderError::ReplayDiverged(d) if d == "request 1: it has 3 messages, the recording has 2"),
         "{err}"
@@ -892,7 +980,7 @@ fn a_recorded_http_error_replays_as_the_same_error() {
     s.record_file = Some(recording.clone());
     let live_err = provider::build(s)
         .unwrap()
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .err()
         .unwrap();
     let replay = provider::build(ProviderSettings {
@@ -902,7 +990,7 @@ fn a_recorded_http_error_replays_as_the_same_error() {
     })
     .unwrap();
     let replay_err = replay
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .err()
         .unwrap();
     assert_eq!(replay_err.to_string(), live_err.to_string());
@@ -947,7 +1035,7 @@ fn proxy_child() {
     let mut s = settings(&base_url);
     s.retry.max_retries = 0;
     let provider = provider::build(s).unwrap();
-    match provider.stream(&request(), &CancelToken::new()) {
+    match provider.stream(&request(), &CancelToken::new(), &mut |_| {}) {
         Ok(stream) => {
             let chunks: Vec<Chunk> = stream.collect::<Result<_, _>>().unwrap();
             println!("CHILD-TEXT:{}", text_of(&chunks));
@@ -1125,20 +1213,20 @@ fn private_ca_from_ca_file_is_trusted_and_nothing_else_is() {
     let mut s = settings(&format!("https://127.0.0.1:{}/v1", server.port));
     s.retry.max_retries = 0;
 
-    let err = list_models(&s, &CancelToken::new()).unwrap_err();
+    let err = list_models(&s, &CancelToken::new(), &mut |_| {}).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ProviderError::Connect(_)), "{err:?}");
     assert!(text.contains("ca_file"), "the error names the fix: {text}");
 
     s.ca_file = Some(dir.join("ca.pem"));
-    let ids = list_models(&s, &CancelToken::new()).unwrap();
+    let ids = list_models(&s, &CancelToken::new(), &mut |_| {}).unwrap();
     assert_eq!(ids, vec!["private-a", "private-b"]);
     let report = probe(&s, Duration::from_secs(10)).unwrap();
     assert_eq!(report.status, 200);
     assert!(report.tls_roots.contains("ca_file"), "{}", report.tls_roots);
 
     s.ca_file = Some(dir.join("ext.cnf"));
-    let err = list_models(&s, &CancelToken::new()).unwrap_err();
+    let err = list_models(&s, &CancelToken::new(), &mut |_| {}).unwrap_err();
     assert!(
         err.to_string().contains("holds no PEM certificate"),
         "{err}"
@@ -1153,7 +1241,7 @@ fn recording_to_an_unwritable_path_fails_the_stream_visibly() {
     s.record_file = Some(dir.join("missing-dir/rec.jsonl"));
     let provider = provider::build(s).unwrap();
     let items: Vec<_> = provider
-        .stream(&request(), &CancelToken::new())
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
         .unwrap()
         .collect();
     let err = items
@@ -1314,11 +1402,13 @@ fn consecutive_requests_reuse_one_connection_and_a_cancel_starts_a_fresh_one() {
         })
     };
     // The request is waiting for a response head when the cancel arrives.
-    let outcome = provider.stream(&hold, &cancel).and_then(|mut stream| {
-        stream
-            .next()
-            .unwrap_or(Err(ProviderError::Stream("empty".into())))
-    });
+    let outcome = provider
+        .stream(&hold, &cancel, &mut |_| {})
+        .and_then(|mut stream| {
+            stream
+                .next()
+                .unwrap_or(Err(ProviderError::Stream("empty".into())))
+        });
     assert!(
         matches!(outcome, Err(ProviderError::Cancelled)),
         "{outcome:?}"
@@ -1328,4 +1418,221 @@ fn consecutive_requests_reuse_one_connection_and_a_cancel_starts_a_fresh_one() {
     connections
         .recv_timeout(Duration::from_secs(10))
         .expect("after a cancel the next request connects anew");
+}
+
+/// A loopback port with nothing listening: connecting to it is refused at once.
+fn refused_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A user config whose only provider is `base_url`, with the default retry policy unless
+/// `retry` (a TOML inline table) says otherwise.
+fn provider_config(home: &Dir, base_url: &str, retry: &str) {
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{base_url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\n{retry}\n\n[environment]\nenabled = false\n"
+        ),
+    );
+}
+
+/// The attempts a fail-fast error reports, from its "(N attempts)" text.
+fn attempts_in(stderr: &str) -> Option<u32> {
+    let (before, _) = stderr.split_once(" attempts)")?;
+    before.rsplit('(').next()?.parse().ok()
+}
+
+#[test]
+fn run_against_a_refused_port_fails_fast_naming_the_endpoint_and_a_fix() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let port = refused_port();
+    // The default policy: ten retries, which used to take about 70 s against a dead server.
+    provider_config(&home, &format!("http://127.0.0.1:{port}/v1"), "");
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("is the server running?"), "{out:?}");
+    assert!(
+        out.stderr.contains("base_url of provider `fake`"),
+        "{out:?}"
+    );
+    assert_eq!(attempts_in(&out.stderr), Some(3), "{out:?}");
+    assert!(!out.stderr.contains("retrying"), "{out:?}");
+}
+
+#[test]
+fn models_against_a_refused_port_fails_fast_naming_the_endpoint() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let port = refused_port();
+    provider_config(&home, &format!("http://127.0.0.1:{port}/v1"), "");
+    let out = run(reasonix(&home, work.path()).args(["models"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("http://127.0.0.1:{port}/v1/models")),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("is the server running?"), "{out:?}");
+    assert_eq!(attempts_in(&out.stderr), Some(3), "{out:?}");
+}
+
+#[test]
+fn run_prints_one_line_per_retry_with_attempt_reason_and_wait() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::error(503, "overloaded"),
+        Reply::error(503, "still overloaded"),
+        Reply::text("finally"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    provider_config(
+        &home,
+        &fake.base_url(),
+        "retry = { max_retries = 3, initial_backoff_ms = 2, max_backoff_seconds = 1 }",
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.trim(), "finally", "{out:?}");
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("retrying"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out:?}");
+    assert!(
+        lines[0].starts_with("warning: provider: HTTP 503: overloaded; retrying in "),
+        "{lines:?}"
+    );
+    assert!(lines[0].ends_with(" ms (attempt 2 of 4)"), "{lines:?}");
+    assert!(
+        lines[1].contains("HTTP 503: still overloaded; retrying in "),
+        "{lines:?}"
+    );
+    assert!(lines[1].ends_with("(attempt 3 of 4)"), "{lines:?}");
+
+    let fake = FakeOpenAI::start(vec![Reply::error(429, "slow down"), Reply::text("ok")]);
+    provider_config(
+        &home,
+        &fake.base_url(),
+        "retry = { max_retries = 3, initial_backoff_ms = 2, max_backoff_seconds = 1 }",
+    );
+    let out =
+        run(reasonix(&home, work.path()).args(["run", "--output-format", "stream-json", "hi"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let notices: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "notice" && v["kind"] == "retry")
+        .collect();
+    assert_eq!(notices.len(), 1, "{out:?}");
+    let message = notices[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("provider: HTTP 429: slow down; retrying in "),
+        "{message}"
+    );
+    assert!(message.ends_with("(attempt 2 of 4)"), "{message}");
+    assert_eq!(notices[0]["level"], "warning");
+    assert_eq!(notices[0]["attempt"], 2);
+    assert_eq!(notices[0]["max_attempts"], 4);
+    assert!(
+        notices[0]["wait_ms"].as_u64().unwrap() <= 2,
+        "{}",
+        notices[0]
+    );
+    assert!(!out.stderr.contains("retrying"), "{out:?}");
+}
+
+#[test]
+fn a_missing_api_key_names_the_variable_and_setup_not_http_0() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // https: a key is required; FAKE_API_KEY is not set (the helper clears *_API_KEY).
+    provider_config(&home, "https://api.invalid/v1", "");
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(!out.stderr.contains("HTTP 0"), "{out:?}");
+    assert_eq!(
+        out.stderr.trim(),
+        "reasonix: provider: no API key for provider `fake`: set $FAKE_API_KEY or run `reasonix setup --api-key-stdin`",
+        "{out:?}"
+    );
+}
+
+#[test]
+fn server_error_text_is_sanitised_and_capped_before_it_reaches_the_terminal() {
+    let hostile = format!(
+        "bad \u{1b}[2J\u{1b}]0;pwned\u{7}request \u{9b}31m{}",
+        "x".repeat(20_000)
+    );
+    for format in ["text", "stream-json"] {
+        let fake = FakeOpenAI::start(vec![Reply::error(400, &hostile)]);
+        let home = Dir::new();
+        let work = Dir::new();
+        provider_config(&home, &fake.base_url(), "");
+        let out = run(reasonix(&home, work.path()).args(["run", "--output-format", format, "hi"]));
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(
+            out.stderr.contains(
+                "reasonix: provider: HTTP 400: bad ^[[2J^[]0;pwned^Grequest \\u{9b}31mxxx"
+            ),
+            "{out:?}"
+        );
+        assert!(
+            !out.stderr
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{9b}'),
+            "{format}: an escape reached stderr"
+        );
+        assert!(
+            out.stderr.len() < 1000,
+            "{format}: {} bytes on stderr",
+            out.stderr.len()
+        );
+    }
+}
+
+#[test]
+fn run_against_a_host_that_does_not_resolve_fails_fast_naming_the_endpoint() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // `.invalid` never resolves (RFC 2606), with or without a network.
+    provider_config(&home, "http://reasonix-test.invalid/v1", "");
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "cannot connect to http://reasonix-test.invalid/v1/chat/completions: the host name \
+             does not resolve (3 attempts); check base_url of provider `fake`"
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn an_empty_reply_is_asked_again_and_the_retry_is_reported() {
+    let fake = FakeOpenAI::start(vec![Reply::events(vec![done()]), Reply::text("second")]);
+    let provider = provider_for(&fake);
+    let mut retries = Vec::new();
+    let chunks: Vec<Chunk> = provider
+        .stream(&request(), &CancelToken::new(), &mut |r| {
+            retries.push(r.clone())
+        })
+        .expect("stream starts")
+        .collect::<Result<_, _>>()
+        .expect("stream completes");
+    assert_eq!(text_of(&chunks), "second");
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert_eq!((retries[0].attempt, retries[0].max_attempts), (2, 3));
+    assert_eq!(
+        retries[0].reason,
+        "provider: the model sent an empty reply (no text and no tool call)"
+    );
 }

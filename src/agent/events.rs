@@ -1,7 +1,7 @@
 //! The events the agent loop produces. Every front end (text, json, stream-json, the chat UI)
 //! is a consumer of this one stream; adding a front end never touches the loop.
 
-use crate::provider::Usage;
+use crate::provider::{Retry, Usage};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -54,6 +54,9 @@ pub enum Event {
         level: NoticeLevel,
         message: String,
     },
+    /// A provider request failed in a way worth another try, which comes after `wait`.
+    /// Front ends show it as a warning notice (stream-json: `"kind": "retry"`).
+    Retry(Retry),
     /// Context maintenance rewrote the history: stale tool results were snipped or pruned
     /// and, for `tier = "fold"`, earlier assistant/tool work was folded into a digest.
     Compaction {

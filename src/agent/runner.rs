@@ -368,7 +368,11 @@ impl Agent {
         reply: &mut Reply,
         sink: &mut dyn EventSink,
     ) -> Result<(), ProviderError> {
-        let stream = self.provider.stream(request, &self.ctx.cancel)?;
+        let stream = self
+            .provider
+            .stream(request, &self.ctx.cancel, &mut |retry| {
+                sink.emit(Event::Retry(retry.clone()))
+            })?;
         for chunk in stream {
             match chunk? {
                 Chunk::Text(text) => {
@@ -697,7 +701,7 @@ impl Agent {
     ) -> Result<String, AgentError> {
         let request = compaction::summary_request(history, fold, limits);
         self.stats.summary_requests += 1;
-        let outcome = self.collect_text(&request);
+        let outcome = self.collect_text(&request, sink);
         if self.ctx.cancel.is_cancelled() {
             return Err(AgentError::Interrupted);
         }
@@ -725,10 +729,19 @@ impl Agent {
     }
 
     /// Streams a request without reporting its text as the answer.
-    fn collect_text(&self, request: &Request) -> Result<(String, Option<Usage>), ProviderError> {
+    fn collect_text(
+        &self,
+        request: &Request,
+        sink: &mut dyn EventSink,
+    ) -> Result<(String, Option<Usage>), ProviderError> {
         let mut text = String::new();
         let mut usage = None;
-        for chunk in self.provider.stream(request, &self.ctx.cancel)? {
+        let stream = self
+            .provider
+            .stream(request, &self.ctx.cancel, &mut |retry| {
+                sink.emit(Event::Retry(retry.clone()))
+            })?;
+        for chunk in stream {
             match chunk? {
                 Chunk::Text(piece) => text.push_str(&piece),
                 Chunk::Usage(reported) => usage = Some(reported),

@@ -57,13 +57,9 @@ pub fn check_key(settings: &ProviderSettings) -> Result<(), Error> {
             .as_deref()
             .is_some_and(|u| u.starts_with("http://"));
     if settings.api_key.is_none() && settings.kind != "replay" && !local {
-        return Err(Error::Provider(ProviderError::Auth {
-            status: 0,
+        return Err(Error::Provider(ProviderError::MissingKey {
+            provider: settings.name.clone(),
             api_key_env: settings.api_key_env.clone(),
-            message: format!(
-                "no API key for provider `{}`: set ${} or run `reasonix setup`",
-                settings.name, settings.api_key_env
-            ),
         }));
     }
     Ok(())

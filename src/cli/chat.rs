@@ -531,7 +531,10 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             Ok(_) => exit::OK,
             Err(AgentError::Interrupted) => exit::INTERRUPTED,
             Err(err) => {
-                eprintln!("reasonix: {err}");
+                eprintln!(
+                    "reasonix: {}",
+                    crate::term::sanitize::sanitize(&err.to_string())
+                );
                 exit::FAILURE
             }
         };

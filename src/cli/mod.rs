@@ -276,7 +276,9 @@ pub fn main(args: Vec<String>) -> i32 {
     match dispatch(args) {
         Ok(code) => code,
         Err(err) => {
-            let _ = writeln!(std::io::stderr(), "reasonix: {err}");
+            // Errors can carry server-supplied text (a provider's error body).
+            let message = crate::term::sanitize::sanitize(&err.to_string());
+            let _ = writeln!(std::io::stderr(), "reasonix: {message}");
             err.exit_code()
         }
     }

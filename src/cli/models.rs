@@ -5,6 +5,7 @@ use super::{print_out, unknown_flag, Global};
 use crate::cancel::CancelToken;
 use crate::config::{self, LoadOptions};
 use crate::error::{exit, Error};
+use crate::term::sanitize::sanitize;
 
 pub const HELP: &str = "\
 Usage: reasonix models [PROVIDER]
@@ -36,7 +37,10 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         .provider(&settings.name)
         .map(|p| p.model_names().into_iter().map(str::to_string).collect())
         .unwrap_or_default();
-    let models = crate::provider::openai::list_models(&settings, &CancelToken::new())?;
+    let models =
+        crate::provider::openai::list_models(&settings, &CancelToken::new(), &mut |retry| {
+            eprintln!("reasonix: warning: {}", sanitize(&retry.to_string()))
+        })?;
     let mut text = String::new();
     for model in models {
         let mark = if configured.contains(&model) {

@@ -170,6 +170,7 @@ impl Output {
             Event::Notice { level, message } => {
                 self.err_line(&format!("{}: {message}", level.as_str()));
             }
+            Event::Retry(retry) => self.err_line(&format!("warning: {retry}")),
             Event::Compaction {
                 trigger,
                 tier,
@@ -342,6 +343,9 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }
+        Event::Retry(retry) => json!({"type": "notice", "level": "warning", "kind": "retry",
+            "message": retry.to_string(), "attempt": retry.attempt,
+            "max_attempts": retry.max_attempts, "wait_ms": retry.wait.as_millis() as u64}),
         Event::Compaction {
             trigger,
             tier,

@@ -386,7 +386,7 @@ fn finish(
             "reasonix: interrupted; resume with `reasonix run --resume {}`",
             agent.session().id()
         ),
-        (_, Some(error)) => eprintln!("reasonix: {error}"),
+        (_, Some(error)) => eprintln!("reasonix: {}", crate::term::sanitize::sanitize(&error)),
         _ => {}
     }
     Ok(code)

@@ -2,8 +2,9 @@
 //! `Provider` trait and the kind -> factory table.
 //!
 //! Wire details live in the submodules: `sse` decodes event streams, `openai` speaks the
-//! OpenAI-compatible `/chat/completions` dialect, `retry` and `net` hold backoff and transport
-//! setup. Nothing here prints; errors flow up as [`ProviderError`].
+//! OpenAI-compatible `/chat/completions` dialect, `retry`, `net` and `proxy` hold backoff,
+//! transport setup and proxy selection. Nothing here prints: errors flow up as
+//! [`ProviderError`] and retries are reported to the caller's `on_retry` as [`Retry`]s.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,12 +17,14 @@ use crate::cancel::CancelToken;
 
 pub mod net;
 pub mod openai;
+pub mod proxy;
 pub mod record;
 pub mod replay;
 pub mod retry;
 pub mod sse;
 pub mod transcript;
 
+pub use retry::Retry;
 pub use transcript::Transcript;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,10 +288,93 @@ pub trait Provider: Send + Sync {
     /// The instance name, e.g. "deepseek".
     fn name(&self) -> &str;
     fn model(&self) -> &str;
-    /// Starts one streamed completion. Errors before the first byte of the body (after any
-    /// retries) are returned here; later ones arrive through the stream.
-    fn stream(&self, request: &Request, cancel: &CancelToken)
-        -> Result<ChunkStream, ProviderError>;
+    /// Starts one streamed completion and returns once the reply produced its first chunk.
+    /// Errors before that (after any retries) are returned here; later ones arrive through
+    /// the stream. Each retry is reported to `on_retry`, on this thread and before its wait:
+    /// the provider never prints.
+    fn stream(
+        &self,
+        request: &Request,
+        cancel: &CancelToken,
+        on_retry: &mut dyn FnMut(&Retry),
+    ) -> Result<ChunkStream, ProviderError>;
+}
+
+/// The error underneath a provider error, kept for [`std::error::Error::source`].
+#[derive(Debug)]
+pub enum Cause {
+    Io(std::io::Error),
+    Transport(ureq::Error),
+    Json(serde_json::Error),
+}
+
+impl Cause {
+    fn as_error(&self) -> &(dyn std::error::Error + 'static) {
+        match self {
+            Cause::Io(err) => err,
+            Cause::Transport(err) => err,
+            Cause::Json(err) => err,
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.as_error(), f)
+    }
+}
+
+impl From<std::io::Error> for Cause {
+    fn from(err: std::io::Error) -> Self {
+        Cause::Io(err)
+    }
+}
+
+impl From<ureq::Error> for Cause {
+    fn from(err: ureq::Error) -> Self {
+        Cause::Transport(err)
+    }
+}
+
+impl From<serde_json::Error> for Cause {
+    fn from(err: serde_json::Error) -> Self {
+        Cause::Json(err)
+    }
+}
+
+/// A message for the user and, when a lower-level error caused it, that error.
+#[derive(Debug)]
+pub struct Detail {
+    pub text: String,
+    /// Boxed: errors travel in `Result`s and over channels, and most have no cause.
+    pub cause: Option<Box<Cause>>,
+}
+
+impl Detail {
+    pub fn caused(text: impl Into<String>, cause: impl Into<Cause>) -> Detail {
+        Detail {
+            text: text.into(),
+            cause: Some(Box::new(cause.into())),
+        }
+    }
+}
+
+impl From<String> for Detail {
+    fn from(text: String) -> Self {
+        Detail { text, cause: None }
+    }
+}
+
+impl From<&str> for Detail {
+    fn from(text: &str) -> Self {
+        Detail::from(text.to_string())
+    }
+}
+
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 #[derive(Debug)]
@@ -299,26 +385,40 @@ pub enum ProviderError {
         api_key_env: String,
         message: String,
     },
+    /// The endpoint needs a key and none was found; nothing was sent.
+    MissingKey {
+        provider: String,
+        /// Empty when the provider names no `api_key_env`.
+        api_key_env: String,
+    },
     /// Any other HTTP error status, after retries when it was retryable.
     Http {
         status: u16,
         message: String,
     },
     /// Connection, DNS or TLS failure, after retries.
-    Connect(String),
+    Connect(Detail),
+    /// Refused or not resolvable on first contact, after the quick retries: the server is
+    /// not running or the address is wrong, and waiting out the backoff would not help.
+    Unreachable {
+        url: String,
+        provider: String,
+        attempts: u32,
+        source: Box<ureq::Error>,
+    },
     /// The stream broke: cut off, malformed, idle for too long.
-    Stream(String),
+    Stream(Detail),
     /// The stream ended properly but carried neither text nor a tool call, after retries.
     EmptyReply {
         finish_reason: Option<String>,
     },
     Cancelled,
     /// Misconfiguration detected while building the provider.
-    Config(String),
+    Config(Detail),
     /// The replay provider received a request that differs from the recording.
     ReplayDiverged(String),
     /// `--record`: the recording file could not be written.
-    Record(String),
+    Record(Detail),
     /// A non-streaming endpoint (the models list) answered with something unexpected.
     BadResponse(String),
 }
@@ -334,10 +434,45 @@ impl fmt::Display for ProviderError {
                 f,
                 "provider: authentication failed (HTTP {status}): {message}; check the key in ${api_key_env}"
             ),
+            ProviderError::MissingKey {
+                provider,
+                api_key_env,
+            } if api_key_env.is_empty() => write!(
+                f,
+                "provider: no API key for provider `{provider}`: set api_key_env in its [[providers]] entry, or run `reasonix setup --api-key-stdin`"
+            ),
+            ProviderError::MissingKey {
+                provider,
+                api_key_env,
+            } => write!(
+                f,
+                "provider: no API key for provider `{provider}`: set ${api_key_env} or run `reasonix setup --api-key-stdin`"
+            ),
             ProviderError::Http { status, message } => {
                 write!(f, "provider: HTTP {status}: {message}")
             }
             ProviderError::Connect(detail) => write!(f, "provider: cannot connect: {detail}"),
+            ProviderError::Unreachable {
+                url,
+                provider,
+                attempts,
+                source,
+            } => {
+                let tries = match attempts {
+                    1 => "1 attempt".to_string(),
+                    n => format!("{n} attempts"),
+                };
+                match net::is_name_error(source) {
+                    true => write!(
+                        f,
+                        "provider: cannot connect to {url}: the host name does not resolve ({tries}); check base_url of provider `{provider}`"
+                    ),
+                    false => write!(
+                        f,
+                        "provider: cannot connect to {url}: connection refused ({tries}); is the server running? check base_url of provider `{provider}`"
+                    ),
+                }
+            }
             ProviderError::Stream(detail) => write!(f, "provider: stream failed: {detail}"),
             ProviderError::EmptyReply { finish_reason } => {
                 write!(f, "provider: the model sent an empty reply (no text and no tool call")?;
@@ -355,7 +490,18 @@ impl fmt::Display for ProviderError {
     }
 }
 
-impl std::error::Error for ProviderError {}
+impl std::error::Error for ProviderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProviderError::Connect(detail)
+            | ProviderError::Stream(detail)
+            | ProviderError::Config(detail)
+            | ProviderError::Record(detail) => detail.cause.as_deref().map(Cause::as_error),
+            ProviderError::Unreachable { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 type Factory = fn(ProviderSettings) -> Result<Box<dyn Provider>, ProviderError>;
 
@@ -370,11 +516,79 @@ pub fn kinds() -> impl Iterator<Item = &'static str> {
 pub fn build(settings: ProviderSettings) -> Result<Box<dyn Provider>, ProviderError> {
     match FACTORIES.iter().find(|(kind, _)| *kind == settings.kind) {
         Some((_, factory)) => factory(settings),
-        None => Err(ProviderError::Config(format!(
-            "unknown provider kind `{}` for `{}`; known kinds: {}",
-            settings.kind,
-            settings.name,
-            kinds().collect::<Vec<_>>().join(", ")
-        ))),
+        None => Err(ProviderError::Config(
+            format!(
+                "unknown provider kind `{}` for `{}`; known kinds: {}",
+                settings.kind,
+                settings.name,
+                kinds().collect::<Vec<_>>().join(", ")
+            )
+            .into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_missing_key_names_the_variable_or_the_config_key_and_setup() {
+        let missing = |env: &str| ProviderError::MissingKey {
+            provider: "deepseek".into(),
+            api_key_env: env.into(),
+        };
+        assert_eq!(
+            missing("DEEPSEEK_API_KEY").to_string(),
+            "provider: no API key for provider `deepseek`: set $DEEPSEEK_API_KEY or run \
+             `reasonix setup --api-key-stdin`"
+        );
+        assert_eq!(
+            missing("").to_string(),
+            "provider: no API key for provider `deepseek`: set api_key_env in its [[providers]] \
+             entry, or run `reasonix setup --api-key-stdin`"
+        );
+    }
+
+    #[test]
+    fn wrapped_errors_are_the_source_and_bare_messages_have_none() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = ProviderError::Record(Detail::caused("cannot append to the recording x", io));
+        assert_eq!(
+            err.to_string(),
+            "provider: cannot append to the recording x"
+        );
+        let source = err.source().expect("the io error");
+        assert_eq!(source.to_string(), "no such file");
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+
+        let json = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let err = ProviderError::Stream(Detail::caused("malformed JSON", json));
+        assert_eq!(err.to_string(), "provider: stream failed: malformed JSON");
+        assert!(err
+            .source()
+            .and_then(|s| s.downcast_ref::<serde_json::Error>())
+            .is_some());
+
+        let err = ProviderError::Connect("host: reset".into());
+        assert_eq!(err.to_string(), "provider: cannot connect: host: reset");
+        assert!(err.source().is_none());
+
+        let err = ProviderError::Unreachable {
+            url: "https://api.example.invalid/v1/models".into(),
+            provider: "p".into(),
+            attempts: 3,
+            source: Box::new(ureq::Error::HostNotFound),
+        };
+        assert_eq!(
+            err.to_string(),
+            "provider: cannot connect to https://api.example.invalid/v1/models: the host name \
+             does not resolve (3 attempts); check base_url of provider `p`"
+        );
+        assert!(err
+            .source()
+            .and_then(|s| s.downcast_ref::<ureq::Error>())
+            .is_some());
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::ProviderError;
+use super::{Detail, ProviderError};
 
 /// What a cancelled exchange records in `error`, so a replay reproduces the interruption.
 pub const CANCELLED: &str = "cancelled";
@@ -46,13 +46,15 @@ impl Recorder {
 
     pub fn append(&self, exchange: &RecordedExchange) -> Result<(), ProviderError> {
         let fail = |e: std::io::Error| {
-            ProviderError::Record(format!(
+            let text = format!(
                 "cannot append to the recording {}: {e}",
                 self.path.display()
-            ))
+            );
+            ProviderError::Record(Detail::caused(text, e))
         };
-        let mut line = serde_json::to_vec(exchange)
-            .map_err(|e| ProviderError::Record(format!("cannot encode an exchange: {e}")))?;
+        let mut line = serde_json::to_vec(exchange).map_err(|e| {
+            ProviderError::Record(Detail::caused(format!("cannot encode an exchange: {e}"), e))
+        })?;
         line.push(b'\n');
         let _held = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut file = OpenOptions::new()
@@ -68,18 +70,20 @@ impl Recorder {
 /// Reads a whole recording; a malformed line is an error naming its number.
 pub fn read(path: &Path) -> Result<Vec<RecordedExchange>, ProviderError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        ProviderError::Config(format!("cannot read the recording {}: {e}", path.display()))
+        let text = format!("cannot read the recording {}: {e}", path.display());
+        ProviderError::Config(Detail::caused(text, e))
     })?;
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(n, line)| {
             serde_json::from_str(line).map_err(|e| {
-                ProviderError::Config(format!(
+                let text = format!(
                     "the recording {} line {} is not an exchange: {e}",
                     path.display(),
                     n + 1
-                ))
+                );
+                ProviderError::Config(Detail::caused(text, e))
             })
         })
         .collect()

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::net;
 use super::openai::{request_body, stable_hash, StreamParser};
 use super::record::{self, RecordedExchange};
-use super::{Chunk, ChunkStream, Provider, ProviderError, ProviderSettings, Request};
+use super::{Chunk, ChunkStream, Provider, ProviderError, ProviderSettings, Request, Retry};
 use crate::cancel::CancelToken;
 
 pub struct ReplayProvider {
@@ -28,10 +28,13 @@ pub fn factory(settings: ProviderSettings) -> Result<Box<dyn Provider>, Provider
 impl ReplayProvider {
     pub fn new(settings: ProviderSettings) -> Result<ReplayProvider, ProviderError> {
         let path = settings.replay_file.clone().ok_or_else(|| {
-            ProviderError::Config(format!(
-                "provider `{}` is of kind replay but names no recording (--replay FILE)",
-                settings.name
-            ))
+            ProviderError::Config(
+                format!(
+                    "provider `{}` is of kind replay but names no recording (--replay FILE)",
+                    settings.name
+                )
+                .into(),
+            )
         })?;
         let exchanges = record::read(&path)?;
         Ok(ReplayProvider {
@@ -60,6 +63,7 @@ impl Provider for ReplayProvider {
         &self,
         request: &Request,
         cancel: &CancelToken,
+        _on_retry: &mut dyn FnMut(&Retry),
     ) -> Result<ChunkStream, ProviderError> {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
@@ -76,9 +80,7 @@ impl Provider for ReplayProvider {
             )));
         };
         let live = request_body(&self.settings, request);
-        compare(&live, &recorded.request).map_err(|reason| {
-            ProviderError::ReplayDiverged(format!("request {number}: {reason}"))
-        })?;
+        compare(number, &live, &recorded.request)?;
         let items = replay_exchange(recorded, &self.settings.api_key_env, live_size(&live))?;
         Ok(Box::new(ReplayStream {
             items: items.into_iter(),
@@ -101,7 +103,7 @@ fn replay_exchange(
     match recorded.status {
         0 => Err(match recorded.error.as_deref() {
             Some(record::CANCELLED) => ProviderError::Cancelled,
-            Some(detail) => ProviderError::Connect(detail.to_string()),
+            Some(detail) => ProviderError::Connect(detail.into()),
             None => ProviderError::Connect("the recorded exchange got no response".into()),
         }),
         200..=299 => {
@@ -134,34 +136,36 @@ fn replay_exchange(
 }
 
 /// Why `live` cannot be answered by the reply recorded for `recorded`, if it cannot.
-fn compare(live: &Value, recorded: &Value) -> Result<(), String> {
+fn compare(number: usize, live: &Value, recorded: &Value) -> Result<(), ProviderError> {
+    let diverged =
+        |reason: String| ProviderError::ReplayDiverged(format!("request {number}: {reason}"));
     let empty = Vec::new();
     let live = live["messages"].as_array().unwrap_or(&empty);
     let recorded = recorded["messages"].as_array().unwrap_or(&empty);
     if live.len() != recorded.len() {
-        return Err(format!(
+        return Err(diverged(format!(
             "it has {} messages, the recording has {}",
             live.len(),
             recorded.len()
-        ));
+        )));
     }
     for (i, (l, r)) in live.iter().zip(recorded).enumerate() {
         let (live_role, recorded_role) = (l["role"].as_str(), r["role"].as_str());
         if live_role != recorded_role {
-            return Err(format!(
+            return Err(diverged(format!(
                 "message {} is from {}, the recording has {}",
                 i + 1,
                 live_role.unwrap_or("?"),
                 recorded_role.unwrap_or("?")
-            ));
+            )));
         }
         if live_role == Some("tool") && l["tool_call_id"] != r["tool_call_id"] {
-            return Err(format!(
+            return Err(diverged(format!(
                 "message {} answers tool call {}, the recording answers {}",
                 i + 1,
                 l["tool_call_id"],
                 r["tool_call_id"]
-            ));
+            )));
         }
     }
     Ok(())
@@ -208,25 +212,31 @@ mod tests {
         let mut live = recorded.clone();
         live["messages"][0]["content"] = json!("machine B");
         live["messages"][3]["content"] = json!("output B");
-        assert_eq!(compare(&live, &recorded), Ok(()));
+        assert!(compare(1, &live, &recorded).is_ok());
 
         let mut other_id = live.clone();
         other_id["messages"][3]["tool_call_id"] = json!("c2");
-        let err = compare(&other_id, &recorded).unwrap_err();
+        let err = compare(4, &other_id, &recorded).unwrap_err().to_string();
         assert!(err.contains("message 4 answers tool call \"c2\""), "{err}");
 
         let mut other_role = live.clone();
         other_role["messages"][3]["role"] = json!("user");
-        let err = compare(&other_role, &recorded).unwrap_err();
-        assert_eq!(err, "message 4 is from user, the recording has tool");
+        let err = compare(4, &other_role, &recorded).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "replay: request diverged: request 4: message 4 is from user, the recording has tool"
+        );
 
         let mut longer = live.clone();
         longer["messages"]
             .as_array_mut()
             .unwrap()
             .push(json!({"role": "user"}));
-        let err = compare(&longer, &recorded).unwrap_err();
-        assert_eq!(err, "it has 5 messages, the recording has 4");
+        let err = compare(4, &longer, &recorded).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "replay: request diverged: request 4: it has 5 messages, the recording has 4"
+        );
     }
 
     #[test]
@@ -251,7 +261,7 @@ mod tests {
         assert!(matches!(err, ProviderError::Cancelled), "{err}");
         let err = replay_exchange(&exchange(0, "", Some("refused")), "K", 0).unwrap_err();
         assert!(
-            matches!(err, ProviderError::Connect(ref d) if d == "refused"),
+            matches!(err, ProviderError::Connect(ref d) if d.text == "refused"),
             "{err}"
         );
         let partial = "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n";

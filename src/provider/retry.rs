@@ -4,13 +4,58 @@
 //!
 //! Retries happen only before a response body starts, or after a body that carried nothing
 //! to show (an empty reply); `openai` and `net` decide what that means, this module only does
-//! the arithmetic and the waiting.
+//! the arithmetic, the waiting, and the [`Retry`] report the caller shows (the provider never
+//! prints).
 
+use std::fmt;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::RetryPolicy;
 use crate::cancel::CancelToken;
+
+/// Waits before the quick retries of a server that refused or could not be resolved on first
+/// contact: enough to ride out a server still starting, short enough that a dead endpoint is
+/// reported within a few seconds instead of after the whole backoff schedule.
+pub const FIRST_CONTACT_WAITS: [Duration; 2] =
+    [Duration::from_millis(250), Duration::from_millis(750)];
+
+/// One retry about to happen, reported to the caller before the wait so it can show a line
+/// (text mode, a stream-json notice, the chat status line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retry {
+    /// The attempt about to be made, the first request being attempt 1.
+    pub attempt: u32,
+    /// Attempts the policy allows in all (`max_retries + 1`).
+    pub max_attempts: u32,
+    pub wait: Duration,
+    /// The failure being retried, as its error message.
+    pub reason: String,
+}
+
+impl fmt::Display for Retry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}; retrying in {} (attempt {} of {})",
+            self.reason,
+            describe_wait(self.wait),
+            self.attempt,
+            self.max_attempts
+        )
+    }
+}
+
+/// A wait as people read it: milliseconds under a second, else seconds with one decimal.
+pub fn describe_wait(wait: Duration) -> String {
+    if wait < Duration::from_secs(1) {
+        format!("{} ms", wait.as_millis())
+    } else if wait.subsec_millis() / 100 == 0 {
+        format!("{} s", wait.as_secs())
+    } else {
+        format!("{}.{} s", wait.as_secs(), wait.subsec_millis() / 100)
+    }
+}
 
 /// Statuses worth another try: timeouts, rate limits and server-side failures.
 pub fn is_retryable_status(status: u16) -> bool {
@@ -157,6 +202,25 @@ mod tests {
 
     fn policy() -> RetryPolicy {
         RetryPolicy::default()
+    }
+
+    #[test]
+    fn a_retry_reads_as_reason_wait_and_attempt() {
+        let retry = Retry {
+            attempt: 2,
+            max_attempts: 11,
+            wait: Duration::from_millis(1500),
+            reason: "provider: HTTP 503: busy".into(),
+        };
+        assert_eq!(
+            retry.to_string(),
+            "provider: HTTP 503: busy; retrying in 1.5 s (attempt 2 of 11)"
+        );
+        assert_eq!(describe_wait(Duration::from_millis(300)), "300 ms");
+        assert_eq!(describe_wait(Duration::from_secs(300)), "300 s");
+        // The fail-fast budget of the issue: a dead endpoint is reported within 3 s.
+        let quick: Duration = FIRST_CONTACT_WAITS.iter().sum();
+        assert!(quick <= Duration::from_secs(1), "{quick:?}");
     }
 
     #[test]

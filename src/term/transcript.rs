@@ -201,6 +201,10 @@ impl Transcript {
                 self.end_blocks();
                 self.notice(*level, message);
             }
+            Event::Retry(retry) => {
+                self.end_blocks();
+                self.notice(NoticeLevel::Warning, &retry.to_string());
+            }
             Event::Permission {
                 tool,
                 resolution,

@@ -1,0 +1,261 @@
+//! The request body of a chat completion: built from scratch as JSON ([`request_body`], the
+//! reference and the form recordings keep) or assembled from the transcript's cached message
+//! bytes ([`write_request_body`], what is sent), which must be byte-identical so the
+//! provider's prompt cache keeps hitting. Also the stable hash those bytes are named by.
+
+use serde_json::{Map, Value};
+
+use super::super::{Message, ProviderSettings, Request, Role};
+use crate::hash::{fnv_continue, FNV_OFFSET};
+
+/// The exact request body: model, messages, tools, streaming options, sampling settings,
+/// then `extra_body` merged at the top level. Keys are sorted (serde_json's map), so the same
+/// request always serialises to the same bytes. Built from scratch: the reference that
+/// [`write_request_body`] must match, and the form recordings keep.
+pub fn request_body(settings: &ProviderSettings, request: &Request) -> Value {
+    let mut body = envelope(settings, request);
+    // `extra_body` may replace the messages, as it may replace anything else.
+    body.entry("messages")
+        .or_insert_with(|| Value::Array(request.messages.iter().map(message_json).collect()));
+    Value::Object(body)
+}
+
+/// Everything in the body but the messages (unless `extra_body` sets them).
+fn envelope(settings: &ProviderSettings, request: &Request) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(settings.model.clone()));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|tool| {
+                serde_json::json!({
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    }
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("stream".into(), Value::Bool(true));
+    body.insert(
+        "stream_options".into(),
+        serde_json::json!({ "include_usage": true }),
+    );
+    if let Some(max_tokens) = request.max_tokens {
+        body.insert("max_tokens".into(), max_tokens.into());
+    }
+    if let Some(t) = request.temperature.and_then(serde_json::Number::from_f64) {
+        body.insert("temperature".into(), Value::Number(t));
+    }
+    if let Some(effort) = &request.reasoning_effort {
+        body.insert("reasoning_effort".into(), Value::String(effort.clone()));
+    }
+    for (key, value) in &settings.extra_body {
+        body.insert(key.clone(), value.clone());
+    }
+    body
+}
+
+/// The bytes `request_body` serialises to, assembled into `out` (cleared first, its capacity
+/// reused) from the transcript's cached message JSON: only the envelope is serialised here.
+/// Returns the body's [`stable_hash`], rolled forward over the messages hashed before.
+pub fn write_request_body(
+    settings: &ProviderSettings,
+    request: &Request,
+    out: &mut Vec<u8>,
+) -> u64 {
+    out.clear();
+    let envelope = envelope(settings, request);
+    if envelope.contains_key("messages") {
+        // `extra_body` replaced the messages: nothing cached applies.
+        write_json(out, &Value::Object(envelope));
+        return stable_hash(out);
+    }
+    let messages = request.messages.bytes();
+    out.reserve(messages.len() + 16 * 1024);
+    out.push(b'{');
+    // The map iterates in key order, the order serde_json writes it in.
+    let mut entries = envelope.iter().peekable();
+    let mut first = true;
+    while let Some((key, value)) = entries.next_if(|(key, _)| key.as_str() < "messages") {
+        write_entry(out, &mut first, key, value);
+    }
+    if !first {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"messages\":[");
+    let state = request.messages.hash_after(stable_hash(out));
+    let rest = out.len() + messages.len();
+    out.extend_from_slice(messages);
+    out.push(b']');
+    for (key, value) in entries {
+        write_entry(out, &mut false, key, value);
+    }
+    out.push(b'}');
+    fnv_continue(state, &out[rest..])
+}
+
+fn write_entry(out: &mut Vec<u8>, first: &mut bool, key: &str, value: &Value) {
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+    write_json(out, &Value::String(key.to_string()));
+    out.push(b':');
+    write_json(out, value);
+}
+
+/// Writing a `Value` into memory cannot fail; `null` keeps the body valid JSON if it did.
+fn write_json(out: &mut Vec<u8>, value: &Value) {
+    let len = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(len);
+        out.extend_from_slice(b"null");
+    }
+}
+
+pub(crate) fn message_json(message: &Message) -> Value {
+    let mut value = serde_json::to_value(message).unwrap_or(Value::Null);
+    // DeepSeek's thinking mode rejects an assistant tool-call turn without it.
+    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+        if let Value::Object(map) = &mut value {
+            map.entry("reasoning_content")
+                .or_insert_with(|| Value::String(String::new()));
+        }
+    }
+    value
+}
+
+/// FNV-1a: a fixed, dependency-free hash so synthetic tool-call ids are the same for the same
+/// request on every machine and in every replay.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    fnv_continue(FNV_OFFSET, bytes)
+}
+
+/// About four bytes per token: only used when the server reports no usage.
+pub(super) fn estimate_tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolCall;
+
+    #[test]
+    fn body_is_byte_stable_and_carries_reasoning_content_on_tool_call_turns() {
+        let settings = ProviderSettings {
+            model: "m".into(),
+            extra_body: serde_json::from_str(r#"{"tool_choice":"auto","temperature":0.1}"#)
+                .unwrap(),
+            ..ProviderSettings::default()
+        };
+        let mut assistant = Message::assistant("");
+        assistant.tool_calls.push(ToolCall::new("c1", "ls", "{}"));
+        let request = Request {
+            messages: vec![
+                Message::user("hi"),
+                assistant,
+                Message::tool_result("c1", "x"),
+            ]
+            .into(),
+            temperature: Some(0.7),
+            max_tokens: Some(64),
+            reasoning_effort: Some("high".into()),
+            ..Request::default()
+        };
+        let a = serde_json::to_vec(&request_body(&settings, &request)).unwrap();
+        let b = serde_json::to_vec(&request_body(&settings, &request)).unwrap();
+        assert_eq!(a, b);
+        let body: Value = serde_json::from_slice(&a).unwrap();
+        assert_eq!(body["messages"][1]["reasoning_content"], "");
+        assert_eq!(body["messages"][1]["content"], "");
+        assert!(body["messages"][0].get("reasoning_content").is_none());
+        assert!(body.get("tools").is_none());
+        // extra_body wins over our own keys.
+        assert_eq!(body["temperature"], 0.1);
+        assert_eq!(body["tool_choice"], "auto");
+        assert_eq!(body["max_tokens"], 64);
+    }
+
+    /// The body assembled from cached bytes, and its rolling hash, against the from-scratch
+    /// serialisation.
+    fn assert_assembled_matches(settings: &ProviderSettings, request: &Request, buf: &mut Vec<u8>) {
+        let hash = write_request_body(settings, request, buf);
+        let scratch = serde_json::to_vec(&request_body(settings, request)).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(buf),
+            String::from_utf8_lossy(&scratch)
+        );
+        assert_eq!(hash, stable_hash(&scratch));
+    }
+
+    #[test]
+    fn assembled_body_equals_the_scratch_body_after_appends_rewrites_and_a_resume() {
+        let mut settings = ProviderSettings {
+            model: "m".into(),
+            extra_body: serde_json::from_str(r#"{"a_first":1,"top_p":0.5}"#).unwrap(),
+            ..ProviderSettings::default()
+        };
+        let mut request = Request {
+            tools: vec![crate::provider::ToolSchema {
+                name: "ls".into(),
+                description: "List \"files\"\n".into(),
+                parameters: serde_json::json!({"type": "object", "properties": {}}),
+            }],
+            max_tokens: Some(99),
+            temperature: Some(0.25),
+            ..Request::default()
+        };
+        let mut buf = Vec::new();
+        // Empty history, then appends of every shape.
+        assert_assembled_matches(&settings, &request, &mut buf);
+        let mut history = vec![
+            Message::system("sys é \u{1F600} \"q\""),
+            Message::user("hi"),
+        ];
+        for message in history.clone() {
+            request.messages.push(message);
+            assert_assembled_matches(&settings, &request, &mut buf);
+        }
+        for round in 0..5 {
+            let mut assistant = Message::assistant(format!("round {round}"));
+            assistant
+                .tool_calls
+                .push(ToolCall::new(format!("c{round}"), "ls", "{}"));
+            if round % 2 == 1 {
+                assistant.reasoning_content = Some("thinking\tit over".into());
+            }
+            let result = Message::tool_result(format!("c{round}"), "x".repeat(round * 300));
+            for message in [assistant, result] {
+                history.push(message.clone());
+                request.messages.push(message);
+                assert_assembled_matches(&settings, &request, &mut buf);
+            }
+        }
+        // A compaction rewrite in the middle: only the changed suffix is re-encoded.
+        history[5].content = "[snipped]".into();
+        history.remove(3);
+        history.remove(2);
+        request.messages.replace(history.clone());
+        assert_eq!(request.messages.messages(), &history[..]);
+        assert_assembled_matches(&settings, &request, &mut buf);
+        // A resume: the same history loaded afresh.
+        request.messages = history.clone().into();
+        assert_assembled_matches(&settings, &request, &mut buf);
+        // Settings that move the bytes before the messages re-seed the rolling hash.
+        request.max_tokens = None;
+        settings.extra_body.remove("a_first");
+        assert_assembled_matches(&settings, &request, &mut buf);
+        // extra_body may replace the messages outright.
+        settings
+            .extra_body
+            .insert("messages".into(), serde_json::json!([]));
+        assert_assembled_matches(&settings, &request, &mut buf);
+    }
+}

@@ -1,0 +1,341 @@
+//! One streamed exchange on its own thread: the request sent through `net` (which retries
+//! until a reply starts), the body read and fed to the [`StreamParser`], chunks handed to the
+//! caller over a channel, an empty reply asked again, the exchange recorded when
+//! `--record` is on. The caller's end is a [`ChunkStream`] that a cancel or a drop stops.
+
+use std::io::Read;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::super::net::{Exchange, Limits, Method, Net, OpenBody};
+use super::super::record::{self, RecordedExchange, Recorder};
+use super::super::retry;
+use super::super::{Chunk, ChunkStream, Detail, ProviderError, Retry, RetryPolicy};
+use super::StreamParser;
+use crate::cancel::{CancelToken, HookGuard};
+
+/// What the stream thread tells the consumer.
+pub(super) enum Msg {
+    /// A retry is about to wait; the consumer reports it on its own thread.
+    Retry(Retry),
+    Chunk(Chunk),
+    Failed(ProviderError),
+    End,
+}
+
+/// Waits for the reply's first chunk, reporting retries as they come, so every retry (HTTP,
+/// transport or an empty reply) happens before the caller holds a stream.
+pub(super) fn await_start(
+    rx: Receiver<Msg>,
+    cancel: CancelToken,
+    abort: CancelToken,
+    on_retry: &mut dyn FnMut(&Retry),
+) -> Result<ChunkStream, ProviderError> {
+    let first = loop {
+        match rx.recv() {
+            Ok(Msg::Retry(retry)) => on_retry(&retry),
+            Ok(Msg::Chunk(chunk)) => break Some(chunk),
+            Ok(Msg::Failed(err)) => return Err(err),
+            Ok(Msg::End) => break None,
+            Err(_) => {
+                return Err(ProviderError::Stream(
+                    "the stream thread stopped before the reply started".into(),
+                ))
+            }
+        }
+    };
+    Ok(Box::new(ChannelStream {
+        finished: first.is_none(),
+        first,
+        rx,
+        cancel,
+        abort,
+    }))
+}
+
+/// The consumer's end: chunks in order, then `None`; `Err(Cancelled)` as soon as the token
+/// fires (the stream thread's cancel hook wakes a blocked `recv`). Dropping it early shuts
+/// the connection instead of leaving the thread reading until the idle timeout.
+struct ChannelStream {
+    /// The chunk [`await_start`] waited for.
+    first: Option<Chunk>,
+    rx: Receiver<Msg>,
+    cancel: CancelToken,
+    abort: CancelToken,
+    finished: bool,
+}
+
+impl Drop for ChannelStream {
+    fn drop(&mut self) {
+        self.abort.cancel();
+    }
+}
+
+impl ChannelStream {
+    fn deliver(&mut self, chunk: Chunk) -> Option<Result<Chunk, ProviderError>> {
+        if matches!(chunk, Chunk::Done { .. }) {
+            self.finished = true;
+            // Give the stream thread a moment to read past [DONE] so the connection is back
+            // in the pool before the next request; a server that keeps the body open costs
+            // at most this wait.
+            let _ = self.rx.recv_timeout(DRAIN_WAIT);
+        }
+        Some(Ok(chunk))
+    }
+}
+
+impl Iterator for ChannelStream {
+    type Item = Result<Chunk, ProviderError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(chunk) = self.first.take() {
+            return self.deliver(chunk);
+        }
+        while !self.finished {
+            if self.cancel.is_cancelled() {
+                self.finished = true;
+                return Some(Err(ProviderError::Cancelled));
+            }
+            match self.rx.recv() {
+                Ok(Msg::Chunk(chunk)) => return self.deliver(chunk),
+                // Retries happen only before anything was forwarded.
+                Ok(Msg::Retry(_)) => continue,
+                Ok(Msg::Failed(err)) => {
+                    self.finished = true;
+                    return Some(Err(err));
+                }
+                Ok(Msg::End) => self.finished = true,
+                Err(_) => {
+                    self.finished = true;
+                    return Some(Err(ProviderError::Stream(
+                        "the stream thread stopped unexpectedly".into(),
+                    )));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// How long the caller waits, after the last chunk, for the end of the body.
+const DRAIN_WAIT: Duration = Duration::from_millis(20);
+
+/// How much trailing body after `[DONE]` is read to keep a connection reusable.
+const DRAIN_LIMIT: u64 = 64 * 1024;
+
+/// One streamed exchange, run on its own thread.
+pub(super) struct Job {
+    pub(super) net: Net,
+    pub(super) url: String,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
+    /// Only when recording.
+    pub(super) body_json: Option<Value>,
+    /// Where `body` goes back when the exchange is over.
+    pub(super) spare_body: Arc<Mutex<Vec<u8>>>,
+    pub(super) id_seed: u64,
+    pub(super) prompt_estimate: u64,
+    pub(super) idle: Duration,
+    pub(super) policy: RetryPolicy,
+    pub(super) api_key_env: String,
+    /// The provider's instance name, for the fix an unreachable endpoint's error names.
+    pub(super) provider: String,
+    pub(super) recorder: Option<Arc<Recorder>>,
+    /// Fires on the caller's cancel and when the consumer drops the stream.
+    pub(super) abort: CancelToken,
+    pub(super) _abort_on_cancel: HookGuard,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let body = std::mem::take(&mut self.body);
+        let mut spare = self
+            .spare_body
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Keep the larger buffer: the history only grows between compactions.
+        if body.capacity() > spare.capacity() {
+            *spare = body;
+        }
+    }
+}
+
+/// How reading one response body ended.
+enum BodyEnd {
+    /// Complete, failed or abandoned: whatever the consumer needs was sent.
+    Done,
+    /// An empty reply of which nothing reached the consumer: worth asking again.
+    Empty(ProviderError),
+}
+
+impl Job {
+    pub(super) fn run(self, tx: Sender<Msg>) {
+        let _wake_consumer = {
+            let tx = tx.clone();
+            self.abort.on_cancel(move || {
+                let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
+            })
+        };
+        let exchange = Exchange {
+            method: Method::Post,
+            url: &self.url,
+            headers: &self.headers,
+            body: &self.body,
+            limits: Limits {
+                per_read: Some(self.idle),
+                total: None,
+            },
+            api_key_env: &self.api_key_env,
+            provider: &self.provider,
+        };
+        let mut empty_retries = 0u32;
+        let mut report = |retry| {
+            let _ = tx.send(Msg::Retry(retry));
+        };
+        loop {
+            match self
+                .net
+                .send(&exchange, &self.policy, &self.abort, &mut report)
+            {
+                Err(failure) => {
+                    let error_text = (failure.status == 0).then(|| match &failure.error {
+                        ProviderError::Cancelled => record::CANCELLED.to_string(),
+                        // Replayed as Connect(detail), which adds its own prefix.
+                        ProviderError::Connect(detail) => detail.text.clone(),
+                        other => other.to_string(),
+                    });
+                    // The exchange's own error matters more than a failure to record it.
+                    let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
+                    let _ = tx.send(Msg::Failed(failure.error));
+                    break;
+                }
+                Ok(open) => {
+                    let may_retry = empty_retries < self.policy.max_retries;
+                    match self.read_body(open, &tx, may_retry) {
+                        BodyEnd::Done => break,
+                        BodyEnd::Empty(reason) => {
+                            // Like a 5xx: the server had a bad moment, and since nothing
+                            // was shown, asking again costs the user only the wait.
+                            let wait =
+                                retry::delay(&self.policy, empty_retries, None, SystemTime::now());
+                            report(Retry {
+                                attempt: empty_retries + 2,
+                                max_attempts: self.policy.max_retries.saturating_add(1),
+                                wait,
+                                reason: reason.to_string(),
+                            });
+                            if retry::sleep(wait, &self.abort).is_err() {
+                                let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
+                                break;
+                            }
+                            empty_retries += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let _ = tx.send(Msg::End);
+    }
+
+    fn read_body(&self, mut open: OpenBody, tx: &Sender<Msg>, may_retry: bool) -> BodyEnd {
+        let mut parser = StreamParser::new(self.id_seed, self.prompt_estimate);
+        let mut raw = Vec::new();
+        let mut received = 0usize;
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut out = Vec::new();
+        let mut forwarded = false;
+        let result = loop {
+            match open.reader.read(&mut buf) {
+                Ok(0) => break parser.finish(&mut out),
+                Ok(n) => {
+                    received += n;
+                    if self.recorder.is_some() {
+                        raw.extend_from_slice(&buf[..n]);
+                    }
+                    if let Err(err) = parser.feed(&buf[..n], &mut out) {
+                        break Err(err);
+                    }
+                    if parser.is_done() {
+                        break Ok(());
+                    }
+                    forwarded |= !out.is_empty();
+                    if !send_all(tx, &mut out) {
+                        // The consumer is gone; keep what arrived for the recording.
+                        break Ok(());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(self.read_error(e, received)),
+            }
+        };
+        let silent = !forwarded && out.is_empty();
+        if may_retry && silent {
+            if let Err(empty @ ProviderError::EmptyReply { .. }) = result {
+                // Not recorded: a recording keeps the exchange that counted, as with HTTP
+                // retries.
+                return BodyEnd::Empty(empty);
+            }
+        }
+        let cancelled = matches!(result, Err(ProviderError::Cancelled));
+        let recorded = self.record(
+            open.status,
+            &raw,
+            cancelled.then(|| record::CANCELLED.to_string()),
+        );
+        if recorded.is_err() {
+            // A consumer stops at Done; the failure to record must come instead of it.
+            out.retain(|chunk| !matches!(chunk, Chunk::Done { .. }));
+        }
+        send_all(tx, &mut out);
+        let complete = parser.is_done() && result.is_ok() && recorded.is_ok();
+        if let Err(err) = result.and(recorded) {
+            let _ = tx.send(Msg::Failed(err));
+        }
+        if complete {
+            // Read past [DONE] to the end of the body: only a fully read response returns its
+            // connection to the pool, and keep-alive saves a TLS handshake on the next turn.
+            let _ = std::io::copy(
+                &mut (&mut open.reader).take(DRAIN_LIMIT),
+                &mut std::io::sink(),
+            );
+        }
+        BodyEnd::Done
+    }
+
+    fn read_error(&self, err: std::io::Error, received: usize) -> ProviderError {
+        if self.abort.is_cancelled() {
+            return ProviderError::Cancelled;
+        }
+        let err = ureq::Error::from(err);
+        let text = match &err {
+            ureq::Error::Timeout(ureq::Timeout::PerRead) => format!(
+                "no data from the server for {}; the stream looks stalled \
+                 (raise timeouts.idle_stream if the model thinks that long)",
+                retry::describe_wait(self.idle)
+            ),
+            other => format!("the connection broke after {received} bytes of the reply: {other}"),
+        };
+        ProviderError::Stream(Detail::caused(text, err))
+    }
+
+    fn record(&self, status: u16, raw: &[u8], error: Option<String>) -> Result<(), ProviderError> {
+        let Some(recorder) = &self.recorder else {
+            return Ok(());
+        };
+        recorder.append(&RecordedExchange {
+            request: self.body_json.clone().unwrap_or_default(),
+            status,
+            response: String::from_utf8_lossy(raw).into_owned(),
+            error,
+        })
+    }
+}
+
+/// Sends every pending chunk; false once the consumer has hung up.
+fn send_all(tx: &Sender<Msg>, out: &mut Vec<Chunk>) -> bool {
+    out.drain(..)
+        .all(|chunk| tx.send(Msg::Chunk(chunk)).is_ok())
+}
