@@ -58,7 +58,8 @@ Permissions (no one can be asked in a headless run):
       --disallowedTools LIST   Claude Code alias: comma/space separated deny rules
 
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
-failure, 4 --max-steps reached, 130 interrupted.
+failure, 4 --max-steps reached, 130 interrupted, 141 stdout closed (a pipe whose reader
+exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
 #[derive(Debug, Default)]
@@ -244,6 +245,10 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     };
     let mut output = Output::new(format, args.show_thinking);
     let outcome = parsed.and_then(|()| execute(&args, started, &mut output));
+    if output.closed() {
+        // Like a CLI killed by SIGPIPE: no report, no error line, whatever stopped the run.
+        return Ok(exit::OUTPUT_CLOSED);
+    }
     if let Err(err) = &outcome {
         // The README promises the JSON formats a `result` object on every exit path, also
         // when the run never started (no key, bad config, no room for the session).
@@ -300,6 +305,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         "run PROMPT",
     )?;
     let ctx = assemble::tool_context(&config, &cwd)?;
+    output.cancel_on_close(ctx.cancel.clone());
     let gate =
         assemble::gate(&config, &cwd, &args.permissions, None)?.with_mcp(mcp.tool_policies());
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
@@ -381,6 +387,9 @@ fn finish(
         usage: stats.usage,
     };
     output.finish(&result);
+    if output.closed() {
+        return Ok(exit::OUTPUT_CLOSED);
+    }
     match (code, error) {
         (exit::INTERRUPTED, _) => eprintln!(
             "reasonix: interrupted; resume with `reasonix run --resume {}`",
