@@ -266,14 +266,18 @@ impl Output {
                     self.err_line("stopped: the --max-steps limit was reached");
                 }
                 let usage = &result.usage;
-                self.err_line(&format!(
+                let mut line = format!(
                     "session: {} requests, {} in ({} cached{}), {} out",
                     result.num_turns,
                     usage.prompt_tokens,
                     usage.cache_hit_tokens,
                     percent(usage.cache_hit_ratio()),
                     usage.completion_tokens
-                ));
+                );
+                if let Some(cost) = result.total_cost_usd {
+                    line.push_str(&format!(", ${cost:.4}"));
+                }
+                self.err_line(&line);
             }
             Format::Print => {
                 if !result.is_error || !result.result.is_empty() {
@@ -429,7 +433,8 @@ pub struct RunResult {
     pub error: Option<String>,
     /// `None` (null in JSON) when the run failed before a session was opened.
     pub session_id: Option<String>,
-    pub total_cost_usd: f64,
+    /// `None` (null in JSON) when the model has no prices configured: unknown, not free.
+    pub total_cost_usd: Option<f64>,
     pub usage: Usage,
 }
 
@@ -444,7 +449,7 @@ impl RunResult {
             result: String::new(),
             error: Some(error),
             session_id: None,
-            total_cost_usd: 0.0,
+            total_cost_usd: None,
             usage: Usage::default(),
         }
     }
@@ -550,7 +555,7 @@ mod tests {
             result: "done".into(),
             error: None,
             session_id: Some("s".into()),
-            total_cost_usd: 0.5,
+            total_cost_usd: Some(0.5),
             usage: Usage {
                 prompt_tokens: 100,
                 cache_hit_tokens: 80,
