@@ -212,3 +212,20 @@ fn doctor_names_where_the_key_was_found() {
     assert!(!row.contains('$'), "{row}");
     assert!(row.contains("no api_key_env"), "{row}");
 }
+
+#[test]
+fn help_after_a_command_shows_its_help_and_no_flag_suggests_itself() {
+    let home = Dir::new();
+    for command in ["run", "chat", "doctor", "models"] {
+        let out = run(reasonix(&home, home.path()).args([command, "--model", "x", "--help"]));
+        assert_eq!(out.code, 0, "{command}: {out:?}");
+        assert!(
+            out.stdout
+                .starts_with(&format!("Usage: reasonix {command}")),
+            "{command}: {out:?}"
+        );
+    }
+    let out = run(reasonix(&home, home.path()).args(["doctor", "--versio"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(!out.stderr.contains("did you mean"), "{out:?}");
+}

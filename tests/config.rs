@@ -939,3 +939,27 @@ fn setup_and_the_example_config_advertise_no_unsupported_key() {
         );
     }
 }
+
+#[test]
+fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
+    let server = crate::util::fake_openai::FakeOpenAI::start(Vec::new());
+    let home = Dir::new();
+    let work = Dir::new();
+    crate::util::use_fake_provider(&home, &server.base_url(), "language = \"zh\"");
+    work.write("reasonix.toml", "[permissions]\nallow = [\"Bash(ls)\"]\n");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    pty.send("a");
+    pty.wait_text("fake-model · ask");
+    pty.send("\x04");
+    let status = pty.wait_exit();
+    let text = pty.raw_text();
+    assert!(status.success(), "{status:?}\n{text}");
+    assert_eq!(
+        text.matches("`language` is not supported yet").count(),
+        1,
+        "{text}"
+    );
+}

@@ -37,16 +37,20 @@ pub struct ProjectFlags {
     pub strict: bool,
 }
 
-/// Loads the layered config; warnings go to stderr.
+/// Loads the layered config. Its warnings are for the caller to print with
+/// [`print_warnings`], so a chat that loads twice (after the trust question) says each once.
 pub fn load_config(global: &Global, cwd: &Path, project: ProjectFlags) -> Result<Loaded, Error> {
     let mut options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
     options.trust_project = project.trust;
     options.strict = project.strict;
-    let loaded = config::load(&options)?;
-    for warning in &loaded.warnings {
+    Ok(config::load(&options)?)
+}
+
+/// Config warnings on stderr, one line each.
+pub fn print_warnings<'a>(warnings: impl IntoIterator<Item = &'a String>) {
+    for warning in warnings {
         eprintln!("reasonix: warning: {warning}");
     }
-    Ok(loaded)
 }
 
 /// A key is required unless the endpoint is a plain-http server (a local model) or a replay.

@@ -88,12 +88,15 @@ struct Setup {
     trusted: bool,
     /// Project keys ignored because the workspace is not trusted.
     untrusted: Vec<String>,
+    /// The config's warnings, for the caller to print.
+    warnings: Vec<String>,
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
     let mut setup = prepare(&args)?;
+    assemble::print_warnings(&setup.warnings);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if !interactive {
         return plain_chat(&args, setup);
@@ -108,13 +111,15 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         }
         if answer != TrustAnswer::No {
             args.trust_project = true;
+            let shown = std::mem::take(&mut setup.warnings);
             setup = prepare(&args)?;
+            assemble::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
         }
     }
     interactive_chat(&args, setup)
 }
 
-/// Loads config and custom commands for a chat.
+/// Loads config and custom commands for a chat; the config's warnings are in the result.
 fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
     let project = ProjectFlags {
@@ -136,6 +141,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         commands,
         trusted: loaded.trusted,
         untrusted: loaded.untrusted,
+        warnings: loaded.warnings,
     })
 }
 

@@ -120,6 +120,14 @@ impl Lexer {
         matches!(self.pending, Some(Pending::LongValue(_)))
     }
 
+    /// Whether `--help` or `-h` is among the arguments not yet taken (before any `--`).
+    pub fn asks_for_help(&self) -> bool {
+        self.args
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--help" || a == "-h")
+    }
+
     /// Everything not yet consumed, as raw strings.
     pub fn rest(&mut self) -> Vec<String> {
         self.pending = None;
@@ -169,6 +177,14 @@ mod tests {
         assert_eq!(l.next().unwrap(), Some(Arg::Short('c')));
         assert_eq!(l.next().unwrap(), Some(Arg::Short('v')));
         assert_eq!(l.next().unwrap(), None);
+    }
+
+    #[test]
+    fn help_is_asked_for_anywhere_before_a_double_dash() {
+        assert!(lex(&["--model", "x", "--help"]).asks_for_help());
+        assert!(lex(&["-h"]).asks_for_help());
+        assert!(!lex(&["--", "-h"]).asks_for_help());
+        assert!(!lex(&["--helpful"]).asks_for_help());
     }
 
     #[test]

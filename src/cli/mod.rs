@@ -198,21 +198,26 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub fn unknown_flag(command: &str, arg: &Arg) -> Error {
     let shown = arg.shown();
     let help = find(command).map_or("", |c| c.help);
-    let hint = did_you_mean(arg, &[help, GLOBAL_HELP]);
+    // `--help` and `--version` only work before a command: not worth suggesting after one.
+    let candidates = documented_flags(help)
+        .into_iter()
+        .chain(documented_flags(GLOBAL_HELP))
+        .filter(|flag| !matches!(*flag, "help" | "version"));
+    let hint = did_you_mean(arg, candidates);
     Error::Usage(format!(
         "unknown flag `{shown}` for `reasonix {command}`; {hint}run `reasonix help {command}` for its flags"
     ))
 }
 
-/// "did you mean `--model`? " when a documented long flag is close to `arg`, else nothing.
-fn did_you_mean(arg: &Arg, helps: &[&str]) -> String {
+/// "did you mean `--model`? " when one of the long flags `candidates` is close to `arg`,
+/// else nothing.
+fn did_you_mean<'a>(arg: &Arg, candidates: impl IntoIterator<Item = &'a str>) -> String {
     let Arg::Long(name) = arg else {
         return String::new();
     };
     let typed = name.to_ascii_lowercase();
-    let close = helps
-        .iter()
-        .flat_map(|help| documented_flags(help))
+    let close = candidates
+        .into_iter()
         .map(|flag| (edit_distance(&typed, &flag.to_ascii_lowercase()), flag))
         .filter(|(d, _)| *d <= 2 && *d < typed.len())
         .min();
@@ -291,6 +296,11 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
             Arg::Short('V') => return version_main(global, &mut lexer),
             Arg::Value(name) => {
                 let cmd = find(&name).ok_or_else(|| unknown_command(&name))?;
+                if lexer.asks_for_help() {
+                    // `reasonix run --help` is `reasonix help run`, whatever else is given.
+                    print_out(&format!("{}\n{GLOBAL_HELP}", cmd.help));
+                    return Ok(exit::OK);
+                }
                 return (cmd.handler)(global, &mut lexer);
             }
             other if is_chat_flag(&other) => {
@@ -298,7 +308,10 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
                 return chat::main(global, &mut lexer);
             }
             other => {
-                let hint = did_you_mean(&other, &[GLOBAL_HELP, chat::HELP]);
+                let candidates = [GLOBAL_HELP, chat::HELP]
+                    .into_iter()
+                    .flat_map(documented_flags);
+                let hint = did_you_mean(&other, candidates);
                 return Err(Error::Usage(format!(
                     "unknown flag `{}`; {hint}run `reasonix help` for the global flags",
                     other.shown()
@@ -351,13 +364,21 @@ mod tests {
 
     #[test]
     fn suggests_documented_flags_for_unknown_long_flags() {
-        let hint = |name: &str| did_you_mean(&Arg::Long(name.into()), &[run::HELP, GLOBAL_HELP]);
+        let hint = |name: &str| {
+            let candidates = [run::HELP, GLOBAL_HELP]
+                .into_iter()
+                .flat_map(documented_flags);
+            did_you_mean(&Arg::Long(name.into()), candidates)
+        };
         assert_eq!(hint("modle"), "did you mean `--model`? ");
         assert_eq!(hint("allowed-tools"), "did you mean `--allowedTools`? ");
         assert_eq!(hint("max-step"), "did you mean `--max-steps`? ");
         assert_eq!(hint("confg"), "did you mean `--config`? ");
         assert_eq!(hint("frobnicate"), "");
-        assert_eq!(did_you_mean(&Arg::Short('z'), &[run::HELP]), "");
+        assert_eq!(
+            did_you_mean(&Arg::Short('z'), documented_flags(run::HELP)),
+            ""
+        );
     }
 
     #[test]

@@ -223,7 +223,9 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
     };
-    let config = assemble::load_config(&args.common.global, &cwd, project)?.config;
+    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
+    assemble::print_warnings(&loaded.warnings);
+    let config = loaded.config;
     let mut settings = config.resolve_model(args.common.model.as_deref())?;
     if let Some(replay) = &args.own.replay {
         settings.kind = "replay".into();
