@@ -14,6 +14,9 @@ pub mod exit {
     pub const AUTH: i32 = 3;
     pub const MAX_STEPS: i32 = 4;
     pub const INTERRUPTED: i32 = crate::cancel::INTERRUPTED_EXIT;
+    /// Stdout was a pipe whose reader went away (`reasonix run ... | head -1`): the run
+    /// stopped quietly, with the status a shell shows for a command killed by SIGPIPE.
+    pub const OUTPUT_CLOSED: i32 = 141;
 }
 
 #[derive(Debug)]

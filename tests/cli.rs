@@ -1,6 +1,11 @@
 //! The command-line skeleton: version, help, unknown commands and flags.
 
-use crate::util::{reasonix, run, Dir};
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::pty::Pty;
+use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir};
 
 #[test]
 fn version_names_version_and_commit() {
@@ -64,4 +69,163 @@ fn unknown_global_and_command_flags_exit_2() {
             .contains("unknown flag `--frobnicate` for `reasonix version`"),
         "{out:?}"
     );
+}
+
+#[test]
+fn unknown_flags_get_a_did_you_mean_from_the_documented_flags() {
+    let home = Dir::new();
+    let out = run(reasonix(&home, home.path()).args(["run", "--modle", "x", "hi"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "reasonix: unknown flag `--modle` for `reasonix run`; did you mean `--model`? run `reasonix help run` for its flags\n"
+    );
+    let out = run(reasonix(&home, home.path()).args(["chat", "--contineu"]));
+    assert!(out.stderr.contains("did you mean `--continue`?"), "{out:?}");
+    let out = run(reasonix(&home, home.path()).arg("--resum"));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "reasonix: unknown flag `--resum`; did you mean `--resume`? run `reasonix help` for the global flags\n"
+    );
+}
+
+#[test]
+fn bare_reasonix_on_a_first_run_without_a_key_shows_the_welcome() {
+    let home = Dir::new();
+    let mut cmd = reasonix(&home, home.path());
+    cmd.env_remove("DEEPSEEK_API_KEY");
+    let mut pty = Pty::spawn(cmd, 100, 40);
+    pty.wait_text("Welcome to reasonix");
+    let status = pty.wait_exit();
+    let screen = pty.raw_text();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    for part in [
+        "$DEEPSEEK_API_KEY",
+        "reasonix setup --api-key-stdin",
+        "base_url = \"http://127.0.0.1:8080/v1\"",
+        "make demo",
+    ] {
+        assert!(screen.contains(part), "missing {part}:\n{screen}");
+    }
+}
+
+/// Bare `reasonix` takes the chat's flags: piped, it is the plain line chat, as `chat` is.
+#[test]
+fn bare_reasonix_takes_model_continue_and_resume_like_chat() {
+    let server = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        Reply::text("third answer"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let chat = |args: &[&str], line: &str| {
+        let mut child = reasonix(&home, work.path())
+            .env("FAKE_API_KEY", "k")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn reasonix");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "exit {:?}\n{}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{args:?}: {text}");
+        text
+    };
+    let first = chat(&["-m", "fake/fake-model"], "one\n");
+    assert!(first.contains("first answer"), "{first}");
+    let second = chat(&["-c"], "two\n");
+    assert!(second.contains("second answer"), "{second}");
+    let requests = server.wait_for_requests(2);
+    let contents: Vec<String> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        contents.contains(&"one".to_string()) && contents.contains(&"two".to_string()),
+        "-c continued the first conversation: {contents:?}"
+    );
+    let session = session_files(&home).pop().unwrap();
+    let id = read_session(&session).0["id"].as_str().unwrap().to_string();
+    let third = chat(&["--resume", &id], "three\n");
+    assert!(third.contains("third answer"), "{third}");
+    let requests = server.wait_for_requests(3);
+    let count = requests[2].body["messages"].as_array().unwrap().len();
+    assert!(count >= 6, "--resume continued it: {count} messages");
+}
+
+/// The `api key` row of `reasonix doctor`.
+fn doctor_key_row(home: &Dir, env: &[(&str, &str)]) -> String {
+    let mut cmd = reasonix(home, home.path());
+    cmd.arg("doctor").envs(env.iter().copied());
+    let out = run(&mut cmd);
+    out.stdout
+        .lines()
+        .find(|l| l.starts_with("api key"))
+        .unwrap_or_else(|| panic!("no api key row: {out:?}"))
+        .to_string()
+}
+
+#[test]
+fn doctor_names_where_the_key_was_found() {
+    let server = FakeOpenAI::start_with(|_| Reply::body(200, "application/json", r#"{"data":[]}"#));
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let row = doctor_key_row(&home, &[("FAKE_API_KEY", "k")]);
+    assert!(
+        row.contains("pass") && row.contains("environment variable FAKE_API_KEY"),
+        "{row}"
+    );
+    let store = home.write(".reasonix/.env", "FAKE_API_KEY=from-store\n");
+    let row = doctor_key_row(&home, &[]);
+    assert!(
+        row.contains("pass") && row.contains(&format!("FAKE_API_KEY in {}", store.display())),
+        "{row}"
+    );
+
+    // A local server configured without `api_key_env`: nothing to find, and no `$ not set`.
+    let local = Dir::new();
+    local.write(
+        ".reasonix/config.toml",
+        &format!(
+            "[[providers]]\nname = \"local\"\nbase_url = \"{}\"\nmodel = \"m\"\n",
+            server.base_url()
+        ),
+    );
+    let row = doctor_key_row(&local, &[]);
+    assert!(!row.contains('$'), "{row}");
+    assert!(row.contains("no api_key_env"), "{row}");
+}
+
+#[test]
+fn help_after_a_command_shows_its_help_and_no_flag_suggests_itself() {
+    let home = Dir::new();
+    for command in ["run", "chat", "doctor", "models"] {
+        let out = run(reasonix(&home, home.path()).args([command, "--model", "x", "--help"]));
+        assert_eq!(out.code, 0, "{command}: {out:?}");
+        assert!(
+            out.stdout
+                .starts_with(&format!("Usage: reasonix {command}")),
+            "{command}: {out:?}"
+        );
+    }
+    let out = run(reasonix(&home, home.path()).args(["doctor", "--versio"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(!out.stderr.contains("did you mean"), "{out:?}");
 }

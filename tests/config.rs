@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use reasonix::config::{
-    self, env, load, BashSandbox, Layer, LoadOptions, Loaded, PermissionMode, ShellPrefer,
+    self, env, load, BashSandbox, Layer, LoadOptions, Loaded, PermissionMode, SandboxBackend,
+    ShellPrefer,
 };
 use reasonix::provider::Prices;
 
@@ -239,8 +240,8 @@ path = "/tmp/evil-shell"
             format!("{p}:4:1: `sandbox.bash` can only be set in the user config; ignored in the project file"),
             format!("{p}:5:1: `sandbox.network` can only be set in the user config; ignored in the project file"),
             format!("{p}:6:1: `sandbox.backend` can only be set in the user config; ignored in the project file"),
-            format!("{p}:10:1: `tools.shell.prefer` can only be set in the user config; ignored in the project file"),
-            format!("{p}:11:1: `tools.shell.path` can only be set in the user config; ignored in the project file"),
+            // Unsupported comes first: one warning for the table, none for its user-only keys.
+            format!("{p}:9:8: `tools.shell` is not supported yet (ignored)"),
         ]
     );
     let sandbox = &loaded.config.sandbox;
@@ -291,14 +292,11 @@ fn user_only_keys_are_honoured_in_user_and_config_flag_files() {
     fx.user("[sandbox]\nnetwork = true\n");
     let extra = fx
         .dir
-        .write("extra.toml", "[tools.shell]\npath = \"/bin/zsh\"\n");
+        .write("extra.toml", "[sandbox]\nbackend = \"landlock\"\n");
     let loaded = load(&fx.options(Some(extra.to_str().unwrap()))).unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert!(loaded.config.sandbox.network);
-    assert_eq!(
-        loaded.config.tools.shell.path.as_deref(),
-        Some(Path::new("/bin/zsh"))
-    );
+    assert_eq!(loaded.config.sandbox.backend, SandboxBackend::Landlock);
 }
 
 #[test]
@@ -696,6 +694,13 @@ fn the_example_config_parses_without_warnings_and_documents_every_key() {
             "{user_only} not listed as user-only"
         );
     }
+    for unsupported in reasonix::config::load::UNSUPPORTED {
+        let leaf = unsupported.rsplit('.').next().unwrap();
+        assert!(
+            text.contains(leaf),
+            "{unsupported} not listed as unsupported"
+        );
+    }
 }
 
 fn collect_keys(value: &serde_json::Value, keys: &mut BTreeSet<String>) {
@@ -844,5 +849,117 @@ fn setup_rejects_empty_stdin_and_unknown_flags() {
     assert_eq!(
         out.stderr,
         "reasonix: unknown flag `--frobnicate` for `reasonix setup`; run `reasonix help setup` for its flags\n"
+    );
+}
+
+#[test]
+fn unsupported_keys_warn_once_each_with_file_and_line_through_the_binary() {
+    let server =
+        crate::util::fake_openai::FakeOpenAI::start(vec![crate::util::fake_openai::Reply::text(
+            "ok",
+        )]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let config = home.write(
+        ".reasonix/config.toml",
+        &format!(
+            r#"default_model = "fake"
+language = "zh"
+
+[agent]
+planner_model = "fake/fake-model"
+subagent_models = {{ review = "x" }}
+
+[tools.shell]
+prefer = "bash"
+path = "/bin/bash"
+
+[skills]
+paths = ["~/s"]
+disabled_skills = []
+
+[[providers]]
+name = "fake"
+base_url = "{}"
+model = "fake-model"
+retry = {{ max_retries = 0 }}
+
+[environment]
+enabled = false
+
+[[plugins]]
+name = "p"
+command = "true"
+trusted_read_only_tools = ["search"]
+approvals_reviewer = "user"
+"#,
+            server.base_url()
+        ),
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "--output-format", "json", "hi"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let p = config.display();
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("not supported yet"))
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            format!("reasonix: warning: {p}:2:1: `language` is not supported yet (ignored)"),
+            format!("reasonix: warning: {p}:5:1: `agent.planner_model` is not supported yet (ignored)"),
+            format!("reasonix: warning: {p}:6:1: `agent.subagent_models` is not supported yet (ignored)"),
+            format!("reasonix: warning: {p}:8:8: `tools.shell` is not supported yet (ignored)"),
+            format!("reasonix: warning: {p}:12:2: `skills` is not supported yet (ignored)"),
+            format!("reasonix: warning: {p}:28:1: `plugins[0].trusted_read_only_tools` is not supported yet (ignored)"),
+            format!("reasonix: warning: {p}:29:1: `plugins[0].approvals_reviewer` is not supported yet (ignored)"),
+        ],
+        "{out:?}"
+    );
+}
+
+#[test]
+fn setup_and_the_example_config_advertise_no_unsupported_key() {
+    let home = Dir::new();
+    let out = run(reasonix(&home, home.path()).arg("setup"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let preset = std::fs::read_to_string(home.join(".reasonix/config.toml")).unwrap();
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("reasonix.example.toml"),
+    )
+    .unwrap();
+    for key in reasonix::config::load::UNSUPPORTED {
+        let leaf = key.rsplit('.').next().unwrap();
+        let set = regex_lite::Regex::new(&format!(r"(?m)^\s*(\[\[?)?[a-z.]*\b{leaf}\b")).unwrap();
+        assert!(!set.is_match(&preset), "setup writes `{key}`:\n{preset}");
+        assert!(
+            !set.is_match(&example),
+            "reasonix.example.toml sets `{key}`"
+        );
+    }
+}
+
+#[test]
+fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
+    let server = crate::util::fake_openai::FakeOpenAI::start(Vec::new());
+    let home = Dir::new();
+    let work = Dir::new();
+    crate::util::use_fake_provider(&home, &server.base_url(), "language = \"zh\"");
+    work.write("reasonix.toml", "[permissions]\nallow = [\"Bash(ls)\"]\n");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    pty.send("a");
+    pty.wait_text("fake-model · ask");
+    pty.send("\x04");
+    let status = pty.wait_exit();
+    let text = pty.raw_text();
+    assert!(status.success(), "{status:?}\n{text}");
+    assert_eq!(
+        text.matches("`language` is not supported yet").count(),
+        1,
+        "{text}"
     );
 }

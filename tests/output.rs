@@ -78,3 +78,89 @@ fn streamed_text_is_batched_into_few_writes_but_shown_while_the_stream_is_open()
     check_batched_stream("text", &format!("t{} ", TOKENS - 1));
     check_batched_stream("stream-json", &format!("t{} ", TOKENS - 1));
 }
+
+/// What the model does in the closed-pipe tests: round `n` (from 1) writes `marker-n` after a
+/// line of text; the fourth request gets a plain answer.
+fn marker_round(n: usize) -> Reply {
+    if n > 3 {
+        return Reply::text("done\n");
+    }
+    let args = format!(r#"{{"path":"marker-{n}","content":"x"}}"#);
+    Reply::text_then_tool_calls(
+        &format!("line {n}\n"),
+        &[(&format!("c{n}"), "write_file", &args)],
+    )
+}
+
+/// Runs `reasonix run` with stdout read by a reader that closes the pipe after the first line.
+/// The server answers request `hold_at` only once that reader has gone, so everything the run
+/// writes from then on meets a closed pipe.
+fn run_into_closed_pipe(format: &str, hold_at: usize) -> (FakeOpenAI, Dir, std::process::Output) {
+    let (closed_tx, closed_rx) = mpsc::channel::<()>();
+    let server = FakeOpenAI::start_with(move |requests| {
+        if requests.len() == hold_at {
+            // A safety net against a hang, not a synchronisation device: the test sends.
+            let _ = closed_rx.recv_timeout(Duration::from_secs(30));
+        }
+        marker_round(requests.len())
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut child = reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "--output-format", format, "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn reasonix");
+    let stdout = child.stdout.take().unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut first).unwrap();
+    assert!(!first.is_empty(), "{format}: no first line");
+    // The reader (and with it the pipe's only read end) is gone now.
+    closed_tx.send(()).unwrap();
+    let output = child.wait_with_output().expect("wait for reasonix");
+    (server, work, output)
+}
+
+#[test]
+fn closed_stdout_pipe_stops_stream_json_run_before_any_tool_runs() {
+    // The first line is the init event, written before the first request.
+    let (server, work, output) = run_into_closed_pipe("stream-json", 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "stderr: {stderr}");
+    assert_eq!(stderr, "", "nothing on stderr after the pipe closed");
+    for n in 1..=3 {
+        assert!(
+            !work.join(&format!("marker-{n}")).exists(),
+            "the tool of round {n} ran after stdout closed"
+        );
+    }
+    assert_eq!(server.requests().len(), 1, "no request after stdout closed");
+}
+
+#[test]
+fn closed_stdout_pipe_stops_text_run_before_the_next_tool() {
+    // Text mode writes only the answer to stdout: the first line is round 1's text, so round
+    // 1's tool may run; round 2's text meets the closed pipe and its tool must not.
+    let (server, work, output) = run_into_closed_pipe("text", 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "stderr: {stderr}");
+    assert!(work.join("marker-1").exists(), "round 1 ran: {stderr}");
+    assert!(
+        !work.join("marker-2").exists(),
+        "round 2's tool ran: {stderr}"
+    );
+    assert!(
+        !work.join("marker-3").exists(),
+        "round 3's tool ran: {stderr}"
+    );
+    assert_eq!(server.requests().len(), 2, "no request after stdout closed");
+    for noise in ["marker-2", "interrupt", "pipe", "error", "session:"] {
+        assert!(
+            !stderr.to_lowercase().contains(noise),
+            "`{noise}` on stderr after stdout closed:\n{stderr}"
+        );
+    }
+}

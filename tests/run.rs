@@ -531,3 +531,62 @@ fn bash_off_never_starts_bwrap() {
         }
     }
 }
+
+/// The result object of a `--output-format json` run.
+fn json_result(home: &Dir, work: &Dir, args: &[&str]) -> Value {
+    let out = run(reasonix(home, work.path())
+        .args(["run", "--output-format", "json"])
+        .args(args));
+    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+#[test]
+fn total_cost_is_null_without_prices_on_every_exit_path_and_a_figure_with_them() {
+    let (_server, home, work) = setup(vec![
+        Reply::text("fine"),
+        Reply::error(500, "boom"),
+        Reply::tool_calls(&[("c1", "ls", "{}")]),
+    ]);
+    let success = json_result(&home, &work, &["hi"]);
+    assert_eq!(success["subtype"], "success", "{success}");
+    assert_eq!(success["total_cost_usd"], Value::Null, "{success}");
+    let failed = json_result(&home, &work, &["hi"]);
+    assert_eq!(failed["subtype"], "error_during_execution", "{failed}");
+    assert_eq!(failed["total_cost_usd"], Value::Null, "{failed}");
+    let limited = json_result(&home, &work, &["--max-steps", "0", "hi"]);
+    assert_eq!(limited["subtype"], "error_max_turns", "{limited}");
+    assert_eq!(limited["total_cost_usd"], Value::Null, "{limited}");
+    let before_start = json_result(&home, &work, &["--model", "nope/x", "hi"]);
+    assert_eq!(before_start["is_error"], true, "{before_start}");
+    assert_eq!(
+        before_start["total_cost_usd"],
+        Value::Null,
+        "{before_start}"
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert!(!out.stderr.contains('$'), "no cost without prices: {out:?}");
+
+    // With prices: 100 prompt tokens at $1/M and 10 completion tokens at $2/M per request.
+    let server = FakeOpenAI::start(vec![Reply::text("fine"), Reply::text("fine")]);
+    let priced = Dir::new();
+    use_fake_provider(&priced, &server.base_url(), "");
+    let config = priced.join(".reasonix/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[providers.prices.fake-model]\ninput = 1.0\noutput = 2.0\n");
+    std::fs::write(&config, text).unwrap();
+    let result = json_result(&priced, &work, &["hi"]);
+    let cost = result["total_cost_usd"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{result}"));
+    assert!((cost - 0.00012).abs() < 1e-9, "{result}");
+    let out = run(reasonix(&priced, work.path()).args(["run", "hi"]));
+    let summary = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("session:"))
+        .unwrap_or("");
+    assert!(
+        summary.ends_with(", $0.0001"),
+        "text summary shows the cost: {out:?}"
+    );
+}

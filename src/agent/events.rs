@@ -100,6 +100,12 @@ impl NoticeLevel {
 }
 
 /// Where events go. Called on the thread running the loop, in order.
+///
+/// `emit` does not fail, so the many producers (the loop, MCP start-up, compaction) need no
+/// error path. A sink whose reader is gone (stdout a closed pipe) stops the run instead: it
+/// cancels the run's [`crate::cancel::CancelToken`], which the loop checks before every
+/// request and tool round (and which aborts a streaming request or running tool), drops the
+/// rest, and its owner reports the closed output in the exit status.
 pub trait EventSink {
     fn emit(&mut self, event: Event);
 }

@@ -1,8 +1,8 @@
 //! Building a session's parts from configuration, shared by `reasonix run` and `reasonix
 //! chat`: the working directory, the loaded config, the key check, the tool registry, the
 //! session (new or resumed) with its system prompt, the tool context with the sandbox, the
-//! permission policy, the agent options, and saving "always allow" rules into
-//! `./reasonix.toml` without disturbing the rest of the file.
+//! permission policy and the agent options. Saving an "always allow" rule into
+//! `./reasonix.toml` is `config::edit`'s job.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,16 +37,20 @@ pub struct ProjectFlags {
     pub strict: bool,
 }
 
-/// Loads the layered config; warnings go to stderr.
+/// Loads the layered config. Its warnings are for the caller to print with
+/// [`print_warnings`], so a chat that loads twice (after the trust question) says each once.
 pub fn load_config(global: &Global, cwd: &Path, project: ProjectFlags) -> Result<Loaded, Error> {
     let mut options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
     options.trust_project = project.trust;
     options.strict = project.strict;
-    let loaded = config::load(&options)?;
-    for warning in &loaded.warnings {
+    Ok(config::load(&options)?)
+}
+
+/// Config warnings on stderr, one line each.
+pub fn print_warnings<'a>(warnings: impl IntoIterator<Item = &'a String>) {
+    for warning in warnings {
         eprintln!("reasonix: warning: {warning}");
     }
-    Ok(loaded)
 }
 
 /// A key is required unless the endpoint is a plain-http server (a local model) or a replay.
@@ -255,13 +259,6 @@ pub struct PermissionFlags {
     pub deny: Vec<String>,
 }
 
-impl PermissionFlags {
-    pub fn set_posture(&mut self, value: &str) -> Result<(), Error> {
-        self.posture = Some(crate::permission::parse_posture(value).map_err(Error::Usage)?);
-        Ok(())
-    }
-}
-
 /// The config's rules plus the command line's.
 fn permission_policy_with(
     config: &Config,
@@ -343,230 +340,5 @@ impl Gate for SharedGate {
 
     fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
         self.0.read_denials()
-    }
-}
-
-/// Adds `rule` to `[permissions] allow` in the TOML file at `path`, creating the file or
-/// the table when missing. The file is edited as text so comments, key order and every
-/// other setting survive; the result is parsed back to make sure it says what we meant
-/// before it atomically replaces the original.
-pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), String> {
-    let original = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    let parsed: toml::Table = toml::from_str(&original).map_err(|e| {
-        format!(
-            "{} is not valid TOML ({}); fix it, then allow again",
-            path.display(),
-            e.message()
-        )
-    })?;
-    if allow_list(&parsed).is_some_and(|list| list.iter().any(|r| r == rule)) {
-        return Ok(());
-    }
-    let edited = add_allow_rule(&original, rule);
-    let check: Result<toml::Table, _> = toml::from_str(&edited);
-    let ok = check
-        .ok()
-        .and_then(|t| allow_list(&t))
-        .is_some_and(|list| list.iter().any(|r| r == rule));
-    if !ok {
-        return Err(format!(
-            "could not add the rule to {} automatically; add `{rule}` to [permissions] allow yourself",
-            path.display()
-        ));
-    }
-    crate::fsutil::write_atomic(path, edited.as_bytes(), None)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-fn allow_list(table: &toml::Table) -> Option<Vec<String>> {
-    let allow = table
-        .get("permissions")?
-        .as_table()?
-        .get("allow")?
-        .as_array()?;
-    Some(
-        allow
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect(),
-    )
-}
-
-/// The text edit behind [`persist_allow_rule`]: appends to an existing `allow` array of
-/// `[permissions]`, else adds the key under the table header, else appends the table.
-fn add_allow_rule(text: &str, rule: &str) -> String {
-    let quoted = serde_json::Value::String(rule.to_string()).to_string();
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let header = lines.iter().position(|l| is_table_header(l, "permissions"));
-    let Some(header) = header else {
-        let mut out = text.to_string();
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(&format!("[permissions]\nallow = [{quoted}]\n"));
-        return out;
-    };
-    let table_end = lines[header + 1..]
-        .iter()
-        .position(|l| l.trim_start().starts_with('['))
-        .map_or(lines.len(), |i| header + 1 + i);
-    let offset_of = |line: usize| lines[..line].iter().map(|l| l.len()).sum::<usize>();
-    for (i, line) in lines.iter().enumerate().take(table_end).skip(header + 1) {
-        let trimmed = line.trim_start();
-        let is_allow = trimmed
-            .strip_prefix("allow")
-            .is_some_and(|rest| rest.trim_start().starts_with('='));
-        if !is_allow {
-            continue;
-        }
-        let start = offset_of(i) + line.find('[').unwrap_or(line.len());
-        if let Some(insert) = array_insert_point(text, start) {
-            let (at, sep) = insert;
-            return format!("{}{sep}{quoted}{}", &text[..at], &text[at..]);
-        }
-        return text.to_string();
-    }
-    let at = offset_of(header + 1);
-    let mut out = text[..at].to_string();
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str(&format!("allow = [{quoted}]\n"));
-    out.push_str(&text[at..]);
-    out
-}
-
-fn is_table_header(line: &str, name: &str) -> bool {
-    let line = line.split('#').next().unwrap_or("").trim();
-    line.strip_prefix('[')
-        .and_then(|l| l.strip_suffix(']'))
-        .is_some_and(|inner| inner.trim() == name)
-}
-
-/// Scans the array starting at `open` (a `[`) to its closing bracket, skipping strings and
-/// comments; returns where to insert a new element and the separator it needs.
-fn array_insert_point(text: &str, open: usize) -> Option<(usize, &'static str)> {
-    let bytes = text.as_bytes();
-    if bytes.get(open) != Some(&b'[') {
-        return None;
-    }
-    let mut depth = 0;
-    let mut i = open;
-    let mut last_significant = open;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            quote @ (b'"' | b'\'') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != quote {
-                    if quote == b'"' && bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                last_significant = i;
-            }
-            b'[' => {
-                depth += 1;
-                last_significant = i;
-            }
-            b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    let sep = match bytes[last_significant] {
-                        b'[' => "",
-                        b',' => " ",
-                        _ => ", ",
-                    };
-                    return Some((last_significant + 1, sep));
-                }
-                last_significant = i;
-            }
-            b if b.is_ascii_whitespace() => {}
-            _ => last_significant = i,
-        }
-        i += 1;
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rules_in(text: &str) -> Vec<String> {
-        allow_list(&toml::from_str(text).unwrap()).unwrap_or_default()
-    }
-
-    #[test]
-    fn creates_the_table_in_an_empty_or_missing_file() {
-        assert_eq!(
-            add_allow_rule("", "Bash(git status)"),
-            "[permissions]\nallow = [\"Bash(git status)\"]\n"
-        );
-        let text = "# my project\ndefault_model = \"x\" # pinned\n\n[agent]\ntemperature = 0.2";
-        let out = add_allow_rule(text, "Edit(./a.rs)");
-        assert!(out.starts_with(text), "{out}");
-        assert_eq!(rules_in(&out), vec!["Edit(./a.rs)"]);
-    }
-
-    #[test]
-    fn appends_to_existing_arrays_keeping_comments() {
-        let text = "[permissions]\n# rules we trust\nmode = \"ask\"\nallow = [\n  \"Bash(ls)\",  # listing\n  \"Read\" # reading ] bracket in comment\n]\ndeny = [\"Bash(rm -rf*)\"]\n\n[ui]\ncursor_shape = \"block\"\n";
-        let out = add_allow_rule(text, "Bash(go test:*)");
-        assert_eq!(rules_in(&out), vec!["Bash(ls)", "Read", "Bash(go test:*)"]);
-        assert!(out.contains("# listing") && out.contains("# rules we trust"));
-        assert!(out.contains("cursor_shape = \"block\""));
-        let inline = add_allow_rule("[permissions]\nallow = []\n", "Edit");
-        assert_eq!(inline, "[permissions]\nallow = [\"Edit\"]\n");
-        let trailing = add_allow_rule("[permissions]\nallow = [\"A\",]\n", "B");
-        assert_eq!(rules_in(&trailing), vec!["A", "B"]);
-        let tricky = add_allow_rule("[permissions]\nallow = [\"Bash(echo \\\"]\\\")\"]\n", "C");
-        assert_eq!(rules_in(&tricky), vec!["Bash(echo \"]\")", "C"]);
-    }
-
-    #[test]
-    fn adds_the_key_under_an_existing_table() {
-        let text = "[permissions] # ours\nmode = \"ask\"\n[sandbox]\nnetwork = true\n";
-        let out = add_allow_rule(text, "Bash(make)");
-        assert_eq!(
-            out,
-            "[permissions] # ours\nallow = [\"Bash(make)\"]\nmode = \"ask\"\n[sandbox]\nnetwork = true\n"
-        );
-    }
-
-    #[test]
-    fn persisting_writes_once_and_refuses_broken_files() {
-        let dir = std::env::temp_dir().join(format!("reasonix-persist-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("reasonix.toml");
-        std::fs::write(&file, "# keep me\n[ui]\ncursor_shape = \"bar\"\n").unwrap();
-        persist_allow_rule(&file, "Bash(cargo test:*)").unwrap();
-        persist_allow_rule(&file, "Bash(cargo test:*)").unwrap();
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.starts_with("# keep me\n"));
-        assert_eq!(text.matches("cargo test").count(), 1, "{text}");
-        std::fs::write(&file, "[permissions\n").unwrap();
-        let err = persist_allow_rule(&file, "X").unwrap_err();
-        assert!(err.contains("not valid TOML"), "{err}");
-        let missing = dir.join("new/reasonix.toml");
-        assert!(
-            persist_allow_rule(&missing, "X").is_err(),
-            "no parent directory"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -8,10 +8,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::assemble::{self, Attach, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
-use super::lex::{Arg, Lexer};
+use super::assemble::{self, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
+use super::flags::{self, CommonFlags};
+use super::lex::Lexer;
 use super::output::{Format, Output};
-use super::{unknown_flag, Global};
+use super::Global;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError};
 use crate::agent::session::{self, Session};
@@ -21,7 +22,7 @@ use crate::command::{self, refs, Catalog, Kind};
 use crate::config::{self, trust::TrustStore, Config};
 use crate::error::{exit, Error};
 use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
-use crate::permission::{parse_posture, McpLookup, PolicyGate, Posture};
+use crate::permission::{McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings};
 use crate::term::ansi::CursorShape;
 use crate::term::editor::History;
@@ -30,13 +31,13 @@ use crate::tool::Tool;
 
 pub const HELP: &str = "\
 Usage: reasonix chat [FLAGS]
-       reasonix [GLOBAL FLAGS]            (on a terminal)
+       reasonix [FLAGS]                   (the same chat: `reasonix -c` continues)
 
 Opens the interactive chat. Type a message and press Enter; Alt-Enter or Ctrl-J adds a
 line. `/` lists commands, `@path` attaches a file or directory, `!cmd` runs a shell
 command. Esc interrupts a turn; Ctrl-C twice or Ctrl-D on an empty prompt exits.
 When stdin or stdout is not a terminal, each input line is one turn and the answers are
-printed as plain text.
+printed as plain text. Bare `reasonix` without a provider key shows how to set one up.
 
 Flags:
   -m, --model REF              Model: provider name, model name or provider/model
@@ -59,62 +60,20 @@ settings: what it would loosen is ignored, with a warning naming each key. On a 
 chat first asks whether to trust it (for this chat, or remembered for the workspace).
 ";
 
-#[derive(Debug, Default)]
-struct ChatArgs {
-    global: Global,
-    model: Option<String>,
-    resume: Option<SessionChoice>,
-    attach: Attach,
-    effort: Option<String>,
-    posture: Option<Posture>,
-    trust_project_mcp: bool,
-    trust_project: bool,
-}
+/// The chat has no flags of its own: it takes the ones it shares with `run`.
+type ChatArgs = CommonFlags;
 
 fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
-    let usage = Error::Usage;
-    let mut args = ChatArgs {
+    let mut args = CommonFlags {
         global,
-        ..ChatArgs::default()
+        ..CommonFlags::default()
     };
-    while let Some(arg) = lexer.next().map_err(usage)? {
-        if args.global.accept(&arg, lexer)? {
-            continue;
-        }
-        let flag = arg.shown();
-        match arg {
-            Arg::Short('m') => args.model = Some(lexer.value(&flag).map_err(usage)?),
-            Arg::Long(ref n) if n == "model" => {
-                args.model = Some(lexer.value(&flag).map_err(usage)?)
-            }
-            Arg::Short('c') => args.resume = Some(SessionChoice::Newest),
-            Arg::Long(ref n) if n == "continue" => args.resume = Some(SessionChoice::Newest),
-            Arg::Long(ref n) if n == "resume" => {
-                args.resume = Some(SessionChoice::Reference(lexer.value(&flag).map_err(usage)?))
-            }
-            Arg::Long(ref n) if n == "fork-session" => args.attach = Attach::Fork,
-            Arg::Long(ref n) if n == "effort" => {
-                args.effort = Some(lexer.value(&flag).map_err(usage)?)
-            }
-            Arg::Long(ref n) if n == "permission-mode" => {
-                let value = lexer.value(&flag).map_err(usage)?;
-                let posture = parse_posture(&value).map_err(Error::Usage)?;
-                if posture == Posture::Strict {
-                    return Err(Error::Usage(
-                        "--permission-mode strict is for `reasonix run`; the chat can ask, so use ask, auto or yolo".into(),
-                    ));
-                }
-                args.posture = Some(posture);
-            }
-            Arg::Long(ref n) if n == "trust-project-mcp" => args.trust_project_mcp = true,
-            Arg::Long(ref n) if n == "trust-project" => args.trust_project = true,
-            other => return Err(unknown_flag("chat", &other)),
-        }
-        if lexer.has_inline_value() {
-            return Err(Error::Usage(format!("flag `{flag}` takes no value")));
-        }
+    flags::parse("chat", &mut args, lexer, |_, _| Ok(false))?;
+    if args.posture == Some(Posture::Strict) {
+        return Err(Error::Usage(
+            "--permission-mode strict is for `reasonix run`; the chat can ask, so use ask, auto or yolo".into(),
+        ));
     }
-    args.attach.check(args.resume.as_ref())?;
     Ok(args)
 }
 
@@ -128,12 +87,15 @@ struct Setup {
     trusted: bool,
     /// Project keys ignored because the workspace is not trusted.
     untrusted: Vec<String>,
+    /// The config's warnings, for the caller to print.
+    warnings: Vec<String>,
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
     let mut setup = prepare(&args)?;
+    assemble::print_warnings(&setup.warnings);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if !interactive {
         return plain_chat(&args, setup);
@@ -148,13 +110,15 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         }
         if answer != TrustAnswer::No {
             args.trust_project = true;
+            let shown = std::mem::take(&mut setup.warnings);
             setup = prepare(&args)?;
+            assemble::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
         }
     }
     interactive_chat(&args, setup)
 }
 
-/// Loads config and custom commands for a chat.
+/// Loads config and custom commands for a chat; the config's warnings are in the result.
 fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
     let project = ProjectFlags {
@@ -176,6 +140,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         commands,
         trusted: loaded.trusted,
         untrusted: loaded.untrusted,
+        warnings: loaded.warnings,
     })
 }
 
@@ -251,7 +216,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         // it, but only when the trust was stored (not a one-chat `--trust-project`).
         let store = TrustStore::new(&home);
         let stored = store.is_trusted(&cwd);
-        assemble::persist_allow_rule(&project_file, rule)?;
+        config::edit::persist_allow_rule(&project_file, rule).map_err(|e| e.to_string())?;
         if stored {
             store.trust(&cwd).map_err(|e| e.to_string())?;
         }

@@ -136,12 +136,7 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
             settings.name, settings.model, settings.base_url
         ),
     });
-    let local = settings.base_url.starts_with("http://");
-    rows.push(match &settings.api_key {
-        Some(_) => Row { check: "api key", status: Status::Pass, detail: format!("found via ${} or <home>/.env", settings.api_key_env) },
-        None if local => Row { check: "api key", status: Status::Warn, detail: format!("${} not set (fine for a local server without auth)", settings.api_key_env) },
-        None => Row { check: "api key", status: Status::Fail, detail: format!("${} is not set and <home>/.env has no such key; export it or run `reasonix setup --api-key-stdin`", settings.api_key_env) },
-    });
+    rows.push(key_row(&settings, &options.home));
     rows.push(
         match crate::provider::openai::probe(&settings, PROBE_TIMEOUT) {
             Ok(report) => endpoint_row(&report, &settings.api_key_env),
@@ -213,6 +208,57 @@ fn sandbox_rows(config: &config::Config, cwd: &std::path::Path) -> Vec<Row> {
     rows
 }
 
+/// Where the key came from: the environment variable, or the key store in the reasonix home
+/// (the order `config::resolve` looks them up in).
+fn key_row(settings: &crate::provider::ProviderSettings, home: &std::path::Path) -> Row {
+    let local = settings.base_url.starts_with("http://");
+    let name = &settings.api_key_env;
+    let store = config::paths::env_file(home);
+    let (status, detail) = match &settings.api_key {
+        Some(_) if std::env::var_os(name).is_some_and(|v| !v.is_empty()) => (
+            Status::Pass,
+            format!("found in the environment variable {name}"),
+        ),
+        Some(_) => (
+            Status::Pass,
+            format!("found as {name} in {}", store.display()),
+        ),
+        None if name.is_empty() && local => (
+            Status::Pass,
+            format!(
+                "none needed: provider `{}` has no api_key_env (a local server without auth)",
+                settings.name
+            ),
+        ),
+        None if name.is_empty() => (
+            Status::Fail,
+            format!(
+                "provider `{}` has no api_key_env; name the variable that holds its key in the config",
+                settings.name
+            ),
+        ),
+        None if local => (
+            Status::Warn,
+            format!(
+                "{name} is not set in the environment or {} (fine for a local server without auth)",
+                store.display()
+            ),
+        ),
+        None => (
+            Status::Fail,
+            format!(
+                "{name} is not set in the environment or {}; export it or run `reasonix setup --api-key-stdin`",
+                store.display()
+            ),
+        ),
+    };
+    Row {
+        check: "api key",
+        status,
+        detail,
+    }
+}
+
 fn endpoint_row(report: &crate::provider::openai::ProbeReport, api_key_env: &str) -> Row {
     let mut detail = format!(
         "HTTP {} in {} ms from {}",
@@ -228,6 +274,12 @@ fn endpoint_row(report: &crate::provider::openai::ProbeReport, api_key_env: &str
     }
     let status = match report.status {
         200..=299 => Status::Pass,
+        401 | 403 if api_key_env.is_empty() => {
+            detail.push_str(
+                ": the server wants a key; name its variable in the provider's api_key_env",
+            );
+            Status::Fail
+        }
         401 | 403 => {
             detail.push_str(&format!(": the server rejected the key in ${api_key_env}"));
             Status::Fail

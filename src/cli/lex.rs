@@ -27,6 +27,8 @@ impl Arg {
 
 pub struct Lexer {
     args: VecDeque<String>,
+    /// An argument handed back with [`Lexer::push_back`], returned before anything else.
+    pushed: Option<Arg>,
     /// The rest of a short cluster (`-abc` after `a`) or the `=value` of a long flag.
     pending: Option<Pending>,
     after_double_dash: bool,
@@ -41,6 +43,7 @@ impl Lexer {
     pub fn new(args: impl IntoIterator<Item = String>) -> Self {
         Lexer {
             args: args.into_iter().collect(),
+            pushed: None,
             pending: None,
             after_double_dash: false,
         }
@@ -48,6 +51,9 @@ impl Lexer {
 
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Arg>, String> {
+        if let Some(arg) = self.pushed.take() {
+            return Ok(Some(arg));
+        }
         match self.pending.take() {
             Some(Pending::Shorts(rest)) => return Ok(Some(self.take_short(rest))),
             Some(Pending::LongValue(value)) => {
@@ -102,9 +108,24 @@ impl Lexer {
         }
     }
 
+    /// Returns `arg` (just taken) to the front, for a later parser to see first: bare
+    /// `reasonix -c` hands its first flag on to the chat. Its `=value` or the rest of its
+    /// short cluster stays where it was.
+    pub fn push_back(&mut self, arg: Arg) {
+        self.pushed = Some(arg);
+    }
+
     /// True when the flag just returned carried `=value`, which a switch must reject.
     pub fn has_inline_value(&self) -> bool {
         matches!(self.pending, Some(Pending::LongValue(_)))
+    }
+
+    /// Whether `--help` or `-h` is among the arguments not yet taken (before any `--`).
+    pub fn asks_for_help(&self) -> bool {
+        self.args
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--help" || a == "-h")
     }
 
     /// Everything not yet consumed, as raw strings.
@@ -142,6 +163,28 @@ mod tests {
         assert_eq!(l.next().unwrap(), Some(Arg::Value("-".into())));
         assert_eq!(l.next().unwrap(), Some(Arg::Long("cd".into())));
         assert_eq!(l.value("--cd").unwrap_err(), "flag `--cd` needs a value");
+    }
+
+    #[test]
+    fn a_pushed_back_flag_comes_first_and_keeps_its_value() {
+        let mut l = lex(&["--model=x", "-cv"]);
+        let first = l.next().unwrap().unwrap();
+        l.push_back(first);
+        assert_eq!(l.next().unwrap(), Some(Arg::Long("model".into())));
+        assert_eq!(l.value("--model").unwrap(), "x");
+        let c = l.next().unwrap().unwrap();
+        l.push_back(c);
+        assert_eq!(l.next().unwrap(), Some(Arg::Short('c')));
+        assert_eq!(l.next().unwrap(), Some(Arg::Short('v')));
+        assert_eq!(l.next().unwrap(), None);
+    }
+
+    #[test]
+    fn help_is_asked_for_anywhere_before_a_double_dash() {
+        assert!(lex(&["--model", "x", "--help"]).asks_for_help());
+        assert!(lex(&["-h"]).asks_for_help());
+        assert!(!lex(&["--", "-h"]).asks_for_help());
+        assert!(!lex(&["--helpful"]).asks_for_help());
     }
 
     #[test]

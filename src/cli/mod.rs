@@ -9,6 +9,7 @@ use crate::error::{exit, Error};
 pub mod assemble;
 pub mod chat;
 pub mod doctor;
+pub mod flags;
 pub mod lex;
 pub mod mcp;
 pub mod models;
@@ -18,6 +19,7 @@ pub mod setup;
 mod stdout_buffer;
 pub mod tools;
 pub mod trust;
+mod welcome;
 
 use lex::{Arg, Lexer};
 
@@ -152,7 +154,7 @@ pub fn version_line() -> String {
 
 fn overview() -> String {
     let mut text = format!(
-        "{}\nA terminal coding agent for OpenAI-compatible models.\n\nUsage: reasonix [GLOBAL FLAGS] <COMMAND> [ARGS]\n\nCommands:\n",
+        "{}\nA terminal coding agent for OpenAI-compatible models.\n\nUsage: reasonix [GLOBAL FLAGS] <COMMAND> [ARGS]\n       reasonix [CHAT FLAGS]   (the chat, on a terminal)\n\nCommands:\n",
         version_line()
     );
     for cmd in COMMANDS {
@@ -195,9 +197,43 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// The error for a flag a command does not know, with the hint users need.
 pub fn unknown_flag(command: &str, arg: &Arg) -> Error {
     let shown = arg.shown();
+    let help = find(command).map_or("", |c| c.help);
+    // `--help` and `--version` only work before a command: not worth suggesting after one.
+    let candidates = documented_flags(help)
+        .into_iter()
+        .chain(documented_flags(GLOBAL_HELP))
+        .filter(|flag| !matches!(*flag, "help" | "version"));
+    let hint = did_you_mean(arg, candidates);
     Error::Usage(format!(
-        "unknown flag `{shown}` for `reasonix {command}`; run `reasonix help {command}` for its flags"
+        "unknown flag `{shown}` for `reasonix {command}`; {hint}run `reasonix help {command}` for its flags"
     ))
+}
+
+/// "did you mean `--model`? " when one of the long flags `candidates` is close to `arg`,
+/// else nothing.
+fn did_you_mean<'a>(arg: &Arg, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    let Arg::Long(name) = arg else {
+        return String::new();
+    };
+    let typed = name.to_ascii_lowercase();
+    let close = candidates
+        .into_iter()
+        .map(|flag| (edit_distance(&typed, &flag.to_ascii_lowercase()), flag))
+        .filter(|(d, _)| *d <= 2 && *d < typed.len())
+        .min();
+    match close {
+        Some((_, flag)) => format!("did you mean `--{flag}`? "),
+        None => String::new(),
+    }
+}
+
+/// The long flags a help text documents: each `--name` in it, without the dashes. Taken from
+/// the help so a suggestion is always a flag the user can look up.
+fn documented_flags(help: &str) -> Vec<&str> {
+    help.split(|c: char| c.is_whitespace() || matches!(c, ',' | '/' | '(' | ')' | '`' | '='))
+        .filter_map(|word| word.strip_prefix("--"))
+        .filter(|name| !name.is_empty())
+        .collect()
 }
 
 /// Prints to stdout; a closed pipe (`reasonix ... | head`) is not an error.
@@ -236,7 +272,8 @@ fn unknown_command(name: &str) -> Error {
     ))
 }
 
-/// Parses global flags up to the subcommand and dispatches to it.
+/// Parses global flags up to the subcommand and dispatches to it. Bare `reasonix` is the
+/// chat, so a chat flag before any command (`reasonix -c`) opens the chat with it.
 fn dispatch(args: Vec<String>) -> Result<i32, Error> {
     let mut lexer = Lexer::new(args);
     let mut global = Global::default();
@@ -244,7 +281,7 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
         let Some(arg) = lexer.next().map_err(Error::Usage)? else {
             // Bare `reasonix` on a terminal is the chat; piped, it explains itself.
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-                return chat::main(global, &mut lexer);
+                return bare_chat(global, &mut lexer);
             }
             print_out(&overview());
             return Ok(exit::OK);
@@ -259,16 +296,48 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
             Arg::Short('V') => return version_main(global, &mut lexer),
             Arg::Value(name) => {
                 let cmd = find(&name).ok_or_else(|| unknown_command(&name))?;
+                if lexer.asks_for_help() {
+                    // `reasonix run --help` is `reasonix help run`, whatever else is given.
+                    print_out(&format!("{}\n{GLOBAL_HELP}", cmd.help));
+                    return Ok(exit::OK);
+                }
                 return (cmd.handler)(global, &mut lexer);
             }
+            other if is_chat_flag(&other) => {
+                lexer.push_back(other);
+                return chat::main(global, &mut lexer);
+            }
             other => {
+                let candidates = [GLOBAL_HELP, chat::HELP]
+                    .into_iter()
+                    .flat_map(documented_flags);
+                let hint = did_you_mean(&other, candidates);
                 return Err(Error::Usage(format!(
-                    "unknown flag `{}`; run `reasonix help` for the global flags",
+                    "unknown flag `{}`; {hint}run `reasonix help` for the global flags",
                     other.shown()
                 )));
             }
         }
     }
+}
+
+/// Whether `arg` is one of the flags `reasonix chat` documents.
+fn is_chat_flag(arg: &Arg) -> bool {
+    match arg {
+        Arg::Long(name) => documented_flags(chat::HELP).contains(&name.as_str()),
+        Arg::Short(c) => chat::HELP.contains(&format!("  -{c}, --")),
+        Arg::Value(_) => false,
+    }
+}
+
+/// Bare `reasonix` on a terminal: the chat, or on a first run without a key, a welcome that
+/// says how to get one instead of an authentication error.
+fn bare_chat(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    if let Some(welcome) = welcome::first_run(&global) {
+        print_out(&welcome);
+        return Ok(exit::OK);
+    }
+    chat::main(global, lexer)
 }
 
 /// Runs the CLI and returns the process exit code. Errors become one line on stderr.
@@ -293,5 +362,34 @@ mod tests {
         assert_eq!(suggest("rn"), Some("run"));
         assert_eq!(suggest("doctr"), Some("doctor"));
         assert_eq!(suggest("zzzzzzzz"), None);
+    }
+
+    #[test]
+    fn suggests_documented_flags_for_unknown_long_flags() {
+        let hint = |name: &str| {
+            let candidates = [run::HELP, GLOBAL_HELP]
+                .into_iter()
+                .flat_map(documented_flags);
+            did_you_mean(&Arg::Long(name.into()), candidates)
+        };
+        assert_eq!(hint("modle"), "did you mean `--model`? ");
+        assert_eq!(hint("allowed-tools"), "did you mean `--allowedTools`? ");
+        assert_eq!(hint("max-step"), "did you mean `--max-steps`? ");
+        assert_eq!(hint("confg"), "did you mean `--config`? ");
+        assert_eq!(hint("frobnicate"), "");
+        assert_eq!(
+            did_you_mean(&Arg::Short('z'), documented_flags(run::HELP)),
+            ""
+        );
+    }
+
+    #[test]
+    fn chat_flags_are_known_from_the_chat_help() {
+        for flag in ["model", "continue", "resume", "fork-session", "effort"] {
+            assert!(is_chat_flag(&Arg::Long(flag.into())), "{flag}");
+        }
+        assert!(is_chat_flag(&Arg::Short('c')) && is_chat_flag(&Arg::Short('m')));
+        assert!(!is_chat_flag(&Arg::Long("max-steps".into())));
+        assert!(!is_chat_flag(&Arg::Short('p')));
     }
 }

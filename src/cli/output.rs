@@ -1,6 +1,10 @@
 //! Headless output: the `text`, `json` and `stream-json` formats and `--print`, all as
 //! consumers of the agent's event stream. The final `result` object follows the shape Claude
 //! Code uses so existing CI scripts can parse it.
+//!
+//! When stdout turns out to be a closed pipe, the output goes quiet on both streams (as a CLI
+//! killed by SIGPIPE would) and cancels the run it was tied to with
+//! [`Output::cancel_on_close`]; the caller exits with [`crate::error::exit::OUTPUT_CLOSED`].
 
 use std::io::{IsTerminal, Write};
 
@@ -8,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::stdout_buffer::StdoutBuffer;
 use crate::agent::events::{Event, EventSink};
+use crate::cancel::CancelToken;
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
 use crate::text::one_line;
@@ -74,6 +79,9 @@ impl Output {
         self.end_reasoning();
         self.finish_stdout_line();
         self.stdout.flush();
+        if self.closed() {
+            return;
+        }
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "{}", sanitize(line));
     }
@@ -96,7 +104,7 @@ impl Output {
                 };
                 self.out(&text);
             }
-            Event::ReasoningDelta(text) if self.show_thinking => {
+            Event::ReasoningDelta(text) if self.show_thinking && !self.closed() => {
                 self.stdout.flush();
                 let mut stderr = std::io::stderr().lock();
                 if !self.in_reasoning {
@@ -204,6 +212,9 @@ impl Output {
     fn end_reasoning(&mut self) {
         if self.in_reasoning {
             self.in_reasoning = false;
+            if self.closed() {
+                return;
+            }
             let _ = writeln!(std::io::stderr());
         }
     }
@@ -218,6 +229,17 @@ impl Output {
     /// Whether the final report has been given.
     pub fn finished(&self) -> bool {
         self.finished
+    }
+
+    /// Whether stdout is a pipe whose reader went away. Nothing more is printed then.
+    pub fn closed(&self) -> bool {
+        self.stdout.broken()
+    }
+
+    /// Cancels the run behind `token` when stdout turns out to be a closed pipe (also when it
+    /// already has).
+    pub fn cancel_on_close(&self, token: CancelToken) {
+        self.stdout.cancel_on_close(token);
     }
 
     /// The report of a run that failed before it could finish: the JSON formats still end
@@ -245,14 +267,18 @@ impl Output {
                     self.err_line("stopped: the --max-steps limit was reached");
                 }
                 let usage = &result.usage;
-                self.err_line(&format!(
+                let mut line = format!(
                     "session: {} requests, {} in ({} cached{}), {} out",
                     result.num_turns,
                     usage.prompt_tokens,
                     usage.cache_hit_tokens,
                     percent(usage.cache_hit_ratio()),
                     usage.completion_tokens
-                ));
+                );
+                if let Some(cost) = result.total_cost_usd {
+                    line.push_str(&format!(", ${cost:.4}"));
+                }
+                self.err_line(&line);
             }
             Format::Print => {
                 if !result.is_error || !result.result.is_empty() {
@@ -411,7 +437,8 @@ pub struct RunResult {
     pub error: Option<String>,
     /// `None` (null in JSON) when the run failed before a session was opened.
     pub session_id: Option<String>,
-    pub total_cost_usd: f64,
+    /// `None` (null in JSON) when the model has no prices configured: unknown, not free.
+    pub total_cost_usd: Option<f64>,
     pub usage: Usage,
 }
 
@@ -426,7 +453,7 @@ impl RunResult {
             result: String::new(),
             error: Some(error),
             session_id: None,
-            total_cost_usd: 0.0,
+            total_cost_usd: None,
             usage: Usage::default(),
         }
     }
@@ -532,7 +559,7 @@ mod tests {
             result: "done".into(),
             error: None,
             session_id: Some("s".into()),
-            total_cost_usd: 0.5,
+            total_cost_usd: Some(0.5),
             usage: Usage {
                 prompt_tokens: 100,
                 cache_hit_tokens: 80,

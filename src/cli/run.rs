@@ -5,10 +5,11 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::assemble::{self, Attach, PermissionFlags, ProjectFlags, PromptFlags, SessionChoice};
+use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
+use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
-use super::{unknown_flag, Global};
+use super::Global;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish};
 use crate::error::{exit, Error};
@@ -58,13 +59,19 @@ Permissions (no one can be asked in a headless run):
       --disallowedTools LIST   Claude Code alias: comma/space separated deny rules
 
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
-failure, 4 --max-steps reached, 130 interrupted.
+failure, 4 --max-steps reached, 130 interrupted, 141 stdout closed (a pipe whose reader
+exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
 #[derive(Debug, Default)]
 struct RunArgs {
-    global: Global,
-    model: Option<String>,
+    common: CommonFlags,
+    own: RunFlags,
+}
+
+/// The flags only `run` has.
+#[derive(Debug, Default)]
+struct RunFlags {
     max_steps: Option<u32>,
     format: Option<Format>,
     print: bool,
@@ -72,31 +79,12 @@ struct RunArgs {
     system_prompt: Option<String>,
     append_system_prompt: Vec<String>,
     show_thinking: bool,
-    effort: Option<String>,
-    resume: Option<Resume>,
-    attach: Attach,
     record: Option<PathBuf>,
     replay: Option<PathBuf>,
-    trust_project_mcp: bool,
-    trust_project: bool,
     words: Vec<String>,
     stdin_dash: bool,
+    /// `--allow`/`--deny` and their aliases; the posture is in [`CommonFlags`].
     permissions: PermissionFlags,
-}
-
-#[derive(Debug)]
-enum Resume {
-    Newest,
-    Reference(String),
-}
-
-impl Resume {
-    fn choice(&self) -> SessionChoice {
-        match self {
-            Resume::Newest => SessionChoice::Newest,
-            Resume::Reference(r) => SessionChoice::Reference(r.clone()),
-        }
-    }
 }
 
 fn usage(message: String) -> Error {
@@ -106,94 +94,62 @@ fn usage(message: String) -> Error {
 /// Fills `args` from the command line. On an error, what was parsed before it stays in
 /// `args`: an `--output-format` given earlier still decides how the error is reported.
 fn parse(args: &mut RunArgs, lexer: &mut Lexer) -> Result<(), Error> {
-    while let Some(arg) = lexer.next().map_err(usage)? {
-        if args.global.accept(&arg, lexer)? {
-            continue;
-        }
+    let own = &mut args.own;
+    flags::parse("run", &mut args.common, lexer, |arg, lexer| {
+        own.accept(arg, lexer)
+    })
+}
+
+impl RunFlags {
+    /// Consumes `arg` if it is one of `run`'s own flags or a prompt word.
+    fn accept(&mut self, arg: &Arg, lexer: &mut Lexer) -> Result<bool, Error> {
         let flag = arg.shown();
+        let mut value = || lexer.value(&flag).map_err(usage);
         match arg {
-            Arg::Value(word) if word == "-" => args.stdin_dash = true,
-            Arg::Value(word) => args.words.push(word),
-            Arg::Short('m') => args.model = Some(lexer.value(&flag).map_err(usage)?),
-            Arg::Long(ref n) if n == "model" => {
-                args.model = Some(lexer.value(&flag).map_err(usage)?)
-            }
-            Arg::Long(ref n) if n == "max-steps" => {
-                let value = lexer.value(&flag).map_err(usage)?;
-                args.max_steps = Some(value.parse().map_err(|_| {
+            Arg::Value(word) if word == "-" => self.stdin_dash = true,
+            Arg::Value(word) => self.words.push(word.clone()),
+            Arg::Long(n) if n == "max-steps" => {
+                let value = value()?;
+                self.max_steps = Some(value.parse().map_err(|_| {
                     usage(format!("--max-steps needs a whole number, got `{value}`"))
                 })?);
             }
-            Arg::Long(ref n) if n == "output-format" => {
-                let value = lexer.value(&flag).map_err(usage)?;
-                args.format = Some(Format::parse(&value).ok_or_else(|| {
+            Arg::Long(n) if n == "output-format" => {
+                let value = value()?;
+                self.format = Some(Format::parse(&value).ok_or_else(|| {
                     usage(format!(
                         "--output-format must be text, json or stream-json, got `{value}`"
                     ))
                 })?);
             }
-            Arg::Short('p') => args.print = true,
-            Arg::Long(ref n) if n == "print" => args.print = true,
-            Arg::Long(ref n) if n == "output-last-message" => {
-                args.output_last_message = Some(lexer.value(&flag).map_err(usage)?.into())
+            Arg::Short('p') => self.print = true,
+            Arg::Long(n) if n == "print" => self.print = true,
+            Arg::Long(n) if n == "output-last-message" => {
+                self.output_last_message = Some(value()?.into())
             }
-            Arg::Long(ref n) if n == "system-prompt" => {
-                args.system_prompt = Some(lexer.value(&flag).map_err(usage)?)
+            Arg::Long(n) if n == "system-prompt" => self.system_prompt = Some(value()?),
+            Arg::Long(n) if n == "append-system-prompt" => self.append_system_prompt.push(value()?),
+            Arg::Long(n) if n == "show-thinking" => self.show_thinking = true,
+            Arg::Long(n) if n == "record" => self.record = Some(value()?.into()),
+            Arg::Long(n) if n == "replay" => self.replay = Some(value()?.into()),
+            Arg::Long(n) if n == "allow" => self.permissions.allow.push(value()?),
+            Arg::Long(n) if n == "deny" => self.permissions.deny.push(value()?),
+            Arg::Long(n) if n == "allowedTools" => {
+                self.permissions.allow.extend(split_rule_list(&value()?))
             }
-            Arg::Long(ref n) if n == "append-system-prompt" => args
-                .append_system_prompt
-                .push(lexer.value(&flag).map_err(usage)?),
-            Arg::Long(ref n) if n == "show-thinking" => args.show_thinking = true,
-            Arg::Long(ref n) if n == "effort" => {
-                args.effort = Some(lexer.value(&flag).map_err(usage)?)
+            Arg::Long(n) if n == "disallowedTools" => {
+                self.permissions.deny.extend(split_rule_list(&value()?))
             }
-            Arg::Short('c') => args.resume = Some(Resume::Newest),
-            Arg::Long(ref n) if n == "continue" => args.resume = Some(Resume::Newest),
-            Arg::Long(ref n) if n == "resume" => {
-                args.resume = Some(Resume::Reference(lexer.value(&flag).map_err(usage)?))
-            }
-            Arg::Long(ref n) if n == "fork-session" => args.attach = Attach::Fork,
-            Arg::Long(ref n) if n == "record" => {
-                args.record = Some(lexer.value(&flag).map_err(usage)?.into())
-            }
-            Arg::Long(ref n) if n == "permission-mode" => args
-                .permissions
-                .set_posture(&lexer.value(&flag).map_err(usage)?)?,
-            Arg::Long(ref n) if n == "allow" => args
-                .permissions
-                .allow
-                .push(lexer.value(&flag).map_err(usage)?),
-            Arg::Long(ref n) if n == "deny" => args
-                .permissions
-                .deny
-                .push(lexer.value(&flag).map_err(usage)?),
-            Arg::Long(ref n) if n == "allowedTools" => args
-                .permissions
-                .allow
-                .extend(split_rule_list(&lexer.value(&flag).map_err(usage)?)),
-            Arg::Long(ref n) if n == "disallowedTools" => args
-                .permissions
-                .deny
-                .extend(split_rule_list(&lexer.value(&flag).map_err(usage)?)),
-            Arg::Long(ref n) if n == "replay" => {
-                args.replay = Some(lexer.value(&flag).map_err(usage)?.into())
-            }
-            Arg::Long(ref n) if n == "trust-project-mcp" => args.trust_project_mcp = true,
-            Arg::Long(ref n) if n == "trust-project" => args.trust_project = true,
-            other => return Err(unknown_flag("run", &other)),
+            _ => return Ok(false),
         }
-        if lexer.has_inline_value() {
-            return Err(usage(format!("flag `{flag}` takes no value")));
-        }
+        Ok(true)
     }
-    let choice = args.resume.as_ref().map(Resume::choice);
-    args.attach.check(choice.as_ref())
 }
 
 /// The prompt from the arguments and, when asked for or when there is nothing else, stdin.
 /// Stdin is never read when a prompt argument is given without `-`, so an idle, never-closed
 /// stdin (common in CI) cannot hang the run.
-fn read_prompt(args: &RunArgs) -> Result<String, Error> {
+fn read_prompt(args: &RunFlags) -> Result<String, Error> {
     let mut prompt = args.words.join(" ");
     let stdin_piped = !std::io::stdin().is_terminal();
     let read_stdin = args.stdin_dash || (args.words.is_empty() && stdin_piped);
@@ -232,18 +188,20 @@ fn expand_mcp(mcp: &McpHandle, prompt: String, sink: &mut dyn EventSink) -> Resu
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let started = Instant::now();
-    let mut args = RunArgs {
-        global,
-        ..RunArgs::default()
-    };
+    let mut args = RunArgs::default();
+    args.common.global = global;
     let parsed = parse(&mut args, lexer);
-    let format = match (args.format, args.print) {
+    let format = match (args.own.format, args.own.print) {
         (Some(format), _) => format,
         (None, true) => Format::Print,
         (None, false) => Format::Text,
     };
-    let mut output = Output::new(format, args.show_thinking);
+    let mut output = Output::new(format, args.own.show_thinking);
     let outcome = parsed.and_then(|()| execute(&args, started, &mut output));
+    if output.closed() {
+        // Like a CLI killed by SIGPIPE: no report, no error line, whatever stopped the run.
+        return Ok(exit::OUTPUT_CLOSED);
+    }
     if let Err(err) = &outcome {
         // The README promises the JSON formats a `result` object on every exit path, also
         // when the run never started (no key, bad config, no room for the session).
@@ -258,41 +216,40 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
 }
 
 fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32, Error> {
-    args.global.enter_dir()?;
+    args.common.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
-    let prompt = read_prompt(args)?;
+    let prompt = read_prompt(&args.own)?;
     let project = ProjectFlags {
-        trust: args.trust_project,
-        strict: args.permissions.posture == Some(Posture::Strict),
+        trust: args.common.trust_project,
+        strict: args.common.posture == Some(Posture::Strict),
     };
-    let config = assemble::load_config(&args.global, &cwd, project)?.config;
-    let mut settings = config.resolve_model(args.model.as_deref())?;
-    if let Some(replay) = &args.replay {
+    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
+    assemble::print_warnings(&loaded.warnings);
+    let config = loaded.config;
+    let mut settings = config.resolve_model(args.common.model.as_deref())?;
+    if let Some(replay) = &args.own.replay {
         settings.kind = "replay".into();
         settings.replay_file = Some(replay.clone());
     }
-    settings.record_file = args.record.clone();
+    settings.record_file = args.own.record.clone();
     assemble::check_key(&settings)?;
     let provider_handle = provider::build(settings.clone())?;
     let mut tools = assemble::registry(&config, output);
     let mcp_options = McpOptions {
-        trust_project: args.trust_project_mcp,
+        trust_project: args.common.trust_project_mcp,
         ..McpOptions::default()
     };
     let mcp = mcp::start(&config, &cwd, mcp_options, output);
     mcp.register(&mut tools);
     let prompt = expand_mcp(&mcp, prompt, output)?;
-    let choice = args
-        .resume
-        .as_ref()
-        .map_or(SessionChoice::New, Resume::choice);
+    let choice = args.common.session();
     let flags = PromptFlags {
-        system_prompt: args.system_prompt.clone(),
-        append_system_prompt: args.append_system_prompt.clone(),
+        system_prompt: args.own.system_prompt.clone(),
+        append_system_prompt: args.own.append_system_prompt.clone(),
     };
     let session = assemble::open_session(
         &choice,
-        args.attach,
+        args.common.attach,
         &flags,
         &config,
         &settings,
@@ -300,15 +257,24 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         "run PROMPT",
     )?;
     let ctx = assemble::tool_context(&config, &cwd)?;
-    let gate =
-        assemble::gate(&config, &cwd, &args.permissions, None)?.with_mcp(mcp.tool_policies());
+    output.cancel_on_close(ctx.cancel.clone());
+    let permissions = PermissionFlags {
+        posture: args.common.posture,
+        ..args.own.permissions.clone()
+    };
+    let gate = assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.tool_policies());
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message: format!("cannot install signal handlers ({err}); Ctrl-C will not save state"),
         });
     }
-    let options = assemble::options(&config, &settings, args.max_steps, args.effort.clone());
+    let options = assemble::options(
+        &config,
+        &settings,
+        args.own.max_steps,
+        args.common.effort.clone(),
+    );
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),
@@ -332,13 +298,16 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     );
     agent.set_tool_source(Box::new(mcp.tool_watch()));
     let outcome = agent.run(prompt, output);
-    finish(args, &agent, outcome, started, output)
+    let priced = settings.prices.is_some();
+    finish(args, &agent, outcome, priced, started, output)
 }
 
+/// `priced`: the model has prices, so the run's cost is known.
 fn finish(
     args: &RunArgs,
     agent: &Agent,
     outcome: Result<Finish, AgentError>,
+    priced: bool,
     started: Instant,
     output: &mut Output,
 ) -> Result<i32, Error> {
@@ -359,7 +328,7 @@ fn finish(
         ),
     };
     // Written before the result object, so a failure to write it is in the result.
-    if let Some(path) = &args.output_last_message {
+    if let Some(path) = &args.own.output_last_message {
         if let Err(err) = crate::fsutil::write_atomic(path, stats.final_text.as_bytes(), None) {
             let message = format!("writing {}: {err}", path.display());
             if error.is_some() {
@@ -377,10 +346,13 @@ fn finish(
         result: stats.final_text.clone(),
         error: error.clone(),
         session_id: Some(agent.session().id().to_string()),
-        total_cost_usd: stats.cost_usd,
+        total_cost_usd: priced.then_some(stats.cost_usd),
         usage: stats.usage,
     };
     output.finish(&result);
+    if output.closed() {
+        return Ok(exit::OUTPUT_CLOSED);
+    }
     match (code, error) {
         (exit::INTERRUPTED, _) => eprintln!(
             "reasonix: interrupted; resume with `reasonix run --resume {}`",

@@ -49,7 +49,6 @@ context_window = 1000000                   # tokens; older history is compacted 
 [agent]
 # temperature      = 0.0
 # reasoning_effort = "high"
-# planner_model    = "deepseek/deepseek-v4-pro"   # two-model collaboration
 
 [permissions]
 mode  = "ask"                              # writer fallback when no rule matches: ask|allow|deny

@@ -8,11 +8,18 @@
 //!
 //! One lock orders all writes to stdout: whoever writes takes the pending bytes and writes
 //! them while holding it, so bytes leave in the order they were appended.
+//!
+//! A broken pipe (the reader went away: `reasonix run ... | head -1`) closes the buffer for
+//! good: later bytes are dropped, and the run's cancel token, when one was handed over with
+//! [`StdoutBuffer::cancel_on_close`], is cancelled so no further tool or request starts.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::cancel::CancelToken;
 
 /// The longest a pending byte waits before it is written.
 const FLUSH_DELAY: Duration = Duration::from_millis(16);
@@ -33,6 +40,10 @@ struct Shared {
     wake: Condvar,
     /// Held while writing to stdout, so writes never interleave or reorder.
     io: Mutex<()>,
+    /// Stdout is a pipe whose reader is gone.
+    broken: AtomicBool,
+    /// Cancelled when the pipe breaks.
+    on_broken: Mutex<Option<CancelToken>>,
 }
 
 impl Shared {
@@ -40,8 +51,8 @@ impl Shared {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes everything pending now. A write error (a closed pipe) drops the bytes: there is
-    /// nobody left to read them.
+    /// Writes everything pending now. A write error drops the bytes: with a closed pipe there
+    /// is nobody left to read them, and the run is cancelled.
     fn write_out(&self) {
         let _io = self.io.lock().unwrap_or_else(PoisonError::into_inner);
         let bytes = {
@@ -52,8 +63,22 @@ impl Shared {
         if bytes.is_empty() {
             return;
         }
+        if self.broken.load(Ordering::SeqCst) {
+            return;
+        }
         let mut stdout = io::stdout().lock();
-        let _ = stdout.write_all(&bytes).and_then(|()| stdout.flush());
+        let written = stdout.write_all(&bytes).and_then(|()| stdout.flush());
+        if written.is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
+            self.broken.store(true, Ordering::SeqCst);
+            let token = self
+                .on_broken
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(token) = token {
+                token.cancel();
+            }
+        }
     }
 }
 
@@ -70,6 +95,8 @@ impl StdoutBuffer {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
             io: Mutex::new(()),
+            broken: AtomicBool::new(false),
+            on_broken: Mutex::new(None),
         });
         let flusher = if buffered {
             let shared = Arc::clone(&shared);
@@ -89,6 +116,9 @@ impl StdoutBuffer {
     }
 
     pub fn write(&self, bytes: &[u8]) {
+        if self.broken() {
+            return;
+        }
         let urgent = {
             let mut pending = self.shared.pending();
             pending.bytes.extend_from_slice(bytes);
@@ -105,6 +135,23 @@ impl StdoutBuffer {
     /// Writes what is pending now: at event boundaries and before anything goes to stderr.
     pub fn flush(&self) {
         self.shared.write_out();
+    }
+
+    /// Whether a write met a closed pipe.
+    pub fn broken(&self) -> bool {
+        self.shared.broken.load(Ordering::SeqCst)
+    }
+
+    /// Cancels `token` when the pipe breaks, or at once if it already has.
+    pub fn cancel_on_close(&self, token: CancelToken) {
+        *self
+            .shared
+            .on_broken
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(token.clone());
+        if self.broken() {
+            token.cancel();
+        }
     }
 }
 

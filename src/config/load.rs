@@ -86,6 +86,30 @@ const RETIRED: &[&str] = &[
     "planner_max_steps",
 ];
 
+/// Keys of the schema that nothing implements yet, by path (`plugins.x` is `x` in any
+/// `[[plugins]]` entry; a table stands for everything in it). Setting one is ignored with one
+/// warning each, so no key silently does nothing; an issue that implements a key removes it
+/// here. Listed in `reasonix.example.toml` and the README too.
+pub const UNSUPPORTED: &[&str] = &[
+    "language",
+    "ui.shortcut_layout",
+    "agent.reasoning_language",
+    "agent.planner_model",
+    "agent.subagent_model",
+    "agent.subagent_effort",
+    "agent.subagent_models",
+    "agent.subagent_efforts",
+    "agent.max_subagent_concurrency",
+    "agent.max_parallel_writers",
+    "agent.plan_mode_allowed_tools",
+    "agent.plan_mode_read_only_commands",
+    "tools.shell",
+    "skills",
+    "serve",
+    "plugins.trusted_read_only_tools",
+    "plugins.approvals_reviewer",
+];
+
 /// Keys a project file may not set: a repository must not loosen its own jail or pick the binary
 /// we execute. Listed in `reasonix.example.toml` too.
 pub const USER_ONLY: &[&str] = &[
@@ -292,6 +316,19 @@ impl KeyPath {
         self.0.push(seg);
         self
     }
+
+    /// The path in the schema, without array indices: `plugins.tools` for `plugins[2].tools`.
+    fn schema(&self) -> String {
+        let keys: Vec<&str> = self
+            .0
+            .iter()
+            .filter_map(|seg| match seg {
+                Seg::Key(k) => Some(k.as_str()),
+                Seg::Index(_) => None,
+            })
+            .collect();
+        keys.join(".")
+    }
 }
 
 impl fmt::Display for KeyPath {
@@ -387,8 +424,8 @@ fn locate(doc: &DeTable, path: &[Seg]) -> Option<Range<usize>> {
     best
 }
 
-/// Walks the spanned document against the known (re-serialised) table, removing unknown and
-/// retired keys from `raw` and warning about the unknown ones.
+/// Walks the spanned document against the known (re-serialised) table, removing unknown,
+/// unsupported and retired keys from `raw` and warning about the unknown and unsupported ones.
 struct Prune<'a, 'w> {
     src: &'a Source<'a>,
     path: KeyPath,
@@ -402,6 +439,15 @@ impl Prune<'_, '_> {
             self.path.0.push(Seg::Key(name.to_string()));
             let dotted = self.path.to_string();
             if RETIRED.contains(&dotted.as_str()) {
+                raw.remove(name);
+            } else if UNSUPPORTED.contains(&self.path.schema().as_str()) {
+                self.warnings.push((
+                    key.span().start,
+                    format!(
+                        "{}: `{dotted}` is not supported yet (ignored)",
+                        self.src.location(Some(key.span()))
+                    ),
+                ));
                 raw.remove(name);
             } else {
                 match known.get(name) {
