@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use reasonix::agent::compaction::{self, ContextOptions, SUMMARY_SYSTEM_PROMPT};
-use reasonix::agent::events::{Event, EventSink};
+use reasonix::agent::events::Event;
 use reasonix::agent::runner::{Agent, Options, ToolChange, ToolSource};
 use reasonix::agent::session::{self, Header, Session};
 use reasonix::cancel::CancelToken;
@@ -1148,7 +1148,7 @@ impl Tool for Named {
 struct Script(VecDeque<Option<Vec<&'static str>>>);
 
 impl ToolSource for Script {
-    fn poll(&mut self, _: &CancelToken, _: &mut dyn EventSink) -> Option<ToolChange> {
+    fn poll(&mut self, _: &CancelToken, _: &mut dyn FnMut(String)) -> Option<ToolChange> {
         let names = self.0.pop_front().flatten()?;
         Some(ToolChange {
             prefix: "ext__".into(),

@@ -11,6 +11,7 @@ mod context;
 mod demo;
 mod escapes;
 mod hardening;
+mod input;
 mod mcp;
 mod output;
 mod permissions;

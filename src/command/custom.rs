@@ -2,9 +2,12 @@
 //! `.reasonix/commands/`, with optional `---` frontmatter (`description`, `argument-hint`)
 //! and a body template. A subdirectory namespaces the command (`git/commit.md` is
 //! `/git:commit`). Loading reads files but decides nothing else; rendering is a pure
-//! substitution of `$ARGUMENTS`, `$1`…`$N` and `$$`.
+//! substitution of `$ARGUMENTS`, `$1`…`$N` and `$$`, with the arguments split by the one
+//! quoting rule of [`super::words`].
 
 use std::path::{Path, PathBuf};
+
+use super::words::{split_words, unquote};
 
 /// Directories nested deeper than this under a commands root are not searched.
 const MAX_DEPTH: usize = 4;
@@ -27,6 +30,12 @@ pub struct Loaded {
     pub commands: Vec<CustomCommand>,
     /// One line per skipped file, for the user.
     pub notices: Vec<String>,
+}
+
+/// The commands of a workspace: the user's (`<home>/commands`) overridden by the project's
+/// (`.reasonix/commands`).
+pub fn load_for(home: &Path, cwd: &Path) -> Loaded {
+    load(&[&home.join("commands"), &cwd.join(".reasonix/commands")])
 }
 
 /// Loads every `*.md` under each directory; a later directory overrides an earlier one on a
@@ -153,7 +162,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         let (key, value) = line
             .split_once(':')
             .ok_or_else(|| format!("frontmatter line `{line}` is not `key: value`"))?;
-        let value = unquote(value.trim());
+        let value = unquote(value.trim()).to_string();
         match key.trim() {
             "description" => parsed.description = value,
             "argument-hint" => parsed.argument_hint = value,
@@ -163,22 +172,11 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     Err("frontmatter opened with `---` is never closed".into())
 }
 
-fn unquote(value: &str) -> String {
-    let quoted = value.len() >= 2
-        && ((value.starts_with('"') && value.ends_with('"'))
-            || (value.starts_with('\'') && value.ends_with('\'')));
-    if quoted {
-        value[1..value.len() - 1].to_string()
-    } else {
-        value.to_string()
-    }
-}
-
-/// Substitutes the arguments into `body`: `$ARGUMENTS` is every argument space-joined,
-/// `$1`…`$N` one each (empty when absent), `$$` a literal `$`. When the body uses no
+/// Substitutes the arguments into `body` (`"two words"` is one argument, its quotes removed):
+/// `$ARGUMENTS` is every argument space-joined, `$1`…`$N` one each (empty when absent), `$$` a literal `$`. When the body uses no
 /// placeholder, non-empty arguments are appended as a paragraph so they are not lost.
 pub fn render(body: &str, arguments: &str) -> String {
-    let args: Vec<&str> = arguments.split_whitespace().collect();
+    let args = split_words(arguments);
     let all = args.join(" ");
     let mut out = String::with_capacity(body.len() + all.len());
     let mut used_placeholder = false;
@@ -197,7 +195,7 @@ pub fn render(body: &str, arguments: &str) -> String {
             let digits = after.chars().take_while(char::is_ascii_digit).count();
             match after[..digits].parse::<usize>() {
                 Ok(n) if n >= 1 => {
-                    out.push_str(args.get(n - 1).copied().unwrap_or(""));
+                    out.push_str(args.get(n - 1).map_or("", String::as_str));
                     used_placeholder = true;
                     rest = &after[digits..];
                 }
@@ -262,6 +260,8 @@ mod tests {
     fn substitution_of_arguments_positions_and_dollars() {
         assert_eq!(render("Focus on $ARGUMENTS.", "  a   b "), "Focus on a b.");
         assert_eq!(render("$1 then $2, not $3.", "x y"), "x then y, not .");
+        assert_eq!(render("$1|$2|$ARGUMENTS", "\"a  b\" c"), "a  b|c|a  b c");
+        assert_eq!(render("$1", "don't"), "don't");
         assert_eq!(render("costs $$5 and $x", ""), "costs $5 and $x");
         assert_eq!(render("$10|$1", "1 2 3 4 5 6 7 8 9 ten"), "ten|1");
         assert_eq!(

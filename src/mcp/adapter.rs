@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::grants::sha256_hex;
-use super::manager::Server;
+use super::server::Server;
 use super::McpError;
 use crate::permission::McpToolPolicy;
 use crate::tool::{Tool, ToolContext, ToolError};

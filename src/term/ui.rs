@@ -40,7 +40,7 @@ use crate::agent::runner::{Agent, AgentError, Finish, ToolSource};
 use crate::agent::session::Session;
 use crate::cancel::CancelToken;
 use crate::command::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest, McpHost};
-use crate::command::{self as commands, refs, Catalog};
+use crate::command::{self as commands, Catalog};
 use crate::config::CursorShape;
 use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver, Gate, PolicyGate, Posture};
 use crate::provider::{Prices, Provider, Usage};
@@ -215,21 +215,7 @@ pub struct Exit {
 }
 
 /// A message waiting to be prepared and sent.
-struct Pending {
-    /// What the transcript shows (the typed text, or `/command args`).
-    display: String,
-    source: Source,
-}
-
-enum Source {
-    /// Text to send after resolving its `@` references.
-    Text(String),
-    McpPrompt {
-        server: String,
-        prompt: String,
-        arguments: BTreeMap<String, String>,
-    },
-}
+type Pending = commands::input::Message;
 
 enum Modal {
     Approval(Choices<ApprovalAnswer>, Sender<ApprovalAnswer>),
@@ -1148,14 +1134,8 @@ impl Chat {
         crash_failpoint(trimmed);
         if let Some(command) = trimmed.strip_prefix('!') {
             self.shell(command.trim().to_string());
-        } else if let Some((name, args)) = commands::split_invocation(trimmed) {
-            let (name, args) = (name.to_string(), args.to_string());
-            self.slash(&name, &args, trimmed.to_string());
         } else {
-            self.send(Pending {
-                display: text.clone(),
-                source: Source::Text(text),
-            });
+            self.typed(trimmed.to_string());
         }
     }
 
@@ -1177,32 +1157,7 @@ impl Chat {
         let spawned = std::thread::Builder::new()
             .name("prepare".into())
             .spawn(move || {
-                let prepared = match pending.source {
-                    Source::Text(text) => {
-                        let resolved = refs::resolve(&text, &cwd, mcp.as_ref());
-                        Prepared {
-                            text: Some(resolved.text),
-                            attached: resolved.attached,
-                            notices: resolved.notices,
-                        }
-                    }
-                    Source::McpPrompt {
-                        server,
-                        prompt,
-                        arguments,
-                    } => match mcp.get_prompt(&server, &prompt, &arguments) {
-                        Ok(text) => Prepared {
-                            text: Some(text),
-                            attached: Vec::new(),
-                            notices: Vec::new(),
-                        },
-                        Err(err) => Prepared {
-                            text: None,
-                            attached: Vec::new(),
-                            notices: vec![format!("/mcp__{server}__{prompt} failed: {err}")],
-                        },
-                    },
-                };
+                let prepared = builtins::prepared(pending.prepare(&cwd, mcp.as_ref()));
                 let _ = tx.send(Msg::Prepared(prepared));
             });
         if spawned.is_err() {

@@ -1,0 +1,134 @@
+//! One input path: the same typed line becomes the same user message whether it goes through
+//! `reasonix run`, the plain (piped) chat or the chat UI in a pseudo-terminal. Each front end
+//! talks to the reference MCP server and the fake model; the test compares what the model
+//! received.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::pty::Pty;
+use crate::util::{reasonix, run, use_fake_provider, Dir};
+
+/// A prompt with a quoted argument and a resource reference.
+const INPUTS: [&str; 2] = [
+    "/mcp__docs__review \"error handling\"",
+    "look at @docs:doc://style-guide now",
+];
+
+fn plugin() -> String {
+    format!(
+        "[[plugins]]\nname = \"docs\"\ncommand = {}\n",
+        serde_json::to_string(env!("CARGO_BIN_EXE_reasonix-plugin-example")).unwrap()
+    )
+}
+
+/// The last user message of request `n` (0-based).
+fn user_message(server: &FakeOpenAI, n: usize) -> String {
+    let requests = server.wait_for_requests(n + 1);
+    requests[n].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no user message in {:?}", requests[n].body))
+}
+
+fn through_run(home: &Dir, work: &Dir, server: &FakeOpenAI, first: usize) -> Vec<String> {
+    INPUTS
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let out = run(reasonix(home, work.path()).args(["run", input]));
+            assert_eq!(out.code, 0, "{input}: {out:?}");
+            user_message(server, first + i)
+        })
+        .collect()
+}
+
+fn through_plain_chat(home: &Dir, work: &Dir, server: &FakeOpenAI, first: usize) -> Vec<String> {
+    let mut child = reasonix(home, work.path())
+        .arg("chat")
+        .env("FAKE_API_KEY", "k")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the plain chat");
+    let lines = format!("{}\n{}\n", INPUTS[0], INPUTS[1]);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (0..INPUTS.len())
+        .map(|i| user_message(server, first + i))
+        .collect()
+}
+
+fn through_the_chat_ui(home: &Dir, work: &Dir, server: &FakeOpenAI, first: usize) -> Vec<String> {
+    let mut cmd = reasonix(home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 120, 30);
+    pty.wait_for("the MCP servers to start", |vt| {
+        let screen = vt.screen();
+        screen.contains("fake-model · ask") && !screen.contains("starting MCP servers")
+    });
+    let mut sent = Vec::new();
+    for (i, input) in INPUTS.iter().enumerate() {
+        // The last word is not a reference, so no completion menu is open when Enter comes.
+        pty.send(input);
+        pty.send("\r");
+        sent.push(user_message(server, first + i));
+        pty.wait_text(&format!("Answer {}.", first + i));
+    }
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    sent
+}
+
+#[test]
+fn the_same_input_becomes_the_same_message_in_run_plain_chat_and_the_chat_ui() {
+    let server = FakeOpenAI::start(
+        (0..3 * INPUTS.len())
+            .map(|i| Reply::text(&format!("Answer {i}.")))
+            .collect(),
+    );
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), &plugin());
+    let run = through_run(&home, &work, &server, 0);
+    let plain = through_plain_chat(&home, &work, &server, 2);
+    let ui = through_the_chat_ui(&home, &work, &server, 4);
+    let expected = vec![
+        "Review the current changes against doc://style-guide. Focus on error handling."
+            .to_string(),
+        format!(
+            "<resource ref=\"docs:doc://style-guide\">\n{}\n</resource>\n\nlook at @docs:doc://style-guide now",
+            style_guide(&run[1])
+        ),
+    ];
+    assert_eq!(run, expected, "reasonix run");
+    assert_eq!(plain, expected, "plain chat");
+    assert_eq!(ui, expected, "chat UI");
+}
+
+/// The resource text inside the first block, so the comparison does not copy the server's
+/// style guide.
+fn style_guide(message: &str) -> String {
+    let start = message.find('>').map_or(0, |i| i + 2);
+    let end = message.find("\n</resource>").unwrap_or(message.len());
+    let text = message.get(start..end).unwrap_or_default().to_string();
+    assert!(text.starts_with("# Style guide"), "{message}");
+    text
+}
