@@ -5,6 +5,8 @@
 //! substitution of `$ARGUMENTS`, `$1`…`$N` and `$$`, with the arguments split by the one
 //! quoting rule of [`super::words`].
 
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::words::{split_words, unquote};
@@ -22,6 +24,56 @@ pub struct CustomCommand {
     pub argument_hint: String,
     pub body: String,
     pub path: PathBuf,
+}
+
+/// Why a command file was skipped. It reads as the detail of the notice "skipped command file
+/// `<path>`: …", which names the area and the file.
+#[derive(Debug)]
+pub enum FileError {
+    Io(io::Error),
+    TooLarge,
+    NotUtf8,
+    OutsideRoot,
+    /// A path component with characters a command name may not hold.
+    BadName(String),
+    /// Frontmatter opened with `---` and never closed.
+    Unclosed,
+    /// A frontmatter line without a colon.
+    NotKeyValue(String),
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Io(err) => write!(f, "{err}"),
+            FileError::TooLarge => write!(f, "larger than {MAX_FILE_BYTES} bytes"),
+            FileError::NotUtf8 => write!(f, "not UTF-8 text"),
+            FileError::OutsideRoot => write!(f, "outside its commands directory"),
+            FileError::BadName(part) => write!(
+                f,
+                "`{part}` is not a valid command name (use letters, digits, `-`, `_` and `.`)"
+            ),
+            FileError::Unclosed => write!(f, "frontmatter opened with `---` is never closed"),
+            FileError::NotKeyValue(line) => {
+                write!(f, "frontmatter line `{line}` is not `key: value`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Io(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for FileError {
+    fn from(err: io::Error) -> FileError {
+        FileError::Io(err)
+    }
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -86,14 +138,14 @@ fn collect(
     }
 }
 
-fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, String> {
+fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, FileError> {
     let name = command_name(root, path)?;
-    let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    let size = std::fs::metadata(path)?.len();
     if size > MAX_FILE_BYTES {
-        return Err(format!("larger than {MAX_FILE_BYTES} bytes"));
+        return Err(FileError::TooLarge);
     }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let bytes = std::fs::read(path)?;
+    let text = String::from_utf8(bytes).map_err(|_| FileError::NotUtf8)?;
     let parsed = parse(&text)?;
     Ok(CustomCommand {
         name,
@@ -106,10 +158,10 @@ fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, String> {
 
 /// `git/commit.md` under the root → `git:commit`. Names are limited to characters that are
 /// safe to type and to show.
-fn command_name(root: &Path, path: &Path) -> Result<String, String> {
+fn command_name(root: &Path, path: &Path) -> Result<String, FileError> {
     let relative = path
         .strip_prefix(root)
-        .map_err(|_| "outside its commands directory".to_string())?
+        .map_err(|_| FileError::OutsideRoot)?
         .with_extension("");
     let mut parts = Vec::new();
     for part in relative.components() {
@@ -119,9 +171,7 @@ fn command_name(root: &Path, path: &Path) -> Result<String, String> {
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if !valid {
-            return Err(format!(
-                "`{part}` is not a valid command name (use letters, digits, `-`, `_` and `.`)"
-            ));
+            return Err(FileError::BadName(part));
         }
         parts.push(part);
     }
@@ -138,7 +188,7 @@ pub struct Parsed {
 /// Splits optional frontmatter (simple `key: value` lines between `---` fences) from the
 /// body. Unknown keys are ignored (other tools put more there); an unterminated block or a
 /// line without a colon makes the file malformed.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, FileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut parsed = Parsed::default();
     let Some(rest) = text
@@ -161,7 +211,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         }
         let (key, value) = line
             .split_once(':')
-            .ok_or_else(|| format!("frontmatter line `{line}` is not `key: value`"))?;
+            .ok_or_else(|| FileError::NotKeyValue(line.to_string()))?;
         let value = unquote(value.trim()).to_string();
         match key.trim() {
             "description" => parsed.description = value,
@@ -169,7 +219,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
             _ => {}
         }
     }
-    Err("frontmatter opened with `---` is never closed".into())
+    Err(FileError::Unclosed)
 }
 
 /// Substitutes the arguments into `body` (`"two words"` is one argument, its quotes removed):
@@ -248,12 +298,14 @@ mod tests {
         assert_eq!(parsed.argument_hint, "[focus-area]");
         assert_eq!(parsed.body, "Review. Focus on $ARGUMENTS.\n");
         assert_eq!(parse("no frontmatter").unwrap().body, "no frontmatter");
-        assert!(parse("---\ndescription: x\n")
-            .unwrap_err()
-            .contains("never closed"));
-        assert!(parse("---\njust words\n---\nbody")
-            .unwrap_err()
-            .contains("not `key: value`"));
+        assert_eq!(
+            parse("---\ndescription: x\n").unwrap_err().to_string(),
+            "frontmatter opened with `---` is never closed"
+        );
+        assert_eq!(
+            parse("---\njust words\n---\nbody").unwrap_err().to_string(),
+            "frontmatter line `just words` is not `key: value`"
+        );
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Client {
         std::thread::Builder::new()
             .name(super::thread_name(&inner.options.name, "rx"))
             .spawn(move || dispatch(dispatcher, rx))
-            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))?;
+            .map_err(|e| McpError::io("starting a thread", e))?;
         Ok(Client {
             inner,
             shutdown: tx,

@@ -8,7 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::config::{Endpoint, ServerSandbox, ServerSpec};
+use crate::config::ConfigError;
 use crate::sandbox::{BashMode, Jail, Policy, Settings};
+
+/// The base `[sandbox]` settings, or why they could not be read (an unset variable in
+/// `forbid_read`); shared by every server of a run, hence the `Arc`.
+pub type BaseSettings = Result<Settings, Arc<ConfigError>>;
 
 /// The sandbox of one stdio server: its configuration and the policy its process runs under.
 #[derive(Debug, Clone)]
@@ -16,12 +21,12 @@ pub struct ServerJail {
     pub config: ServerSandbox,
     /// The base `[sandbox]` settings with the server's write roots and network switch; `Err`
     /// when the base settings could not be read.
-    pub policy: Result<Arc<Policy>, String>,
+    pub policy: Result<Arc<Policy>, Arc<ConfigError>>,
 }
 
 impl ServerJail {
     /// `None` for HTTP servers, which are not our processes.
-    pub fn of(spec: &ServerSpec, base: &Result<Settings, String>) -> Option<ServerJail> {
+    pub fn of(spec: &ServerSpec, base: &BaseSettings) -> Option<ServerJail> {
         if !matches!(spec.endpoint, Endpoint::Stdio { .. }) {
             return None;
         }

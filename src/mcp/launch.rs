@@ -3,6 +3,7 @@
 //! or a yes from a person through a [`LaunchApprover`] (the chat's modal, `reasonix mcp`'s
 //! terminal question).
 
+use std::fmt;
 use std::path::Path;
 
 use super::config::ServerSpec;
@@ -37,6 +38,31 @@ pub trait LaunchApprover: Send + Sync {
     fn approve_launch(&self, request: &LaunchRequest) -> LaunchAnswer;
 }
 
+/// Why a server was not launched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotLaunched {
+    /// A project server without a grant where no one can be asked.
+    NoGrant {
+        origin: &'static str,
+    },
+    Declined,
+}
+
+impl fmt::Display for NotLaunched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotLaunched::NoGrant { origin } => write!(
+                f,
+                "it is declared in {origin} and has no launch grant for this workspace; approve \
+                 it once interactively or pass --trust-project-mcp"
+            ),
+            NotLaunched::Declined => write!(f, "the user declined to launch it"),
+        }
+    }
+}
+
+impl std::error::Error for NotLaunched {}
+
 /// Whether a server may launch. User-installed servers always may; project servers need
 /// `--trust-project-mcp`, a stored grant for this exact identity, or a yes from the user.
 pub(super) fn authorize(
@@ -45,7 +71,7 @@ pub(super) fn authorize(
     options: &McpOptions,
     grants: &GrantStore,
     warn: &mut dyn FnMut(String),
-) -> Result<(), String> {
+) -> Result<(), NotLaunched> {
     if !spec.origin.needs_grant() || options.trust_project {
         return Ok(());
     }
@@ -55,11 +81,9 @@ pub(super) fn authorize(
     }
     let approver = options.approver.as_ref().filter(|_| options.interactive);
     let Some(approver) = approver else {
-        return Err(format!(
-            "it is declared in {} and has no launch grant for this workspace; approve it once \
-             interactively or pass --trust-project-mcp",
-            spec.origin.describe()
-        ));
+        return Err(NotLaunched::NoGrant {
+            origin: spec.origin.describe(),
+        });
     };
     let request = LaunchRequest {
         server: spec.name.clone(),
@@ -79,6 +103,27 @@ pub(super) fn authorize(
             }
             Ok(())
         }
-        LaunchAnswer::Deny => Err("the user declined to launch it".into()),
+        LaunchAnswer::Deny => Err(NotLaunched::Declined),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_say_how_to_launch_the_server() {
+        let no_grant = NotLaunched::NoGrant {
+            origin: ".mcp.json",
+        };
+        assert_eq!(
+            no_grant.to_string(),
+            "it is declared in .mcp.json and has no launch grant for this workspace; approve it \
+             once interactively or pass --trust-project-mcp"
+        );
+        assert_eq!(
+            NotLaunched::Declined.to_string(),
+            "the user declined to launch it"
+        );
     }
 }

@@ -15,7 +15,7 @@ use super::adapter::{tool_name, with_suffix, McpTool};
 use super::client::{ClientOptions, ServerEvent};
 use super::config::{self, Origin, ServerSpec};
 use super::grants::GrantStore;
-use super::jail::ServerJail;
+use super::jail::{BaseSettings, ServerJail};
 use super::launch::{authorize, LaunchApprover};
 use super::log::Log;
 use super::server::{Launch, Server};
@@ -113,7 +113,7 @@ pub fn start(
         warn(problem);
     }
     let grants = GrantStore::new(&config.home);
-    let sandbox = Settings::from_config(config, cwd).map_err(|e| e.to_string());
+    let sandbox = Settings::from_config(config, cwd).map_err(Arc::new);
     let mut handle = McpHandle::default();
     let mut launch = Vec::new();
     for spec in declared.servers {
@@ -127,9 +127,11 @@ pub fn start(
                     "mcp: server `{}` was not started: {reason}",
                     spec.name
                 ));
-                handle
-                    .statuses
-                    .push(status(&spec, &sandbox, ServerState::Skipped(reason)));
+                handle.statuses.push(status(
+                    &spec,
+                    &sandbox,
+                    ServerState::Skipped(reason.to_string()),
+                ));
             }
         }
     }
@@ -171,11 +173,7 @@ pub fn start(
     handle
 }
 
-fn status(
-    spec: &ServerSpec,
-    sandbox: &Result<Settings, String>,
-    state: ServerState,
-) -> ServerStatus {
+fn status(spec: &ServerSpec, sandbox: &BaseSettings, state: ServerState) -> ServerStatus {
     ServerStatus {
         name: spec.name.clone(),
         transport: spec.transport_name(),
@@ -209,9 +207,7 @@ pub fn connect_all(
             });
         match spawned {
             Ok(_) => outstanding += 1,
-            Err(e) => {
-                results[index] = Some(Err(McpError::Start(format!("cannot start a thread: {e}"))))
-            }
+            Err(e) => results[index] = Some(Err(McpError::io("starting a thread", e))),
         }
     }
     drop(tx);

@@ -177,6 +177,18 @@ mod tests {
             assert!(text.starts_with("mcp: "), "{text}");
             assert!(!text.contains('\n') && !text.ends_with('.'), "{text}");
         }
+        let io = McpError::io(
+            "reading the reply",
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end"),
+        );
+        assert_eq!(io.to_string(), "mcp: reading the reply: early end");
+        assert!(std::error::Error::source(&io).is_some());
+        let rpc: McpError = jsonrpc::RpcError::new(-32601, "Method not found").into();
+        assert!(std::error::Error::source(&rpc).is_some());
+        assert_eq!(
+            McpError::NotConnected("docs".into()).to_string(),
+            "mcp: server `docs` is not connected"
+        );
         assert_eq!(
             McpError::Timeout {
                 method: "initialize".into(),

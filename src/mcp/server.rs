@@ -15,13 +15,12 @@ use super::client::{CallOptions, Client, ClientOptions, ServerInfo};
 use super::config::{Endpoint, ServerSandbox, ServerSpec};
 use super::content::{self, ToolOutput};
 use super::http::{HttpSpec, HttpTransport};
-use super::jail::ServerJail;
+use super::jail::{BaseSettings, ServerJail};
 use super::log::Log;
 use super::stdio::{StdioSpec, StdioTransport};
 use super::transport::Transport;
 use super::McpError;
 use crate::cancel::CancelToken;
-use crate::sandbox::Settings;
 
 /// One connected server, shared by its tools.
 pub struct Server {
@@ -44,7 +43,7 @@ pub struct Launch {
     pub secrets: Vec<String>,
     /// The `[sandbox]` settings stdio servers are jailed with, or why they cannot be read
     /// (an unset variable in `forbid_read`): then only unjailed servers start.
-    pub sandbox: Result<Settings, String>,
+    pub sandbox: BaseSettings,
     pub client: ClientOptions,
 }
 
@@ -223,10 +222,14 @@ fn open_transport(
     match &spec.endpoint {
         Endpoint::Stdio { command, args, env } => {
             let named: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-            let sandbox = ServerJail::of(spec, &launch.sandbox)
-                .map(|jail| jail.policy)
-                .unwrap_or_else(|| Err("an HTTP server has no process to jail".into()))
-                .map_err(|why| McpError::Start(format!("cannot set up its sandbox: {why}")))?;
+            let sandbox = match ServerJail::of(spec, &launch.sandbox).map(|jail| jail.policy) {
+                Some(Ok(policy)) => policy,
+                Some(Err(why)) => {
+                    return Err(McpError::Start(format!("cannot set up its sandbox: {why}")))
+                }
+                // `ServerJail::of` gives every stdio server a jail.
+                None => return Err(McpError::Start("a stdio server without a jail".into())),
+            };
             let stdio = StdioSpec {
                 name: spec.name.clone(),
                 program: command.clone(),
