@@ -9,7 +9,8 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::words::{split_words, unquote};
+use super::words::split_words;
+use crate::text::unquote;
 
 /// Directories nested deeper than this under a commands root are not searched.
 const MAX_DEPTH: usize = 4;

@@ -2,8 +2,9 @@
 //! whitespace, and a word that starts with a double or single quote runs to the matching
 //! closing quote, whitespace included, with the quotes removed (`"two words" x` is `two words`
 //! and `x`). A quote anywhere else, or one that is never closed, is an ordinary character, so
-//! `don't` stays `don't`. Custom-command placeholders, MCP prompt arguments and frontmatter
-//! values all read text through here, so a quote means the same everywhere.
+//! `don't` stays `don't`. Custom-command placeholders and MCP prompt arguments both read text
+//! through here, so a quote means the same everywhere; a whole quoted value (frontmatter,
+//! `.env`) is unwrapped by [`crate::text::unquote`].
 
 /// Splits `text` into words by the rule above; `""` is an empty word.
 pub fn split_words(text: &str) -> Vec<String> {
@@ -46,19 +47,6 @@ fn next_word(text: &str) -> (String, &str) {
     }
 }
 
-/// `text` without one pair of matching surrounding quotes, as [`split_words`] would read a
-/// single quoted word; anything else is returned as it is.
-pub fn unquote(text: &str) -> &str {
-    for quote in ['"', '\''] {
-        if let Some(inner) = text.strip_prefix(quote).and_then(|t| t.strip_suffix(quote)) {
-            if !inner.contains(quote) {
-                return inner;
-            }
-        }
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,15 +63,5 @@ mod tests {
         assert_eq!(split_words("say \"it's\""), vec!["say", "it's"]);
         assert_eq!(split_words("日本 \"語 x\""), vec!["日本", "語 x"]);
         assert!(split_words("   ").is_empty());
-    }
-
-    #[test]
-    fn unquote_strips_one_matching_pair() {
-        assert_eq!(unquote("\"[focus-area]\""), "[focus-area]");
-        assert_eq!(unquote("'x'"), "x");
-        assert_eq!(unquote("\"a\" and \"b\""), "\"a\" and \"b\"");
-        assert_eq!(unquote("\"unclosed"), "\"unclosed");
-        assert_eq!(unquote("\""), "\"");
-        assert_eq!(unquote("plain"), "plain");
     }
 }
