@@ -178,3 +178,34 @@ fn a_prompt_rendered_by_a_server_cannot_attach_local_files() {
         );
     }
 }
+
+#[test]
+fn run_reads_custom_commands_and_refuses_built_ins_and_unknown_commands() {
+    let server = FakeOpenAI::start(vec![Reply::text("Done.")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write(".reasonix/commands/review.md", "Review $1, then $2.");
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path()).args(["run", "/review \"my file\" next"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(user_message(&server, 0), "Review my file, then next.");
+    let out = run(reasonix(&home, work.path()).args(["run", "/help"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("command: /help needs the interactive chat (a terminal)"),
+        "{out:?}"
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "/nope x"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("command: unknown command /nope; /help lists the commands"),
+        "{out:?}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "only the custom command was sent"
+    );
+}
