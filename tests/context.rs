@@ -11,8 +11,8 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use reasonix::agent::compaction::{self, ContextOptions, SUMMARY_SYSTEM_PROMPT};
-use reasonix::agent::events::{Event, EventSink};
-use reasonix::agent::runner::{Agent, Options, ToolChange, ToolSource};
+use reasonix::agent::events::Event;
+use reasonix::agent::runner::{Agent, Options};
 use reasonix::agent::session::{self, Header, Session};
 use reasonix::cancel::CancelToken;
 use reasonix::permission::{
@@ -22,6 +22,7 @@ use reasonix::permission::{
 use reasonix::provider::{self, Message, ProviderSettings, RetryPolicy, ToolCall};
 use reasonix::tool::builtin::history::{History, StatePaths};
 use reasonix::tool::builtin::{self, memory};
+use reasonix::tool::source::{ToolChange, ToolSource};
 use reasonix::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
 use crate::util::fake_openai::{
@@ -1151,7 +1152,7 @@ impl Tool for Named {
 struct Script(VecDeque<Option<Vec<&'static str>>>);
 
 impl ToolSource for Script {
-    fn poll(&mut self, _: &CancelToken, _: &mut dyn EventSink) -> Option<ToolChange> {
+    fn poll(&mut self, _: &CancelToken, _: &mut dyn FnMut(String)) -> Option<ToolChange> {
         let names = self.0.pop_front().flatten()?;
         Some(ToolChange {
             prefix: "ext__".into(),

@@ -306,7 +306,7 @@ fn mcp_prompts_and_resources_expand_the_run_prompt() {
     );
     let second = first_user_message(&requests[1].body);
     assert!(
-        second.starts_with("<resource ref=\"@docs:doc://style-guide\">\n# Style guide\n"),
+        second.starts_with("<resource ref=\"docs:doc://style-guide\">\n# Style guide\n"),
         "{second}"
     );
     assert!(
@@ -323,7 +323,7 @@ fn mcp_prompts_and_resources_expand_the_run_prompt() {
         "an unreadable resource is only a notice: {out:?}"
     );
     assert!(
-        out.stderr.contains("cannot read @docs:doc://missing"),
+        out.stderr.contains("cannot read @docs:doc://missing: "),
         "{out:?}"
     );
 }
@@ -605,6 +605,7 @@ fn everything_config(home: &Dir, plugin: &str) -> reasonix::config::Config {
 /// Exercises one connected server-everything through the library surface.
 fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
     use reasonix::mcp::client::ServerEvent;
+    use reasonix::mcp::McpHost;
     let (events_tx, events_rx) = mpsc::channel();
     let mut notices = Vec::new();
     let options = reasonix::mcp::McpOptions {
@@ -613,7 +614,7 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
     };
     let handle = reasonix::mcp::start(config, cwd, options, &mut |e| notices.push(e));
     assert!(notices.is_empty(), "{notices:?}");
-    let server = handle.server("everything").expect("connected");
+    let server = std::sync::Arc::clone(handle.server("everything").expect("connected"));
     let tools = server.tools();
     // Listing follows every page; the tools registered after the roots capability (sent
     // with list_changed) appear once the list is fetched again before a call.
@@ -644,9 +645,16 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         .unwrap();
     assert!(roots.text.contains("file://"), "{}", roots.text);
 
-    let expansion = handle
-        .expand_message("/mcp__everything__args-prompt Paris France")
-        .unwrap();
+    let host = reasonix::mcp::Host::new(handle);
+    let turn = |typed: &str| {
+        use reasonix::command::input::{interpret, Input};
+        let catalog = reasonix::command::Catalog::new(Vec::new(), host.prompts());
+        match interpret(typed, &catalog) {
+            Some(Ok(Input::Message(message))) => message.prepare(cwd, &host).unwrap(),
+            other => panic!("{typed}: {other:?}"),
+        }
+    };
+    let expansion = turn("/mcp__everything__args-prompt Paris France");
     assert!(
         expansion.text.contains("Paris, France"),
         "{}",
@@ -659,13 +667,11 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         .find(|u| u.ends_with(".md"))
         .expect("a markdown resource")
         .to_string();
-    let expansion = handle
-        .expand_message(&format!("read @everything:{uri}"))
-        .unwrap();
+    let expansion = turn(&format!("read @everything:{uri}"));
     assert!(expansion.notices.is_empty(), "{:?}", expansion.notices);
     assert!(expansion
         .text
-        .starts_with(&format!("<resource ref=\"@everything:{uri}\">")));
+        .starts_with(&format!("<resource ref=\"everything:{uri}\">")));
 
     let done = server
         .call_tool(
@@ -1125,7 +1131,7 @@ fn streamable_http_follows_the_sdk_servers_behaviour() {
 
 #[test]
 fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
-    use reasonix::command::mcp::McpHost;
+    use reasonix::mcp::McpHost;
     use std::collections::BTreeMap;
     let home = Dir::new();
     let work = Dir::new();
@@ -1197,13 +1203,13 @@ fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
         .read_resource("docs", "doc://style-guide")
         .unwrap()
         .starts_with("# Style guide"));
-    let err = host.read_resource("docs", "doc://missing").unwrap_err();
-    assert!(
-        err.contains("doc://missing") && !err.starts_with("mcp:"),
-        "{err}"
-    );
+    let err = host
+        .read_resource("docs", "doc://missing")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("doc://missing"), "{err}");
     let err = host.read_resource("proj", "doc://style-guide").unwrap_err();
-    assert!(err.contains("`proj` is not connected"), "{err}");
+    assert_eq!(err.to_string(), "mcp: server `proj` is not connected");
 }
 
 // --- The jail: stdio servers run in the sandbox bash uses --------------------------------

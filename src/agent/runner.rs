@@ -84,23 +84,8 @@ impl From<SessionError> for AgentError {
     }
 }
 
-/// Tools that can change while a run goes on: MCP servers announce new tool lists.
-pub trait ToolSource: Send {
-    /// Polled before every model request; returns the source's whole current set when it
-    /// changed since the last poll. Problems (a server that could not list its tools again)
-    /// go to `sink` as notices.
-    fn poll(&mut self, cancel: &CancelToken, sink: &mut dyn EventSink) -> Option<ToolChange>;
-}
-
-/// A new tool set from a [`ToolSource`].
-pub struct ToolChange {
-    /// The registry names the source owns: every tool whose name starts with it gives way to
-    /// `tools`.
-    pub prefix: String,
-    pub tools: Vec<Arc<dyn Tool>>,
-    /// Who changed them, for the notice ("MCP server `docs`").
-    pub origins: Vec<String>,
-}
+/// Where the agent's changing tools come from; they live with the tools (below `mcp`).
+use crate::tool::source::ToolSource;
 
 /// Running totals over the whole run, readable after success or failure.
 #[derive(Debug, Clone, Default)]
@@ -282,7 +267,13 @@ impl Agent {
         let Some(source) = self.tool_source.as_mut() else {
             return;
         };
-        let Some(change) = source.poll(&self.ctx.cancel, sink) else {
+        let mut warn = |message| {
+            sink.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message,
+            })
+        };
+        let Some(change) = source.poll(&self.ctx.cancel, &mut warn) else {
             return;
         };
         let before = self.tools.schemas();

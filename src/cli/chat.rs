@@ -17,11 +17,11 @@ use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError};
 use crate::agent::session::{self, Session};
 use crate::command::custom::{self, Loaded};
-use crate::command::mcp::{map_prompt_arguments, McpHost, NoMcp};
-use crate::command::{self, refs, Catalog, Kind};
+use crate::command::input::{self, Input};
+use crate::command::{Builtin, Catalog, CommandError};
 use crate::config::{self, trust::TrustStore, Config};
 use crate::error::{exit, Error};
-use crate::mcp::{self, LaunchApprover, McpHandle, McpOptions};
+use crate::mcp::{self, LaunchApprover, McpHandle, McpHost, McpOptions, NoMcp};
 use crate::permission::{McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings};
 use crate::term::ansi::CursorShape;
@@ -129,10 +129,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
     assemble::check_key(&settings)?;
-    let commands = custom::load(&[
-        &config.home.join("commands"),
-        &cwd.join(".reasonix/commands"),
-    ]);
+    let commands = custom::load_for(&config.home, &cwd);
     Ok(Setup {
         config,
         settings,
@@ -322,12 +319,7 @@ fn mcp_startup(
     let cwd = setup.cwd.clone();
     Some(Box::new(move || {
         let mut notices = Vec::new();
-        let mut collect = |event: Event| {
-            if let Event::Notice { message, .. } = event {
-                notices.push(message);
-            }
-        };
-        let handle = mcp::start(&config, &cwd, options, &mut collect);
+        let handle = mcp::start(&config, &cwd, options, &mut |notice| notices.push(notice));
         let _ = policies.set(handle.tool_policies());
         let tools = handle
             .tools()
@@ -430,8 +422,8 @@ impl Services for ChatServices {
     }
 }
 
-/// One turn per line of stdin, printed as text. Slash commands other than custom ones, MCP
-/// prompts and `/exit` need the interactive chat. No one can grant a project MCP server's
+/// One turn per line of stdin, printed as text, each line through the chat's input path.
+/// Built-ins other than `/exit` need the interactive chat. No one can grant a project MCP server's
 /// launch here: it needs a stored grant or `--trust-project-mcp`.
 fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
@@ -440,7 +432,13 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         trust_project: args.trust_project_mcp,
         ..McpOptions::default()
     };
-    let handle = mcp::start(&setup.config, &setup.cwd, options, &mut output);
+    let mut warn = |message| {
+        output.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        })
+    };
+    let handle = mcp::start(&setup.config, &setup.cwd, options, &mut warn);
     let gate = Arc::new(
         PolicyGate::new(policy, args.posture.unwrap_or(Posture::Ask), None)
             .with_mcp(handle.tool_policies()),
@@ -451,48 +449,31 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let mut code = exit::OK;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| Error::io("reading stdin", e))?;
-        let input = line.trim();
-        if input.is_empty() {
-            continue;
-        }
-        let text = match command::split_invocation(input) {
-            Some(("exit" | "quit", _)) => break,
-            Some((name, rest)) => match catalog.lookup(name).map(|e| &e.kind) {
-                Some(Kind::Custom(cmd)) => custom::render(&cmd.body, rest),
-                Some(Kind::McpPrompt(prompt)) => {
-                    let rendered = map_prompt_arguments(prompt, rest).and_then(|arguments| {
-                        mcp.get_prompt(&prompt.server, &prompt.name, &arguments)
-                    });
-                    match rendered {
-                        Ok(text) => text,
-                        Err(err) => {
-                            output.emit(Event::Notice {
-                                level: NoticeLevel::Warning,
-                                message: format!("/{name} failed: {err}"),
-                            });
-                            continue;
-                        }
-                    }
-                }
-                _ => {
-                    output.emit(Event::Notice {
-                        level: NoticeLevel::Warning,
-                        message: format!("/{name} needs the interactive chat (a terminal)"),
-                    });
-                    continue;
-                }
-            },
-            None => input.to_string(),
+        let prepared = match input::interpret(&line, &catalog) {
+            None => continue,
+            Some(Ok(Input::Builtin(Builtin::Exit, _))) => break,
+            Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
+            Some(Ok(Input::Message(message))) => message.prepare(&setup.cwd, &mcp),
+            Some(Err(err)) => Err(err),
         };
-        let resolved = refs::resolve(&text, &setup.cwd, &mcp);
-        for notice in resolved.notices {
+        let turn = match prepared {
+            Ok(turn) => turn,
+            Err(err) => {
+                output.emit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    message: err.to_string(),
+                });
+                continue;
+            }
+        };
+        for message in turn.notices {
             output.emit(Event::Notice {
                 level: NoticeLevel::Warning,
-                message: notice,
+                message,
             });
         }
         agent.reset_cancel();
-        code = match agent.run(resolved.text, &mut output) {
+        code = match agent.run(turn.text, &mut output) {
             Ok(_) => exit::OK,
             Err(AgentError::Interrupted) => exit::INTERRUPTED,
             Err(err) => {

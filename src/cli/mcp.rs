@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
-use crate::agent::events::Event;
 use crate::config::{self, Config, LoadOptions};
 use crate::error::{exit, Error};
 use crate::mcp::manager::ServerState;
@@ -138,11 +137,7 @@ fn load_config(global: &Global, cwd: &Path) -> Result<Config, Error> {
 
 /// Starts the servers, printing each notice to stderr as it happens.
 fn start(config: &Config, cwd: &Path, options: McpOptions) -> McpHandle {
-    let mut notices = |event: Event| {
-        if let Event::Notice { message, .. } = event {
-            eprintln!("reasonix: {}", sanitize(&message));
-        }
-    };
+    let mut notices = |message: String| eprintln!("reasonix: {}", sanitize(&message));
     mcp::start(config, cwd, options, &mut notices)
 }
 

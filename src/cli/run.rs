@@ -2,7 +2,7 @@
 //! flags, streams events to the chosen output format and maps the outcome to an exit code.
 
 use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
@@ -12,8 +12,10 @@ use super::output::{Format, Output, RunResult};
 use super::Global;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::command::input::{self, Input};
+use crate::command::{custom, Catalog, CommandError};
 use crate::error::{exit, Error};
-use crate::mcp::{self, McpHandle, McpOptions};
+use crate::mcp::{self, McpHost, McpOptions};
 use crate::permission::{split_rule_list, Posture};
 use crate::provider;
 
@@ -44,8 +46,9 @@ Flags:
                                trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
 
-A prompt starting with /mcp__SERVER__PROMPT [ARGS] runs that MCP prompt; @SERVER:URI in the
-prompt attaches that MCP resource.
+The prompt means what it would in the chat: /mcp__SERVER__PROMPT [ARGS] runs that MCP prompt,
+/NAME [ARGS] a custom command, @PATH attaches a file or directory and @SERVER:URI an MCP
+resource; a quoted \"two words\" is one argument.
 
 Permissions (no one can be asked in a headless run):
       --permission-mode MODE   ask (default: calls that would ask are allowed), auto (writer
@@ -172,18 +175,34 @@ fn read_prompt(args: &RunFlags) -> Result<String, Error> {
     Ok(prompt)
 }
 
-/// Runs a leading `/mcp__server__prompt` and attaches `@server:uri` resources.
-fn expand_mcp(mcp: &McpHandle, prompt: String, sink: &mut dyn EventSink) -> Result<String, Error> {
-    let expansion = mcp
-        .expand_message(&prompt)
-        .map_err(|e| usage(e.to_string()))?;
-    for message in expansion.notices {
+/// The prompt through the chat's input path: a custom command or an MCP prompt renders and
+/// `@` references attach. A built-in needs the chat, and a command that cannot run is a usage
+/// error, so a script never sends the model a half-understood prompt.
+fn prepare_prompt(
+    prompt: &str,
+    cwd: &Path,
+    home: &Path,
+    mcp: &dyn McpHost,
+    sink: &mut dyn EventSink,
+) -> Result<String, Error> {
+    let commands = custom::load_for(home, cwd);
+    let catalog = Catalog::new(commands.commands, mcp.prompts());
+    let prepared = match input::interpret(prompt, &catalog) {
+        Some(Ok(Input::Message(message))) => message.prepare(cwd, mcp),
+        Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
+        Some(Err(err)) => Err(err),
+        // `read_prompt` refuses a blank prompt; there is nothing to interpret.
+        None => return Ok(prompt.to_string()),
+    };
+    let turn = prepared.map_err(|e| usage(e.to_string()))?;
+    let notices = commands.notices.into_iter().chain(catalog.notices);
+    for message in notices.chain(turn.notices) {
         sink.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message,
         });
     }
-    Ok(expansion.text)
+    Ok(turn.text)
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
@@ -239,9 +258,16 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         trust_project: args.common.trust_project_mcp,
         ..McpOptions::default()
     };
-    let mcp = mcp::start(&config, &cwd, mcp_options, output);
-    mcp.register(&mut tools);
-    let prompt = expand_mcp(&mcp, prompt, output)?;
+    let mut warn = |message| {
+        output.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        })
+    };
+    let handle = mcp::start(&config, &cwd, mcp_options, &mut warn);
+    handle.register(&mut tools);
+    let mcp = mcp::Host::new(handle);
+    let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, output)?;
     let choice = args.common.session();
     let flags = PromptFlags {
         system_prompt: args.own.system_prompt.clone(),
@@ -262,7 +288,8 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         posture: args.common.posture,
         ..args.own.permissions.clone()
     };
-    let gate = assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.tool_policies());
+    let gate =
+        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies());
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
@@ -296,7 +323,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         ctx,
         options,
     );
-    agent.set_tool_source(Box::new(mcp.tool_watch()));
+    agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
     let outcome = agent.run(prompt, output);
     let priced = settings.prices.is_some();
     finish(args, &agent, outcome, priced, started, output)

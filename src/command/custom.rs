@@ -2,9 +2,15 @@
 //! `.reasonix/commands/`, with optional `---` frontmatter (`description`, `argument-hint`)
 //! and a body template. A subdirectory namespaces the command (`git/commit.md` is
 //! `/git:commit`). Loading reads files but decides nothing else; rendering is a pure
-//! substitution of `$ARGUMENTS`, `$1`…`$N` and `$$`.
+//! substitution of `$ARGUMENTS`, `$1`…`$N` and `$$`, with the arguments split by the one
+//! quoting rule of [`super::words`].
 
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
+
+use super::words::split_words;
+use crate::text::unquote;
 
 /// Directories nested deeper than this under a commands root are not searched.
 const MAX_DEPTH: usize = 4;
@@ -21,12 +27,68 @@ pub struct CustomCommand {
     pub path: PathBuf,
 }
 
+/// Why a command file was skipped. It reads as the detail of the notice "skipped command file
+/// `<path>`: …", which names the area and the file.
+#[derive(Debug)]
+pub enum FileError {
+    Io(io::Error),
+    TooLarge,
+    NotUtf8,
+    OutsideRoot,
+    /// A path component with characters a command name may not hold.
+    BadName(String),
+    /// Frontmatter opened with `---` and never closed.
+    Unclosed,
+    /// A frontmatter line without a colon.
+    NotKeyValue(String),
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Io(err) => write!(f, "{err}"),
+            FileError::TooLarge => write!(f, "larger than {MAX_FILE_BYTES} bytes"),
+            FileError::NotUtf8 => write!(f, "not UTF-8 text"),
+            FileError::OutsideRoot => write!(f, "outside its commands directory"),
+            FileError::BadName(part) => write!(
+                f,
+                "`{part}` is not a valid command name (use letters, digits, `-`, `_` and `.`)"
+            ),
+            FileError::Unclosed => write!(f, "frontmatter opened with `---` is never closed"),
+            FileError::NotKeyValue(line) => {
+                write!(f, "frontmatter line `{line}` is not `key: value`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Io(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for FileError {
+    fn from(err: io::Error) -> FileError {
+        FileError::Io(err)
+    }
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Loaded {
     /// Sorted by name.
     pub commands: Vec<CustomCommand>,
     /// One line per skipped file, for the user.
     pub notices: Vec<String>,
+}
+
+/// The commands of a workspace: the user's (`<home>/commands`) overridden by the project's
+/// (`.reasonix/commands`).
+pub fn load_for(home: &Path, cwd: &Path) -> Loaded {
+    load(&[&home.join("commands"), &cwd.join(".reasonix/commands")])
 }
 
 /// Loads every `*.md` under each directory; a later directory overrides an earlier one on a
@@ -77,14 +139,14 @@ fn collect(
     }
 }
 
-fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, String> {
+fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, FileError> {
     let name = command_name(root, path)?;
-    let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    let size = std::fs::metadata(path)?.len();
     if size > MAX_FILE_BYTES {
-        return Err(format!("larger than {MAX_FILE_BYTES} bytes"));
+        return Err(FileError::TooLarge);
     }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let bytes = std::fs::read(path)?;
+    let text = String::from_utf8(bytes).map_err(|_| FileError::NotUtf8)?;
     let parsed = parse(&text)?;
     Ok(CustomCommand {
         name,
@@ -97,10 +159,10 @@ fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, String> {
 
 /// `git/commit.md` under the root → `git:commit`. Names are limited to characters that are
 /// safe to type and to show.
-fn command_name(root: &Path, path: &Path) -> Result<String, String> {
+fn command_name(root: &Path, path: &Path) -> Result<String, FileError> {
     let relative = path
         .strip_prefix(root)
-        .map_err(|_| "outside its commands directory".to_string())?
+        .map_err(|_| FileError::OutsideRoot)?
         .with_extension("");
     let mut parts = Vec::new();
     for part in relative.components() {
@@ -110,9 +172,7 @@ fn command_name(root: &Path, path: &Path) -> Result<String, String> {
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if !valid {
-            return Err(format!(
-                "`{part}` is not a valid command name (use letters, digits, `-`, `_` and `.`)"
-            ));
+            return Err(FileError::BadName(part));
         }
         parts.push(part);
     }
@@ -129,7 +189,7 @@ pub struct Parsed {
 /// Splits optional frontmatter (simple `key: value` lines between `---` fences) from the
 /// body. Unknown keys are ignored (other tools put more there); an unterminated block or a
 /// line without a colon makes the file malformed.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub fn parse(text: &str) -> Result<Parsed, FileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut parsed = Parsed::default();
     let Some(rest) = text
@@ -152,33 +212,22 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         }
         let (key, value) = line
             .split_once(':')
-            .ok_or_else(|| format!("frontmatter line `{line}` is not `key: value`"))?;
-        let value = unquote(value.trim());
+            .ok_or_else(|| FileError::NotKeyValue(line.to_string()))?;
+        let value = unquote(value.trim()).to_string();
         match key.trim() {
             "description" => parsed.description = value,
             "argument-hint" => parsed.argument_hint = value,
             _ => {}
         }
     }
-    Err("frontmatter opened with `---` is never closed".into())
+    Err(FileError::Unclosed)
 }
 
-fn unquote(value: &str) -> String {
-    let quoted = value.len() >= 2
-        && ((value.starts_with('"') && value.ends_with('"'))
-            || (value.starts_with('\'') && value.ends_with('\'')));
-    if quoted {
-        value[1..value.len() - 1].to_string()
-    } else {
-        value.to_string()
-    }
-}
-
-/// Substitutes the arguments into `body`: `$ARGUMENTS` is every argument space-joined,
-/// `$1`…`$N` one each (empty when absent), `$$` a literal `$`. When the body uses no
+/// Substitutes the arguments into `body` (`"two words"` is one argument, its quotes removed):
+/// `$ARGUMENTS` is every argument space-joined, `$1`…`$N` one each (empty when absent), `$$` a literal `$`. When the body uses no
 /// placeholder, non-empty arguments are appended as a paragraph so they are not lost.
 pub fn render(body: &str, arguments: &str) -> String {
-    let args: Vec<&str> = arguments.split_whitespace().collect();
+    let args = split_words(arguments);
     let all = args.join(" ");
     let mut out = String::with_capacity(body.len() + all.len());
     let mut used_placeholder = false;
@@ -197,7 +246,7 @@ pub fn render(body: &str, arguments: &str) -> String {
             let digits = after.chars().take_while(char::is_ascii_digit).count();
             match after[..digits].parse::<usize>() {
                 Ok(n) if n >= 1 => {
-                    out.push_str(args.get(n - 1).copied().unwrap_or(""));
+                    out.push_str(args.get(n - 1).map_or("", String::as_str));
                     used_placeholder = true;
                     rest = &after[digits..];
                 }
@@ -250,18 +299,22 @@ mod tests {
         assert_eq!(parsed.argument_hint, "[focus-area]");
         assert_eq!(parsed.body, "Review. Focus on $ARGUMENTS.\n");
         assert_eq!(parse("no frontmatter").unwrap().body, "no frontmatter");
-        assert!(parse("---\ndescription: x\n")
-            .unwrap_err()
-            .contains("never closed"));
-        assert!(parse("---\njust words\n---\nbody")
-            .unwrap_err()
-            .contains("not `key: value`"));
+        assert_eq!(
+            parse("---\ndescription: x\n").unwrap_err().to_string(),
+            "frontmatter opened with `---` is never closed"
+        );
+        assert_eq!(
+            parse("---\njust words\n---\nbody").unwrap_err().to_string(),
+            "frontmatter line `just words` is not `key: value`"
+        );
     }
 
     #[test]
     fn substitution_of_arguments_positions_and_dollars() {
         assert_eq!(render("Focus on $ARGUMENTS.", "  a   b "), "Focus on a b.");
         assert_eq!(render("$1 then $2, not $3.", "x y"), "x then y, not .");
+        assert_eq!(render("$1|$2|$ARGUMENTS", "\"a  b\" c"), "a  b|c|a  b c");
+        assert_eq!(render("$1", "don't"), "don't");
         assert_eq!(render("costs $$5 and $x", ""), "costs $5 and $x");
         assert_eq!(render("$10|$1", "1 2 3 4 5 6 7 8 9 ten"), "ten|1");
         assert_eq!(

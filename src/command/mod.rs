@@ -1,94 +1,188 @@
-//! Slash commands (§3.8): the built-in table, custom Markdown commands (`custom`), MCP
-//! prompts (`mcp`, a hook the MCP client fills) and `@` references (`refs`). This layer
-//! decides what an input means and produces text; carrying out a built-in (clearing the
-//! session, switching the model) is the chat front end's job.
+//! Slash commands (§3.8) and the one input path: [`input`] turns what a user typed into a
+//! built-in to carry out or a message to send, the same way for the chat UI, the plain chat
+//! and `reasonix run`. Here also the built-in table ([`Builtin`]), custom Markdown commands
+//! (`custom`), MCP prompts as commands (`mcp`), `@` references (`refs`) and the one quoting
+//! rule (`words`). This layer decides what an input means and produces text; carrying out a
+//! built-in (clearing the session, switching the model) is the front end's job.
 
 pub mod custom;
+pub mod input;
 pub mod mcp;
 pub mod refs;
+pub mod words;
 
+use std::fmt;
+
+use crate::mcp::host::PromptInfo;
+use crate::mcp::McpError;
 use custom::CustomCommand;
-use mcp::PromptInfo;
 
-pub struct Builtin {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub argument_hint: &'static str,
+/// The built-in commands. Front ends `match` on it, so a new one cannot be left unhandled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    Help,
+    New,
+    Clear,
+    Compact,
+    Model,
+    Effort,
+    Mcp,
+    Tools,
+    Cost,
+    Status,
+    Resume,
+    Verbose,
+    Exit,
 }
 
-/// The built-in commands, in the order `/help` lists them.
-pub const BUILTINS: &[Builtin] = &[
-    Builtin {
-        name: "help",
-        description: "Show commands and keys",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "new",
-        description: "Save this conversation and start a fresh one",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "clear",
-        description: "Discard this conversation (asks first)",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "compact",
-        description: "Summarise older turns to free context",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "model",
-        description: "Show configured models or switch to one",
-        argument_hint: "[provider|model|provider/model]",
-    },
-    Builtin {
-        name: "effort",
-        description: "Show or set the reasoning effort",
-        argument_hint: "[low|medium|high|max|default]",
-    },
-    Builtin {
-        name: "mcp",
-        description: "Show MCP servers and what they offer",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "tools",
-        description: "List the tools the model can call",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "cost",
-        description: "Tokens and cost of this session",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "status",
-        description: "Model, session, permissions and context",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "resume",
-        description: "Pick an earlier conversation of this workspace",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "verbose",
-        description: "Toggle showing reasoning and long tool output",
-        argument_hint: "",
-    },
-    Builtin {
-        name: "exit",
-        description: "Leave the chat",
-        argument_hint: "",
-    },
-];
+impl Builtin {
+    /// Every built-in, in the order `/help` lists them.
+    pub const ALL: [Builtin; 13] = [
+        Builtin::Help,
+        Builtin::New,
+        Builtin::Clear,
+        Builtin::Compact,
+        Builtin::Model,
+        Builtin::Effort,
+        Builtin::Mcp,
+        Builtin::Tools,
+        Builtin::Cost,
+        Builtin::Status,
+        Builtin::Resume,
+        Builtin::Verbose,
+        Builtin::Exit,
+    ];
+
+    /// The name without the slash.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Help => "help",
+            Builtin::New => "new",
+            Builtin::Clear => "clear",
+            Builtin::Compact => "compact",
+            Builtin::Model => "model",
+            Builtin::Effort => "effort",
+            Builtin::Mcp => "mcp",
+            Builtin::Tools => "tools",
+            Builtin::Cost => "cost",
+            Builtin::Status => "status",
+            Builtin::Resume => "resume",
+            Builtin::Verbose => "verbose",
+            Builtin::Exit => "exit",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Builtin::Help => "Show commands and keys",
+            Builtin::New => "Save this conversation and start a fresh one",
+            Builtin::Clear => "Discard this conversation (asks first)",
+            Builtin::Compact => "Summarise older turns to free context",
+            Builtin::Model => "Show configured models or switch to one",
+            Builtin::Effort => "Show or set the reasoning effort",
+            Builtin::Mcp => "Show MCP servers and what they offer",
+            Builtin::Tools => "List the tools the model can call",
+            Builtin::Cost => "Tokens and cost of this session",
+            Builtin::Status => "Model, session, permissions and context",
+            Builtin::Resume => "Pick an earlier conversation of this workspace",
+            Builtin::Verbose => "Toggle showing reasoning and long tool output",
+            Builtin::Exit => "Leave the chat",
+        }
+    }
+
+    pub fn argument_hint(self) -> &'static str {
+        match self {
+            Builtin::Model => "[provider|model|provider/model]",
+            Builtin::Effort => "[low|medium|high|max|default]",
+            _ => "",
+        }
+    }
+
+    /// The built-in a typed name means; `quit` is an alias of `exit`.
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        if name == "quit" {
+            return Some(Builtin::Exit);
+        }
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Whether it has to wait for a running turn: it replaces the conversation, or changes
+    /// the model or effort mid-answer (`args` non-empty).
+    pub fn needs_idle(self, args: &str) -> bool {
+        match self {
+            Builtin::New | Builtin::Clear | Builtin::Compact | Builtin::Resume => true,
+            Builtin::Model | Builtin::Effort => !args.is_empty(),
+            Builtin::Help
+            | Builtin::Mcp
+            | Builtin::Tools
+            | Builtin::Cost
+            | Builtin::Status
+            | Builtin::Verbose
+            | Builtin::Exit => false,
+        }
+    }
+}
+
+/// Why an input could not become a message.
+#[derive(Debug)]
+pub enum CommandError {
+    /// `/name` is neither a built-in, a custom command nor a prompt of a connected server.
+    Unknown(String),
+    /// A built-in typed where only messages can go (`reasonix run`, the plain chat).
+    NeedsChat(Builtin),
+    /// An MCP prompt command without its required arguments.
+    MissingArguments { missing: Vec<String>, usage: String },
+    /// Words beyond the last argument of an MCP prompt that takes none.
+    ExtraArguments { command: String, extra: String },
+    /// The server could not render the prompt.
+    Prompt { command: String, source: McpError },
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::Unknown(name) => write!(
+                f,
+                "command: unknown command /{name}; /help lists the commands"
+            ),
+            CommandError::NeedsChat(builtin) => write!(
+                f,
+                "command: /{} needs the interactive chat (a terminal)",
+                builtin.name()
+            ),
+            CommandError::MissingArguments { missing, usage } => {
+                let command = usage.split(' ').next().unwrap_or(usage);
+                write!(
+                    f,
+                    "command: {command} needs {}; usage: {usage}",
+                    missing.join(", ")
+                )
+            }
+            CommandError::ExtraArguments { command, extra } => {
+                write!(f, "command: /{command} takes no arguments; got `{extra}`")
+            }
+            CommandError::Prompt { command, source } => write!(
+                f,
+                "command: /{command} failed: {}",
+                source.to_string().trim_start_matches("mcp: ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CommandError::Prompt { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// What a command name refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
-    Builtin,
+    Builtin(Builtin),
     Custom(CustomCommand),
     McpPrompt(PromptInfo),
 }
@@ -115,12 +209,12 @@ impl Catalog {
     /// prompts live in their own `mcp__` namespace.
     pub fn new(custom: Vec<CustomCommand>, prompts: Vec<PromptInfo>) -> Catalog {
         let mut catalog = Catalog::default();
-        for builtin in BUILTINS {
+        for builtin in Builtin::ALL {
             catalog.entries.push(Entry {
-                name: builtin.name.into(),
-                description: builtin.description.into(),
-                argument_hint: builtin.argument_hint.into(),
-                kind: Kind::Builtin,
+                name: builtin.name().into(),
+                description: builtin.description().into(),
+                argument_hint: builtin.argument_hint().into(),
+                kind: Kind::Builtin(builtin),
             });
         }
         for command in custom {
@@ -155,11 +249,13 @@ impl Catalog {
         catalog
     }
 
+    /// The command `name` means; `quit` finds `exit`.
     pub fn lookup(&self, name: &str) -> Option<&Entry> {
+        let name = if name == "quit" { "exit" } else { name };
         self.entries.iter().find(|e| e.name == name)
     }
 
-    /// Commands whose name starts with `prefix`; `quit` is an alias of `exit`.
+    /// Commands whose name starts with `prefix`.
     pub fn matching(&self, prefix: &str) -> Vec<&Entry> {
         self.entries
             .iter()
@@ -190,6 +286,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_builtin_is_listed_once_and_found_by_name() {
+        for builtin in Builtin::ALL {
+            assert_eq!(Builtin::from_name(builtin.name()), Some(builtin));
+            assert!(!builtin.description().is_empty());
+        }
+        assert_eq!(Builtin::from_name("quit"), Some(Builtin::Exit));
+        assert_eq!(Builtin::from_name("nope"), None);
+        assert!(Builtin::Model.needs_idle("x") && !Builtin::Model.needs_idle(""));
+    }
+
+    #[test]
+    fn error_messages_name_the_area_and_the_fix() {
+        assert_eq!(
+            CommandError::Unknown("nope".into()).to_string(),
+            "command: unknown command /nope; /help lists the commands"
+        );
+        assert_eq!(
+            CommandError::NeedsChat(Builtin::Help).to_string(),
+            "command: /help needs the interactive chat (a terminal)"
+        );
+        let err = CommandError::Prompt {
+            command: "mcp__s__p".into(),
+            source: McpError::NotConnected("s".into()),
+        };
+        assert_eq!(
+            err.to_string(),
+            "command: /mcp__s__p failed: server `s` is not connected"
+        );
+        assert!(std::error::Error::source(&err).is_some());
+    }
+
+    #[test]
     fn invocation_splitting() {
         assert_eq!(split_invocation("/help"), Some(("help", "")));
         assert_eq!(
@@ -214,14 +342,21 @@ mod tests {
             server: "gh".into(),
             name: "triage".into(),
             description: "Triage".into(),
-            arguments: vec![mcp::PromptArg {
+            arguments: vec![crate::mcp::host::PromptArg {
                 name: "issue".into(),
                 description: String::new(),
                 required: true,
             }],
         };
         let catalog = Catalog::new(vec![custom("help"), custom("review")], vec![prompt]);
-        assert_eq!(catalog.lookup("help").unwrap().kind, Kind::Builtin);
+        assert_eq!(
+            catalog.lookup("help").unwrap().kind,
+            Kind::Builtin(Builtin::Help)
+        );
+        assert_eq!(
+            catalog.lookup("quit").unwrap().kind,
+            Kind::Builtin(Builtin::Exit)
+        );
         assert!(catalog.notices[0].contains("/help"));
         assert!(matches!(
             catalog.lookup("review").unwrap().kind,

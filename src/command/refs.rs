@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::mcp::McpHost;
+use crate::mcp::McpHost;
 use crate::tool::walk::{self, EntryKind, Walk};
 
 /// A file's content beyond this is cut, with a note saying so.
@@ -65,6 +65,13 @@ pub struct Resolved {
 
 /// Resolves every reference in `message` against `cwd` and the MCP host.
 pub fn resolve(message: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
+    resolve_typed(message, message, cwd, mcp)
+}
+
+/// Resolves the references found in `typed` (what the user wrote) and prepends their blocks
+/// to `message`, which may hold text from elsewhere (a rendered MCP prompt) whose own `@`
+/// words are left alone.
+pub fn resolve_typed(message: &str, typed: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
     let mut resolved = Resolved::default();
     let servers: Vec<String> = mcp
         .servers()
@@ -73,7 +80,7 @@ pub fn resolve(message: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
         .map(|s| s.name)
         .collect();
     let mut blocks = Vec::new();
-    for reference in find(message) {
+    for reference in find(typed) {
         let target = reference.target.as_str();
         // "see @notes.md." : the sentence's full stop is not part of the path.
         let target = match local_path(target, cwd) {
@@ -90,9 +97,10 @@ pub fn resolve(message: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
                     ));
                     resolved.attached.push(format!("@{target}"));
                 }
-                Err(err) => resolved
-                    .notices
-                    .push(format!("could not read @{target}: {err}")),
+                Err(err) => resolved.notices.push(format!(
+                    "cannot read @{target}: {}",
+                    err.to_string().trim_start_matches("mcp: ")
+                )),
             }
             continue;
         }
@@ -106,7 +114,7 @@ pub fn resolve(message: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
             }
             Err(err) => resolved
                 .notices
-                .push(format!("could not read @{target}: {err}")),
+                .push(format!("cannot read @{target}: {err}")),
         }
     }
     resolved.text = if blocks.is_empty() {
@@ -139,12 +147,12 @@ fn attribute(text: &str) -> String {
         .replace('<', "&lt;")
 }
 
-fn block_for_path(target: &str, path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+fn block_for_path(target: &str, path: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Ok(directory_block(target, path));
     }
-    let bytes = read_capped(path, FILE_CAP + 1).map_err(|e| e.to_string())?;
+    let bytes = read_capped(path, FILE_CAP + 1)?;
     let shown = attribute(target);
     let sniff = &bytes[..bytes.len().min(8192)];
     if sniff.contains(&0) || std::str::from_utf8(&bytes[..valid_utf8_prefix(&bytes)]).is_err() {
@@ -295,8 +303,9 @@ pub fn complete(typed: &str, cwd: &Path, mcp: &dyn McpHost) -> Vec<Candidate> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::mcp::{ResourceInfo, ServerInfo};
     use super::*;
+    use crate::mcp::host::{ResourceInfo, ServerInfo};
+    use crate::mcp::McpError;
     use std::collections::BTreeMap;
 
     struct Tmp(PathBuf);
@@ -331,7 +340,7 @@ mod tests {
                 resources: 2,
             }]
         }
-        fn prompts(&self) -> Vec<super::super::mcp::PromptInfo> {
+        fn prompts(&self) -> Vec<crate::mcp::host::PromptInfo> {
             Vec::new()
         }
         fn get_prompt(
@@ -339,8 +348,8 @@ mod tests {
             _: &str,
             _: &str,
             _: &BTreeMap<String, String>,
-        ) -> Result<String, String> {
-            Err("no".into())
+        ) -> Result<String, McpError> {
+            Err(McpError::NotConnected("docs".into()))
         }
         fn resources(&self) -> Vec<ResourceInfo> {
             vec![ResourceInfo {
@@ -349,11 +358,11 @@ mod tests {
                 name: "Intro".into(),
             }]
         }
-        fn read_resource(&self, _server: &str, uri: &str) -> Result<String, String> {
+        fn read_resource(&self, _server: &str, uri: &str) -> Result<String, McpError> {
             if uri == "guide://intro" {
                 Ok("Welcome.".into())
             } else {
-                Err("resource not found".into())
+                Err(McpError::Protocol("resource not found".into()))
             }
         }
     }
@@ -384,9 +393,9 @@ mod tests {
             r.attached,
             vec!["@src/main.rs", "@src", "@docs:guide://intro"]
         );
-        assert_eq!(r.notices.len(), 1);
-        assert!(
-            r.notices[0].contains("@docs:missing") && r.notices[0].contains("resource not found")
+        assert_eq!(
+            r.notices,
+            vec!["cannot read @docs:missing: protocol error: resource not found"]
         );
         let r = resolve("@blob.bin @. and @src/main.rs.", &dir.0, &FakeMcp);
         assert_eq!(r.attached, vec!["@blob.bin", "@.", "@src/main.rs"]);

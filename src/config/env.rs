@@ -18,6 +18,7 @@ use std::path::Path;
 use super::paths;
 use super::ConfigError;
 use crate::fsutil;
+use crate::text::unquote;
 
 /// Expands `${VAR}` and `${VAR:-default}` in `input` using `lookup`.
 pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
@@ -130,15 +131,6 @@ fn parse_line(line: &str) -> Option<(&str, &str)> {
     let (key, value) = line.split_once('=')?;
     let key = key.trim();
     is_var_name(key).then_some((key, value.trim()))
-}
-
-fn unquote(value: &str) -> &str {
-    for quote in ['"', '\''] {
-        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-            return &value[1..value.len() - 1];
-        }
-    }
-    value
 }
 
 /// Sets `key` in `<home>/.env`, creating the home (0700) and the file as needed. Other lines,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::manager::Server;
+use super::server::Server;
 use super::McpError;
 use crate::hash::sha256_hex;
 use crate::permission::McpToolPolicy;

@@ -142,7 +142,7 @@ impl Client {
         std::thread::Builder::new()
             .name(super::thread_name(&inner.options.name, "rx"))
             .spawn(move || dispatch(dispatcher, rx))
-            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))?;
+            .map_err(|e| McpError::io("starting a thread", e))?;
         Ok(Client {
             inner,
             shutdown: tx,
@@ -892,7 +892,7 @@ mod tests {
             let _ = id;
             call.join().unwrap().unwrap_err()
         });
-        assert_eq!(err, McpError::Cancelled);
+        assert!(matches!(err, McpError::Cancelled), "{err}");
     }
 
     #[test]
@@ -905,7 +905,10 @@ mod tests {
                 .send(Incoming::Closed("the server closed its output".into()))
                 .unwrap();
             let err = call.join().unwrap().unwrap_err();
-            assert_eq!(err, McpError::Closed("the server closed its output".into()));
+            assert_eq!(
+                err.to_string(),
+                "mcp: the server is gone: the server closed its output"
+            );
         });
         let err = p
             .client

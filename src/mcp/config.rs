@@ -14,13 +14,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use super::McpError;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::config::env::{expand, parse_store};
 use crate::config::{
-    ApprovalMode, Config, Layer, PluginConfig, PluginJail, PluginSandbox, PluginType,
+    ApprovalMode, Config, ConfigError, Layer, PluginConfig, PluginJail, PluginSandbox, PluginType,
 };
 use crate::hash::sha256_hex;
 
@@ -202,6 +204,89 @@ pub struct Declared {
     pub problems: Vec<String>,
 }
 
+/// Why a `.mcp.json` does not follow Claude Code's `mcpServers` schema. It reads as the
+/// detail after the file's path ("mcp: ./.mcp.json: …").
+#[derive(Debug)]
+pub enum McpJsonError {
+    Invalid(serde_json::Error),
+    /// `mcpServers` is not an object.
+    ServersNotAnObject,
+    /// One server's entry is not an object.
+    ServerNotAnObject(String),
+    /// One server's entry has a field of the wrong type.
+    Server {
+        name: String,
+        source: serde_json::Error,
+    },
+}
+
+impl fmt::Display for McpJsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpJsonError::Invalid(err) => write!(f, "not valid JSON ({err}); fix the file"),
+            McpJsonError::ServersNotAnObject => {
+                write!(f, "`mcpServers` must be an object of servers by name")
+            }
+            McpJsonError::ServerNotAnObject(name) => write!(f, "server `{name}` must be an object"),
+            McpJsonError::Server { name, source } => write!(f, "server `{name}`: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for McpJsonError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            McpJsonError::Invalid(err) | McpJsonError::Server { source: err, .. } => Some(err),
+            McpJsonError::ServersNotAnObject | McpJsonError::ServerNotAnObject(_) => None,
+        }
+    }
+}
+
+/// Why a declared server cannot be used. It reads as the detail after the server's name
+/// ("mcp: server `x` (.mcp.json): …").
+#[derive(Debug)]
+pub enum ServerError {
+    /// The legacy HTTP+SSE transport.
+    SseUnsupported,
+    /// A required field (`url`, `command`) is missing; the text says which.
+    Missing(&'static str),
+    /// `${NAME}` names a provider key and the server was declared by a project file.
+    SecretRefused { name: String, origin: Origin },
+    /// A `${VAR}` could not be expanded (unset without a default, malformed).
+    Expansion(ConfigError),
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerError::SseUnsupported => write!(
+                f,
+                "type `sse` (the legacy HTTP+SSE transport) is not supported; use type `http` \
+                 (streamable HTTP) with the server's MCP endpoint"
+            ),
+            ServerError::Missing(what) => write!(f, "{what}"),
+            ServerError::SecretRefused { name, origin } => write!(
+                f,
+                "`${{{name}}}` names a provider key, which servers declared in {} may not read",
+                origin.describe()
+            ),
+            ServerError::Expansion(err) => {
+                let text = err.to_string();
+                write!(f, "{}", text.strip_prefix("config: ").unwrap_or(&text))
+            }
+        }
+    }
+}
+
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServerError::Expansion(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
 /// Everything needed to expand variables for a server.
 struct Vars<'a> {
     /// `./.env` in the workspace: non-provider variables only.
@@ -212,13 +297,13 @@ struct Vars<'a> {
 }
 
 impl Vars<'_> {
-    fn lookup(&self, name: &str, origin: Origin) -> Result<Option<String>, String> {
+    fn lookup(&self, name: &str, origin: Origin) -> Result<Option<String>, ServerError> {
         let secret = self.secrets.iter().any(|s| s == name);
         if secret && origin.needs_grant() {
-            return Err(format!(
-                "`${{{name}}}` names a provider key, which servers declared in {} may not read",
-                origin.describe()
-            ));
+            return Err(ServerError::SecretRefused {
+                name: name.to_string(),
+                origin,
+            });
         }
         if let Ok(value) = std::env::var(name) {
             return Ok(Some(value));
@@ -229,7 +314,7 @@ impl Vars<'_> {
         Ok(self.project_env.get(name).cloned())
     }
 
-    fn expand(&self, text: &str, origin: Origin) -> Result<String, String> {
+    fn expand(&self, text: &str, origin: Origin) -> Result<String, ServerError> {
         let refused = std::cell::RefCell::new(None);
         let lookup = |name: &str| match self.lookup(name, origin) {
             Ok(value) => value,
@@ -238,10 +323,7 @@ impl Vars<'_> {
                 None
             }
         };
-        let expanded = expand(text, &lookup).map_err(|e| {
-            let text = e.to_string();
-            text.strip_prefix("config: ").unwrap_or(&text).to_string()
-        });
+        let expanded = expand(text, &lookup).map_err(ServerError::Expansion);
         match refused.into_inner() {
             Some(reason) => Err(reason),
             None => expanded,
@@ -270,7 +352,7 @@ pub fn declared(config: &Config, cwd: &Path) -> Declared {
                 }
             }
         }
-        Err(problem) => declared.problems.push(problem),
+        Err(problem) => declared.problems.push(problem.to_string()),
     }
     for (plugin, origin) in entries {
         let mut ignored = Vec::new();
@@ -285,7 +367,7 @@ pub fn declared(config: &Config, cwd: &Path) -> Declared {
         declared.problems.extend(ignored.iter().map(|i| about(i)));
         match resolved {
             Ok(spec) => declared.servers.push(spec),
-            Err(problem) => declared.problems.push(about(&problem)),
+            Err(problem) => declared.problems.push(about(&problem.to_string())),
         }
     }
     declared
@@ -307,13 +389,14 @@ fn project_env(cwd: &Path, secrets: &[String]) -> BTreeMap<String, String> {
 }
 
 /// The servers of a `.mcp.json`; an absent file has none.
-pub fn read_mcp_json(path: &Path) -> Result<Vec<PluginConfig>, String> {
+pub fn read_mcp_json(path: &Path) -> Result<Vec<PluginConfig>, McpError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("mcp: cannot read {}: {e}", path.display())),
+        Err(e) => return Err(McpError::io(format!("cannot read {}", path.display()), e)),
     };
-    parse_mcp_json(&text).map_err(|detail| format!("mcp: {}: {detail}", path.display()))
+    parse_mcp_json(&text)
+        .map_err(|detail| McpError::Config(format!("{}: {detail}", path.display())))
 }
 
 /// Keys of a Claude Code server entry; anything else (reasonix-only options such as approval
@@ -324,19 +407,18 @@ const MCP_JSON_KEYS: &[&str] = &[
     "type", "command", "args", "env", "url", "headers", "sandbox",
 ];
 
-pub fn parse_mcp_json(text: &str) -> Result<Vec<PluginConfig>, String> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON ({e}); fix the file"))?;
+pub fn parse_mcp_json(text: &str) -> Result<Vec<PluginConfig>, McpJsonError> {
+    let value: Value = serde_json::from_str(text).map_err(McpJsonError::Invalid)?;
     let Some(servers) = value.get("mcpServers") else {
         return Ok(Vec::new());
     };
     let Value::Object(servers) = servers else {
-        return Err("`mcpServers` must be an object of servers by name".into());
+        return Err(McpJsonError::ServersNotAnObject);
     };
     let mut plugins = Vec::new();
     for (name, entry) in servers {
         let Value::Object(fields) = entry else {
-            return Err(format!("server `{name}` must be an object"));
+            return Err(McpJsonError::ServerNotAnObject(name.clone()));
         };
         let mut kept: serde_json::Map<String, Value> = fields
             .iter()
@@ -348,8 +430,11 @@ pub fn parse_mcp_json(text: &str) -> Result<Vec<PluginConfig>, String> {
             kept.insert("type".into(), json!("http"));
         }
         kept.insert("name".into(), json!(name));
-        let plugin: PluginConfig = serde_json::from_value(Value::Object(kept))
-            .map_err(|e| format!("server `{name}`: {e}"))?;
+        let plugin: PluginConfig =
+            serde_json::from_value(Value::Object(kept)).map_err(|source| McpJsonError::Server {
+                name: name.clone(),
+                source,
+            })?;
         plugins.push(plugin);
     }
     Ok(plugins)
@@ -363,21 +448,15 @@ fn resolve(
     config: &Config,
     vars: &Vars,
     ignored: &mut Vec<String>,
-) -> Result<ServerSpec, String> {
+) -> Result<ServerSpec, ServerError> {
     let endpoint = match plugin.kind {
-        PluginType::Sse => {
-            return Err(
-                "type `sse` (the legacy HTTP+SSE transport) is not supported; \
-                 use type `http` (streamable HTTP) with the server's MCP endpoint"
-                    .into(),
-            )
-        }
+        PluginType::Sse => return Err(ServerError::SseUnsupported),
         PluginType::Http | PluginType::StreamableHttp => {
             let url = plugin
                 .url
                 .as_deref()
                 .filter(|u| !u.trim().is_empty())
-                .ok_or("a remote server needs `url`")?;
+                .ok_or(ServerError::Missing("a remote server needs `url`"))?;
             let mut headers = Vec::new();
             for (name, value) in &plugin.headers {
                 headers.push((name.clone(), vars.expand(value, origin)?));
@@ -392,7 +471,7 @@ fn resolve(
                 .command
                 .as_deref()
                 .filter(|c| !c.trim().is_empty())
-                .ok_or("a stdio server needs `command`")?;
+                .ok_or(ServerError::Missing("a stdio server needs `command`"))?;
             let mut args = Vec::new();
             for arg in &plugin.args {
                 args.push(vars.expand(arg, origin)?);
@@ -443,7 +522,7 @@ fn sandbox(
     origin: Origin,
     vars: &Vars,
     ignored: &mut Vec<String>,
-) -> Result<ServerSandbox, String> {
+) -> Result<ServerSandbox, ServerError> {
     let jail = match &plugin.sandbox {
         None => return Ok(ServerSandbox::default()),
         Some(PluginSandbox::Off) if origin.needs_grant() => {
@@ -549,10 +628,13 @@ mod tests {
         assert_eq!(by_name("sneaky").default_tools_approval_mode, None);
         assert!(parse_mcp_json("{}").unwrap().is_empty());
         let err = parse_mcp_json("{\"mcpServers\": [1]}").unwrap_err();
-        assert!(err.contains("object"), "{err}");
-        assert!(parse_mcp_json("{oops")
-            .unwrap_err()
-            .contains("not valid JSON"));
+        assert_eq!(
+            err.to_string(),
+            "`mcpServers` must be an object of servers by name"
+        );
+        let err = parse_mcp_json("{oops").unwrap_err();
+        assert!(err.to_string().starts_with("not valid JSON ("), "{err}");
+        assert!(std::error::Error::source(&err).is_some());
     }
 
     #[test]
@@ -574,14 +656,22 @@ mod tests {
             }
         );
         let err = resolve(&p, Origin::McpJson, &config, &v, &mut Vec::new()).unwrap_err();
-        assert!(err.contains("provider key"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "`${REASONIX_TEST_MCP_TOKEN}` names a provider key, which servers declared in .mcp.json may not read"
+        );
         let http =
             plugin("name = \"h\"\ntype = \"http\"\nurl = \"http://127.0.0.1:${PORT_UNSET}/mcp\"\n");
-        let err = resolve(&http, Origin::User, &config, &v, &mut Vec::new()).unwrap_err();
-        assert!(err.contains("PORT_UNSET"), "{err}");
+        let err = resolve(&http, Origin::User, &config, &v, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PORT_UNSET") && !err.starts_with("config:"),
+            "{err}"
+        );
         let sse = plugin("name = \"l\"\ntype = \"sse\"\nurl = \"http://x/sse\"\n");
         let err = resolve(&sse, Origin::User, &config, &v, &mut Vec::new()).unwrap_err();
-        assert!(err.contains("use type `http`"), "{err}");
+        assert!(err.to_string().contains("use type `http`"), "{err}");
     }
 
     #[test]

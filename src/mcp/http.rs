@@ -204,7 +204,7 @@ impl Shared {
         if self.is_closed() {
             return McpError::Closed("the connection is closed".into());
         }
-        McpError::Io(net::describe_transport_error(err, &self.spec.url))
+        McpError::Network(net::describe_transport_error(err, &self.spec.url))
     }
 
     /// Checks the status of a reply and says what its body holds.
@@ -252,7 +252,7 @@ impl Shared {
             .into_reader()
             .take(MAX_BODY)
             .read_to_string(&mut text)
-            .map_err(|e| McpError::Io(format!("reading the reply failed: {e}")))?;
+            .map_err(|e| McpError::io("reading the reply", e))?;
         if text.trim().is_empty() {
             return Ok(false);
         }
@@ -499,7 +499,7 @@ impl Transport for HttpTransport {
                 }
             })
             .map(drop)
-            .map_err(|e| McpError::Io(format!("cannot start a thread: {e}")))
+            .map_err(|e| McpError::io("starting a thread", e))
     }
 
     fn notify(&self, message: &Message) -> Result<(), McpError> {

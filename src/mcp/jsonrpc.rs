@@ -97,6 +97,8 @@ impl fmt::Display for RpcError {
     }
 }
 
+impl std::error::Error for RpcError {}
+
 /// One JSON-RPC message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {

@@ -8,16 +8,22 @@
 //!   server's launch identity; `grants`: the launch grants for project-declared servers.
 //! - `content`: MCP results (tool content, prompt messages, resource contents) as text;
 //!   `adapter`: a remote tool as a [`crate::tool::Tool`] named `mcp__<server>__<tool>`.
-//! - `manager`: starting servers in parallel with startup timeouts, the handle a run keeps, the
-//!   watch that hands announced tool-list changes to the agent, and the
-//!   `/mcp__server__prompt` and `@server:uri` resolution for user messages.
-//! - `host`: the handle as the chat's [`crate::command::mcp::McpHost`] (`/mcp`, prompt
-//!   commands, `@` resources).
+//! - `server`: one connected server (transport start, handshake, calls); `jail`: the sandbox
+//!   a stdio server runs in; `launch`: launch authorization for project-declared servers.
+//! - `manager`: starting servers in parallel with startup timeouts and the handle a run keeps;
+//!   `watch`: the [`ToolWatch`] that hands announced tool-list changes to the agent.
+//! - `host`: what the chat and the input path ask of MCP ([`McpHost`]: `/mcp`, prompts,
+//!   resources) and its implementation over the handle. Turning `/mcp__server__prompt` and
+//!   `@server:uri` in user input into text is the job of the input path in `command`.
+//!
+//! Notices (a server that failed to start, a tool list that could not be refreshed) go to a
+//! `FnMut(String)` the caller passes, so this module knows nothing of the agent's events.
 //!
 //! Permission decisions stay in `permission`; this module only reports each tool's annotations
 //! and approval mode through [`McpHandle::tool_policies`].
 
 use std::fmt;
+use std::io;
 
 pub mod adapter;
 pub mod client;
@@ -26,16 +32,20 @@ pub mod content;
 pub mod grants;
 pub mod host;
 pub mod http;
+pub mod jail;
 pub mod jsonrpc;
+pub mod launch;
 pub mod log;
 pub mod manager;
+pub mod server;
 pub mod stdio;
 pub mod transport;
+pub mod watch;
 
-pub use host::Host;
-pub use manager::{
-    start, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions, ToolWatch,
-};
+pub use host::{Host, McpHost, NoMcp};
+pub use launch::{LaunchAnswer, LaunchApprover, LaunchRequest};
+pub use manager::{start, McpHandle, McpOptions};
+pub use watch::ToolWatch;
 
 /// `mcp-<server>-<role>`, safe for a thread name whatever the server is called (a NUL byte
 /// would make spawning panic).
@@ -43,7 +53,7 @@ fn thread_name(server: &str, role: &str) -> String {
     format!("mcp-{}-{role}", adapter::sanitize(server))
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum McpError {
     /// The server's configuration cannot be used as written.
     Config(String),
@@ -67,7 +77,31 @@ pub enum McpError {
     },
     /// The HTTP server no longer knows our session (404); the client initializes again.
     SessionExpired,
-    Io(String),
+    /// The HTTP server could not be reached (connection refused, DNS, TLS).
+    Network(String),
+    /// A server the input names is not (or no longer) connected.
+    NotConnected(String),
+    /// Talking to the server failed below the protocol: a pipe, a socket, a thread.
+    Io {
+        context: String,
+        source: io::Error,
+    },
+}
+
+impl McpError {
+    /// An I/O failure while `context` ("reading the reply").
+    pub fn io(context: impl Into<String>, source: io::Error) -> McpError {
+        McpError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+impl From<jsonrpc::RpcError> for McpError {
+    fn from(error: jsonrpc::RpcError) -> McpError {
+        McpError::Rpc(error)
+    }
 }
 
 impl fmt::Display for McpError {
@@ -88,12 +122,24 @@ impl fmt::Display for McpError {
             }
             McpError::Http { status, detail } => write!(f, "mcp: HTTP {status}: {detail}"),
             McpError::SessionExpired => write!(f, "mcp: the server no longer knows our session"),
-            McpError::Io(detail) => write!(f, "mcp: {detail}"),
+            McpError::Network(detail) => write!(f, "mcp: {detail}"),
+            McpError::NotConnected(server) => {
+                write!(f, "mcp: server `{server}` is not connected")
+            }
+            McpError::Io { context, source } => write!(f, "mcp: {context}: {source}"),
         }
     }
 }
 
-impl std::error::Error for McpError {}
+impl std::error::Error for McpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            McpError::Io { source, .. } => Some(source),
+            McpError::Rpc(error) => Some(error),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -131,6 +177,18 @@ mod tests {
             assert!(text.starts_with("mcp: "), "{text}");
             assert!(!text.contains('\n') && !text.ends_with('.'), "{text}");
         }
+        let io = McpError::io(
+            "reading the reply",
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end"),
+        );
+        assert_eq!(io.to_string(), "mcp: reading the reply: early end");
+        assert!(std::error::Error::source(&io).is_some());
+        let rpc: McpError = jsonrpc::RpcError::new(-32601, "Method not found").into();
+        assert!(std::error::Error::source(&rpc).is_some());
+        assert_eq!(
+            McpError::NotConnected("docs".into()).to_string(),
+            "mcp: server `docs` is not connected"
+        );
         assert_eq!(
             McpError::Timeout {
                 method: "initialize".into(),

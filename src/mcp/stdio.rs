@@ -195,7 +195,7 @@ impl StdioTransport {
                 // Every sender is gone: dropping stdin here is the end of input.
             })
             .map(drop)
-            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+            .map_err(|e| McpError::io("starting a thread", e))
     }
 
     fn drain_stderr(
@@ -231,7 +231,7 @@ impl StdioTransport {
                 exit.stderr_done();
             })
             .map(drop)
-            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+            .map_err(|e| McpError::io("starting a thread", e))
     }
 
     fn read_stdout(&self, stdout: std::process::ChildStdout, inbox: Inbox) -> Result<(), McpError> {
@@ -260,7 +260,7 @@ impl StdioTransport {
                 let _ = inbox.send(Incoming::Closed(reason));
             })
             .map(drop)
-            .map_err(|e| McpError::Start(format!("cannot start a thread: {e}")))
+            .map_err(|e| McpError::io("starting a thread", e))
     }
 
     /// Queues one line for the writer thread. Fails only once the connection is closed or

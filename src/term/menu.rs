@@ -9,8 +9,8 @@ use std::path::Path;
 use super::ansi::{Line, Style};
 use super::sanitize::one_line;
 use super::width::truncate;
-use crate::command::mcp::McpHost;
 use crate::command::{refs, Catalog};
+use crate::mcp::McpHost;
 
 /// Rows the menu shows at most.
 pub const MENU_ROWS: usize = 8;
@@ -157,7 +157,7 @@ impl Menu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::mcp::NoMcp;
+    use crate::mcp::NoMcp;
 
     #[test]
     fn slash_menu_only_at_the_start_and_filters_by_prefix() {

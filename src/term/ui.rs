@@ -41,13 +41,14 @@ use super::screen::Screen;
 use super::sys::{self, RawMode, Signal};
 use super::transcript::{Snapshot, Transcript};
 use crate::agent::events::{Event, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError, Finish, ToolSource};
+use crate::agent::runner::{Agent, AgentError, Finish};
 use crate::agent::session::{self, Session};
 use crate::cancel::CancelToken;
-use crate::command::mcp::{LaunchAnswer, LaunchRequest, McpHost};
 use crate::command::Catalog;
+use crate::mcp::{LaunchAnswer, LaunchRequest, McpHost};
 use crate::permission::{ApprovalAnswer, ApprovalRequest, PolicyGate};
 use crate::provider::{Prices, Provider, Usage};
+use crate::tool::source::ToolSource;
 use crate::tool::{Tool, ToolContext};
 
 mod approver;
@@ -181,21 +182,7 @@ pub struct Exit {
 }
 
 /// A message waiting to be prepared and sent.
-struct Pending {
-    /// What the transcript shows (the typed text, or `/command args`).
-    display: String,
-    source: Source,
-}
-
-enum Source {
-    /// Text to send after resolving its `@` references.
-    Text(String),
-    McpPrompt {
-        server: String,
-        prompt: String,
-        arguments: BTreeMap<String, String>,
-    },
-}
+type Pending = crate::command::input::Message;
 
 enum Modal {
     Approval(Choices<ApprovalAnswer>, Sender<ApprovalAnswer>),

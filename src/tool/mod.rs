@@ -22,6 +22,7 @@ pub mod contract;
 pub mod glob;
 pub mod read_limit;
 pub mod schema;
+pub mod source;
 pub mod text;
 pub mod walk;
 

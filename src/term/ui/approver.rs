@@ -6,7 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, PoisonError};
 
 use super::Msg;
-use crate::command::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest};
+use crate::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest};
 use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};

@@ -4,74 +4,63 @@
 
 use std::path::Path;
 
-use super::{Chat, Modal, Pending, Source, Totals};
+use super::{Chat, Modal, Prepared, Totals};
 use crate::agent::events::NoticeLevel;
 use crate::agent::session::Summary;
-use crate::command::{custom, mcp, Kind};
+use crate::command::input::{self, Input, Turn};
+use crate::command::{Builtin, CommandError};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};
 use crate::term::sanitize::one_line;
 
 impl Chat {
-    pub(super) fn slash(&mut self, name: &str, args: &str, typed: String) {
-        let kind = self.catalog.lookup(name).map(|e| e.kind.clone());
-        match kind {
-            Some(Kind::Builtin) => self.builtin(name, args, &typed),
-            None if name == "quit" => self.builtin("exit", args, &typed),
-            None if name.starts_with("mcp__") && self.starting.is_some() => {
+    /// What the user typed (except `!cmd`), through the one input path: a built-in runs here,
+    /// a message is sent (queued while a turn runs) and prepared off this thread.
+    pub(super) fn typed(&mut self, typed: String) {
+        match input::interpret(&typed, &self.catalog) {
+            None => {}
+            Some(Ok(Input::Builtin(builtin, args))) => self.builtin(builtin, &args, &typed),
+            Some(Ok(Input::Message(message))) => self.send(message),
+            // The catalog learns the servers' prompts once they are up.
+            Some(Err(CommandError::Unknown(name)))
+                if name.starts_with("mcp__") && self.starting.is_some() =>
+            {
                 self.transcript.user_message(&typed);
                 self.transcript.notice(
                     NoticeLevel::Warning,
                     &format!("MCP servers are still starting; send /{name} again once they are up"),
                 );
             }
-            Some(Kind::Custom(command)) => self.send(Pending {
-                display: typed,
-                source: Source::Text(custom::render(&command.body, args)),
-            }),
-            Some(Kind::McpPrompt(prompt)) => match mcp::map_prompt_arguments(&prompt, args) {
-                Ok(arguments) => self.send(Pending {
-                    display: typed,
-                    source: Source::McpPrompt {
-                        server: prompt.server.clone(),
-                        prompt: prompt.name.clone(),
-                        arguments,
-                    },
-                }),
-                Err(err) => self.transcript.error(&err),
-            },
-            None => self.transcript.error(&format!(
-                "unknown command /{name}; /help lists the commands"
-            )),
+            Some(Err(err)) => self.transcript.error(&err.to_string()),
         }
     }
 
-    pub(super) fn builtin(&mut self, name: &str, args: &str, typed: &str) {
+    pub(super) fn builtin(&mut self, builtin: Builtin, args: &str, typed: &str) {
         self.transcript.user_message(typed);
-        let needs_idle = matches!(name, "new" | "clear" | "compact" | "resume")
-            || (matches!(name, "model" | "effort") && !args.is_empty());
-        if needs_idle && self.busy() {
+        if builtin.needs_idle(args) && self.busy() {
             self.transcript.notice(
                 NoticeLevel::Warning,
-                &format!("/{name} waits for the running turn; press esc to interrupt it"),
+                &format!(
+                    "/{} waits for the running turn; press esc to interrupt it",
+                    builtin.name()
+                ),
             );
             return;
         }
-        match name {
-            "help" => self.help(),
-            "new" => self.new_conversation(),
-            "clear" => self.open_modal(Modal::ConfirmClear(confirm_clear())),
-            "compact" => self.start_work(super::Work::Compact),
-            "model" => self.model_command(args),
-            "effort" => self.effort_command(args),
-            "mcp" => self.mcp_command(),
-            "tools" => self.tools_command(),
-            "cost" => self.cost_command(),
-            "status" => self.status_command(),
-            "resume" => self.resume_picker(),
-            "verbose" => self.toggle_verbose(),
-            "exit" => self.request_exit(0),
-            _ => {}
+        match builtin {
+            Builtin::Help => self.help(),
+            Builtin::New => self.new_conversation(),
+            Builtin::Clear => self.open_modal(Modal::ConfirmClear(confirm_clear())),
+            Builtin::Compact => self.start_work(super::Work::Compact),
+            Builtin::Model => self.model_command(args),
+            Builtin::Effort => self.effort_command(args),
+            Builtin::Mcp => self.mcp_command(),
+            Builtin::Tools => self.tools_command(),
+            Builtin::Cost => self.cost_command(),
+            Builtin::Status => self.status_command(),
+            Builtin::Resume => self.resume_picker(),
+            Builtin::Verbose => self.toggle_verbose(),
+            Builtin::Exit => self.request_exit(0),
         }
         self.transcript.gap();
     }
@@ -406,6 +395,22 @@ impl Chat {
             Err(err) => self.transcript.error(&err),
         }
         self.transcript.gap();
+    }
+}
+
+/// A prepared message for the UI thread; a prompt that could not render becomes a notice.
+pub(super) fn prepared(result: Result<Turn, CommandError>) -> Prepared {
+    match result {
+        Ok(turn) => Prepared {
+            text: Some(turn.text),
+            attached: turn.attached,
+            notices: turn.notices,
+        },
+        Err(err) => Prepared {
+            text: None,
+            attached: Vec::new(),
+            notices: vec![err.to_string()],
+        },
     }
 }
 

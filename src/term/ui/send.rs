@@ -6,9 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Chat, Msg, Pending, Prepared, Source};
+use super::{builtins, Chat, Msg, Pending, Prepared};
 use crate::agent::events::NoticeLevel;
-use crate::command::{self as commands, refs};
 use crate::term::ansi::{Line, Style};
 use crate::term::sanitize::one_line;
 
@@ -23,14 +22,8 @@ impl Chat {
         crash_failpoint(trimmed);
         if let Some(command) = trimmed.strip_prefix('!') {
             self.shell(command.trim().to_string());
-        } else if let Some((name, args)) = commands::split_invocation(trimmed) {
-            let (name, args) = (name.to_string(), args.to_string());
-            self.slash(&name, &args, trimmed.to_string());
         } else {
-            self.send(Pending {
-                display: text.clone(),
-                source: Source::Text(text),
-            });
+            self.typed(trimmed.to_string());
         }
     }
 
@@ -52,32 +45,7 @@ impl Chat {
         let spawned = std::thread::Builder::new()
             .name("prepare".into())
             .spawn(move || {
-                let prepared = match pending.source {
-                    Source::Text(text) => {
-                        let resolved = refs::resolve(&text, &cwd, mcp.as_ref());
-                        Prepared {
-                            text: Some(resolved.text),
-                            attached: resolved.attached,
-                            notices: resolved.notices,
-                        }
-                    }
-                    Source::McpPrompt {
-                        server,
-                        prompt,
-                        arguments,
-                    } => match mcp.get_prompt(&server, &prompt, &arguments) {
-                        Ok(text) => Prepared {
-                            text: Some(text),
-                            attached: Vec::new(),
-                            notices: Vec::new(),
-                        },
-                        Err(err) => Prepared {
-                            text: None,
-                            attached: Vec::new(),
-                            notices: vec![format!("/mcp__{server}__{prompt} failed: {err}")],
-                        },
-                    },
-                };
+                let prepared = builtins::prepared(pending.prepare(&cwd, mcp.as_ref()));
                 let _ = tx.send(Msg::Prepared(prepared));
             });
         if spawned.is_err() {
