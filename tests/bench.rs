@@ -772,7 +772,8 @@ fn compaction_scenario(
     );
     println!(
         "{name}: (b) previous request kept as the next one's prefix {:.1}% (target >= {:.0}%: {}; \
-         ceiling for any policy that shows each result once in full {:.1}%)",
+         ceiling for any policy that shows each result once in full {:.1}%; the target is judged \
+         on (b), the share compaction can break, since (a) also counts the appended bytes)",
         figures.kept * 100.0,
         kept_target * 100.0,
         verdict(figures.kept >= kept_target),
