@@ -1,12 +1,19 @@
 //! Context maintenance (SPEC §3.6): when the prompt nears the model's window, stale tool
 //! results are snipped, then pruned, and as a last resort the assistant/tool work before the
-//! recent tail is folded into a digest written by the model. Every such rewrite changes the
-//! request prefix (a cache reset), so each tier only acts when it saves a worthwhile batch.
+//! recent tail is folded into a digest written by the model.
+//!
+//! Every rewrite changes the request prefix, which costs the provider's prompt cache every
+//! byte after the first change, so maintenance works with hysteresis: it starts only when a
+//! threshold is crossed and then goes down to a low watermark (half the snip threshold) in
+//! one rewrite, shortening every stale result at once, so the next rewrite is a long stretch
+//! of append-only requests away. A result the model has not answered yet is never shortened
+//! (it reaches the model once in full), user messages and earlier digests are never changed,
+//! and a summary call only runs when shortening cannot bring the prompt below the compact
+//! threshold.
 //!
 //! This module owns the decisions and the message transforms, the summary request and the
 //! archive of dropped originals. The loop in `runner` measures the context, sends the summary
-//! request and rewrites the session; user turns under the pin budget and earlier digests are
-//! never changed here.
+//! request and rewrites the session.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -31,10 +38,10 @@ const SNIP_MARK: &str = "[snipped tool result:";
 const PRUNE_MARK: &str = "[pruned tool result";
 const DIGEST_OPEN: &str = "<digest";
 const DIGEST_CLOSE: &str = "</digest>";
-/// The recent tail a rewrite never touches: a fifth of the window, at most this many tokens.
-const MAX_TAIL_TOKENS: u64 = 96_000;
-/// A user turn up to this many tokens (and a twentieth of the window) is kept by folds.
-const MAX_PIN_TOKENS: u64 = 1_500;
+/// The recent tail a rewrite never touches: a tenth of the window, at most this many tokens,
+/// besides what the model has not seen yet. Everything after a rewrite's first change is
+/// sent again uncached, so a large tail would cost the cache at every rewrite.
+const MAX_TAIL_TOKENS: u64 = 48_000;
 /// Per-message byte caps of the transcript the summarizer reads; halved until it fits.
 const TRANSCRIPT_CAP_START: usize = 2_000;
 const TRANSCRIPT_CAP_MIN: usize = 200;
@@ -71,14 +78,14 @@ pub struct Limits {
     pub snip_at: u64,
     pub compact_at: u64,
     pub force_at: u64,
-    /// The most recent history worth this many tokens is never rewritten.
+    /// The most recent history worth this many tokens is never rewritten, nor is anything
+    /// the model has not seen yet, whatever its size.
     pub tail: u64,
-    /// A user turn up to this many tokens survives every fold verbatim.
-    pub pin: u64,
-    /// The smallest saving that justifies a cache reset.
+    /// The smallest saving that justifies a cache reset short of the low watermark.
     pub batch: u64,
-    /// Where snipping and pruning must bring the prompt to be worth a cache reset, so the
-    /// next maintenance is at least a tenth of the window of growth away.
+    /// The low watermark: once a threshold is crossed, maintenance brings the prompt down to
+    /// here when it can (half the snip threshold), so the next rewrite is that much growth
+    /// away.
     pub relief: u64,
 }
 
@@ -105,11 +112,10 @@ impl Limits {
         Limits {
             window,
             snip_at,
-            relief: snip_at.saturating_sub(window / 10).max(window / 10),
+            relief: snip_at / 2,
             compact_at: at(options.compact_ratio),
             force_at: at(options.force_ratio),
-            tail: (window / 5).min(MAX_TAIL_TOKENS),
-            pin: (window / 20).min(MAX_PIN_TOKENS),
+            tail: (window / 10).min(MAX_TAIL_TOKENS),
             batch: (window / 10).max(256),
         }
     }
@@ -165,58 +171,69 @@ pub struct Plan {
 /// Decides the maintenance for a prompt of `used` tokens. `costs` holds each message's
 /// (calibrated) token estimate.
 ///
-/// Every rewrite resets the provider's prompt cache from the first changed message, so each
-/// tier acts only when it buys a long stretch of cache-friendly growth: a snip or prune must
-/// bring the prompt down to [`Limits::relief`], a fold must remove at least
-/// [`Limits::batch`] tokens. Past the force ratio a fold runs whatever it saves.
+/// Every rewrite resets the provider's prompt cache from its first change, and whatever
+/// follows that change is sent again uncached, so a rewrite shortens every stale result at
+/// once (one change instead of one per round) and picks the mildest tier that reaches the
+/// low watermark [`Limits::relief`]. When none does (the tail, the unseen results and the
+/// user's messages alone are above it), the deepest shortening worth [`Limits::batch`] runs.
+/// A fold (a summary call) runs only past the compact threshold when pruning cannot bring the
+/// prompt below it, and then only when it removes a batch; past the force ratio it removes
+/// whatever it can.
 pub fn plan(limits: &Limits, used: u64, history: &[Message], costs: &[u64]) -> Option<Plan> {
     if used < limits.snip_at {
         return None;
     }
     let tail = tail_start(history, costs, limits.tail);
-    let stale = &history[..tail];
-    if used < limits.compact_at {
-        let saving = shortening_saving(stale, &costs[..tail], Shorten::Snip);
-        return (saving > 0 && used - saving.min(used) <= limits.relief).then_some(Plan {
-            trigger: Trigger::Auto,
-            shorten: Shorten::Snip,
-            fold: false,
-        });
-    }
-    let prune_saving = shortening_saving(stale, &costs[..tail], Shorten::Prune);
+    let (stale, stale_costs) = (&history[..tail], &costs[..tail]);
+    let snip = shortening_saving(stale, stale_costs, Shorten::Snip);
+    let prune = shortening_saving(stale, stale_costs, Shorten::Prune);
+    let after = |saving: u64| used.saturating_sub(saving);
     let forced = used >= limits.force_at;
-    let prune_only = Plan {
-        trigger: Trigger::Auto,
-        shorten: Shorten::Prune,
-        fold: false,
+    let trigger = if forced {
+        Trigger::Force
+    } else {
+        Trigger::Auto
     };
-    // Pruning alone is enough: no summary call.
-    if !forced && prune_saving > 0 && used - prune_saving.min(used) <= limits.relief {
-        return Some(prune_only);
-    }
-    // What a fold would remove once the results it covers are pruned.
-    let foldable = fold_saving(history, costs, tail, limits.pin).saturating_sub(prune_saving);
-    let fold = Plan {
-        fold: true,
-        ..prune_only
-    };
-    if forced && foldable > 0 {
+    let shorten = |mode| {
         Some(Plan {
-            trigger: Trigger::Force,
-            ..fold
+            trigger,
+            shorten: mode,
+            fold: false,
         })
-    } else if foldable >= limits.batch {
-        Some(fold)
-    } else if prune_saving >= limits.batch || (forced && prune_saving > 0) {
-        Some(prune_only)
+    };
+    if snip > 0 && after(snip) <= limits.relief {
+        return shorten(Shorten::Snip);
+    }
+    if prune > 0 && after(prune) <= limits.relief {
+        return shorten(Shorten::Prune);
+    }
+    if used >= limits.compact_at && after(prune) >= limits.compact_at {
+        // What a fold would remove once the results it covers are pruned.
+        let foldable = fold_saving(history, costs, tail).saturating_sub(prune);
+        if foldable >= limits.batch || (forced && foldable > 0) {
+            return Some(Plan {
+                trigger,
+                shorten: Shorten::Prune,
+                fold: true,
+            });
+        }
+    }
+    // The low watermark is out of reach: the deepest cut that pays for the reset. Pruning
+    // changes the prompt from the oldest snipped result, snipping from the oldest full one,
+    // so pruning must buy a batch more than snipping.
+    if prune.saturating_sub(snip) >= limits.batch || (forced && prune > snip) {
+        shorten(Shorten::Prune)
+    } else if snip >= limits.batch || (forced && snip > 0) {
+        shorten(Shorten::Snip)
     } else {
         None
     }
 }
 
 /// Index of the first message of the recent tail: the newest messages worth at least
-/// `budget` tokens, moved back so the tail never starts with a tool result (its call would be
-/// outside). Never below 1, so the system prompt is never part of a rewrite's tail logic.
+/// `budget` tokens and everything the model has not seen yet, moved back so the tail never
+/// starts with a tool result (its call would be outside). Never below 1, so the system prompt
+/// is never part of a rewrite's tail logic.
 pub fn tail_start(history: &[Message], costs: &[u64], budget: u64) -> usize {
     let mut start = history.len();
     let mut sum = 0;
@@ -224,11 +241,22 @@ pub fn tail_start(history: &[Message], costs: &[u64], budget: u64) -> usize {
         start -= 1;
         sum += costs[start];
     }
+    start = start.min(unseen_start(history));
     // With a zero budget the tail is empty (start == len): nothing to align.
     while start > 1 && start < history.len() && history[start].role == Role::Tool {
         start -= 1;
     }
     start.max(1).min(history.len())
+}
+
+/// The first message no request has been answered with: everything after the last assistant
+/// message (this round's tool results, the new user turn). Each request's reply is appended
+/// as an assistant message, so what precedes it has reached the model.
+pub fn unseen_start(history: &[Message]) -> usize {
+    history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(1, |i| i + 1)
 }
 
 fn shortening_saving(stale: &[Message], costs: &[u64], mode: Shorten) -> u64 {
@@ -244,9 +272,9 @@ fn shortening_saving(stale: &[Message], costs: &[u64], mode: Shorten) -> u64 {
 }
 
 /// Tokens of the messages a fold would replace (before pruning).
-fn fold_saving(history: &[Message], costs: &[u64], tail: usize, pin: u64) -> u64 {
+fn fold_saving(history: &[Message], costs: &[u64], tail: usize) -> u64 {
     (1..tail)
-        .filter(|&i| !kept_by_fold(&history[i], costs[i], pin))
+        .filter(|&i| !kept_by_fold(&history[i]))
         .map(|i| costs[i])
         .sum()
 }
@@ -268,11 +296,11 @@ fn is_error(message: &Message) -> bool {
     message.content.starts_with("error: ")
 }
 
-/// A fold keeps user turns small enough to be a brief, earlier digests and system messages.
-fn kept_by_fold(message: &Message, cost: u64, pin: u64) -> bool {
+/// A fold keeps every user message verbatim, however long (what the user said is the task's
+/// ground truth and never the model's to paraphrase), earlier digests and system messages.
+fn kept_by_fold(message: &Message) -> bool {
     match message.role {
-        Role::System => true,
-        Role::User => is_digest(message) || cost <= pin,
+        Role::System | Role::User => true,
         Role::Assistant | Role::Tool => false,
     }
 }
@@ -403,9 +431,9 @@ pub struct Fold {
 }
 
 /// Partitions the history before `tail`. `None` when nothing would be folded.
-pub fn partition(history: &[Message], costs: &[u64], tail: usize, pin: u64) -> Option<Fold> {
+pub fn partition(history: &[Message], tail: usize) -> Option<Fold> {
     let (kept, folded): (Vec<usize>, Vec<usize>) =
-        (1..tail).partition(|&i| kept_by_fold(&history[i], costs[i], pin));
+        (1..tail).partition(|&i| kept_by_fold(&history[i]));
     (!folded.is_empty()).then_some(Fold { tail, kept, folded })
 }
 
@@ -518,11 +546,7 @@ pub fn mechanical_summary(history: &[Message], fold: &Fold) -> String {
                 .collect::<Vec<_>>()
                 .join("\n"),
             Role::Assistant => format!("- said: {}", clip(&one_line(&message.content), 160)),
-            Role::User => format!(
-                "- user (long message): {}",
-                clip(&one_line(&message.content), 160)
-            ),
-            Role::Tool | Role::System => continue,
+            Role::User | Role::Tool | Role::System => continue,
         };
         if out.len() + line.len() > LIMIT {
             out.push_str("- ...\n");
@@ -589,12 +613,16 @@ mod tail_tests {
 
     #[test]
     fn a_zero_budget_gives_an_empty_tail_without_panicking() {
-        let history = vec![
+        let mut history = vec![
             Message::system("s"),
             Message::user("u"),
-            Message::tool_result("c", "r"),
+            Message::assistant("a"),
         ];
         assert_eq!(tail_start(&history, &[1, 1, 1], 0), 3);
+        // Nothing was answered yet: all of it is unseen, so all of it is tail.
+        history.pop();
+        history.push(Message::tool_result("c", "r"));
+        assert_eq!(tail_start(&history, &[1, 1, 1], 0), 1);
     }
 }
 
@@ -709,13 +737,37 @@ mod tests {
             history.push(Message::assistant("done"));
             history.push(Message::user(format!("fact {i}")));
         }
-        let costs = costs(&history);
-        assert_eq!(plan(&limits, 5_999, &history, &costs), None);
-        let snip = plan(&limits, 6_500, &history, &costs).unwrap();
+        let short_costs = costs(&history);
+        assert_eq!(limits.relief, 3_000, "the low watermark");
+        assert_eq!(plan(&limits, 5_999, &history, &short_costs), None);
+        // Snipping these short results would save little: pruning reaches the watermark.
+        let prune = plan(&limits, 6_500, &history, &short_costs).unwrap();
+        assert_eq!((prune.shorten, prune.fold), (Shorten::Prune, false));
+        let forced = plan(&limits, 9_500, &history, &short_costs).unwrap();
+        assert_eq!(
+            (forced.trigger, forced.shorten, forced.fold),
+            (Trigger::Force, Shorten::Prune, false),
+            "pruning is enough even past the force ratio"
+        );
+        // Long results: snipping reaches the watermark, so the milder tier runs.
+        let mut long = vec![Message::system("sys"), Message::user("go")];
+        for i in 0..3 {
+            round(&mut long, &format!("c{i}"), &big(400));
+            long.push(Message::assistant("done"));
+        }
+        let snip = plan(&limits, 6_500, &long, &costs(&long)).unwrap();
         assert_eq!((snip.shorten, snip.fold), (Shorten::Snip, false));
-        let prune = plan(&limits, 8_100, &history, &costs).unwrap();
-        assert_eq!(prune.shorten, Shorten::Prune);
-        let force = plan(&limits, 9_500, &history, &costs).unwrap();
+        // Nothing to shorten, much assistant work: past the compact ratio it folds.
+        let mut talk = vec![Message::system("sys"), Message::user("go")];
+        for i in 0..40 {
+            talk.push(Message::user(format!("fact {i}")));
+            talk.push(Message::assistant(big(12)));
+        }
+        let talk_costs = costs(&talk);
+        assert_eq!(plan(&limits, 7_900, &talk, &talk_costs), None);
+        let fold = plan(&limits, 8_100, &talk, &talk_costs).unwrap();
+        assert_eq!((fold.trigger, fold.fold), (Trigger::Auto, true));
+        let force = plan(&limits, 9_500, &talk, &talk_costs).unwrap();
         assert_eq!((force.trigger, force.fold), (Trigger::Force, true));
     }
 
@@ -750,9 +802,13 @@ mod tests {
         let costs = costs(&history);
         let tail = tail_start(&history, &costs, costs[10]);
         assert_eq!(tail, 9, "moved back from the tool result to its call");
-        let fold = partition(&history, &costs, tail, 1_500).unwrap();
-        assert_eq!(fold.kept, vec![1, 4, 8]);
-        assert_eq!(fold.folded, vec![2, 3, 5, 6, 7]);
+        let fold = partition(&history, tail).unwrap();
+        assert_eq!(
+            fold.kept,
+            vec![1, 4, 5, 8],
+            "user messages are kept, however long"
+        );
+        assert_eq!(fold.folded, vec![2, 3, 6, 7]);
         let request = summary_request(&history, &fold, &Limits::manual(&options(0)));
         assert!(request.tools.is_empty());
         let transcript = &request.messages[1].content;
@@ -764,7 +820,7 @@ mod tests {
             transcript.contains("[2 assistant calls read_file]"),
             "{transcript}"
         );
-        assert!(transcript.contains("[5 user] paste"), "{transcript}");
+        assert!(transcript.contains("[5 user (kept)] paste"), "{transcript}");
         let digest = digest_message("new digest", fold.folded.len());
         assert!(is_digest(&digest));
         let after = folded_history(&history, &fold, digest);
@@ -777,13 +833,15 @@ mod tests {
                 Role::User,
                 Role::User,
                 Role::User,
+                Role::User,
                 Role::Assistant,
                 Role::Tool
             ]
         );
         assert_eq!(after[1].content, "fact: the port is 8080");
-        assert_eq!(after[3].content, "fact: the name is Ada");
-        assert!(after[4].content.contains("new digest"));
+        assert!(after[3].content.starts_with("paste line 0 of output"));
+        assert_eq!(after[4].content, "fact: the name is Ada");
+        assert!(after[5].content.contains("new digest"));
     }
 
     #[test]
@@ -802,5 +860,263 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!((mode(&dir), mode(&path)), (0o700, 0o600));
         fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// The planner driven the way the runner drives it, over a scripted chat: every turn is a
+/// user message, a `read_file` call, its (large) result and a short answer, with the plan
+/// applied before each of the turn's two requests.
+#[cfg(test)]
+mod hysteresis_tests {
+    use super::*;
+    use crate::agent::tokens::estimate_message;
+    use crate::provider::ToolCall;
+
+    struct Sim {
+        limits: Limits,
+        history: Vec<Message>,
+        /// What each request carried.
+        requests: Vec<Vec<Message>>,
+        /// (request index, tier, prompt tokens after the rewrite)
+        rewrites: Vec<(usize, &'static str, u64)>,
+        /// The result every turn reads.
+        result: String,
+    }
+
+    fn costs(history: &[Message]) -> Vec<u64> {
+        history.iter().map(estimate_message).collect()
+    }
+
+    /// Text of about `tokens` estimated tokens, unique per `seed`.
+    fn output(tokens: u64, seed: usize) -> String {
+        let mut text = String::new();
+        let mut i = 0;
+        while estimate_text(&text) < tokens {
+            text.push_str(&format!(
+                "row {seed}-{i}: checksum {:08x} status ok\n",
+                i * 7919
+            ));
+            i += 1;
+        }
+        text
+    }
+
+    fn fact(turn: usize) -> String {
+        format!("Turn {turn}: the code word is word{}x.", turn * 31 % 997)
+    }
+
+    impl Sim {
+        fn new(window: u64, result_tokens: u64) -> Sim {
+            let options = ContextOptions {
+                window,
+                ..ContextOptions::default()
+            };
+            Sim {
+                limits: Limits::new(&options).unwrap(),
+                // About what the system prompt and a few tool definitions take.
+                history: vec![Message::system(output(2_000, 99))],
+                requests: Vec::new(),
+                rewrites: Vec::new(),
+                result: output(result_tokens, 0),
+            }
+        }
+
+        fn used(&self) -> u64 {
+            costs(&self.history).iter().sum()
+        }
+
+        /// Maintenance as `runner::Agent::maintain_context` does it, then the request.
+        fn request(&mut self) {
+            let costs = costs(&self.history);
+            let used = costs.iter().sum();
+            if let Some(plan) = plan(&self.limits, used, &self.history, &costs) {
+                let tail = tail_start(&self.history, &costs, self.limits.tail);
+                let fold = plan.fold.then(|| partition(&self.history, tail)).flatten();
+                let tier = match fold {
+                    Some(fold) => {
+                        let digest = digest_message("## Done\n- read files", fold.folded.len());
+                        self.history = folded_history(&self.history, &fold, digest);
+                        "fold"
+                    }
+                    None => {
+                        shorten_stale(&mut self.history, tail, plan.shorten);
+                        plan.shorten.as_str()
+                    }
+                };
+                self.rewrites.push((self.requests.len(), tier, self.used()));
+            }
+            assert_eq!(pairing(&self.history), Vec::<String>::new());
+            self.requests.push(self.history.clone());
+        }
+
+        fn turn(&mut self, turn: usize) {
+            self.history.push(Message::user(fact(turn)));
+            self.request();
+            let id = format!("call_{turn}");
+            let mut call = Message::assistant("");
+            call.tool_calls = vec![ToolCall::new(&id, "read_file", "{\"path\":\"data\"}")];
+            self.history.push(call);
+            // Every result differs, so no two are alike by accident.
+            let result = format!("file {turn}\n{}", self.result);
+            self.history.push(Message::tool_result(&id, result));
+            self.request();
+            self.history.push(Message::assistant("Noted."));
+        }
+
+        /// Indexes of the requests that do not start with every message of the one before.
+        fn breaks(&self) -> Vec<usize> {
+            (1..self.requests.len())
+                .filter(|&i| {
+                    let (before, after) = (&self.requests[i - 1], &self.requests[i]);
+                    after.len() < before.len() || after[..before.len()] != before[..]
+                })
+                .collect()
+        }
+    }
+
+    /// Problems with tool-call pairing: a call without its result or a result without its call.
+    fn pairing(history: &[Message]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut open: Vec<String> = Vec::new();
+        for (i, message) in history.iter().enumerate() {
+            match message.role {
+                Role::Tool => {
+                    let id = message.tool_call_id.clone().unwrap_or_default();
+                    match open.iter().position(|o| *o == id) {
+                        Some(at) => {
+                            open.remove(at);
+                        }
+                        None => problems.push(format!("orphan result {id} at {i}")),
+                    }
+                }
+                _ => {
+                    problems.extend(open.drain(..).map(|id| format!("unanswered call {id}")));
+                    open.extend(message.tool_calls.iter().map(|c| c.id.clone()));
+                }
+            }
+        }
+        problems
+    }
+
+    #[test]
+    fn a_compaction_goes_down_to_the_low_watermark_so_the_next_is_turns_away() {
+        let mut sim = Sim::new(128_000, 12_000);
+        for turn in 0..60 {
+            sim.turn(turn);
+        }
+        assert!(sim.rewrites.len() >= 3, "{:?}", sim.rewrites);
+        let limits = sim.limits;
+        assert_eq!(limits.relief, limits.snip_at / 2, "{limits:?}");
+        // Each request grows the prompt by at most one result and a few short messages.
+        let growth = 12_000 + 200;
+        let promised = ((limits.snip_at - limits.relief) / growth) as usize;
+        assert!(promised >= 2, "{promised}");
+        for (request, tier, after) in &sim.rewrites {
+            assert!(
+                *after <= limits.relief,
+                "request {request}: {tier} left {after} tokens, above the low watermark {}",
+                limits.relief
+            );
+        }
+        let breaks = sim.breaks();
+        let rewrites: Vec<usize> = sim.rewrites.iter().map(|r| r.0).collect();
+        assert_eq!(
+            breaks, rewrites,
+            "every prefix change is a reported rewrite"
+        );
+        for pair in breaks.windows(2) {
+            assert!(
+                pair[1] - pair[0] > promised,
+                "prefix changes at requests {} and {}: fewer than {promised} append-only requests between",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    #[test]
+    fn a_small_window_snips_seen_results_instead_of_asking_for_summaries() {
+        let mut sim = Sim::new(16_000, 6_000);
+        for turn in 0..40 {
+            sim.turn(turn);
+        }
+        let folds = sim.rewrites.iter().filter(|r| r.1 == "fold").count();
+        assert!(folds <= 4, "{folds} folds in 40 turns: {:?}", sim.rewrites);
+        let peak = sim
+            .requests
+            .iter()
+            .map(|r| costs(r).iter().sum::<u64>())
+            .max();
+        assert!(peak < Some(16_000), "{peak:?}");
+    }
+
+    #[test]
+    fn a_result_reaches_the_model_in_full_before_it_is_shortened() {
+        for (window, result) in [(128_000, 12_000), (16_000, 6_000), (8_000, 3_000)] {
+            let mut sim = Sim::new(window, result);
+            for turn in 0..30 {
+                sim.turn(turn);
+            }
+            // Request 2k+1 is the first to carry turn k's result; it must be there in full.
+            for (turn, request) in sim.requests.iter().skip(1).step_by(2).enumerate() {
+                let id = format!("call_{turn}");
+                let sent = request
+                    .iter()
+                    .find(|m| m.tool_call_id.as_deref() == Some(&id))
+                    .unwrap_or_else(|| panic!("window {window}: result {turn} missing"));
+                assert!(
+                    sent.content.starts_with(&format!("file {turn}\n")) && !is_snipped(sent),
+                    "window {window}: turn {turn}'s result was shortened before the model saw it: {}",
+                    &sent.content[..80.min(sent.content.len())]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_unseen_results_are_part_of_the_tail_whatever_its_budget() {
+        let mut history = vec![Message::system("sys"), Message::user("go")];
+        let mut call = Message::assistant("");
+        call.tool_calls = vec![
+            ToolCall::new("a", "read_file", "{}"),
+            ToolCall::new("b", "read_file", "{}"),
+        ];
+        history.push(call);
+        history.push(Message::tool_result("a", output(2_000, 1)));
+        history.push(Message::tool_result("b", output(2_000, 2)));
+        let costs = costs(&history);
+        // Not seen yet: nothing after the last assistant message can be rewritten, and the
+        // tail starts at that message so the calls keep their results.
+        assert_eq!(tail_start(&history, &costs, 0), 2);
+        assert!(shorten_stale(&mut history.clone(), 2, Shorten::Prune).is_empty());
+        history.push(Message::assistant("seen both"));
+        history.push(Message::user("next"));
+        let costs = super::hysteresis_tests::costs(&history);
+        assert_eq!(tail_start(&history, &costs, 0), 6);
+    }
+
+    #[test]
+    fn user_messages_survive_every_fold_verbatim_however_long() {
+        let mut sim = Sim::new(8_000, 1_500);
+        let paste = format!("Remember the port 8080. {}", output(900, 9));
+        sim.history.push(Message::user(paste.clone()));
+        for turn in 0..40 {
+            sim.turn(turn);
+        }
+        assert!(
+            sim.rewrites.iter().any(|r| r.1 == "fold"),
+            "{:?}",
+            sim.rewrites
+        );
+        let users: Vec<&str> = sim
+            .history
+            .iter()
+            .filter(|m| m.role == Role::User && !is_digest(m))
+            .map(|m| m.content.as_str())
+            .collect();
+        let mut expected = vec![paste.as_str()];
+        let facts: Vec<String> = (0..40).map(fact).collect();
+        expected.extend(facts.iter().map(String::as_str));
+        assert_eq!(users, expected);
     }
 }

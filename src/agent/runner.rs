@@ -612,7 +612,7 @@ impl Agent {
         let tail = compaction::tail_start(&original, &costs, limits.tail);
         let fold = plan
             .fold
-            .then(|| compaction::partition(&original, &costs, tail, limits.pin))
+            .then(|| compaction::partition(&original, tail))
             .flatten();
         let (history, changed, tier, shortened) = match &fold {
             Some(fold) => {

@@ -665,3 +665,48 @@ pub fn pairing_problems(body: &Value) -> Vec<String> {
     }
     problems
 }
+
+/// The prompt cache of a DeepSeek-like provider: a request's prompt is cached in units of
+/// [`PrefixCache::UNIT_TOKENS`] tokens (four bytes each, as the fake servers count), and a
+/// later request hits the longest unit-aligned prefix it shares with any earlier request.
+/// Keeps one hash per unit boundary of every prompt seen, so a lookup reads the prompt once.
+#[derive(Default)]
+pub struct PrefixCache {
+    /// (prefix length in bytes, FNV-1a of that prefix) for every unit boundary seen.
+    units: std::collections::HashSet<(usize, u64)>,
+}
+
+impl PrefixCache {
+    pub const UNIT_TOKENS: usize = 64;
+    pub const BYTES_PER_TOKEN: usize = 4;
+
+    pub fn new() -> PrefixCache {
+        PrefixCache::default()
+    }
+
+    /// Looks `prompt` up and then caches it; returns (prompt tokens, cache-hit tokens) as the
+    /// usage chunk reports them.
+    pub fn serve(&mut self, prompt: &[u8]) -> (u64, u64) {
+        let unit = Self::UNIT_TOKENS * Self::BYTES_PER_TOKEN;
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut hit = 0;
+        let mut missed = false;
+        for (i, chunk) in prompt.chunks(unit).enumerate() {
+            if chunk.len() < unit {
+                break;
+            }
+            hash = chunk.iter().fold(hash, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+            let key = ((i + 1) * unit, hash);
+            if !missed && self.units.contains(&key) {
+                hit = (i + 1) * unit;
+            } else {
+                missed = true;
+                self.units.insert(key);
+            }
+        }
+        let tokens = |bytes: usize| (bytes / Self::BYTES_PER_TOKEN) as u64;
+        (tokens(prompt.len()), tokens(hit))
+    }
+}
