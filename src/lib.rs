@@ -13,7 +13,6 @@ pub mod cli;
 pub mod clock;
 pub mod command;
 pub mod config;
-pub mod error;
 pub mod fsutil;
 pub mod hash;
 pub mod mcp;

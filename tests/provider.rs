@@ -480,8 +480,8 @@ fn auth_failure_fails_fast_and_names_the_key_variable() {
         "{err:?}"
     );
     assert!(err.to_string().contains("$FAKE_API_KEY"), "{err}");
-    let exit = reasonix::error::Error::Provider(err).exit_code();
-    assert_eq!(exit, reasonix::error::exit::AUTH);
+    let exit = reasonix::cli::error::Error::Provider(err).exit_code();
+    assert_eq!(exit, reasonix::cli::error::exit::AUTH);
 }
 
 #[test]

@@ -15,8 +15,8 @@ use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::runner::Options;
 use crate::agent::session::{self, Header, Session};
+use crate::cli::error::Error;
 use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
-use crate::error::Error;
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
 use crate::provider::{Message, ProviderError, ProviderSettings};
 use crate::tool::{builtin, Profile, Registry, ToolContext};
@@ -152,12 +152,11 @@ pub fn open_session(
         })?,
         SessionChoice::Reference(reference) => find_session(reference, config, cwd)?,
     };
-    let session_err = |e: session::SessionError| Error::Failed(e.to_string());
     match attach {
-        Attach::InPlace => Session::open(&path).map_err(session_err),
+        Attach::InPlace => Ok(Session::open(&path)?),
         Attach::Fork => {
             let header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
-            Session::fork(&path, &dir, header).map_err(session_err)
+            Ok(Session::fork(&path, &dir, header)?)
         }
     }
 }
@@ -170,7 +169,7 @@ pub fn find_session(reference: &str, config: &Config, cwd: &Path) -> Result<Path
         session::SessionError::NotFound(_) | session::SessionError::Ambiguous { .. } => {
             Error::Usage(e.to_string())
         }
-        other => Error::Failed(other.to_string()),
+        other => Error::Session(other),
     })
 }
 
@@ -183,11 +182,9 @@ pub fn new_session(
 ) -> Result<Session, Error> {
     let dir = config::paths::sessions_dir(&config.home, cwd);
     let header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
-    let mut session = Session::create(&dir, header).map_err(|e| Error::Failed(e.to_string()))?;
+    let mut session = Session::create(&dir, header)?;
     let system = system_prompt(flags, config, cwd)?;
-    session
-        .push(Message::system(system))
-        .map_err(|e| Error::Failed(e.to_string()))?;
+    session.push(Message::system(system))?;
     Ok(session)
 }
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::lex::Lexer;
 use super::{print_out, unknown_flag, Global};
+use crate::cli::error::{exit, Error};
 use crate::config::{self, LoadOptions};
-use crate::error::{exit, Error};
 
 pub const HELP: &str = "\
 Usage: reasonix doctor [--model REF]

@@ -7,7 +7,7 @@
 use super::assemble::{Attach, SessionChoice};
 use super::lex::{Arg, Lexer};
 use super::{unknown_flag, Global};
-use crate::error::Error;
+use crate::cli::error::Error;
 use crate::permission::{parse_posture, Posture};
 
 /// What `run` and `chat` both accept.

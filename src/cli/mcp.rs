@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
+use crate::cli::error::{exit, Error};
 use crate::config::{self, Config, LoadOptions};
-use crate::error::{exit, Error};
 use crate::mcp::manager::ServerState;
 use crate::mcp::{self, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
 use crate::term::sanitize::sanitize;
@@ -255,7 +255,7 @@ fn call(handle: &McpHandle, server_name: &str, tool: &str, args: &Value) -> Resu
             Ok(exit::OK)
         }
         Err(mcp::McpError::Cancelled) => Err(Error::Interrupted),
-        Err(err) => Err(Error::Failed(err.to_string())),
+        Err(err) => Err(err.into()),
     }
 }
 

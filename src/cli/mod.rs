@@ -4,11 +4,12 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use crate::error::{exit, Error};
+use crate::cli::error::{exit, Error};
 
 pub mod assemble;
 pub mod chat;
 pub mod doctor;
+pub mod error;
 pub mod flags;
 pub mod lex;
 pub mod mcp;

@@ -3,8 +3,8 @@
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::cancel::CancelToken;
+use crate::cli::error::{exit, Error};
 use crate::config::{self, LoadOptions};
-use crate::error::{exit, Error};
 use crate::term::sanitize::sanitize;
 
 pub const HELP: &str = "\

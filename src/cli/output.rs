@@ -4,7 +4,7 @@
 //!
 //! When stdout turns out to be a closed pipe, the output goes quiet on both streams (as a CLI
 //! killed by SIGPIPE would) and cancels the run it was tied to with
-//! [`Output::cancel_on_close`]; the caller exits with [`crate::error::exit::OUTPUT_CLOSED`].
+//! [`Output::cancel_on_close`]; the caller exits with [`crate::cli::error::exit::OUTPUT_CLOSED`].
 
 use std::io::{IsTerminal, Write};
 

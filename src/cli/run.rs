@@ -12,9 +12,9 @@ use super::output::{Format, Output, RunResult};
 use super::Global;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::cli::error::{exit, Error};
 use crate::command::input::{self, Input};
 use crate::command::{custom, Catalog, CommandError};
-use crate::error::{exit, Error};
 use crate::mcp::{self, McpHost, McpOptions};
 use crate::permission::{split_rule_list, Posture};
 use crate::provider;
@@ -345,7 +345,7 @@ fn finish(
         Err(AgentError::Interrupted) => ("error_interrupted", exit::INTERRUPTED, None),
         Err(AgentError::Provider(err)) => (
             "error_during_execution",
-            crate::error::provider_exit_code(err),
+            crate::cli::error::provider_exit_code(err),
             Some(err.to_string()),
         ),
         Err(err) => (

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
+use crate::cli::error::{exit, Error};
 use crate::config::{env, paths};
-use crate::error::{exit, Error};
 use crate::fsutil;
 
 pub const HELP: &str = "\

@@ -3,7 +3,7 @@
 
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
-use crate::error::{exit, Error};
+use crate::cli::error::{exit, Error};
 use crate::tool::{builtin, contract, Registry};
 
 pub const HELP: &str = "\

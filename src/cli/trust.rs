@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use super::assemble;
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
+use crate::cli::error::{exit, Error};
 use crate::config::{self, trust::TrustStore, LoadOptions};
-use crate::error::{exit, Error};
 
 pub const HELP: &str = "\
 Usage: reasonix trust [--revoke] [DIR]

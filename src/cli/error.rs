@@ -3,7 +3,9 @@
 
 use std::fmt;
 
+use crate::agent::session::SessionError;
 use crate::config::ConfigError;
+use crate::mcp::McpError;
 use crate::provider::ProviderError;
 
 /// Exit codes, documented in the README.
@@ -25,6 +27,10 @@ pub enum Error {
     Usage(String),
     Config(ConfigError),
     Provider(ProviderError),
+    /// A session file that cannot be created, opened, locked or written.
+    Session(SessionError),
+    /// An MCP server that failed a request the command depended on.
+    Mcp(McpError),
     /// A file or other I/O failure, with what we were doing.
     Io {
         context: String,
@@ -41,7 +47,10 @@ impl Error {
             Error::Usage(_) | Error::Config(_) => exit::USAGE,
             Error::Provider(err) => provider_exit_code(err),
             Error::Interrupted => exit::INTERRUPTED,
-            Error::Io { .. } | Error::Failed(_) => exit::FAILURE,
+            Error::Mcp(McpError::Cancelled) => exit::INTERRUPTED,
+            Error::Io { .. } | Error::Failed(_) | Error::Session(_) | Error::Mcp(_) => {
+                exit::FAILURE
+            }
         }
     }
 
@@ -69,6 +78,8 @@ impl fmt::Display for Error {
             Error::Usage(detail) => write!(f, "{detail}"),
             Error::Config(err) => write!(f, "{err}"),
             Error::Provider(err) => write!(f, "{err}"),
+            Error::Session(err) => write!(f, "{err}"),
+            Error::Mcp(err) => write!(f, "{err}"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Failed(detail) => write!(f, "{detail}"),
             Error::Interrupted => write!(f, "interrupted"),
@@ -81,6 +92,8 @@ impl std::error::Error for Error {
         match self {
             Error::Config(err) => Some(err),
             Error::Provider(err) => Some(err),
+            Error::Session(err) => Some(err),
+            Error::Mcp(err) => Some(err),
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
@@ -96,6 +109,18 @@ impl From<ConfigError> for Error {
 impl From<ProviderError> for Error {
     fn from(err: ProviderError) -> Self {
         Error::Provider(err)
+    }
+}
+
+impl From<SessionError> for Error {
+    fn from(err: SessionError) -> Self {
+        Error::Session(err)
+    }
+}
+
+impl From<McpError> for Error {
+    fn from(err: McpError) -> Self {
+        Error::Mcp(err)
     }
 }
 
