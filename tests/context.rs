@@ -296,7 +296,9 @@ pub(crate) fn compactions(events: &[Event]) -> Vec<(String, String)> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Compaction { trigger, tier, .. } => Some((trigger.clone(), tier.clone())),
+            Event::Compaction { trigger, tier, .. } => {
+                Some((trigger.as_str().to_string(), tier.as_str().to_string()))
+            }
             _ => None,
         })
         .collect()
@@ -542,8 +544,8 @@ fn manual_compaction_folds_on_demand_and_survives_a_resume() {
             after_tokens,
             ..
         } => Some((
-            trigger.clone(),
-            tier.clone(),
+            *trigger,
+            *tier,
             *messages_folded,
             before_tokens > after_tokens,
         )),
@@ -1272,7 +1274,7 @@ fn tool_list_changes_reach_the_next_request_and_reset_the_cache_only_when_real()
             Event::CachePrefixChanged {
                 reason,
                 first_changed,
-            } => Some((reason.clone(), *first_changed)),
+            } => Some((reason.as_str().to_string(), *first_changed)),
             _ => None,
         })
         .collect();

@@ -14,7 +14,7 @@ use reasonix::cancel::CancelToken;
 use reasonix::cli::output::stream_json;
 use reasonix::permission::{
     parse_posture, split_rule_list, ApprovalAnswer, ApprovalRequest, Approver, Decision, Gate,
-    Policy, PolicyGate, Posture, Rule,
+    Policy, PolicyGate, Posture, Resolution, Rule,
 };
 use reasonix::provider::{Chunk, ChunkStream, Provider, ProviderError, Request, Retry, ToolCall};
 use reasonix::tool::{builtin, Family, Profile, Registry, Tool, ToolContext, ToolError};
@@ -1154,6 +1154,6 @@ fn strict_headless_blocks_a_writer_visibly() {
     assert!(events.iter().any(|e| matches!(
         e,
         Event::Permission { allowed: false, resolution, posture, .. }
-            if resolution == "strict" && posture == "strict"
+            if *resolution == Resolution::Strict && *posture == Some(Posture::Strict)
     )));
 }

@@ -160,6 +160,34 @@ impl Shorten {
     }
 }
 
+/// Which rewrite a compaction made, as events report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Snip,
+    Prune,
+    /// Earlier work folded into a digest by a summary call.
+    Fold,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Snip => "snip",
+            Tier::Prune => "prune",
+            Tier::Fold => "fold",
+        }
+    }
+}
+
+impl From<Shorten> for Tier {
+    fn from(shorten: Shorten) -> Tier {
+        match shorten {
+            Shorten::Snip => Tier::Snip,
+            Shorten::Prune => Tier::Prune,
+        }
+    }
+}
+
 /// What to do before the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {

@@ -1,7 +1,10 @@
 //! The events the agent loop produces. Every front end (text, json, stream-json, the chat UI)
 //! is a consumer of this one stream; adding a front end never touches the loop.
 
+use super::compaction::{Tier, Trigger};
+use crate::permission::{Decision, Posture, Resolution};
 use crate::provider::{Retry, Usage};
+use crate::tool::Family;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -21,6 +24,8 @@ pub enum Event {
         name: String,
         /// Raw JSON text of the arguments as the model sent them.
         arguments: String,
+        /// What the tool does, as it declares it (`Other` for a name no tool has).
+        family: Family,
     },
     ToolResult {
         id: String,
@@ -34,16 +39,15 @@ pub enum Event {
     Permission {
         tool: String,
         subject: Option<String>,
-        /// The static policy's decision: "allow", "ask" or "deny".
-        decision: String,
-        /// How it was resolved: "rule", "mode", "auto", "yolo", "strict", "headless",
-        /// "session-grant", "user-once", "user-session", "user-always" or "user-deny".
-        resolution: String,
+        /// The static policy's decision.
+        decision: Decision,
+        /// How it was resolved (a rule, the mode, the posture, a grant, the user...).
+        resolution: Resolution,
         /// Whether the tool runs.
         allowed: bool,
         rule: Option<String>,
-        /// "ask", "auto", "yolo" or "strict".
-        posture: String,
+        /// `None` for gates without a posture.
+        posture: Option<Posture>,
     },
     /// One provider request finished; `usage` is that request's, not the running total.
     Usage {
@@ -60,10 +64,8 @@ pub enum Event {
     /// Context maintenance rewrote the history: stale tool results were snipped or pruned
     /// and, for `tier = "fold"`, earlier assistant/tool work was folded into a digest.
     Compaction {
-        /// "auto", "force" or "manual" (`/compact`).
-        trigger: String,
-        /// "snip", "prune" or "fold".
-        tier: String,
+        trigger: Trigger,
+        tier: Tier,
         before_tokens: u64,
         after_tokens: u64,
         /// Messages replaced by the digest (0 unless folding).
@@ -78,10 +80,26 @@ pub enum Event {
     /// change of the tool list (tool definitions precede every message, so `first_changed`
     /// is 0).
     CachePrefixChanged {
-        /// "snip", "prune", "fold" or "tools".
-        reason: String,
+        reason: PrefixChange,
         first_changed: usize,
     },
+}
+
+/// Why the request prefix changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixChange {
+    Compaction(Tier),
+    /// The tool list changed.
+    Tools,
+}
+
+impl PrefixChange {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrefixChange::Compaction(tier) => tier.as_str(),
+            PrefixChange::Tools => "tools",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

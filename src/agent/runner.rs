@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Trigger};
+use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
-use super::events::{Event, EventSink, NoticeLevel};
+use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
 use super::session::{Session, SessionError};
 use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
@@ -20,7 +20,7 @@ use crate::permission::{Gate, Verdict};
 use crate::provider::{
     Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, ToolSchema, Usage,
 };
-use crate::tool::{Registry, Tool, ToolContext, ToolError};
+use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
 /// The same malformed call this many times in a row ends the run.
 const MALFORMED_REPEAT_LIMIT: u32 = 3;
@@ -297,7 +297,7 @@ impl Agent {
             ),
         });
         sink.emit(Event::CachePrefixChanged {
-            reason: "tools".into(),
+            reason: PrefixChange::Tools,
             first_changed: 0,
         });
     }
@@ -421,10 +421,15 @@ impl Agent {
         let mut runnable = Vec::new();
         let mut runnable_index = Vec::new();
         for (i, call) in calls.iter().enumerate() {
+            let family = self
+                .tools
+                .get(call.name())
+                .map_or(Family::Other, |tool| tool.family());
             sink.emit(Event::ToolUse {
                 id: call.id.clone(),
                 name: call.name().to_string(),
                 arguments: call.arguments().to_string(),
+                family,
             });
             match self.prepare(call, sink) {
                 Ok(prepared) => {
@@ -619,7 +624,7 @@ impl Agent {
                 let summary = self.summarize(&original, fold, limits, sink)?;
                 let digest = compaction::digest_message(&summary, fold.folded.len());
                 let history = compaction::folded_history(&original, fold, digest);
-                (history, fold.folded.clone(), "fold", 0)
+                (history, fold.folded.clone(), Tier::Fold, 0)
             }
             None => {
                 let mut history = original.clone();
@@ -629,20 +634,20 @@ impl Agent {
                         .map(|(i, _)| i)
                         .collect();
                 let count = changed.len();
-                (history, changed, plan.shorten.as_str(), count)
+                (history, changed, Tier::from(plan.shorten), count)
             }
         };
         let Some(&first_changed) = changed.first() else {
             return Ok(false);
         };
         let dropped: Vec<Message> = changed.iter().map(|&i| original[i].clone()).collect();
-        let archive = self.archive(tier, &dropped, sink);
+        let archive = self.archive(tier.as_str(), &dropped, sink);
         self.session.rewrite(history)?;
         self.meter.invalidate();
         self.stats.compactions += 1;
         sink.emit(Event::Compaction {
-            trigger: plan.trigger.as_str().to_string(),
-            tier: tier.to_string(),
+            trigger: plan.trigger,
+            tier,
             before_tokens: before,
             after_tokens: self.context_tokens(),
             messages_folded: fold.as_ref().map_or(0, |f| f.folded.len()),
@@ -650,7 +655,7 @@ impl Agent {
             archive,
         });
         sink.emit(Event::CachePrefixChanged {
-            reason: tier.to_string(),
+            reason: PrefixChange::Compaction(tier),
             first_changed,
         });
         Ok(true)
@@ -749,11 +754,11 @@ fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
         sink.emit(Event::Permission {
             tool: tool.to_string(),
             subject: verdict.subject.clone(),
-            decision: verdict.decision.as_str().to_string(),
-            resolution: verdict.resolution.as_str().to_string(),
+            decision: verdict.decision,
+            resolution: verdict.resolution,
             allowed: verdict.allowed,
             rule: verdict.rule.clone(),
-            posture: verdict.posture.map_or("none", |p| p.as_str()).to_string(),
+            posture: verdict.posture,
         });
     }
     if let Some(warning) = &verdict.warning {

@@ -11,8 +11,10 @@ use std::io::{IsTerminal, Write};
 use serde_json::{json, Value};
 
 use super::stdout_buffer::StdoutBuffer;
-use crate::agent::events::{Event, EventSink};
+use crate::agent::compaction::Tier;
+use crate::agent::events::{Event, EventSink, PrefixChange};
 use crate::cancel::CancelToken;
+use crate::permission::Posture;
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
 use crate::text::one_line;
@@ -149,11 +151,15 @@ impl Output {
                 if let Some(subject) = subject {
                     line.push_str(&format!(" {}", one_line(&subject, 120)));
                 }
-                line.push_str(&format!(" ({decision} resolved by {resolution}"));
+                line.push_str(&format!(
+                    " ({} resolved by {}",
+                    decision.as_str(),
+                    resolution.as_str()
+                ));
                 if let Some(rule) = rule {
                     line.push_str(&format!(", rule `{rule}`"));
                 }
-                line.push_str(&format!(", posture {posture})"));
+                line.push_str(&format!(", posture {})", posture_name(posture)));
                 self.err_line(&line);
             }
             Event::Usage { usage, cost_usd } => {
@@ -188,13 +194,14 @@ impl Output {
                 results_shortened,
                 ..
             } => {
-                let what = match tier.as_str() {
-                    "fold" => format!("folded {messages_folded} messages into a digest"),
-                    "snip" => format!("snipped {results_shortened} stale tool results"),
-                    _ => format!("pruned {results_shortened} stale tool results"),
+                let what = match tier {
+                    Tier::Fold => format!("folded {messages_folded} messages into a digest"),
+                    Tier::Snip => format!("snipped {results_shortened} stale tool results"),
+                    Tier::Prune => format!("pruned {results_shortened} stale tool results"),
                 };
                 self.err_line(&format!(
-                    "context: {what} ({before_tokens} -> {after_tokens} tokens, {trigger})"
+                    "context: {what} ({before_tokens} -> {after_tokens} tokens, {})",
+                    trigger.as_str()
                 ));
             }
             Event::CachePrefixChanged {
@@ -203,7 +210,7 @@ impl Output {
             } => {
                 self.err_line(&format!(
                     "context: {}",
-                    prefix_changed_message(&reason, first_changed)
+                    prefix_changed_message(reason, first_changed)
                 ));
             }
         }
@@ -332,6 +339,7 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             id,
             name,
             arguments,
+            ..
         } => {
             let input = serde_json::from_str::<Value>(arguments)
                 .unwrap_or_else(|_| Value::String(arguments.clone()));
@@ -357,8 +365,8 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             rule,
             posture,
         } => json!({"type": "permission", "tool": tool, "subject": subject,
-                     "decision": decision, "resolution": resolution, "allowed": allowed,
-                     "rule": rule, "posture": posture}),
+                     "decision": decision.as_str(), "resolution": resolution.as_str(),
+                     "allowed": allowed, "rule": rule, "posture": posture_name(*posture)}),
         Event::Usage { usage, cost_usd } => json!({
             "type": "usage",
             "usage": usage_json(usage),
@@ -380,7 +388,7 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             messages_folded,
             results_shortened,
             archive,
-        } => json!({"type": "compaction", "trigger": trigger, "tier": tier,
+        } => json!({"type": "compaction", "trigger": trigger.as_str(), "tier": tier.as_str(),
                      "before_tokens": before_tokens, "after_tokens": after_tokens,
                      "messages_folded": messages_folded,
                      "results_shortened": results_shortened, "archive": archive}),
@@ -388,15 +396,21 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             reason,
             first_changed,
         } => json!({"type": "notice", "level": "info", "kind": "cache_prefix_changed",
-                     "reason": reason, "first_changed": first_changed,
-                     "message": prefix_changed_message(reason, *first_changed)}),
+                     "reason": reason.as_str(), "first_changed": first_changed,
+                     "message": prefix_changed_message(*reason, *first_changed)}),
     })
 }
 
-fn prefix_changed_message(reason: &str, first_changed: usize) -> String {
+fn prefix_changed_message(reason: PrefixChange, first_changed: usize) -> String {
     format!(
-        "cache prefix changed from message {first_changed} ({reason}); the provider's prompt cache restarts there"
+        "cache prefix changed from message {first_changed} ({}); the provider's prompt cache restarts there",
+        reason.as_str()
     )
+}
+
+/// The posture as the output formats name it; `none` for gates without one.
+fn posture_name(posture: Option<Posture>) -> &'static str {
+    posture.map_or("none", Posture::as_str)
 }
 
 /// ", 83%" for a ratio, nothing without one.
@@ -505,11 +519,11 @@ mod tests {
         let event = Event::Permission {
             tool: "write_file".into(),
             subject: Some("a.txt".into()),
-            decision: "ask".into(),
-            resolution: "strict".into(),
+            decision: crate::permission::Decision::Ask,
+            resolution: crate::permission::Resolution::Strict,
             allowed: false,
             rule: None,
-            posture: "strict".into(),
+            posture: Some(Posture::Strict),
         };
         let value = stream_json(&event).unwrap();
         assert_eq!(
@@ -523,8 +537,8 @@ mod tests {
     #[test]
     fn compaction_and_prefix_notices_encode_every_field() {
         let event = Event::Compaction {
-            trigger: "auto".into(),
-            tier: "fold".into(),
+            trigger: crate::agent::compaction::Trigger::Auto,
+            tier: Tier::Fold,
             before_tokens: 900,
             after_tokens: 300,
             messages_folded: 12,
@@ -538,7 +552,7 @@ mod tests {
                    "results_shortened": 0, "archive": "/h/archive/x.jsonl"})
         );
         let notice = stream_json(&Event::CachePrefixChanged {
-            reason: "snip".into(),
+            reason: PrefixChange::Compaction(Tier::Snip),
             first_changed: 7,
         })
         .unwrap();

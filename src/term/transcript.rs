@@ -15,6 +15,8 @@ use super::markdown::Markdown;
 use super::sanitize::{for_display, one_line};
 use super::width::truncate;
 use crate::agent::events::{Event, NoticeLevel};
+use crate::permission::Resolution;
+use crate::tool::Family;
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Tool output rows shown when not verbose / verbose.
@@ -22,8 +24,22 @@ const FOLD_ROWS: usize = 4;
 const VERBOSE_ROWS: usize = 40;
 const DIFF_ROWS: usize = 24;
 const VERBOSE_DIFF_ROWS: usize = 400;
-/// Tools whose successful results are shown as a diff of the file.
-pub const EDIT_TOOLS: &[&str] = &["write_file", "edit_file", "multi_edit"];
+/// The file a call changes in place, for calls whose successful results are shown as a diff
+/// of that file: a writer naming one `path` (`move_file` names two and shows its output).
+pub fn edited_path(family: Family, arguments: &str) -> Option<String> {
+    if family != Family::Writer {
+        return None;
+    }
+    let args = serde_json::from_str::<serde_json::Value>(arguments).ok()?;
+    args.get("path")?.as_str().map(str::to_string)
+}
+
+/// A call between its use and its result.
+struct InFlight {
+    arguments: String,
+    /// Shown as a diff of the file it edits.
+    edits_a_file: bool,
+}
 
 struct RunningTool {
     id: String,
@@ -58,7 +74,7 @@ pub struct Transcript {
     before: HashMap<String, Option<String>>,
     after: HashMap<String, Option<String>>,
     /// Arguments of calls in flight, by id, for the result line.
-    calls: HashMap<String, (String, String)>,
+    calls: HashMap<String, InFlight>,
     pending: Vec<Line>,
     /// Whether the last line handed out by `take` was blank, so gaps never double.
     ends_blank: bool,
@@ -180,10 +196,14 @@ impl Transcript {
                 id,
                 name,
                 arguments,
+                family,
             } => {
                 self.end_blocks();
-                self.calls
-                    .insert(id.clone(), (name.clone(), arguments.clone()));
+                let call = InFlight {
+                    arguments: arguments.clone(),
+                    edits_a_file: edited_path(*family, arguments).is_some(),
+                };
+                self.calls.insert(id.clone(), call);
                 self.tools.push(RunningTool {
                     id: id.clone(),
                     title: tool_title(name, arguments, self.width.saturating_sub(16)),
@@ -211,7 +231,7 @@ impl Transcript {
                 allowed,
                 rule,
                 ..
-            } => self.permission(tool, resolution, *allowed, rule.as_deref()),
+            } => self.permission(tool, *resolution, *allowed, rule.as_deref()),
             Event::Compaction {
                 trigger,
                 tier,
@@ -220,8 +240,11 @@ impl Transcript {
                 ..
             } => {
                 self.end_blocks();
-                let text =
-                    format!("context {tier} ({trigger}): {before_tokens} → {after_tokens} tokens");
+                let text = format!(
+                    "context {} ({}): {before_tokens} → {after_tokens} tokens",
+                    tier.as_str(),
+                    trigger.as_str()
+                );
                 self.pending
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
@@ -229,11 +252,19 @@ impl Transcript {
         }
     }
 
-    fn permission(&mut self, tool: &str, resolution: &str, allowed: bool, rule: Option<&str>) {
+    fn permission(
+        &mut self,
+        tool: &str,
+        resolution: Resolution,
+        allowed: bool,
+        rule: Option<&str>,
+    ) {
         let text = match (allowed, resolution, rule) {
-            (true, "user-session", Some(rule)) => format!("allowed {rule} for this session"),
-            (true, "user-always", Some(rule)) => format!("always allowing {rule}"),
-            (false, "rule", Some(rule)) => format!("{tool} blocked by rule {rule}"),
+            (true, Resolution::UserSession, Some(rule)) => {
+                format!("allowed {rule} for this session")
+            }
+            (true, Resolution::UserAlways, Some(rule)) => format!("always allowing {rule}"),
+            (false, Resolution::Rule, Some(rule)) => format!("{tool} blocked by rule {rule}"),
             _ => return,
         };
         let style = if allowed { Style::Dim } else { Style::Warning };
@@ -311,11 +342,18 @@ impl Transcript {
         let title = match self.tools.iter().position(|t| t.id == id) {
             Some(i) => self.tools.remove(i).title,
             None => {
-                let args = self.calls.get(id).map(|c| c.1.clone()).unwrap_or_default();
-                tool_title(name, &args, self.width.saturating_sub(16))
+                let args = self.calls.get(id).map(|c| c.arguments.as_str());
+                tool_title(
+                    name,
+                    args.unwrap_or_default(),
+                    self.width.saturating_sub(16),
+                )
             }
         };
-        let args = self.calls.remove(id).map(|c| c.1).unwrap_or_default();
+        let (args, edits_a_file) = self
+            .calls
+            .remove(id)
+            .map_or((String::new(), false), |c| (c.arguments, c.edits_a_file));
         self.gap();
         let mut head = Line::styled(
             "● ",
@@ -335,7 +373,7 @@ impl Transcript {
         let after = self.after.remove(id);
         let body = if is_error {
             error_body(output, self.width, self.rows())
-        } else if EDIT_TOOLS.contains(&name) {
+        } else if edits_a_file {
             self.edit_body(before.flatten(), after.flatten(), output)
         } else {
             output_body(name, &args, output, self.width, self.rows())
@@ -608,6 +646,7 @@ mod tests {
             id: id.into(),
             name: name.into(),
             arguments: args.into(),
+            family: crate::tool::builtin::profile(name).map_or(Family::Other, |p| p.family),
         }
     }
 

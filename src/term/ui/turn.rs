@@ -12,7 +12,7 @@ use super::servers::tool_names;
 use super::{Chat, Msg, Turn, Work};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{AgentError, Finish};
-use crate::term::transcript::{Snapshot, TurnEnd, EDIT_TOOLS};
+use crate::term::transcript::{edited_path, Snapshot, TurnEnd};
 
 /// Edit snapshots larger than this are not taken (no diff is shown).
 const SNAPSHOT_CAP: u64 = 1024 * 1024;
@@ -134,13 +134,11 @@ impl EventSink for ChannelSink {
         match &event {
             Event::ToolUse {
                 id,
-                name,
                 arguments,
-            } if EDIT_TOOLS.contains(&name.as_str()) => {
-                let path = serde_json::from_str::<serde_json::Value>(arguments)
-                    .ok()
-                    .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string));
-                if let Some(path) = path {
+                family,
+                ..
+            } => {
+                if let Some(path) = edited_path(*family, arguments) {
                     let full = self.cwd.join(path);
                     self.snapshot(id, &full, Snapshot::Before);
                     self.edits.insert(id.clone(), full);
