@@ -96,6 +96,16 @@ fn marker_round(n: usize) -> Reply {
 /// The server answers request `hold_at` only once that reader has gone, so everything the run
 /// writes from then on meets a closed pipe.
 fn run_into_closed_pipe(format: &str, hold_at: usize) -> (FakeOpenAI, Dir, std::process::Output) {
+    into_closed_pipe(&["run", "--output-format", format, "go"], "", hold_at)
+}
+
+/// Runs reasonix with `args` and `stdin`, reads the first line of its stdout, then closes the
+/// pipe while the fake holds reply number `hold_at`.
+fn into_closed_pipe(
+    args: &[&str],
+    stdin: &str,
+    hold_at: usize,
+) -> (FakeOpenAI, Dir, std::process::Output) {
     let (closed_tx, closed_rx) = mpsc::channel::<()>();
     let server = FakeOpenAI::start_with(move |requests| {
         if requests.len() == hold_at {
@@ -109,15 +119,17 @@ fn run_into_closed_pipe(format: &str, hold_at: usize) -> (FakeOpenAI, Dir, std::
     use_fake_provider(&home, &server.base_url(), "");
     let mut child = reasonix(&home, work.path())
         .env("FAKE_API_KEY", "k")
-        .args(["run", "--output-format", format, "go"])
+        .args(args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn reasonix");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut first = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut first).unwrap();
-    assert!(!first.is_empty(), "{format}: no first line");
+    assert!(!first.is_empty(), "{args:?}: no first line");
     // The reader (and with it the pipe's only read end) is gone now.
     closed_tx.send(()).unwrap();
     let output = child.wait_with_output().expect("wait for reasonix");
@@ -138,6 +150,18 @@ fn closed_stdout_pipe_stops_stream_json_run_before_any_tool_runs() {
         );
     }
     assert_eq!(server.requests().len(), 1, "no request after stdout closed");
+}
+
+#[test]
+fn closed_stdout_pipe_stops_plain_chat_before_the_next_tool_and_the_next_line() {
+    // Plain chat prints answers as text: as in `run`, round 2's text meets the closed pipe,
+    // so its tool must not run, and the second line of stdin is never sent.
+    let (server, work, output) = into_closed_pipe(&["chat"], "go\nand again\n", 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "stderr: {stderr}");
+    assert!(work.join("marker-1").exists(), "round 1 ran: {stderr}");
+    assert!(!work.join("marker-2").exists(), "round 2's tool ran");
+    assert_eq!(server.requests().len(), 2, "no request after stdout closed");
 }
 
 #[test]

@@ -223,18 +223,22 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let gate = Arc::new(gate);
     let mut notices = Vec::new();
     let mut collect = |event: Event| {
-        if let Event::Notice { message, .. } = event {
-            notices.push(message);
+        if let Event::Notice { level, message } = event {
+            notices.push((level, message));
         }
     };
     let (agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), None, &mut collect)?;
-    notices.extend(setup.commands.notices.iter().cloned());
-    notices.extend(untrusted_notice(&setup.untrusted));
+    let warning = |message: &String| (NoticeLevel::Warning, message.clone());
+    notices.extend(setup.commands.notices.iter().map(warning));
+    notices.extend(untrusted_notice(&setup.untrusted).iter().map(warning));
     if args.resume.is_some() {
-        notices.push(format!(
-            "continuing conversation {} ({} messages)",
-            agent.session().id(),
-            agent.session().messages().len()
+        notices.push((
+            NoticeLevel::Info,
+            format!(
+                "continuing conversation {} ({} messages)",
+                agent.session().id(),
+                agent.session().messages().len()
+            ),
         ));
     }
     let startup = mcp_startup(args, &setup, &tx, mcp_policies);
@@ -472,8 +476,13 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
                 message,
             });
         }
-        agent.reset_cancel();
-        code = match agent.run(turn.text, &mut output) {
+        output.cancel_on_close(agent.reset_cancel());
+        let outcome = agent.run(turn.text, &mut output);
+        if output.closed() {
+            // Nobody reads the answers any more: stop quietly, as `run` does.
+            return Ok(exit::OUTPUT_CLOSED);
+        }
+        code = match outcome {
             Ok(_) => exit::OK,
             Err(AgentError::Interrupted) => exit::INTERRUPTED,
             Err(err) => {

@@ -169,7 +169,7 @@ pub struct Parts {
     pub model: String,
     pub context_window: u64,
     /// Shown under the banner (skipped command files, config warnings, a resumed session).
-    pub notices: Vec<String>,
+    pub notices: Vec<(NoticeLevel, String)>,
 }
 
 /// How the chat ended.

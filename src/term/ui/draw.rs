@@ -150,7 +150,7 @@ impl Chat {
         line.truncated(width.saturating_sub(1))
     }
 
-    pub(super) fn banner(&mut self, notices: &[String]) {
+    pub(super) fn banner(&mut self, notices: &[(NoticeLevel, String)]) {
         let mut title = Line::styled("reasonix ", Style::Heading);
         title.push(crate::VERSION, Style::Dim);
         title.push(
@@ -167,8 +167,11 @@ impl Chat {
             "/help for commands · esc interrupts · ctrl-c twice or ctrl-d exits",
             Style::Dim,
         ));
-        for notice in notices.iter().chain(self.catalog.notices.clone().iter()) {
-            self.transcript.notice(NoticeLevel::Warning, notice);
+        for (level, notice) in notices {
+            self.transcript.notice(*level, notice);
+        }
+        for notice in self.catalog.notices.clone() {
+            self.transcript.notice(NoticeLevel::Warning, &notice);
         }
         self.transcript.gap();
     }
