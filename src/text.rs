@@ -3,12 +3,18 @@
 /// Collapses whitespace runs (newlines included) and cuts to `max` characters with `…`, for
 /// one-line error details and status lines.
 pub fn one_line(text: &str, max: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let joined = collapse_whitespace(text);
     if joined.chars().count() <= max {
         return joined;
     }
     let cut: String = joined.chars().take(max).collect();
     format!("{cut}…")
+}
+
+/// Every run of whitespace (newlines included) as one space, without leading or trailing
+/// whitespace.
+pub fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `text` without one pair of matching surrounding quotes (double or single), as a `.env`

@@ -26,6 +26,7 @@ use serde_json::json;
 
 use super::tokens::estimate_text;
 use crate::provider::{Message, Request, Role};
+use crate::text::collapse_whitespace;
 
 /// Tool results up to this size are never snipped: the saving would not pay for a cache reset.
 const SNIP_MIN_BYTES: usize = 1024;
@@ -573,7 +574,10 @@ pub fn mechanical_summary(history: &[Message], fold: &Fold) -> String {
                 .map(|c| format!("- ran `{}` {}", c.name(), clip(c.arguments(), 120)))
                 .collect::<Vec<_>>()
                 .join("\n"),
-            Role::Assistant => format!("- said: {}", clip(&one_line(&message.content), 160)),
+            Role::Assistant => format!(
+                "- said: {}",
+                clip(&collapse_whitespace(&message.content), 160)
+            ),
             Role::User | Role::Tool | Role::System => continue,
         };
         if out.len() + line.len() > LIMIT {
@@ -584,10 +588,6 @@ pub fn mechanical_summary(history: &[Message], fold: &Fold) -> String {
         out.push('\n');
     }
     out
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The history after a fold: system prompt, kept messages, the digest, then the tail.

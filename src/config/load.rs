@@ -166,7 +166,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let config: Config = merged.try_into().map_err(|e: toml::de::Error| {
         ConfigError::Invalid(format!(
             "the layered files do not fit together: {}",
-            one_line(e.message())
+            joined_lines(e.message())
         ))
     })?;
     Ok(Loaded {
@@ -240,7 +240,8 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-fn one_line(message: &str) -> String {
+/// A parser message on one line, its lines joined with "; " (they are separate statements).
+fn joined_lines(message: &str) -> String {
     message.trim().replace('\n', "; ")
 }
 
@@ -252,13 +253,13 @@ fn parse_layer(
     warnings: &mut Vec<String>,
 ) -> Result<Table, ConfigError> {
     let src = Source { path, text };
-    let doc = DeTable::parse(text).map_err(|e| src.error(e.span(), one_line(e.message())))?;
+    let doc = DeTable::parse(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
     let doc = doc.get_ref();
     let typed: Config = toml::from_str(text).map_err(|e| type_error(&src, doc, &e))?;
     let known = Table::try_from(&typed)
         .map_err(|e| src.error(None, format!("cannot re-encode the parsed file: {e}")))?;
     let mut raw: Table =
-        toml::from_str(text).map_err(|e| src.error(e.span(), one_line(e.message())))?;
+        toml::from_str(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
     // (byte offset, text): the document iterates keys alphabetically, users read top-down.
     let mut found = Vec::new();
     let mut walk = Prune {
@@ -284,7 +285,7 @@ fn parse_layer(
 
 /// A serde error with the dotted key at its span named, so "unknown variant" says which key.
 fn type_error(src: &Source, doc: &DeTable, err: &toml::de::Error) -> ConfigError {
-    let message = one_line(err.message());
+    let message = joined_lines(err.message());
     let Some(span) = err.span() else {
         return src.error(None, message);
     };

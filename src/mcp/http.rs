@@ -194,7 +194,7 @@ impl Shared {
         let response = request
             .send(body.as_bytes())
             .map_err(|e| self.transport_error(&e))?;
-        if let Some(id) = header(&response, SESSION_HEADER) {
+        if let Some(id) = net::header(&response, SESSION_HEADER) {
             self.lock().session_id = Some(id);
         }
         Ok((response, guard, had_session))
@@ -232,7 +232,7 @@ impl Shared {
         if status == 202 || status == 204 {
             return Ok(BodyKind::Empty);
         }
-        let content_type = header(response, "content-type").unwrap_or_default();
+        let content_type = net::header(response, "content-type").unwrap_or_default();
         if content_type.starts_with("text/event-stream") {
             Ok(BodyKind::Sse)
         } else {
@@ -472,14 +472,6 @@ impl Drop for AgentGuard {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(k, _)| *k != self.key);
     }
-}
-
-fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
-    response
-        .headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
 }
 
 impl Transport for HttpTransport {

@@ -325,7 +325,8 @@ fn open_body(
     }
 }
 
-fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+/// A response header as text; `None` when absent or not visible ASCII.
+pub fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
     response
         .headers()
         .get(name)

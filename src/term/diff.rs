@@ -3,7 +3,7 @@
 //! contents and model-written text, so rendering sanitizes every line.
 
 use super::ansi::{Line, Style};
-use super::sanitize::one_line;
+use super::sanitize::one_row;
 use super::width::truncate;
 
 /// One line of the edit script.
@@ -211,7 +211,7 @@ pub fn render(old: &str, new: &str, width: usize, max_lines: usize) -> Vec<Line>
                 Op::Insert(j) => ('+', new_lines[j], Style::DiffAdd, j + 1),
             };
             let mut line = Line::styled(format!("{number:>5} "), Style::Dim);
-            let body = format!("{sign} {}", one_line(text));
+            let body = format!("{sign} {}", one_row(text));
             line.push(truncate(&body, width.saturating_sub(6).max(8)), style);
             out.push(line);
         }

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::ansi::{Line, Style};
-use super::sanitize::one_line;
+use super::sanitize::one_row;
 use super::width::truncate;
 use crate::command::{refs, Catalog};
 use crate::mcp::McpHost;
@@ -137,7 +137,7 @@ impl Menu {
             .map(|(i, item)| {
                 let selected = i == self.selected;
                 let mut line = Line::styled(if selected { "❯ " } else { "  " }, Style::Accent);
-                let label = truncate(&one_line(&item.label), label_width);
+                let label = truncate(&one_row(&item.label), label_width);
                 let pad = label_width.saturating_sub(super::width::str_width(&label));
                 let style = if selected {
                     Style::Selected
@@ -146,7 +146,7 @@ impl Menu {
                 };
                 line.push(format!("{label}{}", " ".repeat(pad)), style);
                 if !item.detail.is_empty() {
-                    line.push(format!("  {}", one_line(&item.detail)), Style::Dim);
+                    line.push(format!("  {}", one_row(&item.detail)), Style::Dim);
                 }
                 line.truncated(width)
             })

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::ansi::{Line, Style};
 use super::diff;
 use super::keys::Key;
-use super::sanitize::one_line;
+use super::sanitize::one_row;
 use super::width::truncate;
 use crate::permission::{ApprovalAnswer, ApprovalRequest};
 
@@ -85,7 +85,7 @@ impl<T: Clone> Choices<T> {
         let bar = || Line::styled("│ ", Style::Frame);
         let mut out = Vec::new();
         let mut top = Line::styled("╭─ ", Style::Frame);
-        top.push(one_line(&self.title), Style::Bold);
+        top.push(one_row(&self.title), Style::Bold);
         out.push(top);
         for line in &self.body {
             let mut row = bar();
@@ -104,7 +104,7 @@ impl<T: Clone> Choices<T> {
                 Some(k) => format!(" ({k})"),
                 None => String::new(),
             };
-            let text = format!("{}. {}{key}", i + 1, one_line(&item.label));
+            let text = format!("{}. {}{key}", i + 1, one_row(&item.label));
             row.push(
                 text,
                 if selected {
@@ -167,8 +167,8 @@ pub fn approval_choices(
         value: ApprovalAnswer::Deny,
     });
     let title = match &request.rule {
-        Some(rule) => format!("Allow {}? (rule {rule} asks)", one_line(&request.tool)),
-        None => format!("Allow {}?", one_line(&request.tool)),
+        Some(rule) => format!("Allow {}? (rule {rule} asks)", one_row(&request.tool)),
+        None => format!("Allow {}?", one_row(&request.tool)),
     };
     Choices {
         title,
@@ -196,17 +196,17 @@ pub fn approval_preview(
             .enumerate()
             .map(|(i, l)| {
                 let mut line = Line::styled(if i == 0 { "$ " } else { "  " }, Style::Dim);
-                line.push(truncate(&one_line(l), width.saturating_sub(2)), Style::Bold);
+                line.push(truncate(&one_row(l), width.saturating_sub(2)), Style::Bold);
                 line
             })
             .collect();
         if let Some(description) = get("description") {
-            out.push(Line::styled(one_line(description), Style::Dim));
+            out.push(Line::styled(one_row(description), Style::Dim));
         }
         return out;
     }
     if let Some((path, before, after)) = proposed_change(&request.tool, args, cwd) {
-        let mut out = vec![Line::styled(one_line(&path), Style::Bold)];
+        let mut out = vec![Line::styled(one_row(&path), Style::Bold)];
         if before == after {
             out.push(Line::styled("(no change to the file)", Style::Dim));
         } else {
@@ -215,10 +215,10 @@ pub fn approval_preview(
         return out;
     }
     if let Some(subject) = &request.subject {
-        return vec![Line::plain(truncate(&one_line(subject), width))];
+        return vec![Line::plain(truncate(&one_row(subject), width))];
     }
     let text = serde_json::to_string(args).unwrap_or_default();
-    vec![Line::styled(truncate(&one_line(&text), width), Style::Dim)]
+    vec![Line::styled(truncate(&one_row(&text), width), Style::Dim)]
 }
 
 /// (path, current content, content after the call) for the built-in file writers.

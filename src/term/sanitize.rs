@@ -66,7 +66,7 @@ pub fn for_display(text: &str) -> String {
 
 /// [`for_display`] for a one-row context (a tool subject, a file name, a menu entry): line
 /// breaks become `⏎` so the text cannot spill onto other rows.
-pub fn one_line(text: &str) -> String {
+pub fn one_row(text: &str) -> String {
     for_display(text).replace('\n', "⏎")
 }
 
@@ -94,7 +94,7 @@ mod tests {
             "\u{8}\u{8}\u{8}overwrite",                         // backspaces
         ];
         for attack in attacks {
-            for shown in [sanitize(attack), for_display(attack), one_line(attack)] {
+            for shown in [sanitize(attack), for_display(attack), one_row(attack)] {
                 assert!(
                     !shown.chars().any(|c| c == '\u{1b}'
                         || c == '\u{7}'
@@ -112,6 +112,6 @@ mod tests {
         assert_eq!(for_display("50%\r100%\r"), "50%\n100%");
         assert_eq!(for_display("\tx\nab\tc"), "    x\nab  c");
         assert_eq!(for_display("if \u{202e}x"), "if \\u{202e}x");
-        assert_eq!(one_line("two\nlines"), "two⏎lines");
+        assert_eq!(one_row("two\nlines"), "two⏎lines");
     }
 }

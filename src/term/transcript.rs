@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::ansi::{Line, Style};
 use super::diff;
 use super::markdown::Markdown;
-use super::sanitize::{for_display, one_line};
+use super::sanitize::{for_display, one_row};
 use super::width::truncate;
 use crate::agent::events::{Event, NoticeLevel};
 use crate::permission::Resolution;
@@ -161,13 +161,13 @@ impl Transcript {
             NoticeLevel::Warning => ("⚠ ", Style::Warning),
         };
         let mut line = Line::styled(mark, style);
-        line.push(one_line(message), style);
+        line.push(one_row(message), style);
         self.pending.extend(line.wrap(self.width, "  "));
     }
 
     pub fn error(&mut self, message: &str) {
         let mut line = Line::styled("✗ ", Style::Error);
-        line.push(one_line(message), Style::Error);
+        line.push(one_row(message), Style::Error);
         self.pending.extend(line.wrap(self.width, "  "));
     }
 
@@ -269,7 +269,7 @@ impl Transcript {
         };
         let style = if allowed { Style::Dim } else { Style::Warning };
         self.pending
-            .push(Line::styled(format!("  {}", one_line(&text)), style));
+            .push(Line::styled(format!("  {}", one_row(&text)), style));
     }
 
     fn reasoning_delta(&mut self, text: &str) {
@@ -459,7 +459,7 @@ impl Transcript {
                         ),
                         Style::Thinking,
                     ));
-                    let tail = one_line(reasoning.tail.trim());
+                    let tail = one_row(reasoning.tail.trim());
                     let shown = tail_columns(&tail, self.width.saturating_sub(4));
                     if !shown.is_empty() {
                         out.push(Line::styled(format!("  {shown}"), Style::Thinking));
@@ -560,10 +560,10 @@ pub fn tool_title(name: &str, arguments: &str, room: usize) -> Line {
             _ => None,
         },
     };
-    let mut line = Line::styled(one_line(name), Style::Bold);
+    let mut line = Line::styled(one_row(name), Style::Bold);
     if let Some(subject) = subject {
         line.push("  ", Style::Plain);
-        line.push(truncate(&one_line(&subject), room.max(10)), Style::Plain);
+        line.push(truncate(&one_row(&subject), room.max(10)), Style::Plain);
     }
     line
 }
@@ -607,7 +607,7 @@ fn todo_body(args: &str) -> Vec<Line> {
         };
         let lead = if i == 0 { "  ⎿ " } else { "    " };
         let mut line = Line::styled(lead, Style::Dim);
-        line.push(format!("{mark} {}", one_line(content)), style);
+        line.push(format!("{mark} {}", one_row(content)), style);
         out.push(line);
     }
     out

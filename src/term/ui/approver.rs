@@ -10,7 +10,7 @@ use crate::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest};
 use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 
 /// The permission gate's approver and the MCP launch approver: each request goes to the UI
 /// thread as a modal, and the calling thread waits for the answer. A UI that is gone denies.
@@ -51,17 +51,17 @@ impl LaunchApprover for UiApprover {
 
 pub(super) fn launch_choices(request: &LaunchRequest) -> Choices<LaunchAnswer> {
     Choices {
-        title: format!("Start MCP server {}?", one_line(&request.server)),
+        title: format!("Start MCP server {}?", one_row(&request.server)),
         body: vec![
             Line::styled(
                 format!(
                     "declared in {} · {}",
-                    one_line(&request.origin),
-                    one_line(&request.transport)
+                    one_row(&request.origin),
+                    one_row(&request.transport)
                 ),
                 Style::Dim,
             ),
-            Line::styled(one_line(&request.detail), Style::Bold),
+            Line::styled(one_row(&request.detail), Style::Bold),
         ],
         items: vec![
             Choice {

@@ -11,7 +11,7 @@ use crate::command::input::{self, Input, Turn};
 use crate::command::{Builtin, CommandError};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 
 impl Chat {
     /// What the user typed (except `!cmd`), through the one input path: a built-in runs here,
@@ -75,9 +75,9 @@ impl Chat {
         for entry in self.catalog.entries() {
             let mut line = Line::styled(format!("  /{}", entry.name), Style::Bold);
             if !entry.argument_hint.is_empty() {
-                line.push(format!(" {}", one_line(&entry.argument_hint)), Style::Dim);
+                line.push(format!(" {}", one_row(&entry.argument_hint)), Style::Dim);
             }
-            line.push(format!("  {}", one_line(&entry.description)), Style::Plain);
+            line.push(format!("  {}", one_row(&entry.description)), Style::Plain);
             lines.push(line.truncated(width));
         }
         lines.push(Line::styled("Keys", Style::Heading));
@@ -146,7 +146,7 @@ impl Chat {
             for model in self.services.models() {
                 let mark = if model == current { "● " } else { "  " };
                 let mut line = Line::styled(format!("  {mark}"), Style::Accent);
-                line.push(one_line(&model), Style::Plain);
+                line.push(one_row(&model), Style::Plain);
                 lines.push(line);
             }
             lines.push(Line::styled(
@@ -228,8 +228,8 @@ impl Chat {
             servers
                 .iter()
                 .map(|s| {
-                    let mut line = Line::styled(one_line(&s.name), Style::Bold);
-                    line.push(format!("  {}", one_line(&s.status)), Style::Dim);
+                    let mut line = Line::styled(one_row(&s.name), Style::Bold);
+                    line.push(format!("  {}", one_row(&s.status)), Style::Dim);
                     line.push(
                         format!(
                             "  {} tools · {} prompts · {} resources",
@@ -257,7 +257,7 @@ impl Chat {
     pub(super) fn tools_command(&mut self) {
         let mut lines = vec![Line::styled("Tools", Style::Heading)];
         for (name, read_only) in &self.tool_names {
-            let mut line = Line::styled(format!("  {}", one_line(name)), Style::Bold);
+            let mut line = Line::styled(format!("  {}", one_row(name)), Style::Bold);
             if *read_only {
                 line.push("  read-only", Style::Dim);
             }
@@ -331,7 +331,7 @@ impl Chat {
         let mut lines = vec![Line::styled("Status", Style::Heading)];
         for (key, value) in rows {
             let mut line = Line::styled(format!("  {key:<12}"), Style::Bold);
-            line.push(one_line(&value), Style::Plain);
+            line.push(one_row(&value), Style::Plain);
             lines.push(line);
         }
         self.info_lines(lines);

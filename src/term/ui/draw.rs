@@ -9,7 +9,7 @@ use super::{Chat, Modal};
 use crate::agent::events::NoticeLevel;
 use crate::permission::Posture;
 use crate::term::ansi::{ColorMode, Line, Palette, Style};
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 use crate::term::screen::Screen;
 use crate::term::sys;
 use crate::term::transcript;
@@ -70,7 +70,7 @@ impl Chat {
             rows.push(Line::styled(
                 format!(
                     "! {}  {} · esc to interrupt",
-                    one_line(command),
+                    one_row(command),
                     transcript::seconds(now - *started)
                 ),
                 Style::Dim,
@@ -79,7 +79,7 @@ impl Chat {
         for pending in &self.queue {
             rows.push(
                 Line::styled(
-                    format!("  ↳ queued: {}", one_line(&pending.display)),
+                    format!("  ↳ queued: {}", one_row(&pending.display)),
                     Style::Dim,
                 )
                 .truncated(width),
@@ -121,7 +121,7 @@ impl Chat {
             Posture::Auto => Style::Warning,
             Posture::Yolo => Style::Error,
         };
-        let mut line = Line::styled(format!("{} · ", one_line(&self.model)), Style::Status);
+        let mut line = Line::styled(format!("{} · ", one_row(&self.model)), Style::Status);
         line.push(posture.as_str(), posture_style);
         let usage = &self.totals.usage;
         let mut parts = vec![format!(
@@ -156,8 +156,8 @@ impl Chat {
         title.push(
             format!(
                 "  {}/{} · {}",
-                one_line(&self.provider_name),
-                one_line(&self.model),
+                one_row(&self.provider_name),
+                one_row(&self.model),
                 self.cwd.display()
             ),
             Style::Dim,

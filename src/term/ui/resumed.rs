@@ -6,7 +6,7 @@
 use crate::provider::{Message, Role};
 use crate::term::ansi::{Line, Style};
 use crate::term::markdown::Markdown;
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 use crate::term::transcript::tool_title;
 
 /// How many exchanges are reprinted; older ones are counted in one line.
@@ -48,7 +48,7 @@ pub(super) fn last_exchanges(messages: &[Message], width: usize) -> Vec<Line> {
 /// One exchange: `messages` starts with the user's message and runs up to the next one.
 fn exchange(messages: &[Message], width: usize, out: &mut Vec<Line>) {
     let mut user = Line::styled("› ", Style::Accent);
-    user.push(one_line(&messages[0].content), Style::User);
+    user.push(one_row(&messages[0].content), Style::User);
     out.push(user.truncated(width));
     let calls: Vec<_> = messages
         .iter()

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::{builtins, Chat, Msg, Pending, Prepared};
 use crate::agent::events::NoticeLevel;
 use crate::term::ansi::{Line, Style};
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 
 impl Chat {
     pub(super) fn submit(&mut self) {
@@ -62,7 +62,7 @@ impl Chat {
         }
         if !prepared.attached.is_empty() {
             self.transcript.push_line(Line::styled(
-                format!("  ⎿ attached {}", one_line(&prepared.attached.join(", "))),
+                format!("  ⎿ attached {}", one_row(&prepared.attached.join(", "))),
                 Style::Dim,
             ));
         }

@@ -11,7 +11,7 @@ use crate::agent::events::NoticeLevel;
 use crate::cancel::CancelToken;
 use crate::permission::Gate;
 use crate::term::ansi::{Line, Style};
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 
 /// Rows of `!command` output shown when not verbose.
 const SHELL_ROWS: usize = 12;
@@ -23,7 +23,7 @@ impl Chat {
         }
         self.transcript.gap();
         let mut echo = Line::styled("! ", Style::Accent);
-        echo.push(one_line(&command), Style::Bold);
+        echo.push(one_row(&command), Style::Bold);
         self.transcript.push_line(echo);
         if self.busy() {
             self.transcript.notice(

@@ -8,7 +8,7 @@ use super::draw::terminal_screen;
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Decoder;
 use crate::term::modal::{Choice, Choices, Outcome};
-use crate::term::sanitize::one_line;
+use crate::term::sanitize::one_row;
 use crate::term::sys::{self, RawMode, Signal};
 
 /// The answer to the trust modal.
@@ -75,7 +75,7 @@ fn trust_choices(untrusted: &[String]) -> Choices<TrustAnswer> {
                  it may only tighten them. Ignored:",
                 Style::Dim,
             ),
-            Line::styled(one_line(&untrusted.join(", ")), Style::Bold),
+            Line::styled(one_row(&untrusted.join(", ")), Style::Bold),
         ],
         items: vec![
             Choice {
