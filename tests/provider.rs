@@ -126,6 +126,24 @@ fn text_reply_streams_in_order_and_ends_with_usage_then_done() {
     );
 }
 
+/// The exchange thread lets go of the history before the caller sees the first chunk, so the
+/// caller's append after the reply never copies the whole transcript.
+#[test]
+fn the_history_is_no_longer_shared_once_the_reply_streams() {
+    // The reply holds after its first piece, so the exchange is still running when we look.
+    let (reply, release) = Reply::hold(vec![sse_text("Hello")]);
+    let fake = FakeOpenAI::start(vec![reply]);
+    let request = request();
+    let provider = provider_for(&fake);
+    let mut stream = provider
+        .stream(&request, &CancelToken::new(), &mut |_| {})
+        .expect("stream starts");
+    assert!(matches!(stream.next(), Some(Ok(Chunk::Text(_)))));
+    assert!(!request.messages.is_shared(), "held after the first chunk");
+    release.release();
+    drop(stream);
+}
+
 #[test]
 fn pieces_split_mid_line_and_mid_character_with_keep_alive_comments_decode_the_same() {
     let events = [

@@ -80,7 +80,8 @@ pub struct Exchange<'a> {
     pub method: Method,
     pub url: &'a str,
     pub headers: &'a [(String, String)],
-    pub body: &'a [u8],
+    /// The body as consecutive parts, sent in order without joining them.
+    pub body: &'a [&'a [u8]],
     pub limits: Limits,
     /// Named in the authentication error so the user knows which variable to fix.
     pub api_key_env: &'a str,
@@ -304,8 +305,42 @@ fn send_once(
             for (name, value) in exchange.headers {
                 request = request.header(name.as_str(), value.as_str());
             }
-            request.send(exchange.body)
+            let length: usize = exchange.body.iter().map(|part| part.len()).sum();
+            // An explicit length keeps the body length-delimited, as one slice would be:
+            // some local servers refuse chunked requests.
+            let mut parts = Parts::new(exchange.body);
+            request
+                .header("content-length", length.to_string())
+                .send(ureq::SendBody::from_reader(&mut parts))
         }
+    }
+}
+
+/// Reads consecutive byte slices as one stream.
+struct Parts<'a> {
+    rest: &'a [&'a [u8]],
+    at: usize,
+}
+
+impl<'a> Parts<'a> {
+    fn new(parts: &'a [&'a [u8]]) -> Self {
+        Parts { rest: parts, at: 0 }
+    }
+}
+
+impl Read for Parts<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some((part, later)) = self.rest.split_first() {
+            if self.at < part.len() {
+                let n = buf.len().min(part.len() - self.at);
+                buf[..n].copy_from_slice(&part[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            self.rest = later;
+            self.at = 0;
+        }
+        Ok(0)
     }
 }
 
@@ -628,6 +663,25 @@ fn unreadable_certs(what: String, cause: Cause) -> ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_read_as_one_stream_whatever_the_buffer_size() {
+        let parts: [&[u8]; 4] = [b"{\"a\":[", b"", b"1,2,3", b"]}"];
+        for size in 1..12 {
+            let mut reader = Parts::new(&parts);
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; size];
+            loop {
+                let n = reader.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(out, b"{\"a\":[1,2,3]}", "buffer of {size}");
+        }
+        assert_eq!(Parts::new(&[]).read(&mut [0u8; 4]).unwrap(), 0);
+    }
     use std::collections::HashMap;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

@@ -57,7 +57,8 @@ impl Clone for Encoded {
 }
 
 impl Encoded {
-    fn push(&mut self, message: Message) {
+    fn push(&mut self, mut message: Message) {
+        shrink(&mut message);
         if !self.ends.is_empty() {
             self.bytes.push(b',');
         }
@@ -82,6 +83,29 @@ impl Encoded {
     }
 }
 
+/// Drops the spare capacity a message's strings grew while it streamed in: a session keeps
+/// every message, so slack would be paid for as long as the history lives.
+fn shrink(message: &mut Message) {
+    message.content.shrink_to_fit();
+    for text in [
+        &mut message.reasoning_content,
+        &mut message.tool_call_id,
+        &mut message.name,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        text.shrink_to_fit();
+    }
+    message.tool_calls.shrink_to_fit();
+    for call in &mut message.tool_calls {
+        call.id.shrink_to_fit();
+        call.kind.shrink_to_fit();
+        call.function.name.shrink_to_fit();
+        call.function.arguments.shrink_to_fit();
+    }
+}
+
 impl Transcript {
     pub fn new() -> Transcript {
         Transcript::default()
@@ -89,6 +113,12 @@ impl Transcript {
 
     pub fn push(&mut self, message: Message) {
         Arc::make_mut(&mut self.0).push(message);
+    }
+
+    /// Whether another handle (a request still being sent) holds this history, in which case
+    /// the next append copies it.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
     }
 
     /// Replaces the history, re-encoding only from the first message that differs, so a

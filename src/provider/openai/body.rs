@@ -1,10 +1,12 @@
 //! The request body of a chat completion: built from scratch as JSON ([`request_body`], the
-//! reference and the form recordings keep) or assembled from the transcript's cached message
-//! bytes ([`write_request_body`], what is sent), which must be byte-identical so the
-//! provider's prompt cache keeps hitting. Also the stable hash those bytes are named by.
+//! reference and the form recordings keep) or as a [`Body`] of three parts around the
+//! transcript's cached message bytes ([`write_request_body`], what is sent, with no copy of
+//! the history), which must be byte-identical so the provider's prompt cache keeps hitting.
+//! Also the stable hash those bytes are named by.
 
 use serde_json::{Map, Value};
 
+use super::super::transcript::Transcript;
 use super::super::{Message, ProviderSettings, Request, Role};
 use crate::hash::{fnv_continue, FNV_OFFSET};
 
@@ -61,43 +63,78 @@ fn envelope(settings: &ProviderSettings, request: &Request) -> Map<String, Value
     body
 }
 
-/// The bytes `request_body` serialises to, assembled into `out` (cleared first, its capacity
-/// reused) from the transcript's cached message JSON: only the envelope is serialised here.
-/// Returns the body's [`stable_hash`], rolled forward over the messages hashed before.
-pub fn write_request_body(
-    settings: &ProviderSettings,
-    request: &Request,
-    out: &mut Vec<u8>,
-) -> u64 {
-    out.clear();
+/// A request body as sent: `head`, the transcript's cached message bytes, `tail`. Sending it
+/// streams the three parts, so no round copies the history into one buffer.
+pub struct Body {
+    pub head: Vec<u8>,
+    /// `None` when `extra_body` replaced the messages and `head` is the whole body.
+    pub messages: Option<Transcript>,
+    pub tail: Vec<u8>,
+    /// The body's [`stable_hash`].
+    pub hash: u64,
+}
+
+impl Body {
+    /// The parts in the order they are sent.
+    pub fn parts(&self) -> [&[u8]; 3] {
+        let messages = self.messages.as_ref().map_or(&[][..], |t| t.bytes());
+        [&self.head, messages, &self.tail]
+    }
+
+    pub fn len(&self) -> usize {
+        self.parts().iter().map(|part| part.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole body in one buffer, for tests and debug checks.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.parts().concat()
+    }
+}
+
+/// The bytes `request_body` serialises to, as a [`Body`] around the transcript's cached
+/// message JSON: only the envelope is serialised here. Its hash is rolled forward over the
+/// messages hashed before.
+pub fn write_request_body(settings: &ProviderSettings, request: &Request) -> Body {
     let envelope = envelope(settings, request);
     if envelope.contains_key("messages") {
         // `extra_body` replaced the messages: nothing cached applies.
-        write_json(out, &Value::Object(envelope));
-        return stable_hash(out);
+        let mut head = Vec::new();
+        write_json(&mut head, &Value::Object(envelope));
+        let hash = stable_hash(&head);
+        return Body {
+            head,
+            messages: None,
+            tail: Vec::new(),
+            hash,
+        };
     }
-    let messages = request.messages.bytes();
-    out.reserve(messages.len() + 16 * 1024);
-    out.push(b'{');
+    let mut head = vec![b'{'];
     // The map iterates in key order, the order serde_json writes it in.
     let mut entries = envelope.iter().peekable();
     let mut first = true;
     while let Some((key, value)) = entries.next_if(|(key, _)| key.as_str() < "messages") {
-        write_entry(out, &mut first, key, value);
+        write_entry(&mut head, &mut first, key, value);
     }
     if !first {
-        out.push(b',');
+        head.push(b',');
     }
-    out.extend_from_slice(b"\"messages\":[");
-    let state = request.messages.hash_after(stable_hash(out));
-    let rest = out.len() + messages.len();
-    out.extend_from_slice(messages);
-    out.push(b']');
+    head.extend_from_slice(b"\"messages\":[");
+    let state = request.messages.hash_after(stable_hash(&head));
+    let mut tail = vec![b']'];
     for (key, value) in entries {
-        write_entry(out, &mut false, key, value);
+        write_entry(&mut tail, &mut false, key, value);
     }
-    out.push(b'}');
-    fnv_continue(state, &out[rest..])
+    tail.push(b'}');
+    Body {
+        hash: fnv_continue(state, &tail),
+        head,
+        messages: Some(request.messages.clone()),
+        tail,
+    }
 }
 
 fn write_entry(out: &mut Vec<u8>, first: &mut bool, key: &str, value: &Value) {
@@ -185,14 +222,15 @@ mod tests {
 
     /// The body assembled from cached bytes, and its rolling hash, against the from-scratch
     /// serialisation.
-    fn assert_assembled_matches(settings: &ProviderSettings, request: &Request, buf: &mut Vec<u8>) {
-        let hash = write_request_body(settings, request, buf);
+    fn assert_assembled_matches(settings: &ProviderSettings, request: &Request) {
+        let body = write_request_body(settings, request);
         let scratch = serde_json::to_vec(&request_body(settings, request)).unwrap();
         assert_eq!(
-            String::from_utf8_lossy(buf),
+            String::from_utf8_lossy(&body.to_vec()),
             String::from_utf8_lossy(&scratch)
         );
-        assert_eq!(hash, stable_hash(&scratch));
+        assert_eq!(body.len(), scratch.len());
+        assert_eq!(body.hash, stable_hash(&scratch));
     }
 
     #[test]
@@ -212,16 +250,15 @@ mod tests {
             temperature: Some(0.25),
             ..Request::default()
         };
-        let mut buf = Vec::new();
         // Empty history, then appends of every shape.
-        assert_assembled_matches(&settings, &request, &mut buf);
+        assert_assembled_matches(&settings, &request);
         let mut history = vec![
             Message::system("sys é \u{1F600} \"q\""),
             Message::user("hi"),
         ];
         for message in history.clone() {
             request.messages.push(message);
-            assert_assembled_matches(&settings, &request, &mut buf);
+            assert_assembled_matches(&settings, &request);
         }
         for round in 0..5 {
             let mut assistant = Message::assistant(format!("round {round}"));
@@ -235,7 +272,7 @@ mod tests {
             for message in [assistant, result] {
                 history.push(message.clone());
                 request.messages.push(message);
-                assert_assembled_matches(&settings, &request, &mut buf);
+                assert_assembled_matches(&settings, &request);
             }
         }
         // A compaction rewrite in the middle: only the changed suffix is re-encoded.
@@ -244,18 +281,18 @@ mod tests {
         history.remove(2);
         request.messages.replace(history.clone());
         assert_eq!(request.messages.messages(), &history[..]);
-        assert_assembled_matches(&settings, &request, &mut buf);
+        assert_assembled_matches(&settings, &request);
         // A resume: the same history loaded afresh.
         request.messages = history.clone().into();
-        assert_assembled_matches(&settings, &request, &mut buf);
+        assert_assembled_matches(&settings, &request);
         // Settings that move the bytes before the messages re-seed the rolling hash.
         request.max_tokens = None;
         settings.extra_body.remove("a_first");
-        assert_assembled_matches(&settings, &request, &mut buf);
+        assert_assembled_matches(&settings, &request);
         // extra_body may replace the messages outright.
         settings
             .extra_body
             .insert("messages".into(), serde_json::json!([]));
-        assert_assembled_matches(&settings, &request, &mut buf);
+        assert_assembled_matches(&settings, &request);
     }
 }

@@ -14,6 +14,7 @@ use super::super::net::{Exchange, Limits, Method, Net, OpenBody};
 use super::super::record::{self, RecordedExchange, Recorder};
 use super::super::retry;
 use super::super::{Chunk, ChunkStream, Detail, ProviderError, Retry, RetryPolicy};
+use super::body::Body;
 use super::StreamParser;
 use crate::cancel::{CancelToken, HookGuard};
 
@@ -131,11 +132,12 @@ pub(super) struct Job {
     pub(super) net: Net,
     pub(super) url: String,
     pub(super) headers: Vec<(String, String)>,
-    pub(super) body: Vec<u8>,
+    /// Until the first chunk reaches the caller (retries before that send it again). It
+    /// holds the caller's transcript, which must be released before the caller appends the
+    /// reply: appending to a shared transcript would copy it.
+    pub(super) body: Mutex<Option<Body>>,
     /// Only when recording.
     pub(super) body_json: Option<Value>,
-    /// Where `body` goes back when the exchange is over.
-    pub(super) spare_body: Arc<Mutex<Vec<u8>>>,
     pub(super) id_seed: u64,
     pub(super) prompt_estimate: u64,
     pub(super) idle: Duration,
@@ -147,20 +149,6 @@ pub(super) struct Job {
     /// Fires on the caller's cancel and when the consumer drops the stream.
     pub(super) abort: CancelToken,
     pub(super) _abort_on_cancel: HookGuard,
-}
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        let body = std::mem::take(&mut self.body);
-        let mut spare = self
-            .spare_body
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Keep the larger buffer: the history only grows between compactions.
-        if body.capacity() > spare.capacity() {
-            *spare = body;
-        }
-    }
 }
 
 /// How reading one response body ended.
@@ -179,27 +167,30 @@ impl Job {
                 let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
             })
         };
-        let exchange = Exchange {
-            method: Method::Post,
-            url: &self.url,
-            headers: &self.headers,
-            body: &self.body,
-            limits: Limits {
-                per_read: Some(self.idle),
-                total: None,
-            },
-            api_key_env: &self.api_key_env,
-            provider: &self.provider,
-        };
         let mut empty_retries = 0u32;
         let mut report = |retry| {
             let _ = tx.send(Msg::Retry(retry));
         };
         loop {
-            match self
-                .net
-                .send(&exchange, &self.policy, &self.abort, &mut report)
-            {
+            let sent = {
+                let body = self.body.lock().unwrap_or_else(PoisonError::into_inner);
+                let parts = body.as_ref().map_or([&[][..]; 3], Body::parts);
+                let exchange = Exchange {
+                    method: Method::Post,
+                    url: &self.url,
+                    headers: &self.headers,
+                    body: &parts,
+                    limits: Limits {
+                        per_read: Some(self.idle),
+                        total: None,
+                    },
+                    api_key_env: &self.api_key_env,
+                    provider: &self.provider,
+                };
+                self.net
+                    .send(&exchange, &self.policy, &self.abort, &mut report)
+            };
+            match sent {
                 Err(failure) => {
                     let error_text = (failure.status == 0).then(|| match &failure.error {
                         ProviderError::Cancelled => record::CANCELLED.to_string(),
@@ -209,6 +200,7 @@ impl Job {
                     });
                     // The exchange's own error matters more than a failure to record it.
                     let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
+                    self.release_body();
                     let _ = tx.send(Msg::Failed(failure.error));
                     break;
                 }
@@ -228,6 +220,7 @@ impl Job {
                                 reason: reason.to_string(),
                             });
                             if retry::sleep(wait, &self.abort).is_err() {
+                                self.release_body();
                                 let _ = tx.send(Msg::Failed(ProviderError::Cancelled));
                                 break;
                             }
@@ -261,7 +254,10 @@ impl Job {
                     if parser.is_done() {
                         break Ok(());
                     }
-                    forwarded |= !out.is_empty();
+                    if !out.is_empty() && !forwarded {
+                        forwarded = true;
+                        self.release_body();
+                    }
                     if !send_all(tx, &mut out) {
                         // The consumer is gone; keep what arrived for the recording.
                         break Ok(());
@@ -289,6 +285,7 @@ impl Job {
             // A consumer stops at Done; the failure to record must come instead of it.
             out.retain(|chunk| !matches!(chunk, Chunk::Done { .. }));
         }
+        self.release_body();
         send_all(tx, &mut out);
         let complete = parser.is_done() && result.is_ok() && recorded.is_ok();
         if let Err(err) = result.and(recorded) {
@@ -303,6 +300,14 @@ impl Job {
             );
         }
         BodyEnd::Done
+    }
+
+    /// Drops the body (and with it the caller's transcript) once it will not be sent again.
+    fn release_body(&self) {
+        self.body
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     fn read_error(&self, err: std::io::Error, received: usize) -> ProviderError {

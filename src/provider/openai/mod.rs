@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use super::net::{self, Method, Net};
 use super::record::Recorder;
@@ -35,9 +35,6 @@ pub struct OpenAiProvider {
     chat_url: String,
     headers: Vec<(String, String)>,
     recorder: Option<Arc<Recorder>>,
-    /// The last request's body buffer, back from its exchange thread: reused so a long
-    /// session does not map and unmap a body-sized block every round.
-    spare_body: Arc<Mutex<Vec<u8>>>,
 }
 
 /// The `openai` row of the factory table.
@@ -60,7 +57,6 @@ impl OpenAiProvider {
             chat_url,
             headers,
             recorder,
-            spare_body: Arc::default(),
         })
     }
 }
@@ -83,18 +79,14 @@ impl Provider for OpenAiProvider {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
         }
-        let mut body = std::mem::take(
-            &mut *self
-                .spare_body
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        let id_seed = write_request_body(&self.settings, request, &mut body);
+        let body = write_request_body(&self.settings, request);
         debug_assert!(
-            body == serde_json::to_vec(&request_body(&self.settings, request)).unwrap_or_default(),
+            body.to_vec()
+                == serde_json::to_vec(&request_body(&self.settings, request)).unwrap_or_default(),
             "the assembled body differs from the one built from scratch"
         );
-        debug_assert_eq!(id_seed, stable_hash(&body));
+        debug_assert_eq!(body.hash, stable_hash(&body.to_vec()));
+        let id_seed = body.hash;
         // Recordings keep the request as JSON; only they pay for building it.
         let body_json = self
             .recorder
@@ -109,9 +101,8 @@ impl Provider for OpenAiProvider {
             headers: self.headers.clone(),
             id_seed,
             prompt_estimate: estimate_tokens(body.len()),
-            body,
+            body: Mutex::new(Some(body)),
             body_json,
-            spare_body: Arc::clone(&self.spare_body),
             idle: self.settings.timeouts.idle_stream,
             policy: self.settings.retry,
             api_key_env: self.settings.api_key_env.clone(),
