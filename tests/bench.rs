@@ -122,8 +122,13 @@ fn bench_cold_start_in_a_fresh_home() {
 /// A fake model that reads `a.txt` for `rounds` rounds, then answers: the server, the home
 /// configured for it and the workspace.
 fn read_file_loop(rounds: usize) -> (FakeOpenAI, Dir, Dir) {
+    read_file_loop_of(rounds, "hello\n")
+}
+
+/// [`read_file_loop`] reading a file of this content every round.
+fn read_file_loop_of(rounds: usize, content: &str) -> (FakeOpenAI, Dir, Dir) {
     let work = Dir::new();
-    work.write("a.txt", "hello\n");
+    work.write("a.txt", content);
     let mut replies: Vec<Reply> = (0..rounds)
         .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
         .collect();
@@ -451,7 +456,11 @@ struct LongRun {
 }
 
 fn long_run(binary: &Path, rounds: usize) -> LongRun {
-    let (server, home, work) = read_file_loop(rounds);
+    long_run_of(binary, rounds, "hello\n")
+}
+
+fn long_run_of(binary: &Path, rounds: usize, content: &str) -> LongRun {
+    let (server, home, work) = read_file_loop_of(rounds, content);
     let mut cmd = reasonix_binary(binary, &home, work.path());
     cmd.args(["run", "--output-format", "json", "loop"])
         .stdout(Stdio::null())
@@ -566,13 +575,25 @@ fn bench_long_session_cost_per_round() {
         ms(short.usage.cpu),
         ms(long.usage.cpu)
     );
+    print_rss_growth("6-byte file per round", &short, &long);
+    // Rounds whose results carry real text (a 2 KiB file), where the content, not the
+    // fixed cost of a message, is what the history holds.
+    let line = "let value = compute(input, &options).unwrap_or_default(); // 64 bytes\n";
+    let content = line.repeat(32);
+    let short = long_run_of(&binary, 200, &content);
+    let long = long_run_of(&binary, 1_000, &content);
+    print_rss_growth("2 KiB file per round", &short, &long);
+}
+
+/// Peak RSS growth per round from 200 to 1,000 rounds, against the transcript's growth.
+fn print_rss_growth(what: &str, short: &LongRun, long: &LongRun) {
     let rounds = 800.0;
     let rss_per_round =
         (long.usage.peak_rss_kib - short.usage.peak_rss_kib) as f64 * 1024.0 / rounds;
     let transcript_per_round = (long.session_bytes - short.session_bytes) as f64 / rounds;
     let rss_ratio = rss_per_round / transcript_per_round;
     println!(
-        "peak RSS: 200 rounds {:.1} MiB, 1000 rounds {:.1} MiB; growth {rss_per_round:.0} B per round for {transcript_per_round:.0} B of transcript per round; ratio {rss_ratio:.2} (target <= 2: {})",
+        "peak RSS ({what}): 200 rounds {:.1} MiB, 1000 rounds {:.1} MiB; growth {rss_per_round:.0} B per round for {transcript_per_round:.0} B of transcript per round; ratio {rss_ratio:.2} (target <= 2: {})",
         short.usage.peak_rss_kib as f64 / 1024.0,
         long.usage.peak_rss_kib as f64 / 1024.0,
         verdict(rss_ratio <= 2.0)
