@@ -3,9 +3,10 @@
 //! threads (one per core, at most [`MAX_WORKERS`]) each open and search one file at a time,
 //! and this thread adds the outcomes to the report strictly in walk order, holding back those
 //! that arrive early. The output is therefore byte-for-byte the sequential one, whatever the
-//! scheduling.
+//! scheduling. Files travel in batches of [`BATCH`], so a tree of small files costs a channel
+//! message and a wake-up per batch rather than per file.
 //!
-//! Memory stays bounded: the walker may run at most [`REORDER_WINDOW`] files ahead of the
+//! Memory stays bounded: the walker may run at most [`REORDER_WINDOW`] batches ahead of the
 //! oldest outcome not yet added (one huge file at the head cannot make the others pile up
 //! outcomes without limit), and in content mode a worker renders only as many matches of a
 //! file as the output can still show.
@@ -28,22 +29,23 @@ use crate::tool::{ToolContext, ToolError};
 const MAX_WORKERS: usize = 8;
 /// A multiline search holds a larger window per worker.
 const MAX_MULTILINE_WORKERS: usize = 4;
-/// Files the walk may be ahead of the report.
-const REORDER_WINDOW: usize = 4096;
-/// Paths queued for the workers.
-const JOB_QUEUE: usize = 256;
+/// Files per batch.
+const BATCH: usize = 32;
+/// Batches the walk may be ahead of the report.
+const REORDER_WINDOW: usize = 128;
+/// Batches queued for the workers.
+const JOB_QUEUE: usize = 16;
 
-/// A file to search: its place in the walk and its path.
+/// Files to search: the batch's place in the walk and their paths.
 struct Job {
     seq: usize,
-    path: PathBuf,
+    paths: Vec<PathBuf>,
 }
 
-/// A searched file, or the word that the search was cancelled.
+/// A searched batch: each file's outcome, or the word that the search was cancelled.
 struct Done {
     seq: usize,
-    path: PathBuf,
-    outcome: Result<Outcome, Cancelled>,
+    files: Vec<(PathBuf, Result<Outcome, Cancelled>)>,
 }
 
 /// Searches every file below `root` the walk yields (and `glob` admits) into `report`.
@@ -102,7 +104,8 @@ fn spawn_failed(e: std::io::Error) -> ToolError {
     ToolError::Failed(format!("grep: cannot start a search thread: {e}"))
 }
 
-/// The walker thread: numbers the files to search and queues them, a credit per file.
+/// The walker thread: batches the files to search, numbers the batches and queues them, a
+/// credit per batch.
 fn walk(
     root: &Path,
     options: Options,
@@ -112,6 +115,15 @@ fn walk(
     ctx: &ToolContext,
 ) {
     let mut seq = 0;
+    let mut send = |paths: Vec<PathBuf>| {
+        if credits.recv().is_err() || ctx.cancel.is_cancelled() {
+            return false;
+        }
+        let sent = jobs.send(Job { seq, paths }).is_ok();
+        seq += 1;
+        sent
+    };
+    let mut paths = Vec::with_capacity(BATCH);
     for entry in Walk::new(root, options) {
         if ctx.cancel.is_cancelled() {
             return;
@@ -125,19 +137,16 @@ fn walk(
                 continue;
             }
         }
-        if credits.recv().is_err() || ctx.cancel.is_cancelled() {
-            return;
+        paths.push(entry.path);
+        if paths.len() == BATCH {
+            let batch = std::mem::replace(&mut paths, Vec::with_capacity(BATCH));
+            if !send(batch) {
+                return;
+            }
         }
-        if jobs
-            .send(Job {
-                seq,
-                path: entry.path,
-            })
-            .is_err()
-        {
-            return;
-        }
-        seq += 1;
+    }
+    if !paths.is_empty() {
+        send(paths);
     }
 }
 
@@ -156,17 +165,25 @@ fn search_jobs(
             Ok(jobs) => jobs.recv(),
             Err(_) => return,
         };
-        let Ok(Job { seq, path }) = job else { return };
-        // Files that cannot or must not be read (pseudo-files, a file swapped for a FIFO
-        // since the listing) are skipped like binary ones.
-        let outcome = match opener.open_listed(&path) {
-            Ok(file) => {
-                let budget = request.limit.saturating_sub(shown.load(Ordering::Relaxed));
-                searcher.search(file, budget, &ctx.cancel)
+        let Ok(Job { seq, paths }) = job else { return };
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            // Files that cannot or must not be read (pseudo-files, a file swapped for a FIFO
+            // since the listing) are skipped like binary ones.
+            let outcome = match opener.open_listed(&path) {
+                Ok(file) => {
+                    let budget = request.limit.saturating_sub(shown.load(Ordering::Relaxed));
+                    searcher.search(file, budget, &ctx.cancel)
+                }
+                Err(_) => Ok(Outcome::default()),
+            };
+            let stop = outcome.is_err();
+            files.push((path, outcome));
+            if stop {
+                break;
             }
-            Err(_) => Ok(Outcome::default()),
-        };
-        if done.send(Done { seq, path, outcome }).is_err() {
+        }
+        if done.send(Done { seq, files }).is_err() {
             return;
         }
     }
@@ -190,16 +207,18 @@ fn merge(
         while let Some(finished) = pending.remove(&next) {
             next += 1;
             let _ = credits.try_send(());
-            match &finished.outcome {
-                Ok(outcome) if !cancelled => {
-                    // Most files match nothing: their path is never printed, so not made.
-                    if outcome.matches > 0 || outcome.partial {
-                        report.add(outcome, &display_path(&finished.path, &ctx.cwd));
-                        shown.store(report.shown(), Ordering::Relaxed);
+            for (path, outcome) in &finished.files {
+                match outcome {
+                    Ok(outcome) if !cancelled => {
+                        // Most files match nothing: their path is never printed, so not made.
+                        if outcome.matches > 0 || outcome.partial {
+                            report.add(outcome, &display_path(path, &ctx.cwd));
+                            shown.store(report.shown(), Ordering::Relaxed);
+                        }
                     }
+                    Ok(_) => {}
+                    Err(Cancelled) => cancelled = true,
                 }
-                Ok(_) => {}
-                Err(Cancelled) => cancelled = true,
             }
         }
     }
