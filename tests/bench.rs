@@ -1,7 +1,7 @@
 //! Benchmarks printed by `make bench` (ignored in `make test`): start-up to first request,
 //! a cold start in a fresh home, harness overhead per tool round, peak memory of a plain
-//! headless run, grep on a mid-sized tree, the per-call cost of each bash jail, and what the
-//! first bash round costs with the jail off; also how the cost of a round grows over long sessions
+//! headless run, grep against rg on a large tree, the per-call cost of each bash jail, and what
+//! the first bash round costs with the jail off; also how the cost of a round grows over long sessions
 //! (agent time, wall, CPU and memory; the glibc build against the static musl one), and how
 //! often compaction breaks the prompt cache. Figures are printed with their targets, never
 //! asserted. Build with `--release` for meaningful numbers; the fake server answers instantly.
@@ -214,82 +214,305 @@ fn bench_plain_headless_run_memory() {
     }
 }
 
-/// A tree like a mid-sized repository: 3,000 source-like files of about 16 KiB in nested
-/// directories, and one 64 MiB log.
+/// Files of the grep bench's tree beside the big log, and the log's size.
+const GREP_BENCH_FILES: usize = 36_000;
+const GREP_BENCH_LOG_BYTES: usize = 1 << 30;
+/// The rare literal: in three source files, at the end of the big log, and in the ignored
+/// `target/` directory (which neither grep nor rg may report).
+const GREP_BENCH_NEEDLE: &str = "needle_in_the_haystack";
+
+/// A large repository: 36,000 source-like files of 3–22 KiB (~450 MB) in 300 directories, a
+/// `.gitignore`d `target/`, and one 1 GiB log. A third of the files open with a copyright
+/// line; every 50th has `COPYRIGHT` in its body; the log has `Copyright` every 100,000 lines.
 fn grep_bench_tree() -> Dir {
+    use std::io::Write;
     let dir = Dir::new();
-    let line = |i: usize| match i % 7 {
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    dir.write(".gitignore", "target/\n");
+    let line = |i: usize, f: usize| match i % 7 {
         0 => format!("fn handler_{i}(ctx: &mut Context) -> Result<(), Error> {{\n"),
         1 => "    let value = ctx.lookup(\"key\").unwrap_or_default();\n".to_string(),
         2 => "    // TODO: handle the error path properly\n".to_string(),
-        3 => format!("    if value.len() > {i} {{ return Err(Error::TooLong); }}\n"),
+        3 => format!("    if value.len() > {f} {{ return Err(Error::TooLong); }}\n"),
         4 => "    ctx.store(value.trim().to_string());\n".to_string(),
         5 => "    Ok(())\n".to_string(),
         _ => "}\n".to_string(),
     };
-    let file: String = (0..400).map(line).collect();
-    for i in 0..3000 {
-        dir.write(&format!("src/m{}/d{}/f{i}.rs", i % 10, i % 37), &file);
+    for f in 0..GREP_BENCH_FILES {
+        let mut text = String::new();
+        if f % 3 == 0 {
+            text.push_str("// Copyright (c) 2024 Example Corp. All rights reserved.\n");
+        }
+        let lines = 60 + (f * 37) % 400;
+        for i in 0..lines {
+            text.push_str(&line(i, f));
+            if i == lines / 2 && f % 50 == 0 {
+                text.push_str("    // COPYRIGHT NOTICE: see LICENSE\n");
+            }
+            if i == lines / 3 && [1234, 20_000, GREP_BENCH_FILES - 1].contains(&f) {
+                text.push_str(&format!("    let {GREP_BENCH_NEEDLE} = 1;\n"));
+            }
+        }
+        dir.write(
+            &format!("src/p{:02}/m{:03}/f{f:05}.rs", f % 30, f % 300),
+            &text,
+        );
     }
-    let mut log = String::with_capacity(64 << 20);
-    let mut i = 0;
-    while log.len() < 64 << 20 {
-        log.push_str(&format!(
-            "2024-05-01T12:00:{:02} INFO request {i} served in {} ms\n",
-            i % 60,
-            i % 997
-        ));
+    for f in 0..300 {
+        dir.write(
+            &format!("target/debug/gen{f}.rs"),
+            &format!("{GREP_BENCH_NEEDLE}\n"),
+        );
+    }
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let mut log = std::io::BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(dir.join("logs/huge.log")).unwrap(),
+    );
+    let (mut written, mut i) = (0, 0usize);
+    while written < GREP_BENCH_LOG_BYTES {
+        let entry = match i % 100_000 {
+            99_999 => format!("2024-05-01T12:00:{:02} INFO Copyright check {i}\n", i % 60),
+            _ => format!(
+                "2024-05-01T12:00:{:02} INFO request {i} served in {} ms\n",
+                i % 60,
+                i % 997
+            ),
+        };
+        log.write_all(entry.as_bytes()).unwrap();
+        written += entry.len();
         i += 1;
     }
-    log.push_str("2024-05-01T12:00:00 ERROR needle_in_the_log\n");
-    dir.write("logs/big.log", &log);
+    writeln!(log, "2024-05-01T12:00:00 ERROR {GREP_BENCH_NEEDLE}").unwrap();
+    log.flush().unwrap();
+    dir.write("small/one_mb.log", &{
+        let mut small = String::new();
+        while small.len() < 1 << 20 {
+            small.push_str("2024-05-01T12:00:00 INFO request served, Copyright check\n");
+        }
+        small.push_str(&format!("{GREP_BENCH_NEEDLE}\n"));
+        small
+    });
     dir
 }
 
+/// One grep run in a child process (this test binary re-run on [`grep_child_for_bench`]), so
+/// its wall time includes a process start as rg's does and its peak RSS is its own.
+struct ChildGrep {
+    wall: Duration,
+    /// `VmHWM` read by the child itself just before it exits, KiB.
+    peak_rss_kib: i64,
+    output: String,
+}
+
+fn run_grep_child(cwd: &Path, args: &Value) -> ChildGrep {
+    let out = cwd
+        .parent()
+        .unwrap()
+        .join(format!("grep-child-{}.out", std::process::id()));
+    let started = Instant::now();
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "bench::grep_child_for_bench",
+            "--ignored",
+            "--quiet",
+        ])
+        .args(["--test-threads", "1"])
+        .env("REASONIX_GREP_CHILD_CWD", cwd)
+        .env("REASONIX_GREP_CHILD_ARGS", args.to_string())
+        .env("REASONIX_GREP_CHILD_OUT", &out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    let wall = started.elapsed();
+    assert!(status.success(), "grep child failed for {args}");
+    let written = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let (hwm, output) = written.split_once('\n').unwrap();
+    ChildGrep {
+        wall,
+        peak_rss_kib: hwm.parse().unwrap(),
+        output: output.to_string(),
+    }
+}
+
+/// The child half of [`run_grep_child`]: runs one grep and writes its own `VmHWM` and the
+/// tool's output. Does nothing when run without the bench's environment.
 #[test]
 #[ignore]
-fn bench_grep() {
+fn grep_child_for_bench() {
     use reasonix::tool::{builtin, ToolContext};
-    use serde_json::json;
-    let dir = grep_bench_tree();
+    let (Some(cwd), Some(args), Some(out)) = (
+        std::env::var_os("REASONIX_GREP_CHILD_CWD"),
+        std::env::var("REASONIX_GREP_CHILD_ARGS").ok(),
+        std::env::var_os("REASONIX_GREP_CHILD_OUT"),
+    ) else {
+        return;
+    };
     let grep = builtin::all()
         .into_iter()
         .find(|t| t.name() == "grep")
         .unwrap();
-    let ctx = ToolContext::new(dir.path().to_path_buf());
-    let cases = [
-        ("literal, files", json!({"pattern": "needle_in_the_log"})),
+    let args: Value = serde_json::from_str(&args).unwrap();
+    let output = grep
+        .execute(&args, &ToolContext::new(PathBuf::from(cwd)))
+        .unwrap();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .map(|v| v.trim().trim_end_matches("kB").trim().to_string())
+        .unwrap();
+    std::fs::write(out, format!("{hwm}\n{output}")).unwrap();
+}
+
+/// `rg` over `cwd` with `args`: wall time, stdout and peak RSS polled from `/proc` (its
+/// `ru_maxrss` would start from this large test process's RSS, inherited at spawn); `None`
+/// when rg is not installed.
+fn run_rg(cwd: &Path, args: &[&str]) -> Option<(Duration, String, i64)> {
+    let started = Instant::now();
+    let child = Command::new("rg")
+        .arg("--no-config")
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let peak = watch_peak_rss(child.id());
+    let out = child.wait_with_output().unwrap();
+    let wall = started.elapsed();
+    Some((
+        wall,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        peak.join().unwrap(),
+    ))
+}
+
+/// Matching files and lines in a grep output (files or count mode, nothing capped) or in
+/// rg's `-l` / `-c` output: (files, lines), lines 0 in files mode.
+fn grep_totals(output: &str) -> (usize, usize) {
+    let mut files = 0;
+    let mut lines = 0;
+    for line in output.lines().filter(|l| !l.starts_with('(')) {
+        files += 1;
+        if let Some((_, n)) = line.rsplit_once(':') {
+            lines += n.parse::<usize>().unwrap_or(0);
+        }
+    }
+    (files, lines)
+}
+
+const MIB: f64 = 1024.0;
+
+#[test]
+#[ignore]
+fn bench_grep() {
+    const RUNS: usize = 5;
+    let started = Instant::now();
+    let dir = grep_bench_tree();
+    let root = dir.path();
+    println!(
+        "grep bench tree: {GREP_BENCH_FILES} source files (~450 MB) + a 1 GiB log, built in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let rg_present = Command::new("rg").arg("--version").output().is_ok();
+    if !rg_present {
+        println!("rg not found: no comparison (install ripgrep to compare)");
+    }
+    let all = 1_000_000;
+    let cases: [(&str, Value, &[&str]); 4] = [
         (
-            "regex, content",
-            json!({"pattern": r"fn handler_\d+7\(", "output_mode": "content", "head_limit": 50}),
+            "rare literal, files",
+            serde_json::json!({"pattern": GREP_BENCH_NEEDLE, "head_limit": all}),
+            &["-l", GREP_BENCH_NEEDLE],
         ),
         (
-            "case-insensitive, count",
-            json!({"pattern": "todo", "case_insensitive": true, "output_mode": "count"}),
+            "rare literal, count",
+            serde_json::json!({"pattern": GREP_BENCH_NEEDLE, "output_mode": "count", "head_limit": all}),
+            &["-c", GREP_BENCH_NEEDLE],
         ),
         (
-            "context 2, content",
-            json!({"pattern": "TooLong", "output_mode": "content", "context": 2, "head_limit": 20}),
+            "(?i)copyright, files",
+            serde_json::json!({"pattern": "(?i)copyright", "head_limit": all}),
+            &["-l", "(?i)copyright"],
         ),
         (
-            "regex without literal, files",
-            json!({"pattern": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d ERROR"}),
+            "(?i)copyright, count",
+            serde_json::json!({"pattern": "(?i)copyright", "output_mode": "count", "head_limit": all}),
+            &["-c", "(?i)copyright"],
         ),
     ];
-    for (label, args) in cases {
-        let samples: Vec<Duration> = (0..5)
-            .map(|_| {
-                let started = Instant::now();
-                grep.execute(&args, &ctx).unwrap();
-                started.elapsed()
-            })
-            .collect();
-        println!(
-            "grep {label}: median {:.1} ms over {} runs (3,000 files of 16 KiB + a 64 MiB log)",
-            median(samples).as_secs_f64() * 1000.0,
-            5
-        );
+    // One untimed pass of each so both read from the page cache.
+    for (_, args, rg_args) in &cases {
+        run_grep_child(root, args);
+        run_rg(root, rg_args);
     }
+    for (label, args, rg_args) in &cases {
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        let mut peak = 0;
+        let mut rg_peak = 0;
+        let mut totals = (0, 0);
+        let mut rg_totals = None;
+        for _ in 0..RUNS {
+            let run = run_grep_child(root, args);
+            ours.push(run.wall);
+            peak = peak.max(run.peak_rss_kib);
+            totals = grep_totals(&run.output);
+            if let Some((wall, out, rss)) = run_rg(root, rg_args) {
+                theirs.push(wall);
+                rg_peak = rg_peak.max(rss);
+                rg_totals = Some(grep_totals(&out));
+            }
+        }
+        let ours = median(ours);
+        print!(
+            "grep {label}: {:.0} ms, peak RSS {:.1} MiB ({} files, {} lines)",
+            ms(ours),
+            peak as f64 / MIB,
+            totals.0,
+            totals.1
+        );
+        match rg_totals {
+            None => println!(),
+            Some(rg_totals) => {
+                let rg = median(theirs);
+                let ratio = ours.as_secs_f64() / rg.as_secs_f64();
+                println!(
+                    "; rg {:.0} ms, peak RSS {:.1} MiB: {ratio:.2}x rg (target <= 1.5x: {})",
+                    ms(rg),
+                    rg_peak as f64 / MIB,
+                    verdict(ratio <= 1.5)
+                );
+                assert_eq!(totals, rg_totals, "grep and rg disagree on {label}");
+            }
+        }
+    }
+    // Memory must not follow file size: one 1 MiB file against the 1 GiB log.
+    for pattern in [GREP_BENCH_NEEDLE, "(?i)copyright"] {
+        for (file, label) in [("small/one_mb.log", "1 MiB"), ("logs/huge.log", "1 GiB")] {
+            let args =
+                serde_json::json!({"pattern": pattern, "path": file, "output_mode": "count"});
+            let run = run_grep_child(root, &args);
+            println!(
+                "grep {pattern:?} over one {label} file: {:.0} ms, peak RSS {:.1} MiB (target <= 32 MiB: {})",
+                ms(run.wall),
+                run.peak_rss_kib as f64 / MIB,
+                verdict(run.peak_rss_kib as f64 / MIB <= 32.0)
+            );
+        }
+    }
+    let floor = run_grep_child(
+        root,
+        &serde_json::json!({"pattern": "x", "path": ".gitignore"}),
+    );
+    println!(
+        "  (the child process alone, grepping one tiny file: {:.0} ms, peak RSS {:.1} MiB)",
+        ms(floor.wall),
+        floor.peak_rss_kib as f64 / MIB
+    );
 }
 
 /// Wall time of one `bash -c true` through `process::run` under `policy`, confining included

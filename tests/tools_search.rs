@@ -746,6 +746,204 @@ fn grep_output_is_deterministic_and_paths_outside_the_workspace_are_absolute() {
     );
 }
 
+/// A match past the first buffer-full of a line many times longer than grep's buffer: the
+/// line used to be searched in its first block only.
+#[test]
+fn grep_finds_a_match_deep_in_a_line_longer_than_the_buffer() {
+    let dir = Dir::new();
+    let line = format!("{}NEEDLE{}", "a".repeat(3 << 20), "b".repeat(1000));
+    dir.write("min.js", &format!("{line}\nNEEDLE again\n"));
+    assert_eq!(
+        ok(
+            "grep",
+            &dir,
+            json!({"pattern": "NEEDLE", "output_mode": "count"})
+        ),
+        "min.js:2\n(2 matching lines in 1 file)\n"
+    );
+    assert_eq!(
+        ok(
+            "grep",
+            &dir,
+            json!({"pattern": "(?i)a{3}needleb", "output_mode": "count"})
+        ),
+        "min.js:1\n(1 matching line in 1 file)\n"
+    );
+    assert_eq!(
+        ok("grep", &dir, json!({"pattern": "a\\bNEEDLE"}))
+            .lines()
+            .next(),
+        Some("No matches for `a\\bNEEDLE` in ..")
+    );
+    let expected = format!(
+        "min.js:1:…{}NEEDLE{}… [line truncated: {} bytes]\nmin.js:2:NEEDLE again\n",
+        "a".repeat(100),
+        "b".repeat(294),
+        line.len()
+    );
+    assert_eq!(
+        ok(
+            "grep",
+            &dir,
+            json!({"pattern": "NEEDLE", "output_mode": "content"})
+        ),
+        expected
+    );
+}
+
+/// (?i) is ASCII-only in regex-lite; the literal prefilter must neither drop a line the regex
+/// matches nor add one it does not.
+#[test]
+fn grep_case_insensitive_prefilter_agrees_with_regex_lite_folding() {
+    let dir = Dir::new();
+    dir.write(
+        "f.txt",
+        "Kelvin\n\u{212a}elvin\nSTRASSE\nstraße\nSTRAßE\nSTRAẞE\nCOPYRIGHT\nCopyRight\ncopy right\n",
+    );
+    let lines = |pattern: &str| {
+        ok(
+            "grep",
+            &dir,
+            json!({"pattern": pattern, "output_mode": "content"}),
+        )
+    };
+    assert_eq!(lines("(?i)kelvin"), "f.txt:1:Kelvin\n");
+    assert_eq!(
+        lines("(?i)stra(ß|ss)e"),
+        "f.txt:3:STRASSE\nf.txt:4:straße\nf.txt:5:STRAßE\n"
+    );
+    assert_eq!(
+        lines("(?i)copyright|kelvin"),
+        "f.txt:1:Kelvin\nf.txt:7:COPYRIGHT\nf.txt:8:CopyRight\n"
+    );
+    assert_eq!(
+        lines("(?i)copy ?right"),
+        "f.txt:7:COPYRIGHT\nf.txt:8:CopyRight\nf.txt:9:copy right\n"
+    );
+    assert_eq!(
+        lines("[Cc]opy(right)?"),
+        "f.txt:8:CopyRight\nf.txt:9:copy right\n"
+    );
+}
+
+/// Many files searched in parallel, one large file first so the others finish before it:
+/// the output is the sequential one (walk order, the cap cut at the same match) every time.
+#[test]
+fn grep_output_is_identical_across_parallel_runs() {
+    let dir = Dir::new();
+    let big: String = (0..200_000)
+        .map(|i| match i % 50_000 {
+            7 => format!("hit big {i}\n"),
+            _ => format!("filler line {i}\n"),
+        })
+        .collect();
+    dir.write("a_big.txt", &big);
+    for f in 0..600 {
+        let body: String = (0..20)
+            .map(|l| match (f + l) % 7 {
+                0 => format!("hit {f} {l}\n"),
+                _ => format!("miss {f} {l}\n"),
+            })
+            .collect();
+        dir.write(&format!("d{}/f{f:03}.txt", f % 7), &body);
+    }
+    let mut files: Vec<String> = vec!["a_big.txt".into()];
+    let mut names: Vec<(usize, String)> = (0..600)
+        .map(|f| (f, format!("d{}/f{f:03}.txt", f % 7)))
+        .collect();
+    names.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut count_lines = vec!["a_big.txt:4".to_string()];
+    let mut content = vec![
+        "a_big.txt:8:hit big 7".to_string(),
+        "a_big.txt:50008:hit big 50007".to_string(),
+        "a_big.txt:100008:hit big 100007".to_string(),
+        "a_big.txt:150008:hit big 150007".to_string(),
+    ];
+    let mut total = 4;
+    for (f, name) in &names {
+        let hits: Vec<usize> = (0..20).filter(|l| (f + l) % 7 == 0).collect();
+        files.push(name.clone());
+        count_lines.push(format!("{name}:{}", hits.len()));
+        total += hits.len();
+        content.extend(hits.iter().map(|l| format!("{name}:{}:hit {f} {l}", l + 1)));
+    }
+    let expected_files = files[..100].join("\n") + "\n[501 more files not shown; narrow your search with path or glob, or raise head_limit]\n";
+    let expected_count =
+        count_lines.join("\n") + &format!("\n({total} matching lines in 601 files)\n");
+    let expected_content = content[..150].join("\n") + &format!("\n[{} more matching lines not shown; narrow your search with path or glob, or raise head_limit]\n", total - 150);
+    for _ in 0..5 {
+        assert_eq!(
+            ok("grep", &dir, json!({"pattern": "hit", "head_limit": 100})),
+            expected_files
+        );
+        assert_eq!(
+            ok(
+                "grep",
+                &dir,
+                json!({"pattern": "hit", "output_mode": "count", "head_limit": 10000})
+            ),
+            expected_count
+        );
+        assert_eq!(
+            ok(
+                "grep",
+                &dir,
+                json!({"pattern": "h[i]t", "output_mode": "content", "head_limit": 150})
+            ),
+            expected_content
+        );
+    }
+    // Context groups across files, cut mid-file.
+    let with_context = ok(
+        "grep",
+        &dir,
+        json!({"pattern": "hit \\d", "output_mode": "content", "context": 1, "head_limit": 40}),
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            ok(
+                "grep",
+                &dir,
+                json!({"pattern": "hit \\d", "output_mode": "content", "context": 1, "head_limit": 40})
+            ),
+            with_context
+        );
+    }
+    assert_eq!(
+        with_context.lines().filter(|l| l.contains(":hit ")).count(),
+        40,
+        "{with_context}"
+    );
+}
+
+/// Files mode stops a file at its first match and count mode counts every matching line,
+/// however the file falls into buffers.
+#[test]
+fn grep_files_and_count_modes_agree_on_files_larger_than_the_buffer() {
+    let dir = Dir::new();
+    let body: String = (0..100_000)
+        .map(|i| match i % 1000 {
+            999 => format!("match {i}\n"),
+            _ => format!("{i:08} of the filler that pushes matches across buffer boundaries\n"),
+        })
+        .collect();
+    dir.write("one.txt", &body);
+    dir.write("two.txt", &format!("{body}last match"));
+    dir.write("none.txt", &body.replace("match", "other"));
+    assert_eq!(
+        ok("grep", &dir, json!({"pattern": "match"})),
+        "one.txt\ntwo.txt\n"
+    );
+    assert_eq!(
+        ok(
+            "grep",
+            &dir,
+            json!({"pattern": "match \\d+|last", "output_mode": "count"})
+        ),
+        "one.txt:100\ntwo.txt:101\n(201 matching lines in 2 files)\n"
+    );
+}
+
 #[test]
 fn search_tools_are_read_only_with_object_schemas() {
     for name in ["ls", "glob", "grep"] {
