@@ -627,16 +627,8 @@ fn unreadable_certs(what: String, cause: Cause) -> ProviderError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::proxy::env_of;
     use super::*;
-    use std::collections::HashMap;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
 
     #[test]
     fn urls_must_be_http_or_https() {

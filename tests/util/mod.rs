@@ -3,8 +3,9 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A directory removed on drop. Each has a unique name under the system temp dir (or, from
@@ -133,15 +134,49 @@ pub struct Run {
 }
 
 pub fn run(cmd: &mut Command) -> Run {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().expect("spawn reasonix");
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    cmd.output().expect("spawn reasonix").into()
+}
+
+/// Starts `cmd` with its standard input, output and error piped to the test.
+pub fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn reasonix")
+}
+
+/// Runs `cmd` with `stdin` written to its standard input, which is then closed.
+pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Run {
+    let mut child = spawn_piped(cmd);
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait for reasonix").into()
+}
+
+/// The plain line chat: `reasonix chat <args>` in `cwd` with `stdin` piped in and the fake
+/// provider's key set.
+pub fn piped_chat(home: &Dir, cwd: &Path, args: &[&str], stdin: &str) -> Run {
+    run_with_stdin(
+        reasonix(home, cwd)
+            .arg("chat")
+            .args(args)
+            .env("FAKE_API_KEY", "k"),
+        stdin,
+    )
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
 }
 
