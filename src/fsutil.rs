@@ -6,6 +6,8 @@
 //! These writes go by path, for files reasonix itself owns; the file tools write through
 //! `sandbox::beneath` instead, which does the same steps relative to directory descriptors so
 //! that a concurrent symlink swap cannot redirect them.
+//!
+//! For unit tests, `scratch::TempDir` is the one scratch directory helper of the crate.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
