@@ -6,6 +6,8 @@
 //! These writes go by path, for files reasonix itself owns; the file tools write through
 //! `sandbox::beneath` instead, which does the same steps relative to directory descriptors so
 //! that a concurrent symlink swap cannot redirect them.
+//!
+//! For unit tests, `scratch::TempDir` is the one scratch directory helper of the crate.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
@@ -87,21 +89,70 @@ pub fn temp_name(name: &OsStr) -> OsString {
     temp
 }
 
+/// Scratch directories for unit tests: one helper instead of a hand-rolled one per module.
+/// Integration tests have their own (`tests/util::Dir`); this one stays inside the crate so
+/// `#[cfg(test)]` modules can use it without a dependency.
+#[cfg(test)]
+pub(crate) mod scratch {
+    use std::fs;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A directory under the system temp dir, unique to this process (its id), this call (a
+    /// counter) and the test (`name`, for a reader of a leftover tree), so tests running in
+    /// parallel never share one. Its path is canonical (no symlinks, as code that opens
+    /// entries without following links needs). The tree is removed on drop.
+    pub(crate) struct TempDir {
+        path: PathBuf,
+    }
+
+    impl TempDir {
+        pub(crate) fn new(name: &str) -> TempDir {
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+            let path = std::env::temp_dir()
+                .join(format!("reasonix-unit-{}-{n}-{name}", std::process::id()));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).expect("create the scratch dir");
+            TempDir {
+                path: path.canonicalize().expect("canonical scratch dir"),
+            }
+        }
+
+        pub(crate) fn path(&self) -> &Path {
+            &self.path
+        }
+
+        pub(crate) fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+            self.path.join(rel)
+        }
+
+        /// Writes `bytes` to `rel`, creating parent directories; returns the file's path.
+        pub(crate) fn write(&self, rel: impl AsRef<Path>, bytes: impl AsRef<[u8]>) -> PathBuf {
+            let path = self.join(rel);
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).expect("create parent dirs");
+            }
+            fs::write(&path, bytes).expect("write a scratch file");
+            path
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::scratch::TempDir;
     use super::*;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("reasonix-fsutil-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
 
     #[test]
     fn replaces_content_keeps_mode_and_leaves_no_temp_files() {
-        let dir = scratch("mode");
+        let dir = TempDir::new("mode");
         let file = dir.join("script.sh");
         fs::write(&file, "old").unwrap();
         fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
@@ -111,34 +162,31 @@ mod tests {
             fs::metadata(&file).unwrap().permissions().mode() & 0o777,
             0o755
         );
-        let names: Vec<_> = fs::read_dir(&dir)
+        let names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn private_files_are_0600_in_a_new_0700_directory() {
-        let dir = scratch("private");
+        let dir = TempDir::new("private");
         let file = dir.join("state/grants.json");
         write_private(&file, b"{}").unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(&dir.join("state")), 0o700);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn explicit_mode_applies_to_new_files() {
-        let dir = scratch("secret");
+        let dir = TempDir::new("secret");
         let file = dir.join(".env");
         write_atomic(&file, b"K=V\n", Some(0o600)).unwrap();
         assert_eq!(
             fs::metadata(&file).unwrap().permissions().mode() & 0o777,
             0o600
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::context::{
-    common_prefix, conversation_server, fact, harness, main_requests, prompt_text, write_data,
-    FEW_TOOLS,
+    common_prefix, conversation_server, fact, harness, paired_main_requests, prompt_text,
+    user_texts, write_data, FEW_TOOLS,
 };
-use crate::util::fake_openai::{pairing_problems, FakeOpenAI, PrefixCache, Reply};
+use crate::util::fake_openai::{FakeOpenAI, PrefixCache, Reply};
 use crate::util::{reasonix, reasonix_binary, session_files, use_fake_provider, Dir};
 use reasonix::permission::AllowAll;
 
@@ -972,18 +972,9 @@ fn compaction_scenario(
     for turn in 0..turns {
         h.turn(fact(turn));
     }
-    let requests = main_requests(&h.server);
-    assert!(h.server.pairing_violations().is_empty());
-    for body in &requests {
-        assert_eq!(pairing_problems(body), Vec::<String>::new());
-    }
+    let requests = paired_main_requests(&h.server);
     // Every user message of the run, byte for byte, in the last request.
-    let last = requests.last().unwrap()["messages"].as_array().unwrap();
-    let users: Vec<&str> = last
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
+    let users = user_texts(requests.last().unwrap());
     let kept = (0..turns)
         .filter(|&t| users.contains(&fact(t).as_str()))
         .count();

@@ -1,11 +1,10 @@
 //! The command-line skeleton: version, help, unknown commands and flags.
 
-use std::io::Write;
-use std::process::Stdio;
-
 use crate::util::fake_openai::{FakeOpenAI, Reply};
 use crate::util::pty::Pty;
-use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir};
+use crate::util::{
+    read_session, reasonix, run, run_with_stdin, session_files, use_fake_provider, Dir,
+};
 
 #[test]
 fn version_names_version_and_commit() {
@@ -122,29 +121,14 @@ fn bare_reasonix_takes_model_continue_and_resume_like_chat() {
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
     let chat = |args: &[&str], line: &str| {
-        let mut child = reasonix(&home, work.path())
-            .env("FAKE_API_KEY", "k")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn reasonix");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(line.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = format!(
-            "exit {:?}\n{}\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let out = run_with_stdin(
+            reasonix(&home, work.path())
+                .env("FAKE_API_KEY", "k")
+                .args(args),
+            line,
         );
-        assert!(out.status.success(), "{args:?}: {text}");
-        text
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        format!("{out:?}")
     };
     let first = chat(&["-m", "fake/fake-model"], "one\n");
     assert!(first.contains("first answer"), "{first}");

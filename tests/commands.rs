@@ -1,7 +1,7 @@
 //! `reasonix models` and `reasonix doctor` through the real binary against the fake server.
 
 use crate::util::fake_openai::{FakeOpenAI, Reply};
-use crate::util::{reasonix, run, use_fake_provider, Dir};
+use crate::util::{reasonix, run, use_fake_provider, Dir, Run};
 
 fn models_body() -> String {
     r#"{"object":"list","data":[{"id":"zeta"},{"id":"fake-model"}]}"#.to_string()
@@ -20,6 +20,14 @@ fn models_lists_the_endpoint_and_marks_configured_ones() {
     assert!(unknown.stderr.contains("nope"), "{unknown:?}");
 }
 
+/// The row of `reasonix doctor`'s table for `check`.
+fn doctor_row<'a>(out: &'a Run, check: &str) -> &'a str {
+    out.stdout
+        .lines()
+        .find(|l| l.starts_with(check))
+        .unwrap_or_else(|| panic!("no {check} row: {out:?}"))
+}
+
 #[test]
 fn doctor_prints_a_table_and_passes_against_a_healthy_endpoint() {
     let server = FakeOpenAI::start(vec![Reply::body(200, "application/json", &models_body())]);
@@ -32,16 +40,9 @@ fn doctor_prints_a_table_and_passes_against_a_healthy_endpoint() {
     for check in [
         "version", "config", "model", "api key", "endpoint", "sandbox", "sessions",
     ] {
-        assert!(
-            out.stdout.lines().any(|l| l.starts_with(check)),
-            "{check}: {out:?}"
-        );
+        doctor_row(&out, check);
     }
-    let endpoint = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("endpoint"))
-        .unwrap();
+    let endpoint = doctor_row(&out, "endpoint");
     assert!(
         endpoint.contains("pass") && endpoint.contains("HTTP 200") && endpoint.contains("2 models"),
         "{endpoint}"
@@ -64,11 +65,7 @@ fn doctor_fails_on_a_rejected_key_and_a_broken_config() {
     use_fake_provider(&home, &server.base_url(), "");
     let out = run(reasonix(&home, home.path()).arg("doctor"));
     assert_eq!(out.code, 1, "{out:?}");
-    let endpoint = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("endpoint"))
-        .unwrap();
+    let endpoint = doctor_row(&out, "endpoint");
     assert!(
         endpoint.contains("FAIL") && endpoint.contains("$FAKE_API_KEY"),
         "{endpoint}"
@@ -78,11 +75,7 @@ fn doctor_fails_on_a_rejected_key_and_a_broken_config() {
     broken.write(".reasonix/config.toml", "default_model = [\n");
     let out = run(reasonix(&broken, broken.path()).arg("doctor"));
     assert_eq!(out.code, 1, "{out:?}");
-    let config = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("config"))
-        .unwrap();
+    let config = doctor_row(&out, "config");
     assert!(
         config.contains("FAIL") && config.contains("config.toml:"),
         "{config}"

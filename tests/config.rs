@@ -2,10 +2,8 @@
 //! store, and `reasonix setup` driven through the real binary.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use reasonix::config::{
     self, env, load, BashSandbox, Layer, LoadOptions, Loaded, PermissionMode, SandboxBackend,
@@ -13,7 +11,7 @@ use reasonix::config::{
 };
 use reasonix::provider::Prices;
 
-use crate::util::{reasonix, run, Dir, Run};
+use crate::util::{reasonix, run, run_with_stdin, Dir};
 
 /// A home and a project directory inside one temp dir.
 struct Fixture {
@@ -713,28 +711,6 @@ fn collect_keys(value: &serde_json::Value, keys: &mut BTreeSet<String>) {
         }
         serde_json::Value::Array(items) => items.iter().for_each(|i| collect_keys(i, keys)),
         _ => {}
-    }
-}
-
-/// Runs `reasonix` with `stdin` piped in.
-fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> Run {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn reasonix");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

@@ -163,6 +163,28 @@ pub(crate) fn main_requests(server: &FakeOpenAI) -> Vec<Value> {
         .collect()
 }
 
+/// [`main_requests`], checked to pair every tool call with one result, both as the fake
+/// server saw them arrive and in each body.
+pub(crate) fn paired_main_requests(server: &FakeOpenAI) -> Vec<Value> {
+    assert!(server.pairing_violations().is_empty());
+    let requests = main_requests(server);
+    for body in &requests {
+        assert_eq!(pairing_problems(body), Vec::<String>::new());
+    }
+    requests
+}
+
+/// The text of each user message of a request body, in order.
+pub(crate) fn user_texts(body: &Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect()
+}
+
 fn messages_text(body: &Value) -> String {
     body["messages"].to_string()
 }
@@ -328,20 +350,11 @@ fn two_hundred_turns_in_a_32k_window_keep_every_user_fact() {
         h.turn(fact(turn));
     }
     let elapsed = started.elapsed();
-    let requests = main_requests(&h.server);
+    let requests = paired_main_requests(&h.server);
     assert_eq!(requests.len(), 400, "two requests per turn");
-    assert!(h.server.pairing_violations().is_empty());
-    for body in &requests {
-        assert_eq!(pairing_problems(body), Vec::<String>::new());
-    }
 
     // Every fact, verbatim, as a user message of the final request.
-    let last = requests.last().unwrap()["messages"].as_array().unwrap();
-    let users: Vec<&str> = last
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
+    let users = user_texts(requests.last().unwrap());
     for turn in 0..200 {
         assert!(users.contains(&fact(turn).as_str()), "fact {turn} lost");
     }

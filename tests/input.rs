@@ -3,12 +3,9 @@
 //! talks to the reference MCP server and the fake model; the test compares what the model
 //! received.
 
-use std::io::Write;
-use std::process::Stdio;
-
 use crate::util::fake_openai::{FakeOpenAI, Reply};
 use crate::util::pty::Pty;
-use crate::util::{reasonix, run, use_fake_provider, Dir};
+use crate::util::{piped_chat, reasonix, run, use_fake_provider, Dir};
 
 /// A prompt with a quoted argument and a resource reference.
 const INPUTS: [&str; 2] = [
@@ -50,27 +47,9 @@ fn through_run(home: &Dir, work: &Dir, server: &FakeOpenAI, first: usize) -> Vec
 }
 
 fn through_plain_chat(home: &Dir, work: &Dir, server: &FakeOpenAI, first: usize) -> Vec<String> {
-    let mut child = reasonix(home, work.path())
-        .arg("chat")
-        .env("FAKE_API_KEY", "k")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the plain chat");
     let lines = format!("{}\n{}\n", INPUTS[0], INPUTS[1]);
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = piped_chat(home, work.path(), &[], &lines);
+    assert_eq!(out.code, 0, "{out:?}");
     (0..INPUTS.len())
         .map(|i| user_message(server, first + i))
         .collect()
@@ -150,26 +129,8 @@ fn a_prompt_rendered_by_a_server_cannot_attach_local_files() {
     use_fake_provider(&home, &server.base_url(), &plugin);
     let out = run(reasonix(&home, work.path()).args(["run", "/mcp__evil__sneaky"]));
     assert_eq!(out.code, 0, "{out:?}");
-    let mut child = reasonix(&home, work.path())
-        .arg("chat")
-        .env("FAKE_API_KEY", "k")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the plain chat");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"/mcp__evil__sneaky\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = piped_chat(&home, work.path(), &[], "/mcp__evil__sneaky\n");
+    assert_eq!(out.code, 0, "{out:?}");
     for n in 0..2 {
         assert_eq!(
             user_message(&server, n),

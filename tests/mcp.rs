@@ -1214,43 +1214,6 @@ fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
 
 // --- The jail: stdio servers run in the sandbox bash uses --------------------------------
 
-/// A directory outside every temp directory (bwrap gives a jailed server a private /tmp and
-/// Landlock leaves the shared one writable, so an "outside" file there would prove nothing);
-/// removed on drop.
-struct Outside(PathBuf);
-
-impl Outside {
-    fn new() -> Outside {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let shared = |p: &Path| {
-            ["/tmp", "/var/tmp", "/dev/shm"]
-                .iter()
-                .any(|t| p.starts_with(t))
-        };
-        let mut root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        if shared(&root) {
-            root = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/reasonix-sandbox-tests");
-        }
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = root.join(format!("mcp-outside-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the outside dir");
-        Outside(dir.canonicalize().expect("canonical outside dir"))
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.0.join(rel)
-    }
-}
-
-impl Drop for Outside {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The jail backends that work here, by their `[sandbox] backend` name; a missing one is
 /// skipped with a message, or fails when `REASONIX_REQUIRE_SANDBOX` is set (CI).
 fn jail_backends() -> Vec<&'static str> {
@@ -1295,7 +1258,7 @@ fn jailed_stdio_servers_write_only_inside_the_workspace_and_never_see_provider_k
     for backend in jail_backends() {
         let home = Dir::new();
         let work = Dir::new();
-        let outside = Outside::new();
+        let outside = Dir::outside_temp();
         io_config(&home, "", &format!("backend = \"{backend}\""));
         let escaped = outside.join("escaped.txt");
         let out = mcp_call(
@@ -1351,7 +1314,7 @@ fn a_server_that_fails_in_the_jail_says_how_to_give_it_room() {
     }
     let home = Dir::new();
     let work = Dir::new();
-    let outside = Outside::new();
+    let outside = Dir::outside_temp();
     let cache = outside.join("cache");
     let server = crate::util::copy_into(example(), work.path());
     let script = format!(
@@ -1380,7 +1343,7 @@ fn a_server_that_fails_in_the_jail_says_how_to_give_it_room() {
         &["-c", &script],
         &format!(
             "sandbox = {{ allow_write = [{}] }}",
-            toml_str(&outside.0.to_string_lossy())
+            toml_str(&outside.path().to_string_lossy())
         ),
     );
     use_fake_provider(&home, "http://127.0.0.1:9", &plugin);
@@ -1440,7 +1403,7 @@ fn jailed_stdio_servers_cannot_read_forbid_read_paths() {
     for backend in jail_backends() {
         let home = Dir::new();
         let work = Dir::new();
-        let outside = Outside::new();
+        let outside = Dir::outside_temp();
         std::fs::create_dir_all(outside.join("secrets")).unwrap();
         std::fs::write(outside.join("secrets/key"), "TOPSECRET-MCP-5151").unwrap();
         std::fs::write(outside.join("plain.txt"), "readable").unwrap();
@@ -1481,7 +1444,7 @@ fn only_the_user_config_can_turn_a_servers_sandbox_off_or_widen_it() {
     }
     let home = Dir::new();
     let work = Dir::new();
-    let outside = Outside::new();
+    let outside = Dir::outside_temp();
     io_config(&home, "sandbox = \"off\"", "");
     let out = mcp_call(
         &home,
@@ -1502,7 +1465,7 @@ fn only_the_user_config_can_turn_a_servers_sandbox_off_or_widen_it() {
         ".mcp.json",
         &json!({"mcpServers": {
             "off": project(json!("off")),
-            "wide": project(json!({"allow_write": [outside.0]})),
+            "wide": project(json!({"allow_write": [outside.path()]})),
         }})
         .to_string(),
     );

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::util::fake_openai::{sse_text, FakeOpenAI, Reply};
-use crate::util::{reasonix, use_fake_provider, Dir};
+use crate::util::{reasonix, spawn_piped, use_fake_provider, Dir};
 
 const TOKENS: usize = 5000;
 
@@ -117,14 +117,11 @@ fn into_closed_pipe(
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
-    let mut child = reasonix(&home, work.path())
-        .env("FAKE_API_KEY", "k")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn reasonix");
+    let mut child = spawn_piped(
+        reasonix(&home, work.path())
+            .env("FAKE_API_KEY", "k")
+            .args(args),
+    );
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut first = String::new();

@@ -721,15 +721,12 @@ fn cancel_from_another_thread_stops_a_held_stream_within_200ms() {
     drop(release);
 }
 
-#[test]
-fn cancel_while_waiting_for_the_response_head_returns_within_200ms() {
-    let (reply, release) = Reply::stall();
-    let fake = FakeOpenAI::start(vec![reply]);
-    let provider = provider_for(&fake);
+/// Starts a request and cancels it from another thread once `fake` holds it (on the wire,
+/// the server sitting on it): starting it must fail with `Cancelled` within the bound.
+fn cancel_once_requested(fake: &FakeOpenAI, provider: &dyn Provider) {
     let cancel = CancelToken::new();
     let (go, canceller) = cancel_from_thread(&cancel);
     thread::scope(|scope| {
-        // Cancel once the request is on the wire and the server is sitting on it.
         scope.spawn(|| {
             fake.wait_for_requests(1);
             go.send(()).unwrap();
@@ -744,6 +741,15 @@ fn cancel_while_waiting_for_the_response_head_returns_within_200ms() {
         );
         assert!(took < CANCEL_BOUND, "cancel took {took:?}");
     });
+}
+
+#[test]
+fn cancel_while_waiting_for_the_response_head_returns_within_200ms() {
+    let (reply, release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![reply]);
+    // The provider lives on: the hangup must come from the cancel, not from dropping it.
+    let provider = provider_for(&fake);
+    cancel_once_requested(&fake, provider.as_ref());
     fake.wait_for_client_hangups(1);
     drop(release);
 }
@@ -754,24 +760,7 @@ fn cancel_interrupts_the_retry_backoff() {
     let mut s = settings(&fake.base_url());
     s.retry.initial_backoff = Duration::from_secs(600);
     s.retry.max_backoff = Duration::from_secs(600);
-    let provider = provider::build(s).unwrap();
-    let cancel = CancelToken::new();
-    let (go, canceller) = cancel_from_thread(&cancel);
-    thread::scope(|scope| {
-        scope.spawn(|| {
-            fake.wait_for_requests(1);
-            go.send(()).unwrap();
-        });
-        let result = provider.stream(&request(), &cancel, &mut |_| {});
-        let ended = Instant::now();
-        let took = ended.saturating_duration_since(canceller.join().unwrap());
-        assert!(
-            matches!(result, Err(ProviderError::Cancelled)),
-            "{:?}",
-            result.err()
-        );
-        assert!(took < CANCEL_BOUND, "cancel took {took:?}");
-    });
+    cancel_once_requested(&fake, provider::build(s).unwrap().as_ref());
     assert_eq!(fake.requests().len(), 1);
 }
 

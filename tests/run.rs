@@ -2,12 +2,14 @@
 //! real files. The fake server checks tool-call pairing on every request.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
+use std::process::Child;
 
 use serde_json::{json, Value};
 
 use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Reply};
-use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir};
+use crate::util::{
+    read_session, reasonix, run, run_with_stdin, session_files, spawn_piped, use_fake_provider, Dir,
+};
 
 fn setup(replies: Vec<Reply>) -> (FakeOpenAI, Dir, Dir) {
     let server = FakeOpenAI::start(replies);
@@ -259,13 +261,7 @@ fn repeated_malformed_call_ends_the_run() {
 }
 
 fn spawn_with_open_stdin(home: &Dir, work: &Dir, args: &[&str]) -> Child {
-    reasonix(home, work.path())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn")
+    spawn_piped(reasonix(home, work.path()).args(args))
 }
 
 #[test]
@@ -287,29 +283,13 @@ fn prompt_argument_with_idle_open_stdin_does_not_hang() {
 #[test]
 fn stdin_is_the_prompt_or_a_stdin_block_with_dash() {
     let (server, home, work) = setup(vec![Reply::text("a"), Reply::text("b")]);
-    let mut piped = reasonix(&home, work.path());
-    piped
-        .args(["run"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
-    let mut child = piped.spawn().unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"from stdin").unwrap();
-    }
-    assert!(child.wait_with_output().unwrap().status.success());
-    let mut dash = reasonix(&home, work.path());
-    dash.args(["run", "review", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
-    let mut child = dash.spawn().unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"diff text\n").unwrap();
-    }
-    assert!(child.wait_with_output().unwrap().status.success());
+    let out = run_with_stdin(reasonix(&home, work.path()).arg("run"), "from stdin");
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_with_stdin(
+        reasonix(&home, work.path()).args(["run", "review", "-"]),
+        "diff text\n",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
     let requests = server.wait_for_requests(2);
     let user = |i: usize| messages(&requests[i].body).last().unwrap()["content"].clone();
     assert_eq!(user(0), "from stdin");

@@ -17,7 +17,7 @@ use std::net::TcpListener;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,8 @@ use reasonix::sandbox::{
 };
 use reasonix::tool::{builtin, ToolContext, ToolError};
 
+use crate::util::Dir;
+
 pub(crate) const ORIGINAL: &str = "original outside content\n";
 const SECRET: &str = "TOPSECRET-KEY-4242";
 const ENV_SECRET: &str = "TOPSECRET-ENV-9191";
@@ -37,44 +39,17 @@ const ENV_SECRET: &str = "TOPSECRET-ENV-9191";
 /// A workspace, a reasonix home, a directory outside both with a victim file, and a hidden
 /// directory holding a secret; all removed on drop.
 pub(crate) struct Scene {
-    pub(crate) base: PathBuf,
+    pub(crate) base: Dir,
     pub(crate) ws: PathBuf,
     pub(crate) home: PathBuf,
     pub(crate) outside: PathBuf,
     pub(crate) secrets: PathBuf,
 }
 
-/// Where scenes live. Not under a temp directory: Landlock leaves those writable and bwrap
-/// replaces `/tmp` with a private one, so an "outside" file there could not show an escape.
-/// CI may clone the repository under `/tmp`, hence the fallback to the home directory.
-fn scene_root() -> PathBuf {
-    let shared = |p: &Path| {
-        ["/tmp", "/var/tmp", "/dev/shm"]
-            .iter()
-            .any(|t| p.starts_with(t))
-    };
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    if !shared(target) {
-        return target.to_path_buf();
-    }
-    let home =
-        PathBuf::from(std::env::var_os("HOME").expect("HOME must be set for the sandbox tests"));
-    assert!(
-        !shared(&home),
-        "the sandbox tests need a directory outside /tmp, /var/tmp and /dev/shm; HOME is {}",
-        home.display()
-    );
-    home.join(".cache/reasonix-sandbox-tests")
-}
-
 impl Scene {
     pub(crate) fn new() -> Scene {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let base = scene_root().join(format!("sandbox-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
-        fs::create_dir_all(&base).unwrap();
-        let base = base.canonicalize().unwrap();
+        // Not under a temp directory: see `Dir::outside_temp`.
+        let base = Dir::outside_temp();
         let scene = Scene {
             ws: base.join("ws"),
             home: base.join("home"),
@@ -121,12 +96,6 @@ impl Scene {
     /// A context for the file tools (bash jailed by whatever works).
     fn files(&self) -> ToolContext {
         self.ctx(self.policy(BashMode::Enforce, Backend::Auto, false))
-    }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.base);
     }
 }
 
@@ -796,7 +765,7 @@ fn jailed_bash_cannot_read_hidden_files() {
             "cat peek/key".to_string(),
             format!("cat {}/.env", s.home.display()),
             format!("cp {}/key copied && cat copied", s.secrets.display()),
-            format!("grep -r TOPSECRET {}", s.base.display()),
+            format!("grep -r TOPSECRET {}", s.base.path().display()),
             format!("cat /proc/1/root{}/key", s.secrets.display()),
             format!("cat /proc/self/root{}/.env", s.home.display()),
             format!("mv {}/.env leaked; cat leaked", s.home.display()),

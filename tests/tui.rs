@@ -3,14 +3,11 @@
 //! assert on what a user would see, on the requests the model received, on files, and on the
 //! terminal mode after exit.
 
-use std::io::Write;
-use std::process::Stdio;
-
 use serde_json::Value;
 
 use crate::util::fake_openai::{sse_text, FakeOpenAI, Reply};
 use crate::util::pty::Pty;
-use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir};
+use crate::util::{piped_chat, read_session, reasonix, run, session_files, use_fake_provider, Dir};
 
 /// The status line once the chat is ready.
 const READY: &str = "fake-model · ask";
@@ -560,28 +557,14 @@ fn resize_rewraps_the_composer() {
 fn piped_chat_runs_one_turn_per_line() {
     let (server, home, work) = setup(vec![Reply::text("First."), Reply::text("Second.")], "");
     work.write("notes.txt", "n\n");
-    let mut child = reasonix(&home, work.path())
-        .arg("chat")
-        .env("FAKE_API_KEY", "k")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"one @notes.txt\n\ntwo\n/exit\nnever sent\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = piped_chat(
+        &home,
+        work.path(),
+        &[],
+        "one @notes.txt\n\ntwo\n/exit\nnever sent\n",
     );
-    assert_eq!(stdout, "First.\nSecond.\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "First.\nSecond.\n");
     assert_eq!(server.requests().len(), 2);
     assert!(last_user_message(&server, 1).starts_with("<file path=\"notes.txt\">"));
     assert_eq!(last_user_message(&server, 2), "two");
@@ -1033,43 +1016,21 @@ fn piped_chat_uses_mcp_prompts_resources_and_needs_trust_for_project_servers() {
         ".mcp.json",
         &serde_json::json!({"mcpServers": {"proj": {"command": example_server()}}}).to_string(),
     );
-    let piped = |args: &[&str], input: &str| {
-        let mut child = reasonix(&home, work.path())
-            .arg("chat")
-            .args(args)
-            .env("FAKE_API_KEY", "k")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
-    let out = piped(&[], "/exit\n");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let out = piped_chat(&home, work.path(), &[], "/exit\n");
+    assert_eq!(out.code, 0, "{out:?}");
     assert!(
-        stderr.contains("`proj` was not started") && stderr.contains("--trust-project-mcp"),
-        "{stderr}"
+        out.stderr.contains("`proj` was not started") && out.stderr.contains("--trust-project-mcp"),
+        "{out:?}"
     );
 
-    let out = piped(
+    let out = piped_chat(
+        &home,
+        work.path(),
         &["--trust-project-mcp"],
         "/mcp__proj__review naming\nsee @proj:doc://style-guide\n",
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(stdout, "One.\nTwo.\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "One.\nTwo.\n");
     assert_eq!(
         last_user_message(&server, 1),
         "Review the current changes against doc://style-guide. Focus on naming."

@@ -658,6 +658,7 @@ mod tail_tests {
 mod tests {
     use super::*;
     use crate::agent::tokens::estimate_message;
+    use crate::fsutil::scratch::TempDir;
     use crate::provider::ToolCall;
     use std::fs;
 
@@ -874,8 +875,9 @@ mod tests {
 
     #[test]
     fn archive_appends_a_header_and_one_message_per_line() {
-        let dir = std::env::temp_dir().join(format!("reasonix-archive-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let scratch = TempDir::new("archive");
+        // Not there yet: archiving creates it.
+        let dir = scratch.join("archive");
         let messages = vec![Message::user("a"), Message::tool_result("c", "b\nc")];
         let path = archive(&dir, "s1", "fold", &messages).unwrap();
         let text = fs::read_to_string(&path).unwrap();
@@ -887,7 +889,6 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!((mode(&dir), mode(&path)), (0o700, 0o600));
-        fs::remove_dir_all(&dir).unwrap();
     }
 }
 

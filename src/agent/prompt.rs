@@ -364,30 +364,23 @@ fn which(name: &str, search: &[PathBuf]) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("reasonix-prompt-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn instructions_prefer_reasonix_md_and_put_global_first() {
-        let home = scratch("home");
-        let project = scratch("project");
-        std::fs::write(home.join("AGENTS.md"), "global rule").unwrap();
-        std::fs::write(project.join("CLAUDE.md"), "claude rule").unwrap();
-        std::fs::write(project.join("REASONIX.md"), "project rule").unwrap();
-        let found = project_instructions(&home, &project);
+        let home = TempDir::new("home");
+        let project = TempDir::new("project");
+        home.write("AGENTS.md", "global rule");
+        project.write("CLAUDE.md", "claude rule");
+        project.write("REASONIX.md", "project rule");
+        let found = project_instructions(home.path(), project.path());
         let bodies: Vec<&str> = found.iter().map(|(_, b)| b.as_str()).collect();
         assert_eq!(bodies, ["global rule", "project rule"]);
         let prompt = system_prompt(&PromptInputs {
             base: Some("base".into()),
             append: vec!["appended".into()],
-            cwd: &project,
-            home: &home,
+            cwd: project.path(),
+            home: home.path(),
             environment: false,
             extra_tools: &BTreeMap::new(),
             writable: &[],
@@ -397,23 +390,19 @@ mod tests {
             "{prompt}"
         );
         assert!(prompt.find("global rule") < prompt.find("project rule"));
-        std::fs::remove_dir_all(home).unwrap();
-        std::fs::remove_dir_all(project).unwrap();
     }
 
     #[test]
     fn environment_summary_is_identical_when_built_twice() {
-        let home = scratch("envhome");
-        let cwd = scratch("envcwd");
-        let first = environment_summary(&cwd, &home, &BTreeMap::new(), &[]);
-        let second = environment_summary(&cwd, &home, &BTreeMap::new(), &[]);
+        let home = TempDir::new("envhome");
+        let cwd = TempDir::new("envcwd");
+        let first = environment_summary(cwd.path(), home.path(), &BTreeMap::new(), &[]);
+        let second = environment_summary(cwd.path(), home.path(), &BTreeMap::new(), &[]);
         assert_eq!(first, second);
         assert!(
-            first.contains(&format!("cwd: {}", cwd.display())),
+            first.contains(&format!("cwd: {}", cwd.path().display())),
             "{first}"
         );
         assert!(first.contains("git: not a repository"), "{first}");
-        std::fs::remove_dir_all(home).unwrap();
-        std::fs::remove_dir_all(cwd).unwrap();
     }
 }

@@ -18,7 +18,8 @@ use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
 use crate::permission::{Gate, Verdict};
 use crate::provider::{
-    Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, ToolSchema, Usage,
+    Chunk, ChunkStream, Message, Prices, Provider, ProviderError, Request, Role, ToolCall,
+    ToolSchema, Usage,
 };
 use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
@@ -359,12 +360,7 @@ impl Agent {
         reply: &mut Reply,
         sink: &mut dyn EventSink,
     ) -> Result<(), ProviderError> {
-        let stream = self
-            .provider
-            .stream(request, &self.ctx.cancel, &mut |retry| {
-                sink.emit(Event::Retry(retry.clone()))
-            })?;
-        for chunk in stream {
+        for chunk in self.start_stream(request, sink)? {
             match chunk? {
                 Chunk::Text(text) => {
                     reply.text.push_str(&text);
@@ -724,6 +720,18 @@ impl Agent {
         Ok(compaction::mechanical_summary(history, fold))
     }
 
+    /// Starts a request, reporting each retry as an event.
+    fn start_stream(
+        &self,
+        request: &Request,
+        sink: &mut dyn EventSink,
+    ) -> Result<ChunkStream, ProviderError> {
+        self.provider
+            .stream(request, &self.ctx.cancel, &mut |retry| {
+                sink.emit(Event::Retry(retry.clone()))
+            })
+    }
+
     /// Streams a request without reporting its text as the answer.
     fn collect_text(
         &self,
@@ -732,12 +740,7 @@ impl Agent {
     ) -> Result<(String, Option<Usage>), ProviderError> {
         let mut text = String::new();
         let mut usage = None;
-        let stream = self
-            .provider
-            .stream(request, &self.ctx.cancel, &mut |retry| {
-                sink.emit(Event::Retry(retry.clone()))
-            })?;
-        for chunk in stream {
+        for chunk in self.start_stream(request, sink)? {
             match chunk? {
                 Chunk::Text(piece) => text.push_str(&piece),
                 Chunk::Usage(reported) => usage = Some(reported),

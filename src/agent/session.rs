@@ -772,15 +772,8 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use crate::provider::ToolCall;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("reasonix-session-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
 
     /// Opens a session this test just dropped. Another test thread may be between fork and
     /// exec right now, its child holding a copy of our (close-on-exec) lock descriptor for a
@@ -802,8 +795,8 @@ mod tests {
 
     #[test]
     fn round_trips_messages_byte_for_byte() {
-        let dir = scratch("roundtrip");
-        let mut s = Session::create(&dir, header("a1")).unwrap();
+        let dir = TempDir::new("roundtrip");
+        let mut s = Session::create(dir.path(), header("a1")).unwrap();
         let mut call = Message::assistant("");
         call.tool_calls = vec![ToolCall::new("c1", "ls", "{\"path\":\".\"}")];
         call.reasoning_content = Some("think".into());
@@ -822,13 +815,12 @@ mod tests {
         let reopened = reopen(&path);
         assert_eq!(reopened.messages(), &msgs[..]);
         assert_eq!(reopened.header.id, "a1");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn torn_last_line_is_dropped_and_unanswered_calls_get_results() {
-        let dir = scratch("torn");
-        let mut s = Session::create(&dir, header("b2")).unwrap();
+        let dir = TempDir::new("torn");
+        let mut s = Session::create(dir.path(), header("b2")).unwrap();
         s.push(Message::user("go")).unwrap();
         let mut call = Message::assistant("");
         call.tool_calls = vec![
@@ -851,13 +843,12 @@ mod tests {
         // The repaired file parses cleanly again.
         drop(reopened);
         assert_eq!(reopen(&path).messages().len(), 4);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn rewrite_replaces_the_file_and_later_pushes_append_to_it() {
-        let dir = scratch("rewrite");
-        let mut s = Session::create(&dir, header("r1")).unwrap();
+        let dir = TempDir::new("rewrite");
+        let mut s = Session::create(dir.path(), header("r1")).unwrap();
         for text in ["one", "two", "three"] {
             s.push(Message::user(text)).unwrap();
         }
@@ -875,7 +866,6 @@ mod tests {
             .collect();
         assert_eq!(contents, vec!["sys", "three", "four"]);
         assert_eq!(reopened.header.id, "r1");
-        fs::remove_dir_all(dir).unwrap();
     }
 
     fn call(id: &str) -> ToolCall {
@@ -1004,8 +994,8 @@ mod tests {
 
     #[test]
     fn a_locked_session_cannot_be_opened_twice_and_is_free_once_closed() {
-        let dir = scratch("lock");
-        let mut s = Session::create(&dir, header("l1")).unwrap();
+        let dir = TempDir::new("lock");
+        let mut s = Session::create(dir.path(), header("l1")).unwrap();
         s.push(Message::user("hi")).unwrap();
         s.push(Message::assistant("hello")).unwrap();
         let path = s.path().to_path_buf();
@@ -1022,19 +1012,18 @@ mod tests {
             Err(SessionError::Locked { .. })
         ));
         // A fork reads without the lock and starts its own file.
-        let fork = Session::fork(&path, &dir, header("l2")).unwrap();
+        let fork = Session::fork(&path, dir.path(), header("l2")).unwrap();
         assert_eq!(fork.messages(), s.messages());
         assert_eq!(fork.header.forked_from.as_deref(), Some("l1"));
         drop(s);
         let reopened = reopen(&path);
         assert_eq!(reopened.messages().len(), 2);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn files_are_private() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("private");
+        let dir = TempDir::new("private");
         let nested = dir.join("a/b");
         let mut s = Session::create(&nested, header("p1")).unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -1043,37 +1032,37 @@ mod tests {
         assert_eq!(mode(&dir.join("a")), 0o700);
         s.rewrite(vec![Message::user("x")]).unwrap();
         assert_eq!(mode(s.path()), 0o600);
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn find_resolves_prefixes_and_reports_ambiguity() {
-        let root = scratch("find");
+        let root = TempDir::new("find");
         let here = root.join("proj-a").join("sessions");
         let other = root.join("proj-b").join("sessions");
         Session::create(&here, header("20261201T000000-aaaaaa")).unwrap();
         Session::create(&here, header("20261201T000000-aaaabb")).unwrap();
         Session::create(&other, header("20261130T000000-cccccc")).unwrap();
-        assert!(find("20261201T000000-aaaaaa", &here, &root)
+        assert!(find("20261201T000000-aaaaaa", &here, root.path())
             .unwrap()
             .ends_with("20261201T000000-aaaaaa.jsonl"));
-        assert!(find("20261130", &here, &root)
+        assert!(find("20261130", &here, root.path())
             .unwrap()
             .ends_with("20261130T000000-cccccc.jsonl"));
-        let err = find("20261201", &here, &root).unwrap_err().to_string();
+        let err = find("20261201", &here, root.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("matches 2 sessions"), "{err}");
-        assert!(find("zzz", &here, &root)
+        assert!(find("zzz", &here, root.path())
             .unwrap_err()
             .to_string()
             .contains("no session matches `zzz`"));
-        fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
     fn list_shows_sessions_with_a_user_message_newest_first() {
-        let dir = scratch("list");
+        let dir = TempDir::new("list");
         let write = |id: &str, messages: &[Message], age: u64| {
-            let mut session = Session::create(&dir, header(id)).unwrap();
+            let mut session = Session::create(dir.path(), header(id)).unwrap();
             for message in messages {
                 session.push(message.clone()).unwrap();
             }
@@ -1108,7 +1097,7 @@ mod tests {
         fs::write(dir.join("torn.jsonl"), "{not json\n").unwrap();
         fs::write(dir.join("notes.txt"), "not a session").unwrap();
 
-        let listed = list(&dir);
+        let listed = list(dir.path());
         let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, vec!["a-newer", "b-older"], "{listed:?}");
         assert_eq!(listed[0].path, newer);

@@ -100,28 +100,23 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<ConfigError> for Error {
-    fn from(err: ConfigError) -> Self {
-        Error::Config(err)
-    }
+/// `From<$source> for Error`, wrapping it in `Error::$variant`, so `?` lifts each module's
+/// error into the top-level one.
+macro_rules! wrap_errors {
+    ($($source:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$source> for Error {
+            fn from(err: $source) -> Self {
+                Error::$variant(err)
+            }
+        }
+    )*};
 }
 
-impl From<ProviderError> for Error {
-    fn from(err: ProviderError) -> Self {
-        Error::Provider(err)
-    }
-}
-
-impl From<SessionError> for Error {
-    fn from(err: SessionError) -> Self {
-        Error::Session(err)
-    }
-}
-
-impl From<McpError> for Error {
-    fn from(err: McpError) -> Self {
-        Error::Mcp(err)
-    }
+wrap_errors! {
+    ConfigError => Config,
+    ProviderError => Provider,
+    SessionError => Session,
+    McpError => Mcp,
 }
 
 #[cfg(test)]

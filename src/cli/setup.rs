@@ -186,17 +186,15 @@ fn key_available(home: &Path) -> bool {
 mod tests {
     use super::*;
     use crate::config::{load, LoadOptions};
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn preset_loads_without_warnings_and_resolves_both_models() {
-        let dir =
-            std::env::temp_dir().join(format!("reasonix-setup-preset-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("config.toml"), PRESET).unwrap();
+        let dir = TempDir::new("setup-preset");
+        dir.write("config.toml", PRESET);
         let loaded = load(&LoadOptions {
-            home: dir.clone(),
-            cwd: dir.clone(),
+            home: dir.path().to_path_buf(),
+            cwd: dir.path().to_path_buf(),
             extra: None,
             trust_project: false,
             strict: false,
@@ -213,6 +211,5 @@ mod tests {
             .resolve_model_with(Some("deepseek-v4-pro"), &none)
             .unwrap();
         assert_eq!(pro.context_window, 1_000_000);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

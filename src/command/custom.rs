@@ -267,27 +267,7 @@ pub fn render(body: &str, arguments: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Tmp(PathBuf);
-    impl Tmp {
-        fn new(name: &str) -> Tmp {
-            let p =
-                std::env::temp_dir().join(format!("reasonix-cmd-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&p);
-            std::fs::create_dir_all(&p).unwrap();
-            Tmp(p)
-        }
-        fn write(&self, rel: &str, text: &[u8]) {
-            let path = self.0.join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-    }
-    impl Drop for Tmp {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn frontmatter_and_body_split() {
@@ -327,8 +307,8 @@ mod tests {
 
     #[test]
     fn loading_namespaces_overrides_and_skips_malformed_files() {
-        let user = Tmp::new("user");
-        let project = Tmp::new("project");
+        let user = TempDir::new("user");
+        let project = TempDir::new("project");
         user.write(
             "review.md",
             b"---\ndescription: user review\n---\nUser body",
@@ -340,10 +320,14 @@ mod tests {
         );
         project.write("git/commit.md", b"Commit $ARGUMENTS");
         project.write("broken.md", b"---\ndescription: never closed\n");
-        project.write("binary.md", &[0xff, 0xfe, 0x00]);
+        project.write("binary.md", [0xff, 0xfe, 0x00]);
         project.write("notes.txt", b"ignored");
         project.write("bad name.md", b"x");
-        let loaded = load(&[&user.0, &project.0, Path::new("/nonexistent/reasonix")]);
+        let loaded = load(&[
+            user.path(),
+            project.path(),
+            Path::new("/nonexistent/reasonix"),
+        ]);
         let names: Vec<&str> = loaded.commands.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, vec!["git:commit", "only-user", "review"]);
         let review = &loaded.commands[2];

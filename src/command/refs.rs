@@ -304,30 +304,10 @@ pub fn complete(typed: &str, cwd: &Path, mcp: &dyn McpHost) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use crate::mcp::host::{ResourceInfo, ServerInfo};
     use crate::mcp::McpError;
     use std::collections::BTreeMap;
-
-    struct Tmp(PathBuf);
-    impl Tmp {
-        fn new(name: &str) -> Tmp {
-            let p =
-                std::env::temp_dir().join(format!("reasonix-refs-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&p);
-            std::fs::create_dir_all(&p).unwrap();
-            Tmp(p.canonicalize().unwrap())
-        }
-        fn write(&self, rel: &str, bytes: &[u8]) {
-            let path = self.0.join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, bytes).unwrap();
-        }
-    }
-    impl Drop for Tmp {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 
     struct FakeMcp;
     impl McpHost for FakeMcp {
@@ -378,14 +358,14 @@ mod tests {
 
     #[test]
     fn files_directories_resources_and_literals() {
-        let dir = Tmp::new("resolve");
+        let dir = TempDir::new("resolve");
         dir.write("src/main.rs", b"fn main() {}\n");
         dir.write("src/lib/util.rs", b"");
         dir.write("node_modules/pkg/index.js", b"");
-        dir.write("blob.bin", &[0, 1, 2, 3]);
+        dir.write("blob.bin", [0, 1, 2, 3]);
         let r = resolve(
             "explain @src/main.rs and @src, ask @alice, mail a@b.c, read @docs:guide://intro and @docs:missing",
-            &dir.0,
+            dir.path(),
             &FakeMcp,
         );
         assert!(r.text.starts_with("<file path=\"src/main.rs\">\nfn main() {}\n</file>\n\n<directory path=\"src\">\nlib/\n  util.rs\nmain.rs\n</directory>\n\n<resource ref=\"docs:guide://intro\">\nWelcome.\n</resource>\n\nexplain @src/main.rs"), "{}", r.text);
@@ -397,21 +377,21 @@ mod tests {
             r.notices,
             vec!["cannot read @docs:missing: protocol error: resource not found"]
         );
-        let r = resolve("@blob.bin @. and @src/main.rs.", &dir.0, &FakeMcp);
+        let r = resolve("@blob.bin @. and @src/main.rs.", dir.path(), &FakeMcp);
         assert_eq!(r.attached, vec!["@blob.bin", "@.", "@src/main.rs"]);
         assert!(r.text.contains("binary=\"true\""), "{}", r.text);
         assert!(!r.text.contains("node_modules"), "{}", r.text);
-        let plain = resolve("nothing to see @nobody", &dir.0, &FakeMcp);
+        let plain = resolve("nothing to see @nobody", dir.path(), &FakeMcp);
         assert_eq!(plain.text, "nothing to see @nobody");
         assert!(plain.notices.is_empty());
     }
 
     #[test]
     fn large_files_are_capped_on_a_character_boundary() {
-        let dir = Tmp::new("cap");
+        let dir = TempDir::new("cap");
         let big = "日".repeat(FILE_CAP / 3 + 10);
         dir.write("big.txt", big.as_bytes());
-        let r = resolve("@big.txt", &dir.0, &FakeMcp);
+        let r = resolve("@big.txt", dir.path(), &FakeMcp);
         assert!(
             r.text.contains("[… truncated: showing the first"),
             "{}",
@@ -422,22 +402,22 @@ mod tests {
 
     #[test]
     fn completion_lists_one_level_dirs_first_and_resources_at_top() {
-        let dir = Tmp::new("complete");
+        let dir = TempDir::new("complete");
         dir.write("src/main.rs", b"");
         dir.write("src/mod/x.rs", b"");
         dir.write("src/.hidden", b"");
         dir.write("README.md", b"");
-        let top = complete("", &dir.0, &FakeMcp);
+        let top = complete("", dir.path(), &FakeMcp);
         let labels: Vec<&str> = top.iter().map(|c| c.label.as_str()).collect();
         assert_eq!(
             labels,
             vec!["src/", "README.md", "docs:guide://intro  Intro"]
         );
-        let inner = complete("src/m", &dir.0, &FakeMcp);
+        let inner = complete("src/m", dir.path(), &FakeMcp);
         let completions: Vec<&str> = inner.iter().map(|c| c.completion.as_str()).collect();
         assert_eq!(completions, vec!["src/mod/", "src/main.rs"]);
         assert!(inner[0].is_dir);
-        assert_eq!(complete("src/.h", &dir.0, &FakeMcp)[0].label, ".hidden");
-        assert!(complete("nope/", &dir.0, &FakeMcp).is_empty());
+        assert_eq!(complete("src/.h", dir.path(), &FakeMcp)[0].label, ".hidden");
+        assert!(complete("nope/", dir.path(), &FakeMcp).is_empty());
     }
 }

@@ -174,6 +174,7 @@ fn array_insert_point(text: &str, open: usize) -> Option<(usize, &'static str)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
 
     fn rules_in(text: &str) -> Vec<String> {
         allow_list(&toml::from_str(text).unwrap()).unwrap_or_default()
@@ -218,11 +219,8 @@ mod tests {
 
     #[test]
     fn persisting_writes_once_and_refuses_broken_files() {
-        let dir = std::env::temp_dir().join(format!("reasonix-persist-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("reasonix.toml");
-        std::fs::write(&file, "# keep me\n[ui]\ncursor_shape = \"bar\"\n").unwrap();
+        let dir = TempDir::new("persist");
+        let file = dir.write("reasonix.toml", "# keep me\n[ui]\ncursor_shape = \"bar\"\n");
         persist_allow_rule(&file, "Bash(cargo test:*)").unwrap();
         persist_allow_rule(&file, "Bash(cargo test:*)").unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
@@ -236,6 +234,5 @@ mod tests {
             persist_allow_rule(&missing, "X").is_err(),
             "no parent directory"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -176,12 +176,12 @@ fn project_text(workspace: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn trust_is_per_canonical_directory_and_survives_only_until_revoked() {
-        let dir = std::env::temp_dir().join(format!("reasonix-trust-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = TempDir::new("trust");
         let ws = dir.join("ws");
         std::fs::create_dir_all(ws.join("sub")).unwrap();
         std::os::unix::fs::symlink(&ws, dir.join("link")).unwrap();
@@ -213,6 +213,5 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::read_to_string(store.path()).unwrap(), "not json");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

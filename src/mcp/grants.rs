@@ -79,11 +79,11 @@ impl GrantStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn grants_are_per_workspace_server_and_identity_and_replace_each_other() {
-        let dir = std::env::temp_dir().join(format!("reasonix-grants-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = TempDir::new("grants");
         let store = GrantStore::new(&dir.join("home"));
         let ws = Path::new("/ws");
         assert!(!store.is_granted(ws, "s", "id1"));
@@ -101,6 +101,5 @@ mod tests {
         assert!(!store.is_granted(ws, "s", "id2"));
         store.grant(ws, "s", "id3").unwrap();
         assert!(store.is_granted(ws, "s", "id3"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -47,11 +47,11 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn lines_are_appended_with_control_characters_removed() {
-        let dir = std::env::temp_dir().join(format!("reasonix-mcp-log-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("mcp-log");
         let path = dir.join("log.txt");
         let log = Log::to_file(&path);
         log.line("s", "one\ntwo\x1b[31m");
@@ -59,6 +59,5 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, "mcp[s]: one two [31m\nmcp[s]: three\n");
         Log::default().line("s", "goes nowhere");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

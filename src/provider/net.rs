@@ -662,6 +662,7 @@ fn unreadable_certs(what: String, cause: Cause) -> ProviderError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::proxy::env_of;
     use super::*;
 
     #[test]
@@ -681,15 +682,6 @@ mod tests {
             assert_eq!(out, b"{\"a\":[1,2,3]}", "buffer of {size}");
         }
         assert_eq!(Parts::new(&[]).read(&mut [0u8; 4]).unwrap(), 0);
-    }
-    use std::collections::HashMap;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
     }
 
     #[test]

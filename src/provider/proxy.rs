@@ -120,19 +120,21 @@ fn cidr_contains(net: &str, bits: &str, host: &str) -> bool {
     }
 }
 
+/// An environment holding only `pairs`, for tests of the lookups that take one (proxies
+/// here, CA bundles in `net`).
+#[cfg(test)]
+pub(super) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: std::collections::HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::provider::net::parse_url;
-    use std::collections::HashMap;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
 
     fn proxy_host(url: &str, pairs: &[(&str, &str)]) -> Option<String> {
         let uri = parse_url(url).unwrap();

@@ -350,28 +350,8 @@ fn remove_tree(dir: &Dir, name: &OsStr) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::symlink;
-    use std::path::PathBuf;
-
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let path = std::env::temp_dir().join(format!(
-                "reasonix-beneath-unit-{}-{name}",
-                std::process::id()
-            ));
-            let _ = fs::remove_dir_all(&path);
-            fs::create_dir_all(&path).unwrap();
-            Scratch(fs::canonicalize(&path).unwrap())
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     const WALKERS: [Walker; 2] = [Walker::Openat2, Walker::PerComponent];
 
@@ -381,39 +361,39 @@ mod tests {
 
     #[test]
     fn both_walkers_refuse_a_symlinked_directory_with_path_changed() {
-        let s = Scratch::new("symlinked");
-        fs::create_dir_all(s.0.join("real/inner")).unwrap();
-        fs::create_dir_all(s.0.join("outside")).unwrap();
-        symlink(s.0.join("outside"), s.0.join("link")).unwrap();
-        symlink("real", s.0.join("relative")).unwrap();
+        let s = TempDir::new("symlinked");
+        fs::create_dir_all(s.join("real/inner")).unwrap();
+        fs::create_dir_all(s.join("outside")).unwrap();
+        symlink(s.join("outside"), s.join("link")).unwrap();
+        symlink("real", s.join("relative")).unwrap();
         for walker in WALKERS {
             for path in ["link/x", "relative/inner/x", "link/new/x"] {
                 for parents in [Parents::Existing, Parents::Create] {
-                    let err = Entry::open_with(&s.0.join(path), parents, walker).unwrap_err();
+                    let err = Entry::open_with(&s.join(path), parents, walker).unwrap_err();
                     assert!(
                         is_path_changed(&err),
                         "{walker:?} {parents:?} {path}: {err}"
                     );
                 }
             }
-            assert!(!s.0.join("outside/new").exists(), "{walker:?}");
+            assert!(!s.join("outside/new").exists(), "{walker:?}");
         }
     }
 
     #[test]
     fn both_walkers_open_create_and_report_missing_parents() {
-        let s = Scratch::new("create");
-        fs::create_dir_all(s.0.join("a")).unwrap();
-        fs::write(s.0.join("file"), "x").unwrap();
+        let s = TempDir::new("create");
+        fs::create_dir_all(s.join("a")).unwrap();
+        fs::write(s.join("file"), "x").unwrap();
         for walker in WALKERS {
             let name = format!("{walker:?}");
-            let missing = s.0.join(&name).join("deep/x");
+            let missing = s.join(&name).join("deep/x");
             let err = Entry::open_with(&missing, Parents::Existing, walker).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::NotFound, "{walker:?}: {err}");
             let entry = Entry::open_with(&missing, Parents::Create, walker).unwrap();
             entry.replace(b"made").unwrap();
             assert_eq!(fs::read_to_string(&missing).unwrap(), "made");
-            let err = Entry::open_with(&s.0.join("file/x"), Parents::Create, walker).unwrap_err();
+            let err = Entry::open_with(&s.join("file/x"), Parents::Create, walker).unwrap_err();
             assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR), "{walker:?}: {err}");
             assert!(!is_path_changed(&err));
         }
@@ -421,8 +401,8 @@ mod tests {
 
     #[test]
     fn replace_keeps_the_mode_refuses_a_final_symlink_and_cuts_hard_links() {
-        let s = Scratch::new("replace");
-        let script = s.0.join("run.sh");
+        let s = TempDir::new("replace");
+        let script = s.join("run.sh");
         fs::write(&script, "old").unwrap();
         fs::set_permissions(&script, fs::Permissions::from_mode(0o750)).unwrap();
         let entry = Entry::open(&script, Parents::Existing).unwrap();
@@ -431,60 +411,60 @@ mod tests {
         let mode = fs::metadata(&script).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o750);
 
-        fs::hard_link(&script, s.0.join("twin")).unwrap();
-        Entry::open(&s.0.join("twin"), Parents::Existing)
+        fs::hard_link(&script, s.join("twin")).unwrap();
+        Entry::open(&s.join("twin"), Parents::Existing)
             .unwrap()
             .replace(b"twin")
             .unwrap();
         assert_eq!(fs::read_to_string(&script).unwrap(), "new");
 
-        symlink(&script, s.0.join("alias")).unwrap();
-        let alias = Entry::open(&s.0.join("alias"), Parents::Existing).unwrap();
+        symlink(&script, s.join("alias")).unwrap();
+        let alias = Entry::open(&s.join("alias"), Parents::Existing).unwrap();
         assert!(is_path_changed(&alias.replace(b"x").unwrap_err()));
         assert!(is_path_changed(&alias.open_existing().unwrap_err()));
         assert_eq!(fs::read_to_string(&script).unwrap(), "new");
-        let names: Vec<_> = fs::read_dir(&s.0).unwrap().collect();
+        let names: Vec<_> = fs::read_dir(s.path()).unwrap().collect();
         assert_eq!(names.len(), 3, "a temp file was left behind: {names:?}");
     }
 
     #[test]
     fn a_failed_copy_removes_only_what_it_created() {
-        let s = Scratch::new("copy");
-        fs::create_dir_all(s.0.join("src/sub")).unwrap();
-        fs::write(s.0.join("src/sub/a"), "a").unwrap();
-        fs::create_dir(s.0.join("taken")).unwrap();
-        fs::write(s.0.join("taken/keep"), "keep").unwrap();
-        let source = Entry::open(&s.0.join("src"), Parents::Existing).unwrap();
-        let taken = Entry::open(&s.0.join("taken"), Parents::Existing).unwrap();
+        let s = TempDir::new("copy");
+        fs::create_dir_all(s.join("src/sub")).unwrap();
+        fs::write(s.join("src/sub/a"), "a").unwrap();
+        fs::create_dir(s.join("taken")).unwrap();
+        fs::write(s.join("taken/keep"), "keep").unwrap();
+        let source = Entry::open(&s.join("src"), Parents::Existing).unwrap();
+        let taken = Entry::open(&s.join("taken"), Parents::Existing).unwrap();
         let err = source.copy_to(&taken).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
-        assert_eq!(fs::read_to_string(s.0.join("taken/keep")).unwrap(), "keep");
+        assert_eq!(fs::read_to_string(s.join("taken/keep")).unwrap(), "keep");
         // A FIFO deep inside cannot be copied: the partial copy goes, the source stays.
         let status = std::process::Command::new("mkfifo")
-            .arg(s.0.join("src/sub/pipe"))
+            .arg(s.join("src/sub/pipe"))
             .status()
             .unwrap();
         assert!(status.success());
-        let fresh = Entry::open(&s.0.join("fresh"), Parents::Existing).unwrap();
+        let fresh = Entry::open(&s.join("fresh"), Parents::Existing).unwrap();
         let err = source.copy_to(&fresh).unwrap_err();
         assert!(err.to_string().contains("is a FIFO"), "{err}");
-        assert!(!s.0.join("fresh").exists(), "partial copy left behind");
-        assert_eq!(fs::read_to_string(s.0.join("src/sub/a")).unwrap(), "a");
+        assert!(!s.join("fresh").exists(), "partial copy left behind");
+        assert_eq!(fs::read_to_string(s.join("src/sub/a")).unwrap(), "a");
     }
 
     #[test]
     fn rename_to_never_replaces() {
-        let s = Scratch::new("rename");
-        fs::write(s.0.join("a"), "a").unwrap();
-        fs::write(s.0.join("b"), "b").unwrap();
-        let a = Entry::open(&s.0.join("a"), Parents::Existing).unwrap();
-        let b = Entry::open(&s.0.join("b"), Parents::Existing).unwrap();
+        let s = TempDir::new("rename");
+        fs::write(s.join("a"), "a").unwrap();
+        fs::write(s.join("b"), "b").unwrap();
+        let a = Entry::open(&s.join("a"), Parents::Existing).unwrap();
+        let b = Entry::open(&s.join("b"), Parents::Existing).unwrap();
         let err = a.rename_to(&b).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
-        assert_eq!(fs::read_to_string(s.0.join("b")).unwrap(), "b");
-        let c = Entry::open(&s.0.join("sub/c"), Parents::Create).unwrap();
+        assert_eq!(fs::read_to_string(s.join("b")).unwrap(), "b");
+        let c = Entry::open(&s.join("sub/c"), Parents::Create).unwrap();
         a.rename_to(&c).unwrap();
-        assert_eq!(fs::read_to_string(s.0.join("sub/c")).unwrap(), "a");
-        assert!(!s.0.join("a").exists());
+        assert_eq!(fs::read_to_string(s.join("sub/c")).unwrap(), "a");
+        assert!(!s.join("a").exists());
     }
 }

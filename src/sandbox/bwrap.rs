@@ -205,14 +205,14 @@ fn isolation(network: Network) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use crate::sandbox::{Backend, BashMode, Settings};
 
     #[test]
     fn a_program_under_the_hosts_tmp_is_bound_into_the_private_tmp_unless_hidden() {
-        let dir = std::env::temp_dir().join(format!("reasonix-bwrap-prog-{}", std::process::id()));
+        let dir = TempDir::new("bwrap-prog");
         std::fs::create_dir_all(dir.join("secret")).unwrap();
-        let dir = dir.canonicalize().unwrap();
-        if !dir.starts_with("/tmp") {
+        if !dir.path().starts_with("/tmp") {
             return; // TMPDIR elsewhere: the private /tmp does not hide it.
         }
         std::fs::write(dir.join("server"), "#!/bin/sh\n").unwrap();
@@ -244,20 +244,18 @@ mod tests {
         );
         let hidden = dir.join("secret/server").display().to_string();
         assert!(!joined(dir.join("secret/server")).contains(&format!("--ro-bind {hidden}")));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn masks_follow_binds_and_network_is_unshared_by_default() {
-        let scratch =
-            std::env::temp_dir().join(format!("reasonix-bwrap-unit-{}", std::process::id()));
+        let scratch = TempDir::new("bwrap-masks");
         let home = scratch.join("home");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join(".env"), "KEY=1").unwrap();
         let secret_dir = scratch.join("secrets");
         std::fs::create_dir_all(&secret_dir).unwrap();
         let policy = Policy::new(Settings {
-            workspace_root: scratch.clone(),
+            workspace_root: scratch.path().to_path_buf(),
             home: home.clone(),
             allow_write: vec![PathBuf::from("/nonexistent-root")],
             forbid_read: vec![secret_dir.clone()],
@@ -265,11 +263,10 @@ mod tests {
             network: false,
             backend: Backend::Bwrap,
         });
-        let args: Vec<String> = args(&policy, &scratch)
+        let args: Vec<String> = args(&policy, scratch.path())
             .into_iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        let _ = std::fs::remove_dir_all(&scratch);
         let joined = args.join(" ");
         let ws = policy.workspace_root.display().to_string();
         let home = policy.protected[0].display().to_string();
@@ -284,6 +281,6 @@ mod tests {
         assert!(joined.contains(&masks), "{joined}");
         assert!(joined.find(&masks) > joined.find(&expected_binds));
         assert!(joined.contains("--unshare-net"), "{joined}");
-        assert!(joined.ends_with(&format!("--chdir {}", scratch.display())));
+        assert!(joined.ends_with(&format!("--chdir {}", scratch.path().display())));
     }
 }

@@ -288,32 +288,13 @@ fn components(path: &Path) -> impl Iterator<Item = OsString> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::symlink;
-
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let path = std::env::temp_dir().join(format!(
-                "reasonix-confine-unit-{}-{name}",
-                std::process::id()
-            ));
-            let _ = fs::remove_dir_all(&path);
-            fs::create_dir_all(&path).unwrap();
-            Scratch(fs::canonicalize(&path).unwrap())
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     #[test]
     fn resolves_missing_tails_dots_and_links() {
-        let s = Scratch::new("resolve");
-        let root = &s.0;
+        let s = TempDir::new("resolve");
+        let root = s.path();
         fs::create_dir(root.join("real")).unwrap();
         symlink(root.join("real"), root.join("abs")).unwrap();
         symlink("real", root.join("rel")).unwrap();
@@ -340,14 +321,14 @@ mod tests {
 
     #[test]
     fn symlink_loops_and_file_parents_fail() {
-        let s = Scratch::new("loops");
-        symlink("b", s.0.join("a")).unwrap();
-        symlink("a", s.0.join("b")).unwrap();
-        let err = resolve(&s.0.join("a/x")).unwrap_err();
+        let s = TempDir::new("loops");
+        symlink("b", s.join("a")).unwrap();
+        symlink("a", s.join("b")).unwrap();
+        let err = resolve(&s.join("a/x")).unwrap_err();
         assert!(err.to_string().contains("too many symbolic links"), "{err}");
-        fs::write(s.0.join("file"), "x").unwrap();
-        assert!(resolve(&s.0.join("file/child")).is_err());
-        assert!(resolve(&s.0.join("file/..")).is_err());
+        fs::write(s.join("file"), "x").unwrap();
+        assert!(resolve(&s.join("file/child")).is_err());
+        assert!(resolve(&s.join("file/..")).is_err());
         assert!(resolve(Path::new("relative")).is_err());
     }
 }

@@ -131,12 +131,11 @@ impl HiddenInodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn a_hard_link_to_a_hidden_file_is_recognised_and_a_plain_file_is_not() {
-        let base =
-            std::env::temp_dir().join(format!("reasonix-inodes-unit-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
+        let base = TempDir::new("inodes");
         fs::create_dir_all(base.join("secrets/deep")).unwrap();
         fs::write(base.join("secrets/deep/key"), "k").unwrap();
         fs::write(base.join("plain"), "p").unwrap();
@@ -154,6 +153,5 @@ mod tests {
             !set.hides(&meta("secrets")),
             "directories are judged by path"
         );
-        let _ = fs::remove_dir_all(&base);
     }
 }

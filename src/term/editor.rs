@@ -409,6 +409,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
 
     fn editor(text: &str) -> Editor {
         let mut e = Editor::new(History::in_memory());
@@ -520,15 +521,14 @@ mod tests {
 
     #[test]
     fn history_persists_multiline_entries() {
-        let dir = std::env::temp_dir().join(format!("reasonix-hist-{}", std::process::id()));
-        let file = dir.join("history");
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = TempDir::new("hist");
+        // The history's directory does not exist yet: saving creates it.
+        let file = scratch.join("hist/history");
         let mut h = History::load(&file);
         h.push("one\ntwo");
         h.push("three");
         h.push("three");
         let again = History::load(&file);
         assert_eq!(again.entries(), &["one\ntwo".to_string(), "three".into()]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

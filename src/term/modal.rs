@@ -269,6 +269,7 @@ fn read_small(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use crate::permission::Rule;
     use crate::tool::Family;
     use serde_json::json;
@@ -335,22 +336,21 @@ mod tests {
 
     #[test]
     fn edit_previews_are_diffs_of_the_real_file() {
-        let dir = std::env::temp_dir().join(format!("reasonix-modal-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let dir = TempDir::new("modal");
+        dir.write("a.txt", "one\ntwo\nthree\n");
         let req = request(
             "edit_file",
             json!({"path": "a.txt", "old_string": "two", "new_string": "2"}),
             &["Edit(./a.txt)", "Edit"],
         );
-        let preview: Vec<String> = approval_preview(&req, &dir, 60, 20)
+        let preview: Vec<String> = approval_preview(&req, dir.path(), 60, 20)
             .iter()
             .map(Line::text)
             .collect();
         assert_eq!(preview[0], "a.txt");
         assert!(preview.iter().any(|l| l.ends_with("- two")));
         assert!(preview.iter().any(|l| l.ends_with("+ 2")));
-        let c = approval_choices(&req, &dir, 60, 20);
+        let c = approval_choices(&req, dir.path(), 60, 20);
         assert!(c.items[1].label.contains("allow Edit for this session"));
         assert!(c.items[3].label.contains("Always allow Edit(./a.txt)"));
         let write = request(
@@ -358,7 +358,7 @@ mod tests {
             json!({"path": "new.txt", "content": "fresh\n"}),
             &["Edit(./new.txt)", "Edit"],
         );
-        let preview: Vec<String> = approval_preview(&write, &dir, 60, 20)
+        let preview: Vec<String> = approval_preview(&write, dir.path(), 60, 20)
             .iter()
             .map(Line::text)
             .collect();
@@ -366,6 +366,5 @@ mod tests {
             preview.iter().any(|l| l.ends_with("+ fresh")),
             "{preview:?}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

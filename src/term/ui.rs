@@ -129,6 +129,34 @@ pub fn channel() -> (Sender<Msg>, Receiver<Msg>) {
     mpsc::channel()
 }
 
+/// Sends `lost` if a worker thread ends without its result (it panicked), so the UI stops
+/// waiting for it. [`LostGuard::done`] disarms it once the result is on its way.
+struct LostGuard {
+    tx: Sender<Msg>,
+    lost: Option<Msg>,
+}
+
+impl LostGuard {
+    fn new(tx: Sender<Msg>, lost: Msg) -> LostGuard {
+        LostGuard {
+            tx,
+            lost: Some(lost),
+        }
+    }
+
+    fn done(&mut self) {
+        self.lost = None;
+    }
+}
+
+impl Drop for LostGuard {
+    fn drop(&mut self) {
+        if let Some(lost) = self.lost.take() {
+            let _ = self.tx.send(lost);
+        }
+    }
+}
+
 /// A model switch prepared by the CLI.
 pub struct ModelSwitch {
     pub provider: Box<dyn Provider>,

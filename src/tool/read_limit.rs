@@ -326,23 +326,16 @@ impl LineBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    fn temp_file(name: &str, content: &[u8]) -> std::path::PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("reasonix-read-limit-{}-{name}", std::process::id()));
-        File::create(&path).unwrap().write_all(content).unwrap();
-        path
-    }
+    use crate::fsutil::scratch::TempDir;
 
     fn blocks(content: &[u8], size: usize) -> Vec<(String, bool)> {
-        let path = temp_file(&format!("blocks-{size}-{}", content.len()), content);
+        let dir = TempDir::new("read-limit-blocks");
+        let path = dir.write("file", content);
         let mut reader = LineBlocks::new(open(&path).unwrap(), vec![0; size]);
         let mut out = Vec::new();
         while let Some(block) = reader.next_block().unwrap() {
             out.push((String::from_utf8_lossy(block.bytes).into_owned(), block.cut));
         }
-        fs::remove_file(path).unwrap();
         out
     }
 
@@ -371,7 +364,8 @@ mod tests {
 
     #[test]
     fn peek_does_not_consume() {
-        let path = temp_file("peek", b"hello\nworld\n");
+        let dir = TempDir::new("read-limit-peek");
+        let path = dir.write("file", b"hello\nworld\n");
         let mut reader = LineBlocks::new(open(&path).unwrap(), vec![0; 64]);
         assert_eq!(reader.peek(3).unwrap(), b"hel");
         assert_eq!(
@@ -379,12 +373,12 @@ mod tests {
             b"hello\nworld\n"
         );
         assert!(reader.at_end().unwrap());
-        fs::remove_file(path).unwrap();
     }
 
     #[test]
     fn read_capped_stops_at_the_cap_and_says_so() {
-        let path = temp_file("capped", b"0123456789");
+        let dir = TempDir::new("read-limit-capped");
+        let path = dir.write("file", b"0123456789");
         let capped = read_path_capped(&path, 4).unwrap();
         assert_eq!(
             (capped.bytes.as_slice(), capped.complete),
@@ -392,7 +386,6 @@ mod tests {
         );
         let whole = read_path_capped(&path, 10).unwrap();
         assert_eq!((whole.bytes.len(), whole.complete), (10, true));
-        fs::remove_file(path).unwrap();
     }
 
     #[test]

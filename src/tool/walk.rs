@@ -682,6 +682,7 @@ pub fn display_path(path: &Path, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
 
     #[test]
     fn gitignore_rule_table() {
@@ -743,15 +744,14 @@ mod tests {
 
     #[test]
     fn global_excludes_default_to_xdg_ignore() {
-        let home = std::env::temp_dir().join(format!("reasonix-walk-home-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&home);
-        fs::create_dir_all(&home).unwrap();
+        let scratch = TempDir::new("walk-home");
+        let home = scratch.path();
         assert_eq!(
-            global_excludes_path(Some(&home), None),
+            global_excludes_path(Some(home), None),
             Some(home.join(".config/git/ignore"))
         );
         assert_eq!(
-            global_excludes_path(Some(&home), Some(Path::new("/xdg"))),
+            global_excludes_path(Some(home), Some(Path::new("/xdg"))),
             Some(PathBuf::from("/xdg/git/ignore"))
         );
         fs::write(
@@ -760,11 +760,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            global_excludes_path(Some(&home), None),
+            global_excludes_path(Some(home), None),
             Some(home.join("my-ignores"))
         );
         assert_eq!(global_excludes_path(None, None), None);
-        fs::remove_dir_all(&home).unwrap();
     }
 
     #[test]

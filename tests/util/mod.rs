@@ -3,27 +3,40 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A directory removed on drop. Each has a unique name under the system temp dir.
+/// A directory removed on drop. Each has a unique name under the system temp dir (or, from
+/// [`Dir::outside_temp`], under a directory that is not a temp dir).
 pub struct Dir {
     path: PathBuf,
 }
 
 impl Dir {
     pub fn new() -> Dir {
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("t")
+            .replace("::", "-");
+        Dir::under(&std::env::temp_dir(), &format!("test-{test}"))
+    }
+
+    /// A directory outside every shared temp directory, for tests of the jail: bwrap gives
+    /// a jailed command a private /tmp and Landlock leaves the shared ones writable, so an
+    /// "outside" file under /tmp could not show an escape. Its name is short: the tests bind
+    /// Unix sockets inside, whose paths must fit in 108 bytes.
+    pub fn outside_temp() -> Dir {
+        Dir::under(&outside_temp_root(), "jail")
+    }
+
+    /// A fresh directory in `root`, unique by process id and a counter; `label` (the test's
+    /// name) is for a reader of a leftover tree.
+    fn under(root: &Path, label: &str) -> Dir {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let path = std::env::temp_dir().join(format!(
-            "reasonix-test-{}-{}-{n}",
-            std::process::id(),
-            std::thread::current()
-                .name()
-                .unwrap_or("t")
-                .replace("::", "-")
-        ));
+        let path = root.join(format!("reasonix-{label}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("create temp dir");
         Dir {
@@ -58,6 +71,28 @@ impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
+}
+
+/// Cargo's target tmp dir, or, where that lies in a shared temp dir (CI may clone the
+/// repository under /tmp), a directory in the home directory.
+fn outside_temp_root() -> PathBuf {
+    let shared = |p: &Path| {
+        ["/tmp", "/var/tmp", "/dev/shm"]
+            .iter()
+            .any(|t| p.starts_with(t))
+    };
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if !shared(target) {
+        return target.to_path_buf();
+    }
+    let home =
+        PathBuf::from(std::env::var_os("HOME").expect("HOME must be set for the sandbox tests"));
+    assert!(
+        !shared(&home),
+        "the sandbox tests need a directory outside /tmp, /var/tmp and /dev/shm; HOME is {}",
+        home.display()
+    );
+    home.join(".cache/reasonix-sandbox-tests")
 }
 
 /// Path of the binary under test, built by cargo for this test run.
@@ -99,15 +134,49 @@ pub struct Run {
 }
 
 pub fn run(cmd: &mut Command) -> Run {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().expect("spawn reasonix");
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    cmd.output().expect("spawn reasonix").into()
+}
+
+/// Starts `cmd` with its standard input, output and error piped to the test.
+pub fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn reasonix")
+}
+
+/// Runs `cmd` with `stdin` written to its standard input, which is then closed.
+pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Run {
+    let mut child = spawn_piped(cmd);
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait for reasonix").into()
+}
+
+/// The plain line chat: `reasonix chat <args>` in `cwd` with `stdin` piped in and the fake
+/// provider's key set.
+pub fn piped_chat(home: &Dir, cwd: &Path, args: &[&str], stdin: &str) -> Run {
+    run_with_stdin(
+        reasonix(home, cwd)
+            .arg("chat")
+            .args(args)
+            .env("FAKE_API_KEY", "k"),
+        stdin,
+    )
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
 }
 

@@ -21,22 +21,17 @@ pub fn list_models(
     cancel: &CancelToken,
     on_retry: &mut dyn FnMut(&Retry),
 ) -> Result<Vec<String>, ProviderError> {
-    let url = models_url(settings)?;
-    let headers = request_headers(settings, Method::Get)?;
-    let net = Net::new(settings, &url)?;
-    let exchange = Exchange {
-        method: Method::Get,
-        url: &url,
-        headers: &headers,
-        body: &[],
-        limits: Limits {
+    let endpoint = Endpoint::new(settings)?;
+    let url = &endpoint.url;
+    let exchange = endpoint.get(
+        settings,
+        Limits {
             per_read: Some(settings.timeouts.idle_stream),
             total: None,
         },
-        api_key_env: &settings.api_key_env,
-        provider: &settings.name,
-    };
-    let open = net
+    );
+    let open = endpoint
+        .net
         .send(&exchange, &settings.retry, cancel, &mut |retry| {
             on_retry(&retry)
         })
@@ -59,6 +54,35 @@ pub fn list_models(
             crate::text::one_line(&String::from_utf8_lossy(&raw), 120)
         ))
     })
+}
+
+/// The models endpoint of one provider: its URL, request headers and client.
+struct Endpoint {
+    url: String,
+    headers: Vec<(String, String)>,
+    net: Net,
+}
+
+impl Endpoint {
+    fn new(settings: &ProviderSettings) -> Result<Endpoint, ProviderError> {
+        let url = models_url(settings)?;
+        let headers = request_headers(settings, Method::Get)?;
+        let net = Net::new(settings, &url)?;
+        Ok(Endpoint { url, headers, net })
+    }
+
+    /// The GET of the models list, within `limits`.
+    fn get<'a>(&'a self, settings: &'a ProviderSettings, limits: Limits) -> Exchange<'a> {
+        Exchange {
+            method: Method::Get,
+            url: &self.url,
+            headers: &self.headers,
+            body: &[],
+            limits,
+            api_key_env: &settings.api_key_env,
+            provider: &settings.name,
+        }
+    }
 }
 
 fn parse_models(raw: &[u8]) -> Option<Vec<String>> {
@@ -101,40 +125,37 @@ pub struct ProbeReport {
 /// One GET of the models endpoint with `timeout` for the whole exchange and no retries.
 /// Any HTTP answer is a report; only a failure to get one is an error.
 pub fn probe(settings: &ProviderSettings, timeout: Duration) -> Result<ProbeReport, ProviderError> {
-    let url = models_url(settings)?;
-    let headers = request_headers(settings, Method::Get)?;
-    let net = Net::new(settings, &url)?;
-    let exchange = Exchange {
-        method: Method::Get,
-        url: &url,
-        headers: &headers,
-        body: &[],
-        limits: Limits {
+    let endpoint = Endpoint::new(settings)?;
+    let exchange = endpoint.get(
+        settings,
+        Limits {
             per_read: Some(timeout),
             total: Some(timeout),
         },
-        api_key_env: &settings.api_key_env,
-        provider: &settings.name,
-    };
+    );
     let no_retries = RetryPolicy {
         max_retries: 0,
         ..settings.retry
     };
     let started = Instant::now();
-    let (status, raw) = match net.send(&exchange, &no_retries, &CancelToken::new(), &mut |_| {}) {
-        Ok(open) => {
-            let mut raw = Vec::new();
-            // A short read still proves the endpoint answered.
-            let _ = open.reader.take(MODELS_BODY_LIMIT).read_to_end(&mut raw);
-            (open.status, raw)
-        }
-        Err(failure) if failure.status != 0 => (failure.status, failure.body.into_bytes()),
-        Err(failure) => return Err(failure.error),
-    };
+    let (status, raw) =
+        match endpoint
+            .net
+            .send(&exchange, &no_retries, &CancelToken::new(), &mut |_| {})
+        {
+            Ok(open) => {
+                let mut raw = Vec::new();
+                // A short read still proves the endpoint answered.
+                let _ = open.reader.take(MODELS_BODY_LIMIT).read_to_end(&mut raw);
+                (open.status, raw)
+            }
+            Err(failure) if failure.status != 0 => (failure.status, failure.body.into_bytes()),
+            Err(failure) => return Err(failure.error),
+        };
     let latency = started.elapsed();
     let success = (200..300).contains(&status);
     Ok(ProbeReport {
-        url,
+        url: endpoint.url.clone(),
         status,
         latency,
         message: if success {
@@ -145,7 +166,7 @@ pub fn probe(settings: &ProviderSettings, timeout: Duration) -> Result<ProbeRepo
         models: success
             .then(|| parse_models(&raw).map(|m| m.len()))
             .flatten(),
-        tls_roots: net.roots_description().to_string(),
+        tls_roots: endpoint.net.roots_description().to_string(),
     })
 }
 

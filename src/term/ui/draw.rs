@@ -48,23 +48,14 @@ impl Chat {
         let mut rows = self
             .transcript
             .live(now, self.turn.as_ref().map(|t| t.started));
-        if let Some(started) = self.preparing {
-            rows.push(Line::styled(
-                format!(
-                    "… preparing the message {}",
-                    transcript::seconds(now - started)
-                ),
-                Style::Dim,
-            ));
-        }
-        if let Some(started) = self.starting {
-            rows.push(Line::styled(
-                format!(
-                    "… starting MCP servers {}",
-                    transcript::seconds(now - started)
-                ),
-                Style::Dim,
-            ));
+        for (started, what) in [
+            (self.preparing, "preparing the message"),
+            (self.starting, "starting MCP servers"),
+        ] {
+            if let Some(started) = started {
+                let waited = transcript::seconds(now - started);
+                rows.push(Line::styled(format!("… {what} {waited}"), Style::Dim));
+            }
         }
         if let Some((_, started, command)) = &self.shell {
             rows.push(Line::styled(

@@ -2,10 +2,9 @@
 //! handing their tools to the agent when it is idle, and showing their log and progress
 //! notifications.
 
-use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use super::{Chat, Msg, Started, Startup};
+use super::{Chat, LostGuard, Msg, Started, Startup};
 use crate::agent::events::NoticeLevel;
 use crate::agent::runner::Agent;
 use crate::command::{self as commands, Catalog};
@@ -51,12 +50,15 @@ impl Chat {
         let spawned = std::thread::Builder::new()
             .name("mcp-startup".into())
             .spawn(move || {
-                let mut guard = StartupGuard {
-                    tx: tx.clone(),
-                    done: false,
-                };
+                let mut guard = LostGuard::new(
+                    tx.clone(),
+                    Msg::Started(Err(
+                        "starting the MCP servers failed (an internal error); the chat goes on without them"
+                            .into(),
+                    )),
+                );
                 let started = startup();
-                guard.done = true;
+                guard.done();
                 let _ = tx.send(Msg::Started(Ok(started)));
             });
         match spawned {
@@ -113,23 +115,6 @@ impl Chat {
         }
         self.starting = None;
         self.next_in_queue();
-    }
-}
-
-/// Reports a startup thread that died without its result, so messages stop waiting for it.
-struct StartupGuard {
-    tx: Sender<Msg>,
-    done: bool,
-}
-
-impl Drop for StartupGuard {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self.tx.send(Msg::Started(Err(
-                "starting the MCP servers failed (an internal error); the chat goes on without them"
-                    .into(),
-            )));
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use super::servers::tool_names;
-use super::{Chat, Msg, Turn, Work};
+use super::{Chat, LostGuard, Msg, Turn, Work};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{AgentError, Finish};
 use crate::term::transcript::{edited_path, Snapshot, TurnEnd};
@@ -38,10 +38,7 @@ impl Chat {
         let spawned = std::thread::Builder::new()
             .name("agent-turn".into())
             .spawn(move || {
-                let mut guard = TurnGuard {
-                    tx: tx.clone(),
-                    done: false,
-                };
+                let mut guard = LostGuard::new(tx.clone(), Msg::TurnLost);
                 let mut sink = ChannelSink {
                     tx: tx.clone(),
                     cwd,
@@ -61,7 +58,7 @@ impl Chat {
                     }),
                 };
                 drop(agent);
-                guard.done = true;
+                guard.done();
                 let _ = tx.send(Msg::TurnDone(result));
             });
         match spawned {
@@ -154,20 +151,6 @@ impl EventSink for ChannelSink {
             _ => {}
         }
         let _ = self.tx.send(Msg::Agent(event));
-    }
-}
-
-/// Reports a turn thread that died without sending its result.
-struct TurnGuard {
-    tx: Sender<Msg>,
-    done: bool,
-}
-
-impl Drop for TurnGuard {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self.tx.send(Msg::TurnLost);
-        }
     }
 }
 

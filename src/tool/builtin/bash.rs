@@ -211,49 +211,32 @@ fn format_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::symlink;
-
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(name: &str) -> TempDir {
-            let path = std::env::temp_dir()
-                .join(format!("reasonix-bash-unit-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir_all(&path).unwrap();
-            TempDir(path)
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 
     #[test]
     fn falls_back_to_sh_when_bash_is_not_on_path() {
         let only_sh = TempDir::new("only-sh");
-        symlink("/bin/sh", only_sh.0.join("sh")).unwrap();
+        symlink("/bin/sh", only_sh.join("sh")).unwrap();
         let not_executable = TempDir::new("noexec");
-        std::fs::write(not_executable.0.join("bash"), "").unwrap();
-        let path = std::env::join_paths([&not_executable.0, &only_sh.0]).unwrap();
-        assert_eq!(select_shell(Some(&path)), only_sh.0.join("sh"));
+        std::fs::write(not_executable.join("bash"), "").unwrap();
+        let path = std::env::join_paths([not_executable.path(), only_sh.path()]).unwrap();
+        assert_eq!(select_shell(Some(&path)), only_sh.join("sh"));
     }
 
     #[test]
     fn prefers_bash_anywhere_on_path_over_an_earlier_sh() {
         let sh_dir = TempDir::new("sh-first");
-        symlink("/bin/sh", sh_dir.0.join("sh")).unwrap();
+        symlink("/bin/sh", sh_dir.join("sh")).unwrap();
         let bash_dir = TempDir::new("bash-later");
-        std::fs::write(bash_dir.0.join("bash"), "#!/bin/sh\n").unwrap();
+        std::fs::write(bash_dir.join("bash"), "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(
-            bash_dir.0.join("bash"),
+            bash_dir.join("bash"),
             std::fs::Permissions::from_mode(0o755),
         )
         .unwrap();
-        let path = std::env::join_paths([&sh_dir.0, &bash_dir.0]).unwrap();
-        assert_eq!(select_shell(Some(&path)), bash_dir.0.join("bash"));
+        let path = std::env::join_paths([sh_dir.path(), bash_dir.path()]).unwrap();
+        assert_eq!(select_shell(Some(&path)), bash_dir.join("bash"));
     }
 
     #[test]

@@ -165,24 +165,18 @@ fn move_by_copy(from: &Entry, to: &Entry) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::{symlink, PermissionsExt};
 
     fn entry(path: &Path) -> Entry {
         Entry::open(path, Parents::Existing).unwrap()
     }
 
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("reasonix-move-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        // Entries are opened without following symlinks, so the path must have none.
-        dir.canonicalize().unwrap()
-    }
-
     // rename(2) cannot be made to fail with EXDEV on demand, so the fallback is driven directly.
     #[test]
     fn copy_fallback_moves_a_tree_with_modes_and_symlinks() {
-        let dir = scratch("tree");
+        // Entries are opened without following symlinks: the scratch path has none.
+        let dir = TempDir::new("move-tree");
         let src = dir.join("src");
         fs::create_dir_all(src.join("sub")).unwrap();
         fs::write(src.join("sub/run.sh"), "#!/bin/sh\n").unwrap();
@@ -204,12 +198,11 @@ mod tests {
             fs::read_link(dst.join("link")).unwrap(),
             Path::new("sub/run.sh")
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn failed_copy_leaves_the_source_and_no_partial_destination() {
-        let dir = scratch("partial");
+        let dir = TempDir::new("move-partial");
         let src = dir.join("src");
         fs::create_dir_all(&src).unwrap();
         fs::write(src.join("a"), "a").unwrap();
@@ -219,6 +212,5 @@ mod tests {
         assert!(move_by_copy(&entry(&src), &entry(&dst)).is_err());
         assert!(!dst.exists(), "partial copy left behind");
         assert_eq!(fs::read_to_string(src.join("a")).unwrap(), "a");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }
