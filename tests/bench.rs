@@ -20,10 +20,12 @@ use crate::util::fake_openai::{FakeOpenAI, PrefixCache, Reply};
 use crate::util::{reasonix, reasonix_binary, session_files, use_fake_provider, Dir};
 use reasonix::permission::AllowAll;
 
-/// Waits for `child` and returns its exit code and peak resident set size in KiB.
+/// Waits for `child` and returns its exit code and peak resident set size in KiB, its own
+/// `VmHWM` (see [`watch_peak_rss`]).
 fn wait_with_peak_rss(child: std::process::Child) -> (i32, i64) {
+    let peak = watch_peak_rss(child.id());
     let usage = wait_with_usage(child);
-    (usage.code, usage.peak_rss_kib)
+    (usage.code, peak.join().unwrap())
 }
 
 /// What the kernel reports for a child that has exited.
