@@ -1474,6 +1474,28 @@ fn run_against_a_refused_port_fails_fast_naming_the_endpoint_and_a_fix() {
 }
 
 #[test]
+fn a_recorded_unreachable_endpoint_replays_as_the_same_error_once_prefixed() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let port = refused_port();
+    provider_config(&home, &format!("http://127.0.0.1:{port}/v1"), "");
+    let file = work.join("rec.jsonl").display().to_string();
+    let recorded = run(reasonix(&home, work.path()).args(["run", "--record", &file, "hi"]));
+    assert_eq!(recorded.code, 1, "{recorded:?}");
+    let replayed = run(reasonix(&home, work.path()).args(["run", "--replay", &file, "hi"]));
+    assert_eq!(replayed.code, 1, "{replayed:?}");
+    assert!(
+        replayed.stderr.contains("connection refused"),
+        "{replayed:?}"
+    );
+    assert_eq!(
+        replayed.stderr.matches("provider:").count(),
+        1,
+        "{replayed:?}"
+    );
+}
+
+#[test]
 fn models_against_a_refused_port_fails_fast_naming_the_endpoint() {
     let home = Dir::new();
     let work = Dir::new();

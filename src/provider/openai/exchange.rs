@@ -196,7 +196,14 @@ impl Job {
                         ProviderError::Cancelled => record::CANCELLED.to_string(),
                         // Replayed as Connect(detail), which adds its own prefix.
                         ProviderError::Connect(detail) => detail.text.clone(),
-                        other => other.to_string(),
+                        other => {
+                            let text = other.to_string();
+                            let detail = text
+                                .strip_prefix("provider: cannot connect to ")
+                                .or_else(|| text.strip_prefix("provider: "))
+                                .unwrap_or(&text);
+                            detail.to_string()
+                        }
                     });
                     // The exchange's own error matters more than a failure to record it.
                     let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
