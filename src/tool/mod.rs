@@ -201,10 +201,13 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON Schema of the parameters object.
     fn schema(&self) -> Value;
-    /// Read-only tools may run in parallel and are allowed by default.
-    fn read_only(&self) -> bool;
     /// Required, so that no new tool can slip past the family rules by forgetting it.
     fn family(&self) -> Family;
+    /// Read-only tools may run in parallel and are allowed by default. Every reader is; a
+    /// tool of another family that only reads (todo, history, an annotated MCP tool) says so.
+    fn read_only(&self) -> bool {
+        self.family() == Family::Reader
+    }
     /// Everything the gate judges a call of this tool by.
     fn profile(&self) -> Profile {
         Profile {

@@ -77,9 +77,6 @@ impl Tool for Bash {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Shell
     }

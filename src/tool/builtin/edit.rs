@@ -52,9 +52,6 @@ impl Tool for EditFile {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Writer
     }

@@ -64,9 +64,6 @@ impl Tool for GlobTool {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
     fn family(&self) -> Family {
         Family::Reader
     }

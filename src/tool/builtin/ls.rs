@@ -50,9 +50,6 @@ impl Tool for Ls {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
     fn family(&self) -> Family {
         Family::Reader
     }

@@ -290,9 +290,6 @@ impl Tool for Remember {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Other
     }
@@ -382,9 +379,6 @@ impl Tool for Forget {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Other
     }

@@ -50,9 +50,6 @@ impl Tool for MoveFile {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Writer
     }

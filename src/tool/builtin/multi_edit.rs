@@ -61,9 +61,6 @@ impl Tool for MultiEdit {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Writer
     }

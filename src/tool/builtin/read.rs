@@ -77,9 +77,6 @@ impl Tool for ReadFile {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
     fn family(&self) -> Family {
         Family::Reader
     }

@@ -45,9 +45,6 @@ impl Tool for WriteFile {
         })
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
     fn family(&self) -> Family {
         Family::Writer
     }

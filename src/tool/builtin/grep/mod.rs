@@ -115,10 +115,6 @@ impl Tool for Grep {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
     fn family(&self) -> Family {
         Family::Reader
     }
