@@ -423,6 +423,36 @@ pub enum ProviderError {
     BadResponse(String),
 }
 
+impl ProviderError {
+    /// What a connection failure says after "cannot connect", for the message and for a
+    /// recording, which replays it as [`ProviderError::Connect`]; `None` for other errors.
+    pub fn connect_detail(&self) -> Option<String> {
+        match self {
+            ProviderError::Connect(detail) => Some(detail.text.clone()),
+            ProviderError::Unreachable {
+                url,
+                provider,
+                attempts,
+                source,
+            } => {
+                let tries = match attempts {
+                    1 => "1 attempt".to_string(),
+                    n => format!("{n} attempts"),
+                };
+                Some(match net::is_name_error(source) {
+                    true => format!(
+                        "{url}: the host name does not resolve ({tries}); check base_url of provider `{provider}`"
+                    ),
+                    false => format!(
+                        "{url}: connection refused ({tries}); is the server running? check base_url of provider `{provider}`"
+                    ),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -452,26 +482,9 @@ impl fmt::Display for ProviderError {
                 write!(f, "provider: HTTP {status}: {message}")
             }
             ProviderError::Connect(detail) => write!(f, "provider: cannot connect: {detail}"),
-            ProviderError::Unreachable {
-                url,
-                provider,
-                attempts,
-                source,
-            } => {
-                let tries = match attempts {
-                    1 => "1 attempt".to_string(),
-                    n => format!("{n} attempts"),
-                };
-                match net::is_name_error(source) {
-                    true => write!(
-                        f,
-                        "provider: cannot connect to {url}: the host name does not resolve ({tries}); check base_url of provider `{provider}`"
-                    ),
-                    false => write!(
-                        f,
-                        "provider: cannot connect to {url}: connection refused ({tries}); is the server running? check base_url of provider `{provider}`"
-                    ),
-                }
+            ProviderError::Unreachable { .. } => {
+                let detail = self.connect_detail().unwrap_or_default();
+                write!(f, "provider: cannot connect to {detail}")
             }
             ProviderError::Stream(detail) => write!(f, "provider: stream failed: {detail}"),
             ProviderError::EmptyReply { finish_reason } => {

@@ -195,15 +195,7 @@ impl Job {
                     let error_text = (failure.status == 0).then(|| match &failure.error {
                         ProviderError::Cancelled => record::CANCELLED.to_string(),
                         // Replayed as Connect(detail), which adds its own prefix.
-                        ProviderError::Connect(detail) => detail.text.clone(),
-                        other => {
-                            let text = other.to_string();
-                            let detail = text
-                                .strip_prefix("provider: cannot connect to ")
-                                .or_else(|| text.strip_prefix("provider: "))
-                                .unwrap_or(&text);
-                            detail.to_string()
-                        }
+                        other => other.connect_detail().unwrap_or_else(|| other.to_string()),
                     });
                     // The exchange's own error matters more than a failure to record it.
                     let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
