@@ -338,6 +338,16 @@ mod tests {
         }
     }
 
+    /// Indices of the lines regex-lite alone matches, line by line: the reference.
+    fn plain_matches(plain: &Regex, text: &str) -> Vec<usize> {
+        lines(text)
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| plain.is_match(l))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// Indices of the lines `matcher` finds in `text`.
     fn matching(matcher: &Matcher, text: &str) -> Vec<usize> {
         let bytes = text.as_bytes();
@@ -382,12 +392,7 @@ mod tests {
             "(?i)stra(ß|ss)e",
         ] {
             let plain = Regex::new(pattern).unwrap();
-            let expected: Vec<usize> = lines(text)
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| plain.is_match(l))
-                .map(|(i, _)| i)
-                .collect();
+            let expected = plain_matches(&plain, text);
             for ci in [false, true] {
                 let matcher = Matcher::new(pattern, ci, false).unwrap();
                 assert_eq!(matching(&matcher, text), expected, "{pattern} ci {ci}");
@@ -439,12 +444,7 @@ mod tests {
                     .crlf(true)
                     .build()
                     .unwrap();
-                let expected: Vec<usize> = lines(text)
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, l)| plain.is_match(l))
-                    .map(|(i, _)| i)
-                    .collect();
+                let expected = plain_matches(&plain, text);
                 let matcher = Matcher::new(pattern, ci, false).unwrap();
                 assert_eq!(
                     matching(&matcher, text),
