@@ -4,6 +4,7 @@
 use super::compaction::{Tier, Trigger};
 use crate::permission::{Decision, Posture, Resolution};
 use crate::provider::{Retry, Usage};
+use crate::tool::builtin::todo::TodoItem;
 use crate::tool::Family;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +75,14 @@ pub enum Event {
         results_shortened: usize,
         /// The archive file the originals were appended to.
         archive: Option<String>,
+    },
+    /// The task list changed (`todo_write`, `complete_step`); the whole list, as it is now.
+    Todo {
+        items: Vec<TodoItem>,
+    },
+    /// Plan mode was entered or left: by the user, auto-plan, or an approved plan.
+    PlanMode {
+        planning: bool,
     },
     /// The request prefix changed, so the provider's prompt cache restarts from
     /// `first_changed` (an index into the messages). Compaction does this, and so does a

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -21,6 +21,8 @@ use crate::provider::{
     Chunk, ChunkStream, Message, Prices, Provider, ProviderError, Request, Role, ToolCall,
     ToolSchema, Usage,
 };
+use crate::tool::builtin::todo::TodoItem;
+use crate::tool::collab::{Interact, Workflow};
 use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
 /// The same malformed call this many times in a row ends the run.
@@ -39,12 +41,16 @@ pub struct Options {
     pub context: ContextOptions,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finish {
     /// The model answered without asking for tools.
     Answered,
     /// `max_steps` tool rounds ran and the model wanted more.
     StepLimit,
+    /// Planning ended with this plan and no one could review it (headless `run --plan`).
+    Plan(String),
+    /// The progress lease ran out: rounds went by with a todo active and nothing new done.
+    NoProgress,
 }
 
 #[derive(Debug)]
@@ -198,6 +204,40 @@ impl Agent {
     pub fn reset_cancel(&mut self) -> CancelToken {
         self.ctx.cancel = CancelToken::new();
         self.ctx.cancel.clone()
+    }
+
+    /// Enters or leaves plan mode between turns (`/plan`, Shift-Tab, `--plan`).
+    pub fn set_planning(&mut self, planning: bool) {
+        let mut workflow = self
+            .ctx
+            .workflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        workflow.planning = planning;
+        workflow.proposed = None;
+    }
+
+    pub fn planning(&self) -> bool {
+        self.ctx
+            .workflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .planning
+    }
+
+    /// The plan-mode state the front end shows (shared, so it can be read during a turn).
+    pub fn workflow(&self) -> Arc<Mutex<Workflow>> {
+        Arc::clone(&self.ctx.workflow)
+    }
+
+    /// The task list the front end shows (shared, so it can be read during a turn).
+    pub fn todos(&self) -> Arc<Mutex<Vec<TodoItem>>> {
+        Arc::clone(&self.ctx.todos)
+    }
+
+    /// Who answers `ask` and reviews plans; without one (headless) `ask` returns an assumption.
+    pub fn set_interact(&mut self, interact: Arc<dyn Interact>) {
+        self.ctx.interact = Some(interact);
     }
 
     /// Switches the model between turns (`/model`); the session continues.

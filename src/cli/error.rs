@@ -15,6 +15,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     pub const AUTH: i32 = 3;
     pub const MAX_STEPS: i32 = 4;
+    /// The progress lease ran out: a todo was active and rounds went by with nothing new.
+    pub const NO_PROGRESS: i32 = 5;
     pub const INTERRUPTED: i32 = crate::cancel::INTERRUPTED_EXIT;
     /// Stdout was a pipe whose reader went away (`reasonix run ... | head -1`): the run
     /// stopped quietly, with the status a shell shows for a command killed by SIGPIPE.

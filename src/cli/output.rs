@@ -116,6 +116,7 @@ impl Output {
                 let _ = write!(stderr, "{}", sanitize(&text));
             }
             Event::ReasoningDelta(_) => {}
+            Event::Todo { .. } | Event::PlanMode { .. } => {}
             Event::ToolUse {
                 name, arguments, ..
             } => {
@@ -374,6 +375,8 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             "cost_usd": cost_usd,
             "estimated": usage.estimated,
         }),
+        Event::Todo { items } => json!({"type": "todo", "items": items}),
+        Event::PlanMode { planning } => json!({"type": "plan_mode", "planning": planning}),
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }

@@ -342,6 +342,8 @@ fn finish(
     let (mut subtype, mut code, mut error) = match &outcome {
         Ok(Finish::Answered) => ("success", exit::OK, None),
         Ok(Finish::StepLimit) => ("error_max_turns", exit::MAX_STEPS, None),
+        Ok(Finish::Plan(_)) => ("plan", exit::OK, None),
+        Ok(Finish::NoProgress) => ("error_no_progress", exit::NO_PROGRESS, None),
         Err(AgentError::Interrupted) => ("error_interrupted", exit::INTERRUPTED, None),
         Err(AgentError::Provider(err)) => (
             "error_during_execution",

@@ -18,6 +18,7 @@ use crate::sandbox::{Policy, SandboxError};
 pub mod args;
 pub mod bm25;
 pub mod builtin;
+pub mod collab;
 pub mod contract;
 pub mod glob;
 pub mod read_limit;
@@ -49,6 +50,10 @@ pub struct ToolContext {
     /// The permission rules' word on what readers may not see, so ls, glob and grep skip those
     /// paths silently instead of listing or searching them; `None` denies nothing.
     pub read_denials: Option<Arc<dyn ReadDenials>>,
+    /// The person who answers `ask` and reviews plans; `None` in headless runs.
+    pub interact: Option<Arc<dyn collab::Interact>>,
+    /// Plan mode and the approved-plan window; shared with the agent and the UI.
+    pub workflow: Arc<Mutex<collab::Workflow>>,
 }
 
 /// What the permission layer denies to a reading tool, asked per path by the walkers (the
@@ -68,6 +73,8 @@ impl ToolContext {
             sandbox: Arc::new(Policy::workspace_only(&cwd)),
             state: None,
             read_denials: None,
+            interact: None,
+            workflow: Arc::new(Mutex::new(collab::Workflow::default())),
             cwd,
         }
     }

@@ -157,8 +157,11 @@ impl EventSink for ChannelSink {
 /// How the turn thread's result ends the turn in the transcript.
 pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
     match result {
-        Ok(Finish::Answered) => TurnEnd::Answered,
+        Ok(Finish::Answered) | Ok(Finish::Plan(_)) => TurnEnd::Answered,
         Ok(Finish::StepLimit) => TurnEnd::StepLimit,
+        Ok(Finish::NoProgress) => TurnEnd::Failed(
+            "paused: no progress on the task list for many rounds; your work is kept, say how to go on".into(),
+        ),
         Err(AgentError::Interrupted) => TurnEnd::Interrupted,
         Err(err) => TurnEnd::Failed(err.to_string()),
     }

@@ -1,0 +1,59 @@
+//! The collaboration state tools take part in: whether the agent is planning, whether an
+//! approved plan's window is open, and the questions only a person can answer (the review of a
+//! plan, an `ask` choice card). The chat answers those with modals; a headless run has no one
+//! to ask (`ToolContext::interact` is `None`), so `ask` falls back to a stated assumption and
+//! a proposed plan ends `reasonix run --plan` (unless `--approve-plan` stands in for the
+//! review). No approval posture answers either: they are decisions, not tool approvals.
+
+use crate::cancel::CancelToken;
+
+/// An `ask` call as the person sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    pub question: String,
+    pub options: Vec<String>,
+    /// The person may type an answer instead of choosing an option.
+    pub allow_free_text: bool,
+}
+
+/// A person's answer to a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// One of the options, by index.
+    Option(usize),
+    /// Free text typed by the person.
+    Text(String),
+}
+
+/// A person's review of a proposed plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanReview {
+    /// Leave plan mode and carry the plan out; the approved-plan window opens.
+    Approve,
+    /// Like `Approve`, and the posture becomes auto for the rest of the session.
+    ApproveAcceptEdits,
+    /// Stay in plan mode; the feedback goes back to the model.
+    KeepPlanning(String),
+}
+
+/// The person at the other end of a run. Called from the thread running a tool; blocks until
+/// the person answers. `None` means no one answered (the turn was cancelled, the chat is
+/// closing).
+pub trait Interact: Send + Sync {
+    fn ask(&self, question: &Question, cancel: &CancelToken) -> Option<Answer>;
+    fn review_plan(&self, plan: &str, cancel: &CancelToken) -> Option<PlanReview>;
+}
+
+/// Plan-mode state shared by the agent, the workflow tools and the front end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workflow {
+    /// Planning: MCP writers and untrusted MCP readers are hard-blocked and `complete_step`
+    /// is refused; everything else follows the ordinary posture and rules.
+    pub planning: bool,
+    /// An approved plan is being carried out: the writer fallback is allowed without asking
+    /// (explicit ask/deny rules, MCP prompt/writes modes and fresh reviews still apply).
+    pub plan_window: bool,
+    /// A plan the model proposed that no one could review (headless `run --plan`): the run
+    /// ends with it as its result.
+    pub proposed: Option<String>,
+}
