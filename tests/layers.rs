@@ -12,6 +12,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("leaves", &["text", "clock", "cancel", "fsutil", "hash"]),
     ("provider", &["provider"]),
     ("config", &["config"]),
+    ("skill", &["skill"]),
     ("sandbox", &["sandbox"]),
     ("tool", &["tool"]),
     ("permission", &["permission"]),

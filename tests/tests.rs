@@ -20,6 +20,7 @@ mod provider;
 mod run;
 mod sandbox;
 mod sessions;
+mod skills;
 mod tools_bash;
 mod tools_bounds;
 mod tools_files;

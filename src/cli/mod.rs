@@ -17,6 +17,7 @@ pub mod models;
 pub mod output;
 pub mod run;
 pub mod setup;
+pub mod skills;
 mod stdout_buffer;
 pub mod tools;
 pub mod trust;
@@ -111,6 +112,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List the built-in tools (--markdown prints the tool contract)",
         help: tools::HELP,
         handler: tools::main,
+    },
+    Command {
+        name: "skills",
+        summary: "List the skills this workspace sees, with their sources and problems",
+        help: skills::HELP,
+        handler: skills::main,
     },
     Command {
         name: "mcp",

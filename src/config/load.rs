@@ -104,7 +104,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "agent.plan_mode_allowed_tools",
     "agent.plan_mode_read_only_commands",
     "tools.shell",
-    "skills",
     "serve",
     "plugins.trusted_read_only_tools",
     "plugins.approvals_reviewer",
