@@ -138,3 +138,122 @@ fn a_repository_cannot_list_your_files_as_skills_through_a_symlink() {
         out.stdout
     );
 }
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_skill_index_is_pinned_in_the_system_prompt_and_the_skill_tool_loads_a_body() {
+    use crate::util::fake_openai::{FakeOpenAI, Reply};
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "skill", r#"{"name":"changelog","args":"v2.0"}"#)]),
+        Reply::tool_calls(&[("c2", "skill", r#"{"name":"repo-skill"}"#)]),
+        Reply::text("done"),
+        Reply::text("again"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    crate::util::use_fake_provider(&home, &server.base_url(), "");
+    home.write(
+        ".reasonix/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Write the changelog entry\n---\nWrite the entry for $ARGUMENTS.\n",
+    );
+    home.write(".reasonix/skills/changelog/references/style.md", "style");
+    skill(
+        &home,
+        ".reasonix/skills/private",
+        "name: private\ndescription: Only by hand\ninvocation: manual",
+    );
+    skill(
+        &work,
+        ".reasonix/skills/repo-skill",
+        "name: repo-skill\ndescription: From the repository",
+    );
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("# Skills") && system.contains("- changelog: Write the changelog entry\n"),
+        "{system}"
+    );
+    assert!(
+        !system.contains("private") && !system.contains("repo-skill"),
+        "{system}"
+    );
+    assert!(tool_names(&requests[0].body).contains(&"skill".to_string()));
+    let loaded = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(loaded.contains("Write the entry for v2.0."), "{loaded}");
+    assert!(loaded.contains("references/style.md"), "{loaded}");
+    let untrusted = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        untrusted.contains("Do the thing.") && untrusted.contains("has not trusted"),
+        "{untrusted}"
+    );
+
+    // A later skill does not change a session's pinned index.
+    skill(
+        &home,
+        ".reasonix/skills/newer",
+        "name: newer\ndescription: Added later",
+    );
+    let id = requests[0].body["messages"][0].clone();
+    let again = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "-c", "more"]));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let resumed = server.requests();
+    assert_eq!(resumed[3].body["messages"][0], id);
+}
+
+#[test]
+fn without_skills_the_tool_list_is_unchanged() {
+    use crate::util::fake_openai::{FakeOpenAI, Reply};
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    crate::util::use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = &server.requests()[0].body;
+    assert!(!tool_names(body).contains(&"skill".to_string()));
+    assert!(!body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("# Skills"));
+}

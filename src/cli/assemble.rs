@@ -206,6 +206,8 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     };
     let mut append: Vec<String> = agent.append_system_prompt.iter().cloned().collect();
     append.extend(flags.append_system_prompt.iter().cloned());
+    let skills = crate::cli::skills::session_store(config, cwd);
+    append.extend(crate::skill::index::render(&skills.skills));
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
     Ok(prompt::system_prompt(&PromptInputs {
@@ -233,7 +235,17 @@ pub fn tool_context(config: &Config, cwd: &Path) -> Result<ToolContext, Error> {
         &config::paths::state_dir(&config.home),
         config::paths::sessions_dir(&config.home, cwd),
     )));
+    let skills = crate::cli::skills::session_store(config, cwd);
+    ctx.skills = (!skills.skills.is_empty()).then(|| Arc::new(skills));
     Ok(ctx)
+}
+
+/// The `skill` tool joins the tools when the session has skills, so a workspace without any
+/// sends the same tool list as before.
+pub fn add_skill_tool(tools: &mut Registry, ctx: &ToolContext) {
+    if ctx.skills.is_some() {
+        tools.insert(Arc::new(builtin::skill::SkillTool));
+    }
 }
 
 /// The `[sandbox]` table as sandbox settings, `${VAR}` expanded in `forbid_read`.

@@ -177,6 +177,7 @@ fn build_agent(
         });
     }
     let ctx = assemble::tool_context(config, cwd)?;
+    assemble::add_skill_tool(&mut tools, &ctx);
     let options = assemble::options(config, settings, None, args.effort.clone());
     let mut agent = Agent::new(
         provider_handle,

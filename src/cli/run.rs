@@ -283,6 +283,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         "run PROMPT",
     )?;
     let ctx = assemble::tool_context(&config, &cwd)?;
+    assemble::add_skill_tool(&mut tools, &ctx);
     output.cancel_on_close(ctx.cancel.clone());
     let permissions = PermissionFlags {
         posture: args.common.posture,

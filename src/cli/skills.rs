@@ -71,6 +71,12 @@ fn help() -> Result<i32, Error> {
     Ok(exit::OK)
 }
 
+/// The store a session uses: the workspace's trust as the trust list records it.
+pub fn session_store(config: &Config, workspace: &Path) -> Store {
+    let trusted = config::trust::TrustStore::new(&config.home).is_trusted(workspace);
+    store::load(&roots(config, &config.home, workspace, trusted))
+}
+
 /// Where the store looks, from `[skills]`, the home and the workspace's trust.
 pub fn roots(config: &Config, home: &Path, workspace: &Path, trusted: bool) -> Roots {
     Roots {

@@ -3,6 +3,7 @@
 //! in their roots and decides which one a name means.
 
 pub mod frontmatter;
+pub mod index;
 pub mod store;
 
 use std::fmt;

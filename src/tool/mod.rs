@@ -50,6 +50,8 @@ pub struct ToolContext {
     /// The permission rules' word on what readers may not see, so ls, glob and grep skip those
     /// paths silently instead of listing or searching them; `None` denies nothing.
     pub read_denials: Option<Arc<dyn ReadDenials>>,
+    /// The skills of this session, for the `skill` tool; `None` when there are none.
+    pub skills: Option<Arc<crate::skill::store::Store>>,
     /// The person who answers `ask` and reviews plans; `None` in headless runs.
     pub interact: Option<Arc<dyn collab::Interact>>,
     /// Plan mode and the approved-plan window; shared with the agent and the UI.
@@ -73,6 +75,7 @@ impl ToolContext {
             sandbox: Arc::new(Policy::workspace_only(&cwd)),
             state: None,
             read_denials: None,
+            skills: None,
             interact: None,
             workflow: Arc::new(Mutex::new(collab::Workflow::default())),
             cwd,

@@ -14,6 +14,7 @@ pub mod memory;
 pub mod move_file;
 pub mod multi_edit;
 pub mod read;
+pub mod skill;
 pub mod todo;
 pub mod write;
 
