@@ -257,3 +257,30 @@ fn without_skills_the_tool_list_is_unchanged() {
         .unwrap()
         .contains("# Skills"));
 }
+
+#[test]
+fn a_skill_runs_as_a_slash_command_in_the_chat() {
+    use crate::util::fake_openai::{FakeOpenAI, Reply};
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    crate::util::use_fake_provider(&home, &server.base_url(), "");
+    home.write(
+        ".reasonix/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Write the changelog entry\n---\nWrite the entry for $ARGUMENTS.\n",
+    );
+    let out = crate::util::run_with_stdin(
+        reasonix(&home, work.path())
+            .env("FAKE_API_KEY", "k")
+            .arg("chat"),
+        "/changelog v3.1\n",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = &server.requests()[0].body;
+    let user = body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(user.starts_with("<skill name=\"changelog\""), "{user}");
+    assert!(user.contains("Write the entry for v3.1."), "{user}");
+}

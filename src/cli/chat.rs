@@ -129,7 +129,11 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
     assemble::check_key(&settings)?;
-    let commands = custom::load_for(&config.home, &cwd);
+    let mut commands = custom::load_for(&config.home, &cwd);
+    crate::cli::skills::add_commands(
+        &mut commands,
+        &crate::cli::skills::session_store(&config, &cwd),
+    );
     Ok(Setup {
         config,
         settings,

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
+use crate::command::custom;
 use crate::config::{self, Config, LoadOptions};
 use crate::skill::store::{self, Roots, Store};
 use crate::skill::{Invocation, RunAs, Skill};
@@ -75,6 +76,32 @@ fn help() -> Result<i32, Error> {
 pub fn session_store(config: &Config, workspace: &Path) -> Store {
     let trusted = config::trust::TrustStore::new(&config.home).is_trusted(workspace);
     store::load(&roots(config, &config.home, workspace, trusted))
+}
+
+/// Each inline skill as a `/<name>` command whose text loads the skill with the typed
+/// arguments. A custom command of the same name wins (it is the user's explicit file), with a
+/// notice; subagent skills are left out until they can run.
+pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
+    for skill in &store.skills {
+        if skill.run_as != RunAs::Inline {
+            continue;
+        }
+        if commands.commands.iter().any(|c| c.name == skill.name) {
+            commands.notices.push(format!(
+                "skill `{}` has no /{} command: a custom command of that name comes first",
+                skill.name, skill.name
+            ));
+            continue;
+        }
+        commands.commands.push(custom::CustomCommand {
+            name: skill.name.clone(),
+            description: format!("skill: {}", skill.description),
+            argument_hint: String::new(),
+            body: crate::tool::builtin::skill::render(skill, "$ARGUMENTS"),
+            path: skill.dir.join("SKILL.md"),
+        });
+    }
+    commands.commands.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 /// Where the store looks, from `[skills]`, the home and the workspace's trust.
