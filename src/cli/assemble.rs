@@ -208,6 +208,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     append.extend(flags.append_system_prompt.iter().cloned());
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
+    let memory = config::paths::state_dir(&config.home).join("memory");
     Ok(prompt::system_prompt(&PromptInputs {
         base,
         append,
@@ -216,6 +217,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         environment: config.environment.enabled,
         extra_tools: &config.environment.tools,
         writable: &writable,
+        memory: Some(&memory),
     }))
 }
 
