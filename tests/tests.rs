@@ -14,6 +14,7 @@ mod hardening;
 mod input;
 mod layers;
 mod mcp;
+mod memory_ui;
 mod output;
 mod permissions;
 mod provider;

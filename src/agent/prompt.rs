@@ -1,7 +1,14 @@
 //! The system prompt: the default coding-agent instructions (or the user's override), a
-//! startup summary of the environment, and project instructions (REASONIX.md, AGENTS.md or
-//! CLAUDE.md). It is built once per session and stored as the session's first message, so
-//! every request and every resume sends the same bytes.
+//! startup summary of the environment, project instructions (REASONIX.md, AGENTS.md or
+//! CLAUDE.md) and the index of saved memory. It is built once per session and stored as the
+//! session's first message, so every request and every resume sends the same bytes.
+//!
+//! The memory index (each active fact's name and one-line description) is standing context
+//! because that rule keeps its bytes stable: it is read when the session starts and frozen
+//! with the rest of the prompt. A `remember`, `forget` or `/memory` change during the session
+//! does not touch it (the model learns of its own changes from the tool results) and shows from
+//! the next session on. It is capped at [`MEMORY_INDEX_CAP`] bytes; the memory tool lists the
+//! rest.
 //!
 //! Nothing from the workspace runs while the summary is built: no permission check has
 //! happened yet, and the user may have asked for a strict run on a repository they do not
@@ -36,6 +43,9 @@ When you are done, reply with a short summary of what you changed and how you ve
 /// Files searched for project instructions, in order of preference within one directory.
 pub const INSTRUCTION_FILES: &[&str] = &["REASONIX.md", "AGENTS.md", "CLAUDE.md"];
 
+/// The most bytes of memory index in the system prompt; facts past it are counted, not listed.
+pub const MEMORY_INDEX_CAP: usize = 4_000;
+
 /// Tools whose versions are reported when found on PATH.
 const PROBED_TOOLS: &[&str] = &[
     "git", "python3", "node", "npm", "cargo", "rustc", "go", "java", "gcc", "make", "docker",
@@ -57,6 +67,8 @@ pub struct PromptInputs<'a> {
     /// Directories the model or the repository can write (the workspace and the write roots):
     /// programs in `PATH` entries under them are never started by the probes.
     pub writable: &'a [PathBuf],
+    /// The saved-memory directory whose index is standing context; `None`: no index.
+    pub memory: Option<&'a Path>,
 }
 
 /// Builds the full system prompt text.
@@ -85,7 +97,42 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
             body.trim_end()
         ));
     }
+    if let Some(index) = inputs.memory.and_then(memory_index) {
+        text.push_str("\n\n");
+        text.push_str(&index);
+    }
     text
+}
+
+/// The active facts' names and descriptions as of now, within [`MEMORY_INDEX_CAP`] bytes;
+/// `None` when there are none.
+pub fn memory_index(dir: &Path) -> Option<String> {
+    let facts = crate::tool::memory_store::Store::new(dir).active();
+    if facts.is_empty() {
+        return None;
+    }
+    let mut text = String::from(
+        "<memory>\nSaved facts from earlier sessions (name: description). Read one with the memory \
+         tool before relying on it. This index was read when the session started; facts saved or \
+         forgotten since are not reflected here.\n",
+    );
+    let mut listed = 0;
+    for fact in &facts {
+        let line = format!("- {}: {}\n", fact.name, fact.description);
+        if text.len() + line.len() > MEMORY_INDEX_CAP {
+            break;
+        }
+        text.push_str(&line);
+        listed += 1;
+    }
+    if listed < facts.len() {
+        text.push_str(&format!(
+            "- ... and {} more; list them with the memory tool\n",
+            facts.len() - listed
+        ));
+    }
+    text.push_str("</memory>");
+    Some(text)
 }
 
 /// User-global instructions first (from the reasonix home), then the project root's.
@@ -384,6 +431,7 @@ mod tests {
             environment: false,
             extra_tools: &BTreeMap::new(),
             writable: &[],
+            memory: None,
         });
         assert!(
             prompt.starts_with("base\n\nappended\n\n<instructions source="),
@@ -404,5 +452,44 @@ mod tests {
             "{first}"
         );
         assert!(first.contains("git: not a repository"), "{first}");
+    }
+
+    #[test]
+    fn the_memory_index_lists_active_facts_within_its_cap() {
+        let state = TempDir::new("prompt-memory");
+        let dir = state.join("memory");
+        assert_eq!(memory_index(&dir), None);
+        let store = crate::tool::memory_store::Store::new(&dir);
+        store.save("tabs", "The user prefers tabs.", None).unwrap();
+        store
+            .save("ci", "CI runs make test.", Some("the CI command"))
+            .unwrap();
+        store.save("gone", "Forgotten.", None).unwrap();
+        store.forget("gone").unwrap();
+        let index = memory_index(&dir).unwrap();
+        assert!(
+            index.starts_with("<memory>\n") && index.ends_with("\n</memory>"),
+            "{index}"
+        );
+        assert!(
+            index.contains("- ci: the CI command\n- tabs: The user prefers tabs.\n"),
+            "{index}"
+        );
+        assert!(!index.contains("gone"), "{index}");
+        for i in 0..200 {
+            store
+                .save(
+                    &format!("fact-{i:03}"),
+                    &format!("A long description number {i} for the cap."),
+                    None,
+                )
+                .unwrap();
+        }
+        let index = memory_index(&dir).unwrap();
+        assert!(index.len() <= MEMORY_INDEX_CAP + 100, "{}", index.len());
+        assert!(
+            index.contains(" more; list them with the memory tool"),
+            "{index}"
+        );
     }
 }

@@ -210,6 +210,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     append.extend(crate::skill::index::render(&skills.skills));
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
+    let memory = config::paths::state_dir(&config.home).join("memory");
     Ok(prompt::system_prompt(&PromptInputs {
         base,
         append,
@@ -218,6 +219,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         environment: config.environment.enabled,
         extra_tools: &config.environment.tools,
         writable: &writable,
+        memory: Some(&memory),
     }))
 }
 

@@ -31,13 +31,14 @@ pub enum Builtin {
     Cost,
     Status,
     Resume,
+    Memory,
     Verbose,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 13] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -49,6 +50,7 @@ impl Builtin {
         Builtin::Cost,
         Builtin::Status,
         Builtin::Resume,
+        Builtin::Memory,
         Builtin::Verbose,
         Builtin::Exit,
     ];
@@ -67,6 +69,7 @@ impl Builtin {
             Builtin::Cost => "cost",
             Builtin::Status => "status",
             Builtin::Resume => "resume",
+            Builtin::Memory => "memory",
             Builtin::Verbose => "verbose",
             Builtin::Exit => "exit",
         }
@@ -85,6 +88,7 @@ impl Builtin {
             Builtin::Cost => "Tokens and cost of this session",
             Builtin::Status => "Model, session, permissions and context",
             Builtin::Resume => "Pick an earlier conversation of this workspace",
+            Builtin::Memory => "Browse, search, forget and restore saved memory",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
             Builtin::Exit => "Leave the chat",
         }
@@ -117,6 +121,7 @@ impl Builtin {
             | Builtin::Tools
             | Builtin::Cost
             | Builtin::Status
+            | Builtin::Memory
             | Builtin::Verbose
             | Builtin::Exit => false,
         }
@@ -369,6 +374,6 @@ mod tests {
             .iter()
             .map(|e| e.name.as_str())
             .collect();
-        assert_eq!(names, vec!["model", "mcp", "mcp__gh__triage"]);
+        assert_eq!(names, vec!["model", "mcp", "memory", "mcp__gh__triage"]);
     }
 }

@@ -21,7 +21,7 @@
 //! teardown ([`run`]). The rest is split by job: `event_loop` (the loop, the input thread,
 //! signals), `input` (keys and modals), `send` (Enter, the queue, preparing a message),
 //! `turn` (the turn thread and its events), `shell` (`!` commands), `servers` (MCP start-up
-//! and notifications), `builtins` (slash commands), `draw` (frames and the status line),
+//! and notifications), `builtins` (slash commands), `memory` (the `/memory` modal), `draw` (frames and the status line),
 //! `approver` (approval and launch requests from other threads), `resumed` (the last
 //! exchanges of a resumed conversation) and `trust` (the trust modal before the chat).
 
@@ -56,6 +56,7 @@ mod builtins;
 mod draw;
 mod event_loop;
 mod input;
+mod memory;
 mod resumed;
 mod send;
 mod servers;
@@ -218,6 +219,8 @@ enum Modal {
     ConfirmClear(Choices<bool>),
     Resume(Choices<Option<PathBuf>>),
     Info(Choices<()>),
+    /// `/memory`: saved facts, with search, read, forget and restore.
+    Memory(memory::MemoryView),
 }
 
 #[derive(Default)]

@@ -21,6 +21,7 @@ pub mod builtin;
 pub mod collab;
 pub mod contract;
 pub mod glob;
+pub mod memory_store;
 pub mod read_limit;
 pub mod schema;
 pub mod source;

@@ -78,7 +78,7 @@ impl Chat {
         }
         let mut cursor = None;
         match &self.modal {
-            Some(modal) => rows.extend(render_modal(modal, width)),
+            Some(modal) => rows.extend(render_modal(modal, width, self.screen.height())),
             None => {
                 if let Some(menu) = &self.menu {
                     rows.extend(menu.render(width));
@@ -168,13 +168,14 @@ impl Chat {
     }
 }
 
-fn render_modal(modal: &Modal, width: usize) -> Vec<Line> {
+fn render_modal(modal: &Modal, width: usize, height: usize) -> Vec<Line> {
     match modal {
         Modal::Approval(choices, _) => choices.render(width),
         Modal::Launch(choices, _) => choices.render(width),
         Modal::ConfirmClear(choices) => choices.render(width),
         Modal::Resume(choices) => choices.render(width),
         Modal::Info(choices) => choices.render(width),
+        Modal::Memory(view) => view.render(width, height),
     }
 }
 

@@ -222,6 +222,11 @@ impl Chat {
                     self.close_modal();
                 }
             }
+            Modal::Memory(view) => match view.key(&key) {
+                super::memory::Outcome::Pending => {}
+                super::memory::Outcome::Closed => self.close_modal(),
+                super::memory::Outcome::Notice(level, text) => self.transcript.notice(level, &text),
+            },
         }
         if interrupt && self.busy() {
             self.cancel_work();

@@ -2,128 +2,42 @@
 //! file per fact plus a `MEMORY.md` index. `memory` reads (search, list, read), `remember`
 //! saves or updates a fact and `forget` moves one to `memory/archive/`, out of the active
 //! index. The two writers need a fresh approval from a person on every call (see
-//! [`Tool::fresh_approval`]); this module only supplies the preview.
-
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+//! [`Tool::fresh_approval`]); this module only supplies the preview. The files, the index
+//! and the archive are `tool::memory_store`'s job, shared with the chat's `/memory`.
 
 use serde_json::{json, Value};
 
 use super::history::state_paths;
 use crate::tool::args::{optional_str, optional_u64, required_str};
-use crate::tool::bm25::{self, Index};
+use crate::tool::memory_store::{check_name, MemoryError, Saved, Scope, Store};
 use crate::tool::{Family, Subjects, Tool, ToolContext, ToolError};
 
-const INDEX_FILE: &str = "MEMORY.md";
-const ARCHIVE_DIR: &str = "archive";
-const MAX_NAME: usize = 64;
-const MAX_CONTENT: usize = 8_000;
-const MAX_DESCRIPTION: usize = 200;
 /// Characters of a fact shown in the approval preview.
 const PREVIEW_CHARS: usize = 400;
 const DEFAULT_LIMIT: u64 = 5;
 
-/// One saved fact.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Fact {
-    name: String,
-    description: String,
-    updated: String,
-    content: String,
-}
-
-impl Fact {
-    fn render(&self) -> String {
-        format!(
-            "---\nname: {}\ndescription: {}\nupdated: {}\n---\n{}\n",
-            self.name,
-            self.description,
-            self.updated,
-            self.content.trim_end()
-        )
-    }
-
-    /// Reads the front matter written by [`Fact::render`]; a file without it is all content.
-    fn parse(name: &str, text: &str) -> Fact {
-        let mut fact = Fact {
-            name: name.to_string(),
-            description: String::new(),
-            updated: String::new(),
-            content: text.to_string(),
-        };
-        let Some(rest) = text.strip_prefix("---\n") else {
-            return fact;
-        };
-        let Some((front, body)) = rest.split_once("\n---\n") else {
-            return fact;
-        };
-        for line in front.lines() {
-            match line.split_once(": ") {
-                Some(("description", value)) => fact.description = value.to_string(),
-                Some(("updated", value)) => fact.updated = value.to_string(),
-                _ => {}
-            }
-        }
-        fact.content = body.trim_end().to_string();
-        fact
-    }
-}
-
-fn memory_dir(ctx: &ToolContext) -> Result<&Path, ToolError> {
-    Ok(&state_paths(ctx)?.memory)
-}
-
-fn fact_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.md"))
+fn store(ctx: &ToolContext) -> Result<Store, ToolError> {
+    Ok(Store::new(&state_paths(ctx)?.memory))
 }
 
 fn valid_name(args: &Value) -> Result<&str, ToolError> {
-    let name = required_str(args, "name")?;
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-    if ok {
-        Ok(name)
-    } else {
-        Err(ToolError::InvalidArgs(format!(
-            "`name` must be 1-{MAX_NAME} lowercase letters, digits, `-` or `_` (e.g. \"build-command\"), got {name:?}"
-        )))
-    }
+    check_name(required_str(args, "name")?).map_err(failed)
 }
 
-/// Every active fact, sorted by name.
-fn active_facts(dir: &Path) -> Vec<Fact> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut facts: Vec<Fact> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .filter(|p| p.file_name().is_some_and(|n| n != INDEX_FILE))
-        .filter_map(|p| {
-            let name = p.file_stem()?.to_string_lossy().into_owned();
-            Some(Fact::parse(&name, &fs::read_to_string(&p).ok()?))
-        })
-        .collect();
-    facts.sort_by(|a, b| a.name.cmp(&b.name));
-    facts
-}
-
-/// Rewrites `MEMORY.md` from the active facts.
-fn write_index(dir: &Path) -> Result<(), ToolError> {
-    let mut text = String::from("# Memory\n\nSaved facts, one file each. Managed by reasonix.\n\n");
-    for fact in active_facts(dir) {
-        text.push_str(&format!(
-            "- [{0}]({0}.md): {1}\n",
-            fact.name, fact.description
-        ));
+/// A store error as the model sees it: the detail without the `memory:` area, plus what to
+/// do next where there is something.
+fn failed(err: MemoryError) -> ToolError {
+    let detail = err.to_string();
+    let detail = detail.trim_start_matches("memory: ");
+    match err {
+        MemoryError::Missing(_) => ToolError::Failed(format!(
+            "{detail}; see the saved facts with the memory tool's \"list\" operation"
+        )),
+        MemoryError::InvalidName(_) | MemoryError::InvalidContent(_) => {
+            ToolError::InvalidArgs(detail.to_string())
+        }
+        _ => ToolError::Failed(detail.to_string()),
     }
-    crate::fsutil::write_atomic(&dir.join(INDEX_FILE), text.as_bytes(), None)
-        .map_err(|e| ToolError::Failed(format!("cannot write the memory index: {e}")))
 }
 
 fn preview(text: &str) -> String {
@@ -132,10 +46,6 @@ fn preview(text: &str) -> String {
         out.push('…');
     }
     out
-}
-
-fn now() -> String {
-    crate::clock::rfc3339(SystemTime::now())
 }
 
 pub struct MemoryTool;
@@ -181,11 +91,11 @@ impl Tool for MemoryTool {
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let dir = memory_dir(ctx)?;
+        let store = store(ctx)?;
         match optional_str(args, "operation")?.unwrap_or("search") {
-            "search" => search(dir, args),
-            "list" => Ok(list(dir)),
-            "read" => read(dir, valid_name(args)?),
+            "search" => search(&store, args),
+            "list" => Ok(list(&store)),
+            "read" => read(&store, valid_name(args)?),
             other => Err(ToolError::InvalidArgs(format!(
                 "unknown operation `{other}`; use \"search\", \"list\" or \"read\""
             ))),
@@ -193,31 +103,22 @@ impl Tool for MemoryTool {
     }
 }
 
-fn search(dir: &Path, args: &Value) -> Result<String, ToolError> {
+fn search(store: &Store, args: &Value) -> Result<String, ToolError> {
     let query = required_str(args, "query")?;
     let limit = optional_u64(args, "limit")?
         .unwrap_or(DEFAULT_LIMIT)
         .clamp(1, 20) as usize;
-    let facts = active_facts(dir);
-    let mut index = Index::new();
-    for fact in &facts {
-        index.add(&format!(
-            "{} {} {}",
-            fact.name, fact.description, fact.content
-        ));
-    }
-    let hits = bm25::search(&[&index], query, limit);
+    let hits = store.search(query, Scope::Active, limit);
     if hits.is_empty() {
         return Ok(format!(
             "No saved memory matches {query:?} ({} facts saved). Retry with rarer terms, see \
              every fact with operation \"list\", or search past sessions with the history tool \
              when the exact original wording or tool output matters.",
-            facts.len()
+            store.active().len()
         ));
     }
     let mut out = String::new();
-    for hit in hits {
-        let fact = &facts[hit.doc as usize];
+    for fact in hits {
         out.push_str(&format!(
             "- {} ({}; updated {}): {}\n",
             fact.name,
@@ -236,8 +137,8 @@ fn search(dir: &Path, args: &Value) -> Result<String, ToolError> {
     Ok(out)
 }
 
-fn list(dir: &Path) -> String {
-    let facts = active_facts(dir);
+fn list(store: &Store) -> String {
+    let facts = store.active();
     if facts.is_empty() {
         return "No saved memory yet.".into();
     }
@@ -248,18 +149,11 @@ fn list(dir: &Path) -> String {
     out
 }
 
-fn read(dir: &Path, name: &str) -> Result<String, ToolError> {
-    let text = fs::read_to_string(fact_path(dir, name)).map_err(|_| missing(name))?;
-    let fact = Fact::parse(name, &text);
+fn read(store: &Store, name: &str) -> Result<String, ToolError> {
+    let fact = store.read(name).map_err(failed)?;
     Ok(format!(
         "{} ({}; updated {})\n\n{}",
         fact.name, fact.description, fact.updated, fact.content
-    ))
-}
-
-fn missing(name: &str) -> ToolError {
-    ToolError::Failed(format!(
-        "no saved memory named `{name}`; see the saved facts with the memory tool's \"list\" operation"
     ))
 }
 
@@ -301,8 +195,8 @@ impl Tool for Remember {
     fn fresh_approval(&self, args: &Value, ctx: &ToolContext) -> Option<String> {
         let name = args.get("name").and_then(Value::as_str).unwrap_or("?");
         let content = args.get("content").and_then(Value::as_str).unwrap_or("");
-        let replaces = memory_dir(ctx)
-            .map(|dir| fact_path(dir, name).is_file())
+        let replaces = store(ctx)
+            .map(|store| store.fact_path(name).is_file())
             .unwrap_or(false);
         let verb = if replaces {
             "update saved fact"
@@ -313,45 +207,15 @@ impl Tool for Remember {
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let dir = memory_dir(ctx)?;
+        let store = store(ctx)?;
         let name = valid_name(args)?;
-        let content = required_str(args, "content")?.trim();
-        if content.is_empty() || content.len() > MAX_CONTENT {
-            return Err(ToolError::InvalidArgs(format!(
-                "`content` must be 1-{MAX_CONTENT} bytes, got {}; save one focused fact",
-                content.len()
-            )));
-        }
-        let path = fact_path(dir, name);
-        let existing = fs::read_to_string(&path)
-            .ok()
-            .map(|text| Fact::parse(name, &text));
-        // An update without a description keeps the one the fact had.
-        let description = match (optional_str(args, "description")?, &existing) {
-            (Some(given), _) => given.to_string(),
-            (None, Some(old)) if !old.description.is_empty() => old.description.clone(),
-            (None, _) => content.lines().next().unwrap_or("").to_string(),
+        let content = required_str(args, "content")?;
+        let description = optional_str(args, "description")?;
+        let (saved, path) = store.save(name, content, description).map_err(failed)?;
+        let verb = match saved {
+            Saved::New => "saved",
+            Saved::Updated => "updated",
         };
-        let description: String = description
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .chars()
-            .take(MAX_DESCRIPTION)
-            .collect();
-        fs::create_dir_all(dir)
-            .map_err(|e| ToolError::Failed(format!("cannot create {}: {e}", dir.display())))?;
-        let existed = existing.is_some();
-        let fact = Fact {
-            name: name.to_string(),
-            description,
-            updated: now(),
-            content: content.to_string(),
-        };
-        crate::fsutil::write_atomic(&path, fact.render().as_bytes(), None)
-            .map_err(|e| ToolError::Failed(format!("cannot write {}: {e}", path.display())))?;
-        write_index(dir)?;
-        let verb = if existed { "updated" } else { "saved" };
         Ok(format!("{verb} memory `{name}` ({})", path.display()))
     }
 }
@@ -389,32 +253,17 @@ impl Tool for Forget {
 
     fn fresh_approval(&self, args: &Value, ctx: &ToolContext) -> Option<String> {
         let name = args.get("name").and_then(Value::as_str).unwrap_or("?");
-        let content = memory_dir(ctx)
+        let content = store(ctx)
             .ok()
-            .filter(|_| valid_name(args).is_ok())
-            .and_then(|dir| fs::read_to_string(fact_path(dir, name)).ok())
-            .map(|text| Fact::parse(name, &text).content)
+            .and_then(|store| store.read(name).ok())
+            .map(|fact| fact.content)
             .unwrap_or_else(|| "(no such fact)".into());
         Some(format!("forget saved fact `{name}`: {}", preview(&content)))
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let dir = memory_dir(ctx)?;
         let name = valid_name(args)?;
-        let path = fact_path(dir, name);
-        if !path.is_file() {
-            return Err(missing(name));
-        }
-        let archive = dir.join(ARCHIVE_DIR);
-        fs::create_dir_all(&archive)
-            .map_err(|e| ToolError::Failed(format!("cannot create {}: {e}", archive.display())))?;
-        let target = archive.join(format!(
-            "{name}-{}.md",
-            crate::clock::compact_stamp(SystemTime::now())
-        ));
-        fs::rename(&path, &target)
-            .map_err(|e| ToolError::Failed(format!("cannot archive {}: {e}", path.display())))?;
-        write_index(dir)?;
+        let target = store(ctx)?.forget(name).map_err(failed)?;
         Ok(format!(
             "forgot `{name}`; the file is archived at {}",
             target.display()
@@ -427,25 +276,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn facts_round_trip_through_their_file_format() {
-        let fact = Fact {
-            name: "port".into(),
-            description: "the dev server port".into(),
-            updated: "2026-12-02T10:00:00Z".into(),
-            content: "The dev server listens on 8080.\n\n---\nnot front matter".into(),
-        };
-        assert_eq!(Fact::parse("port", &fact.render()), fact);
-        let plain = Fact::parse("x", "just text");
-        assert_eq!(plain.content, "just text");
-    }
-
-    #[test]
-    fn names_are_checked() {
-        for good in ["a", "build-command", "v2_notes"] {
-            assert!(valid_name(&json!({"name": good})).is_ok(), "{good}");
-        }
-        for bad in ["", "Build", "../x", "a b", "-x", &"x".repeat(65)] {
-            assert!(valid_name(&json!({"name": bad})).is_err(), "{bad}");
-        }
+    fn names_are_checked_with_an_argument_error() {
+        assert!(valid_name(&json!({"name": "build-command"})).is_ok());
+        let err = valid_name(&json!({"name": "../x"}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "invalid arguments: `name` must be 1-64 lowercase letters, digits, `-` or `_` (e.g. \"build-command\"), got \"../x\""
+        );
     }
 }
