@@ -370,12 +370,27 @@ fn unknown_keys_warn_with_their_line_and_never_fail() {
 }
 
 #[test]
-fn retired_keys_are_accepted_silently() {
+fn retired_keys_are_ignored_and_removed_from_the_user_file_once() {
     let fx = Fixture::new();
-    fx.user("planner_max_steps = 9\n[agent]\nmax_steps = 50\nplanner_max_steps = 10\ntemperature = 0.0\n");
+    let user = fx.user("planner_max_steps = 9\n[agent]\nmax_steps = 50\nplanner_max_steps = 10\ntemperature = 0.0\n");
+    let project = "[agent]\nmax_steps = 3\n";
+    let project_file = fx.project(project);
     let loaded = fx.load();
-    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert!(
+        loaded.warnings[0].contains("removed the retired keys"),
+        "{:?}",
+        loaded.warnings
+    );
     assert_eq!(loaded.config.agent.temperature, Some(0.0));
+    assert_eq!(
+        std::fs::read_to_string(&user).unwrap(),
+        "[agent]\ntemperature = 0.0\n"
+    );
+    // The project file is repository content: ignored silently, never rewritten.
+    let again = fx.load();
+    assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+    assert_eq!(std::fs::read_to_string(project_file).unwrap(), project);
 }
 
 #[test]

@@ -28,3 +28,4 @@ mod tools_files;
 mod tools_search;
 mod trust;
 mod tui;
+mod workflow;

@@ -693,12 +693,13 @@ fn todo_write_replaces_the_shared_list_and_renders_it() {
             content: "Fix the bug".into(),
             status: TodoStatus::InProgress,
             active_form: Some("Fixing the bug".into()),
+            level: 0,
         }
     );
     assert_eq!(list[2].id, "3");
     assert_eq!(
         serde_json::to_value(&list[1]).unwrap(),
-        json!({"id": "7", "content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"})
+        json!({"id": "7", "content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug", "level": 0})
     );
 
     let out = ok(todo.execute(

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
+use super::progress::{self, Lease, Standing};
 use super::session::{Session, SessionError};
 use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
@@ -129,6 +130,8 @@ pub struct Agent {
     /// Estimated tokens of the tool definitions, part of every request.
     tools_tokens: u64,
     tool_source: Option<Box<dyn ToolSource>>,
+    /// The turn's progress lease, renewed by new work while a todo is active.
+    lease: Lease,
 }
 
 /// What one assistant reply consisted of.
@@ -167,6 +170,7 @@ impl Agent {
             warned_half_full: false,
             tools_tokens,
             tool_source: None,
+            lease: Lease::default(),
         }
     }
 
@@ -269,6 +273,7 @@ impl Agent {
     }
 
     fn run_loop(&mut self, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
+        self.lease = Lease::new(&self.todo_items());
         loop {
             if self.ctx.cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);
@@ -299,7 +304,40 @@ impl Agent {
             self.stats.tool_rounds += 1;
             self.execute_round(&calls, sink)?;
             self.session.sync()?;
+            if self.lease_expired(sink) {
+                return Ok(Finish::NoProgress);
+            }
         }
+    }
+
+    fn todo_items(&self) -> Vec<TodoItem> {
+        self.ctx
+            .todos
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Ends the round for the lease and says when it nudged or ran out.
+    fn lease_expired(&mut self, sink: &mut dyn EventSink) -> bool {
+        let standing = self.lease.end_round(&self.todo_items());
+        let message = match standing {
+            Standing::Held => return false,
+            Standing::Nudge => format!(
+                "no progress on the task list for {} rounds; asking the model to reassess",
+                progress::NUDGE_AFTER
+            ),
+            Standing::Expired => format!(
+                "paused: no progress on the task list for {} rounds (nothing completed, only \
+                 repeated calls); the work so far is kept in the session",
+                progress::PAUSE_AFTER
+            ),
+        };
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+        standing == Standing::Expired
     }
 
     /// Takes a changed tool set from the source. The tool definitions lead every request, so a
@@ -344,8 +382,14 @@ impl Agent {
     }
 
     fn build_request(&self) -> Request {
+        let mut messages = self.session.transcript().clone();
+        // Appended to this request only: the session, and so the next request's prefix,
+        // never holds it.
+        if self.lease.idle() == progress::NUDGE_AFTER {
+            messages.push(Message::user(progress::nudge()));
+        }
         Request {
-            messages: self.session.transcript().clone(),
+            messages,
             tools: self.tools.schemas(),
             temperature: self.options.temperature,
             max_tokens: self.options.max_tokens,
@@ -453,6 +497,7 @@ impl Agent {
         calls: &[ToolCall],
         sink: &mut dyn EventSink,
     ) -> Result<(), AgentError> {
+        let todos = self.todo_items();
         let mut results: Vec<Option<(Result<String, ToolError>, u64)>> = vec![None; calls.len()];
         let mut runnable = Vec::new();
         let mut runnable_index = Vec::new();
@@ -490,6 +535,8 @@ impl Agent {
                 Ok(text) => (text.clone(), false),
                 Err(err) => (format!("error: {err}"), true),
             };
+            let succeeded = (!is_error).then_some(output.as_str());
+            self.lease.call(call.name(), call.arguments(), succeeded);
             sink.emit(Event::ToolResult {
                 id: call.id.clone(),
                 name: call.name().to_string(),
@@ -499,6 +546,10 @@ impl Agent {
             });
             self.session
                 .push(Message::tool_result(call.id.clone(), output))?;
+        }
+        let now = self.todo_items();
+        if now != todos {
+            sink.emit(Event::Todo { items: now });
         }
         if self.ctx.cancel.is_cancelled() {
             return Err(AgentError::Interrupted);

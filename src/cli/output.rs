@@ -18,6 +18,7 @@ use crate::permission::Posture;
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
 use crate::text::one_line;
+use crate::tool::builtin::todo::TodoStatus;
 
 /// Tool output in stream-json events is cut to this many bytes.
 const STREAM_TOOL_OUTPUT_LIMIT: usize = 4000;
@@ -116,7 +117,18 @@ impl Output {
                 let _ = write!(stderr, "{}", sanitize(&text));
             }
             Event::ReasoningDelta(_) => {}
-            Event::Todo { .. } | Event::PlanMode { .. } => {}
+            Event::Todo { items } => {
+                let done = items
+                    .iter()
+                    .filter(|i| i.status == TodoStatus::Completed)
+                    .count();
+                self.err_line(&format!("todo: {done} of {} done", items.len()));
+                for item in &items {
+                    let indent = if item.level > 0 { "    " } else { "  " };
+                    self.err_line(&format!("{indent}{} {}", item.status.mark(), item.content));
+                }
+            }
+            Event::PlanMode { .. } => {}
             Event::ToolUse {
                 name, arguments, ..
             } => {

@@ -1,6 +1,7 @@
 //! Editing a config file as text: adding a rule to `[permissions] allow` (the chat's
-//! "always allow" answer) so that comments, key order and every other setting survive. The
-//! edit is parsed back before it replaces the file; loading config is `load`'s job.
+//! "always allow" answer) and removing retired keys (the one-time migration of the user
+//! config), so that comments, key order and every other setting survive. Each edit is parsed
+//! back before it atomically replaces the file; loading config is `load`'s job.
 
 use std::path::Path;
 
@@ -49,6 +50,92 @@ pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), ConfigError> {
             source,
         }
     })
+}
+
+/// Removes the single-line settings `keys` (dotted paths such as `agent.max_steps`) from the
+/// TOML file at `path`, whose current text is `original`, leaving every other line as it was.
+/// Returns the keys removed, in file order; nothing is written when none is there. The result
+/// must parse to the original table minus those keys, or the file is left alone and the error
+/// asks the user to remove them by hand.
+pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<String>, ConfigError> {
+    let (edited, removed) = without_keys(original, keys);
+    if removed.is_empty() {
+        return Ok(removed);
+    }
+    let expected = toml::from_str::<toml::Table>(original)
+        .ok()
+        .map(|mut table| {
+            for key in &removed {
+                let parts: Vec<&str> = key.split('.').collect();
+                remove_dotted(&mut table, &parts);
+            }
+            table
+        });
+    let ok = expected.is_some() && toml::from_str::<toml::Table>(&edited).ok() == expected;
+    if !ok {
+        return Err(ConfigError::Invalid(format!(
+            "could not remove {} from {} automatically; remove them yourself",
+            removed
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            path.display()
+        )));
+    }
+    crate::fsutil::write_atomic(path, edited.as_bytes(), None).map_err(|source| {
+        ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    Ok(removed)
+}
+
+fn remove_dotted(table: &mut toml::Table, parts: &[&str]) {
+    match parts {
+        [] => {}
+        [key] => {
+            table.remove(*key);
+        }
+        [first, rest @ ..] => {
+            if let Some(toml::Value::Table(inner)) = table.get_mut(*first) {
+                remove_dotted(inner, rest);
+            }
+        }
+    }
+}
+
+/// The text edit behind [`remove_keys`]: drops each `key = value` line whose dotted path (its
+/// table header, then the bare key) is in `keys`. Values spanning lines are left for the
+/// parse-back check to catch.
+fn without_keys(text: &str, keys: &[&str]) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(text.len());
+    let mut removed = Vec::new();
+    let mut table = String::new();
+    for line in text.split_inclusive('\n') {
+        let code = line.split('#').next().unwrap_or("").trim();
+        if let Some(header) = code.strip_prefix('[') {
+            table = match header.strip_prefix('[') {
+                // An array of tables holds no retired key; nothing below it matches.
+                Some(_) => "[[]]".into(),
+                None => header.trim_end_matches(']').trim().to_string(),
+            };
+        } else if let Some((key, _)) = code.split_once('=') {
+            let key: String = key.split('.').map(str::trim).collect::<Vec<_>>().join(".");
+            let dotted = if table.is_empty() {
+                key
+            } else {
+                format!("{table}.{key}")
+            };
+            if keys.contains(&dotted.as_str()) {
+                removed.push(dotted);
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    (out, removed)
 }
 
 fn allow_list(table: &toml::Table) -> Option<Vec<String>> {
@@ -215,6 +302,48 @@ mod tests {
             out,
             "[permissions] # ours\nallow = [\"Bash(make)\"]\nmode = \"ask\"\n[sandbox]\nnetwork = true\n"
         );
+    }
+
+    const RETIRED: &[&str] = &[
+        "agent.max_steps",
+        "agent.planner_max_steps",
+        "planner_max_steps",
+    ];
+
+    #[test]
+    fn retired_keys_are_cut_out_line_by_line() {
+        let text = "# top\nplanner_max_steps = 3 # old\nmodel = \"m\"\n\n[agent] # agent\n  max_steps=50\ntemperature = 0.1 # keep\nagent_max_steps = 1\n[[providers]]\nname = \"x\"\nmax_steps = 2\n[ui]\nplanner_max_steps = 4\n";
+        let (out, removed) = without_keys(text, RETIRED);
+        assert_eq!(removed, vec!["planner_max_steps", "agent.max_steps"]);
+        assert_eq!(
+            out,
+            "# top\nmodel = \"m\"\n\n[agent] # agent\ntemperature = 0.1 # keep\nagent_max_steps = 1\n[[providers]]\nname = \"x\"\nmax_steps = 2\n[ui]\nplanner_max_steps = 4\n"
+        );
+        let (out, removed) = without_keys("agent.max_steps = 5\nx = 1", RETIRED);
+        assert_eq!(
+            (out.as_str(), removed),
+            ("x = 1", vec!["agent.max_steps".to_string()])
+        );
+    }
+
+    #[test]
+    fn removing_keys_writes_only_a_file_that_says_the_same_without_them() {
+        let dir = TempDir::new("retire");
+        let text = "# keep me\n[agent]\nmax_steps = 9\ntemperature = 0.5\n";
+        let file = dir.write("config.toml", text);
+        assert_eq!(
+            remove_keys(&file, text, RETIRED).unwrap(),
+            vec!["agent.max_steps"]
+        );
+        let now = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(now, "# keep me\n[agent]\ntemperature = 0.5\n");
+        assert!(remove_keys(&file, &now, RETIRED).unwrap().is_empty());
+        // A value over several lines would leave half a setting: refused, file untouched.
+        let odd = "[agent]\nmax_steps = [\n1]\n";
+        std::fs::write(&file, odd).unwrap();
+        let err = remove_keys(&file, odd, RETIRED).unwrap_err().to_string();
+        assert!(err.contains("remove them yourself"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), odd);
     }
 
     #[test]

@@ -79,7 +79,9 @@ pub struct Loaded {
     pub untrusted: Vec<String>,
 }
 
-/// Keys from older versions: accepted and ignored without a warning.
+/// Keys from older versions: accepted and ignored. The user config file is rewritten once
+/// without them (see [`retire_keys`]); a project or `--config` file is not ours to rewrite,
+/// so there they are ignored without a word.
 const RETIRED: &[&str] = &[
     "agent.max_steps",
     "agent.planner_max_steps",
@@ -145,6 +147,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         let Some(text) = read_layer(&path, layer)? else {
             continue;
         };
+        if layer == Layer::User {
+            warnings.extend(retire_keys(&path, &text));
+        }
         let mut check = (layer == Layer::Project).then(|| ProjectCheck {
             trusted,
             changed,
@@ -174,6 +179,35 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         trusted,
         untrusted,
     })
+}
+
+/// The one-time migration of the user config: removes the [`RETIRED`] keys from the file
+/// with a text edit that keeps everything else, and says so. `None` when there were none (so
+/// the next run says nothing) or the file does not parse (its error comes next).
+fn retire_keys(path: &Path, text: &str) -> Option<String> {
+    if !RETIRED
+        .iter()
+        .any(|key| text.contains(key.rsplit('.').next().unwrap_or(key)))
+    {
+        return None;
+    }
+    toml::from_str::<Table>(text).ok()?;
+    match super::edit::remove_keys(path, text, RETIRED) {
+        Ok(removed) if removed.is_empty() => None,
+        Ok(removed) => Some(format!(
+            "{}: removed the retired {} {} (the step caps they set no longer exist: a task \
+             list's progress lease stops a stuck model; `reasonix run --max-steps` still \
+             bounds a run)",
+            path.display(),
+            if removed.len() == 1 { "key" } else { "keys" },
+            removed
+                .iter()
+                .map(|key| format!("`{key}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Err(err) => Some(format!("{err} (they are ignored)")),
+    }
 }
 
 fn layer_files(opts: &LoadOptions) -> Vec<(Layer, PathBuf)> {

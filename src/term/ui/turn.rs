@@ -159,9 +159,11 @@ pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
     match result {
         Ok(Finish::Answered) | Ok(Finish::Plan(_)) => TurnEnd::Answered,
         Ok(Finish::StepLimit) => TurnEnd::StepLimit,
-        Ok(Finish::NoProgress) => TurnEnd::Failed(
-            "paused: no progress on the task list for many rounds; your work is kept, say how to go on".into(),
-        ),
+        Ok(Finish::NoProgress) => TurnEnd::Failed(format!(
+            "paused: {} rounds went by with nothing completed on the task list and only repeated \
+             calls; all work so far is kept, say how to go on",
+            crate::agent::progress::PAUSE_AFTER
+        )),
         Err(AgentError::Interrupted) => TurnEnd::Interrupted,
         Err(err) => TurnEnd::Failed(err.to_string()),
     }

@@ -15,6 +15,7 @@ pub mod move_file;
 pub mod multi_edit;
 pub mod read;
 pub mod skill;
+pub mod step;
 pub mod todo;
 pub mod write;
 
@@ -31,6 +32,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
+        Arc::new(step::CompleteStep),
         Arc::new(history::History),
         Arc::new(memory::MemoryTool),
         Arc::new(memory::Remember),
