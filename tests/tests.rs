@@ -17,6 +17,7 @@ mod mcp;
 mod output;
 mod permissions;
 mod provider;
+mod rewind;
 mod run;
 mod sandbox;
 mod sessions;

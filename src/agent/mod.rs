@@ -7,4 +7,5 @@ pub mod events;
 pub mod prompt;
 pub mod runner;
 pub mod session;
+pub mod snapshots;
 pub mod tokens;

@@ -31,13 +31,14 @@ pub enum Builtin {
     Cost,
     Status,
     Resume,
+    Rewind,
     Verbose,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 13] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -49,6 +50,7 @@ impl Builtin {
         Builtin::Cost,
         Builtin::Status,
         Builtin::Resume,
+        Builtin::Rewind,
         Builtin::Verbose,
         Builtin::Exit,
     ];
@@ -67,6 +69,7 @@ impl Builtin {
             Builtin::Cost => "cost",
             Builtin::Status => "status",
             Builtin::Resume => "resume",
+            Builtin::Rewind => "rewind",
             Builtin::Verbose => "verbose",
             Builtin::Exit => "exit",
         }
@@ -85,6 +88,7 @@ impl Builtin {
             Builtin::Cost => "Tokens and cost of this session",
             Builtin::Status => "Model, session, permissions and context",
             Builtin::Resume => "Pick an earlier conversation of this workspace",
+            Builtin::Rewind => "Go back to before an earlier turn, optionally restoring files",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
             Builtin::Exit => "Leave the chat",
         }
@@ -110,7 +114,11 @@ impl Builtin {
     /// the model or effort mid-answer (`args` non-empty).
     pub fn needs_idle(self, args: &str) -> bool {
         match self {
-            Builtin::New | Builtin::Clear | Builtin::Compact | Builtin::Resume => true,
+            Builtin::New
+            | Builtin::Clear
+            | Builtin::Compact
+            | Builtin::Resume
+            | Builtin::Rewind => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp

@@ -23,7 +23,8 @@
 //! `turn` (the turn thread and its events), `shell` (`!` commands), `servers` (MCP start-up
 //! and notifications), `builtins` (slash commands), `draw` (frames and the status line),
 //! `approver` (approval and launch requests from other threads), `resumed` (the last
-//! exchanges of a resumed conversation) and `trust` (the trust modal before the chat).
+//! exchanges of a resumed conversation), `trust` (the trust modal before the chat) and
+//! `rewind` (`/rewind`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -57,6 +58,7 @@ mod draw;
 mod event_loop;
 mod input;
 mod resumed;
+mod rewind;
 mod send;
 mod servers;
 mod shell;
@@ -218,6 +220,7 @@ enum Modal {
     ConfirmClear(Choices<bool>),
     Resume(Choices<Option<PathBuf>>),
     Info(Choices<()>),
+    Rewind(Box<rewind::Rewind>),
 }
 
 #[derive(Default)]

@@ -59,6 +59,7 @@ impl Chat {
             Builtin::Cost => self.cost_command(),
             Builtin::Status => self.status_command(),
             Builtin::Resume => self.resume_picker(),
+            Builtin::Rewind => self.rewind_picker(),
             Builtin::Verbose => self.toggle_verbose(),
             Builtin::Exit => self.request_exit(0),
         }

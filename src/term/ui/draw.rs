@@ -175,6 +175,7 @@ fn render_modal(modal: &Modal, width: usize) -> Vec<Line> {
         Modal::ConfirmClear(choices) => choices.render(width),
         Modal::Resume(choices) => choices.render(width),
         Modal::Info(choices) => choices.render(width),
+        Modal::Rewind(rewind) => rewind.render(width),
     }
 }
 

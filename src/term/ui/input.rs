@@ -222,6 +222,7 @@ impl Chat {
                     self.close_modal();
                 }
             }
+            Modal::Rewind(_) => self.rewind_key(&key),
         }
         if interrupt && self.busy() {
             self.cancel_work();
