@@ -134,3 +134,45 @@ fn rewind_restores_files_and_the_conversation_continues_from_before_the_turn() {
     assert_eq!(resumed[..after.len()], after[..], "{resumed:#?}");
     assert_eq!(contents.last(), Some(&"and now?"));
 }
+
+#[test]
+fn rewinding_the_conversation_only_leaves_files_and_clear_drops_the_snapshots() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"a.txt","content":"v1\n"}"#)]),
+        Reply::text("Wrote it."),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 40);
+    pty.wait_text("fake-model · ask");
+    pty.send("\x1b[Z\x1b[Z");
+    pty.wait_text("fake-model · yolo");
+    pty.send("only task\r");
+    pty.wait_text("Wrote it.");
+    pty.wait_text("Ask anything");
+    let snapshots = home.join(".reasonix/snapshots");
+    let sessions: Vec<_> = std::fs::read_dir(&snapshots).unwrap().flatten().collect();
+    assert_eq!(sessions.len(), 1, "one session's snapshots");
+    pty.send("/rewind\r");
+    pty.wait_text("Rewind to before which turn?");
+    pty.send("1");
+    pty.wait_text("a.txt (removed: it did not exist)");
+    pty.send("c");
+    pty.wait_text("rewound the conversation to before turn #1; files were left as they are");
+    assert_eq!(work.read("a.txt"), "v1\n");
+    pty.send("\x15/rewind\r");
+    pty.wait_text("nothing to rewind");
+    pty.send("/clear\r");
+    pty.wait_text("Clear the conversation?");
+    pty.send("y");
+    pty.wait_text("conversation cleared");
+    assert!(
+        !sessions[0].path().exists(),
+        "the cleared session's snapshots are gone"
+    );
+    pty.send("\x04");
+    assert!(pty.wait_exit().success());
+}

@@ -122,11 +122,16 @@ impl Recorder {
                     .unwrap_or_default()
                     .to_string(),
             }),
-            _ => entries.push(Entry::Command {
-                turn: self.turn,
-                call: id.to_string(),
-                text: format!("{} {}", call.tool.name(), call.args),
-            }),
+            // Undeclared tools (MCP, plugins) may change anything; tools that name nothing
+            // (todo, memory, questions to the user) do not touch the workspace.
+            (_, Subjects::Undeclared) | (Family::Writer | Family::Shell, _) => {
+                entries.push(Entry::Command {
+                    turn: self.turn,
+                    call: id.to_string(),
+                    text: format!("{} {}", call.tool.name(), call.args),
+                })
+            }
+            _ => {}
         }
         append(&self.dir, &entries)
     }
@@ -565,6 +570,51 @@ mod tests {
         let problems = store.restore(&plan, &f.ctx);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(outside.exists());
+    }
+
+    /// A tool of family Other that is not read-only, declaring `subjects`.
+    struct Other(Subjects);
+
+    impl crate::tool::Tool for Other {
+        fn name(&self) -> &str {
+            "other"
+        }
+        fn description(&self) -> &str {
+            "test"
+        }
+        fn schema(&self) -> Value {
+            Value::Null
+        }
+        fn family(&self) -> Family {
+            Family::Other
+        }
+        fn read_only(&self) -> bool {
+            false
+        }
+        fn subjects(&self) -> Subjects {
+            self.0
+        }
+        fn execute(&self, _: &Value, _: &ToolContext) -> Result<String, crate::tool::ToolError> {
+            Ok(String::new())
+        }
+    }
+
+    #[test]
+    fn undeclared_tools_are_not_restorable_and_tools_naming_nothing_are_not_listed() {
+        let f = fixture("snap-other");
+        let recorder = Recorder::new(&f.ctx, "s1", 1, vec!["c1".into(), "c2".into()]).unwrap();
+        for (i, subjects) in [Subjects::Nothing, Subjects::Undeclared]
+            .into_iter()
+            .enumerate()
+        {
+            let call = Prepared {
+                tool: Arc::new(Other(subjects)),
+                args: json!({"x": 1}),
+            };
+            recorder.before(i, &call, &f.ctx);
+        }
+        let plan = Store::open(f.snapshots.clone()).plan(1);
+        assert_eq!(plan.commands, ["other {\"x\":1}"]);
     }
 
     #[test]

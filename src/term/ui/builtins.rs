@@ -122,8 +122,10 @@ impl Chat {
                     return;
                 };
                 let path = old.path().to_path_buf();
+                let id = old.id().to_string();
                 drop(old);
                 let _ = std::fs::remove_file(&path);
+                self.forget_snapshots(&id);
                 self.reset_conversation_state();
                 self.transcript.notice(
                     NoticeLevel::Info,

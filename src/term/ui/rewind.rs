@@ -219,10 +219,12 @@ impl Chat {
         let id = agent.session().id().to_string();
         drop(agent);
         if turns.is_empty() {
-            self.transcript.notice(
-                NoticeLevel::Info,
-                "nothing to rewind: no user turn since the last compaction",
-            );
+            let why = if total > 0 {
+                "nothing to rewind: every turn so far was compacted into a digest"
+            } else {
+                "nothing to rewind: this conversation has no turns yet"
+            };
+            self.transcript.notice(NoticeLevel::Info, why);
             return;
         }
         let compacted = total.saturating_sub(turns.len());
@@ -235,6 +237,18 @@ impl Chat {
         self.open_modal(Modal::Rewind(Box::new(Rewind::new(
             turns, store, compacted,
         ))));
+    }
+
+    /// Removes a discarded conversation's snapshots (`/clear`): nothing can rewind it now.
+    pub(super) fn forget_snapshots(&self, id: &str) {
+        if let Some(dir) = self
+            .ctx
+            .state
+            .as_deref()
+            .and_then(|state| snapshots::session_dir(state, id))
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 
     /// A key in the open `/rewind` modal.
