@@ -27,7 +27,7 @@ impl Chat {
         }
     }
 
-    fn close_modal(&mut self) {
+    pub(super) fn close_modal(&mut self) {
         self.modal = self.waiting_modals.pop_front();
     }
 

@@ -258,20 +258,16 @@ impl Chat {
         };
         match rewind.key(key, &self.cwd) {
             Step::Pending => {}
-            Step::Closed => self.close_rewind(),
+            Step::Closed => self.close_modal(),
             Step::Rewind {
                 turn,
                 restore,
                 store,
             } => {
-                self.close_rewind();
+                self.close_modal();
                 self.rewind_to(turn, restore, store);
             }
         }
-    }
-
-    fn close_rewind(&mut self) {
-        self.modal = self.waiting_modals.pop_front();
     }
 
     /// Truncates the conversation, restores files when asked, and gives the turn's text back.
