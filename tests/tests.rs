@@ -18,6 +18,7 @@ mod memory_ui;
 mod output;
 mod permissions;
 mod provider;
+mod rewind;
 mod run;
 mod sandbox;
 mod sessions;

@@ -1,6 +1,7 @@
 //! Executes one round of tool calls: consecutive read-only calls run in parallel on a bounded
 //! set of scoped threads, writers run one at a time in order, and results come back in the
-//! order the model asked for them.
+//! order the model asked for them. Right before a call that changes things runs, the round's
+//! snapshot [`Recorder`] (if any) keeps what it is about to change, for `/rewind`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,6 +9,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use super::snapshots::Recorder;
 use crate::tool::{Tool, ToolContext, ToolError};
 
 /// A call whose tool was found and whose arguments parsed.
@@ -38,11 +40,19 @@ fn execute_one(call: &Prepared, ctx: &ToolContext) -> Outcome {
 
 /// Runs `calls` and returns one outcome per call, in order. `max_parallel` bounds how many
 /// read-only calls run at once (at least 1).
-pub fn run_round(calls: &[Prepared], ctx: &ToolContext, max_parallel: usize) -> Vec<Outcome> {
+pub fn run_round(
+    calls: &[Prepared],
+    ctx: &ToolContext,
+    max_parallel: usize,
+    snapshots: Option<&Recorder>,
+) -> Vec<Outcome> {
     let mut outcomes: Vec<Option<Outcome>> = (0..calls.len()).map(|_| None).collect();
     let mut start = 0;
     while start < calls.len() {
         if !calls[start].tool.read_only() {
+            if let Some(recorder) = snapshots.filter(|_| !ctx.cancel.is_cancelled()) {
+                recorder.before(start, &calls[start], ctx);
+            }
             outcomes[start] = Some(execute_one(&calls[start], ctx));
             start += 1;
             continue;
@@ -209,7 +219,7 @@ mod tests {
                 args: Value::Null,
             },
         ];
-        let out = run_round(&calls, &ctx(), 4);
+        let out = run_round(&calls, &ctx(), 4, None);
         assert_eq!(out[0].result, Ok("a saw b".to_string()));
         assert_eq!(out[1].result, Ok("b saw a".to_string()));
     }
@@ -238,7 +248,7 @@ mod tests {
             args: Value::from(i),
         })
         .collect();
-        let out = run_round(&calls, &ctx(), 2);
+        let out = run_round(&calls, &ctx(), 2, None);
         let results: Vec<String> = out.into_iter().map(|o| o.result.unwrap()).collect();
         assert_eq!(results, ["0", "1", "2", "3", "4"]);
         let log = log.lock().unwrap().clone();
@@ -261,7 +271,7 @@ mod tests {
             }),
             args: Value::Null,
         }];
-        let out = run_round(&calls, &ctx, 1);
+        let out = run_round(&calls, &ctx, 1, None);
         assert_eq!(out[0].result, Err(ToolError::Cancelled));
         assert!(log.lock().unwrap().is_empty());
     }

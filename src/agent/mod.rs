@@ -8,4 +8,5 @@ pub mod progress;
 pub mod prompt;
 pub mod runner;
 pub mod session;
+pub mod snapshots;
 pub mod tokens;

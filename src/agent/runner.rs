@@ -15,6 +15,7 @@ use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
 use super::progress::{self, Lease, Standing};
 use super::session::{Session, SessionError};
+use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
 use crate::permission::{Gate, Verdict};
@@ -259,6 +260,15 @@ impl Agent {
     pub fn replace_session(&mut self, session: Session) -> Session {
         self.malformed = None;
         std::mem::replace(&mut self.session, session)
+    }
+
+    /// `/rewind`: keeps the first `to` messages of the conversation (see `Session::rewind`).
+    pub fn rewind(&mut self, to: usize) -> Result<(), AgentError> {
+        self.session.rewind(to)?;
+        // The provider's last count covered messages that are gone.
+        self.meter.invalidate();
+        self.malformed = None;
+        Ok(())
     }
 
     /// Sends `input` as a user turn and loops until the model answers without tools.
@@ -521,7 +531,12 @@ impl Agent {
             }
         }
         let max_parallel = self.options.max_parallel_tools.max(1);
-        let outcomes = dispatch::run_round(&runnable, &self.ctx, max_parallel);
+        let ids = runnable_index
+            .iter()
+            .map(|&i| calls[i].id.clone())
+            .collect();
+        let snapshots = Recorder::new(&self.ctx, self.session.id(), self.session.turns(), ids);
+        let outcomes = dispatch::run_round(&runnable, &self.ctx, max_parallel, snapshots.as_ref());
         for (i, outcome) in runnable_index.into_iter().zip(outcomes) {
             results[i] = Some((outcome.result, outcome.duration_ms));
         }

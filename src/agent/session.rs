@@ -9,6 +9,13 @@
 //! it, no result without its call, no two assistant messages in a row, no prompt left without
 //! a reply) and repairs what a crash or an older version left behind before anything is sent;
 //! what the repair did is kept for the front end to report. Files are 0600 in 0700 directories.
+//!
+//! Rewinding (`/rewind`) never rewrites the file: it appends a marker line
+//! `{"type":"rewind","to":N,"at":...}` that keeps the first N messages, and every reader applies
+//! the markers in order, so later messages follow the marker and the file stays a log of what
+//! happened. A torn marker line is dropped like any torn line: the rewind did not happen.
+//! A compaction's rewrite writes the applied history, so markers before it disappear with the
+//! messages they cut.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -19,10 +26,23 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::compaction::is_digest;
 use super::tokens::Estimates;
 use crate::provider::{Message, Role, Transcript};
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The `type` of a rewind marker line.
+const REWIND: &str = "rewind";
+
+/// A line that truncates the history read so far to its first `to` messages.
+#[derive(Debug, Serialize, Deserialize)]
+struct Marker {
+    #[serde(rename = "type")]
+    kind: String,
+    to: usize,
+    at: String,
+}
 
 /// Session files hold prompts, file contents and command output: for the owner only.
 const FILE_MODE: u32 = 0o600;
@@ -87,6 +107,11 @@ pub enum SessionError {
     Locked {
         id: String,
     },
+    /// A rewind to more messages than the history has.
+    RewindPast {
+        to: usize,
+        len: usize,
+    },
 }
 
 impl fmt::Display for SessionError {
@@ -109,6 +134,10 @@ impl fmt::Display for SessionError {
                 f,
                 "session: {id} is in use by another reasonix process; wait for it to finish, \
                  or add `--fork-session` to continue a copy under a new id"
+            ),
+            SessionError::RewindPast { to, len } => write!(
+                f,
+                "session: cannot rewind to {to} messages, the history has {len}"
             ),
         }
     }
@@ -143,6 +172,8 @@ pub struct Session {
     dir_synced: bool,
     /// What loading had to repair, one phrase each; empty for a sound history.
     repairs: Vec<String>,
+    /// How many user turns the history holds (see [`is_turn`]), kept in step with it.
+    turns: usize,
 }
 
 impl Session {
@@ -170,6 +201,7 @@ impl Session {
             file,
             dir_synced: false,
             repairs: Vec::new(),
+            turns: 0,
         })
     }
 
@@ -185,6 +217,7 @@ impl Session {
         }
         let mut session = Session {
             header,
+            turns: messages.iter().filter(|m| is_turn(m)).count(),
             estimates: Estimates::of(&messages),
             messages: messages.into(),
             path: path.to_path_buf(),
@@ -229,6 +262,12 @@ impl Session {
         &self.messages
     }
 
+    /// How many user turns the history holds: the number of the turn in progress, from 1.
+    /// Compaction keeps every user message, so a turn keeps its number until a rewind.
+    pub fn turns(&self) -> usize {
+        self.turns
+    }
+
     /// Per-message token estimates of [`Session::messages`].
     pub fn estimates(&self) -> &Estimates {
         &self.estimates
@@ -253,7 +292,34 @@ impl Session {
             .write_all(line.as_bytes())
             .map_err(io_err(&self.path))?;
         self.estimates.push(&message);
+        self.turns += usize::from(is_turn(&message));
         self.messages.push(message);
+        Ok(())
+    }
+
+    /// Keeps the first `to` messages by appending a rewind marker (made durable before the
+    /// history changes). The kept messages are the same values, so the transcript keeps
+    /// their encoded bytes as they were and the next request repeats the old prefix exactly.
+    pub fn rewind(&mut self, to: usize) -> Result<(), SessionError> {
+        let len = self.messages.len();
+        if to > len {
+            return Err(SessionError::RewindPast { to, len });
+        }
+        let marker = Marker {
+            kind: REWIND.into(),
+            to,
+            at: crate::clock::rfc3339(SystemTime::now()),
+        };
+        let mut line = serde_json::to_string(&marker).unwrap_or_default();
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(io_err(&self.path))?;
+        self.sync()?;
+        let kept = self.messages[..to].to_vec();
+        self.estimates = Estimates::of(&kept);
+        self.turns = kept.iter().filter(|m| is_turn(m)).count();
+        self.messages.replace(kept);
         Ok(())
     }
 
@@ -311,6 +377,7 @@ impl Session {
         // now live with the new file.
         self.file = file;
         self.estimates = Estimates::of(&messages);
+        self.turns = messages.iter().filter(|m| is_turn(m)).count();
         self.messages.replace(messages);
         Ok(())
     }
@@ -438,7 +505,7 @@ pub fn validate(messages: &[Message]) -> Vec<String> {
             open_calls.join(", ")
         ));
     }
-    if messages.last().is_some_and(|m| m.role == Role::User) {
+    if messages.last().is_some_and(is_turn) {
         problems.push("end: the last user message got no reply".into());
     }
     problems
@@ -533,7 +600,7 @@ pub fn repair(history: &[Message]) -> Repair {
             plural(interrupted)
         ));
     }
-    if out.last().is_some_and(|m| m.role == Role::User) {
+    if out.last().is_some_and(is_turn) {
         out.push(Message::assistant(NO_REPLY_NOTE));
         notes.push("noted that the last user message got no reply".into());
     }
@@ -592,15 +659,17 @@ fn read(file: &File, path: &Path) -> Result<(Header, Vec<Message>, u64), Session
         }
         let text = line.trim_end();
         let parsed = if header.is_none() {
-            serde_json::from_str::<Header>(text).map(|h| header = Some(h))
+            serde_json::from_str::<Header>(text)
+                .map(|h| header = Some(h))
+                .map_err(|err| err.to_string())
         } else {
-            serde_json::from_str::<Message>(text).map(|m| messages.push(m))
+            read_line(text, &mut messages)
         };
-        if let Err(err) = parsed {
+        if let Err(detail) = parsed {
             return Err(SessionError::Corrupt {
                 path: path.to_path_buf(),
                 line: number,
-                detail: err.to_string(),
+                detail,
             });
         }
         valid_len += n as u64;
@@ -611,6 +680,65 @@ fn read(file: &File, path: &Path) -> Result<(Header, Vec<Message>, u64), Session
         detail: "missing session header".into(),
     })?;
     Ok((header, messages, valid_len))
+}
+
+/// Applies one line after the header: a message is appended, a rewind marker truncates.
+fn read_line(text: &str, messages: &mut Vec<Message>) -> Result<(), String> {
+    let err = match serde_json::from_str::<Message>(text) {
+        Ok(message) => {
+            messages.push(message);
+            return Ok(());
+        }
+        Err(err) => err,
+    };
+    match serde_json::from_str::<Marker>(text) {
+        Ok(marker) if marker.kind == REWIND && marker.to <= messages.len() => {
+            messages.truncate(marker.to);
+            Ok(())
+        }
+        Ok(marker) if marker.kind == REWIND => Err(format!(
+            "rewind marker keeps {} messages but only {} precede it",
+            marker.to,
+            messages.len()
+        )),
+        _ => Err(err.to_string()),
+    }
+}
+
+/// Whether `message` starts a user turn: a user message that is not a compaction digest.
+pub fn is_turn(message: &Message) -> bool {
+    message.role == Role::User && !is_digest(message)
+}
+
+/// A point a conversation can be rewound to: the start of one user turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserTurn {
+    /// The turn's number, from 1 (see [`Session::turns`]).
+    pub number: usize,
+    /// Index of its user message; rewinding keeps the messages before it.
+    pub index: usize,
+    /// What the user said.
+    pub text: String,
+}
+
+/// The turns of `messages` that can be rewound to, oldest first: those after the last
+/// compaction digest. A digest sums up the work of every turn it folded at once, so no history
+/// "before" one of those turns exists any more.
+pub fn user_turns(messages: &[Message]) -> Vec<UserTurn> {
+    let after = messages.iter().rposition(is_digest).map_or(0, |i| i + 1);
+    let mut number = messages[..after].iter().filter(|m| is_turn(m)).count();
+    let mut turns = Vec::new();
+    for (index, message) in messages.iter().enumerate().skip(after) {
+        if is_turn(message) {
+            number += 1;
+            turns.push(UserTurn {
+                number,
+                index,
+                text: message.content.clone(),
+            });
+        }
+    }
+    turns
 }
 
 /// A new session id: a sortable UTC stamp plus random bits, e.g. `20261202T152037-9f3a1c`.
@@ -680,15 +808,34 @@ pub fn list(dir: &Path) -> Vec<Summary> {
 }
 
 /// The header and first user message of a session file, read without taking its lock (the
-/// session may be open in another chat).
+/// session may be open in another chat). Rewind markers further on can cut that message off,
+/// so the rest of the file is scanned for them (a cheap test of each line's start).
 fn summarize(path: &Path) -> Option<Summary> {
-    let mut lines = BufReader::new(File::open(path).ok()?).lines();
-    let header: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
-    let first = lines
-        .take(PREVIEW_SCAN)
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str::<Message>(&line).ok())
-        .find(|message| message.role == Role::User)?;
+    let mut lines = BufReader::new(File::open(path).ok()?).split(b'\n');
+    let header: Header = serde_json::from_slice(&lines.next()?.ok()?).ok()?;
+    let rewind_start = format!("{{\"type\":\"{REWIND}\"");
+    // The first user message and its index; `count` messages are in the history so far.
+    let mut first: Option<(usize, Message)> = None;
+    let (mut count, mut scanned) = (0usize, 0usize);
+    for line in lines.map_while(Result::ok) {
+        if line.starts_with(rewind_start.as_bytes()) {
+            if let Ok(marker) = serde_json::from_slice::<Marker>(&line) {
+                count = count.min(marker.to);
+                first = first.filter(|(at, _)| *at < marker.to);
+            }
+            continue;
+        }
+        if first.is_none() && scanned < PREVIEW_SCAN {
+            scanned += 1;
+            if let Ok(message) = serde_json::from_slice::<Message>(&line) {
+                if is_turn(&message) {
+                    first = Some((count, message));
+                }
+            }
+        }
+        count += 1;
+    }
+    let (_, first) = first?;
     let words: Vec<&str> = first.content.split_whitespace().collect();
     Some(Summary {
         id: header.id,
@@ -1112,6 +1259,176 @@ mod tests {
         assert_eq!(started.len(), 16, "{started}");
         assert_eq!(&started[10..11], " ", "{started}");
         assert!(list(&dir.join("missing")).is_empty());
+    }
+
+    /// sys, then `turns` user turns each answered by one assistant message.
+    fn conversation(dir: &Path, id: &str, turns: usize) -> Session {
+        let mut s = Session::create(dir, header(id)).unwrap();
+        s.push(Message::system("sys")).unwrap();
+        for n in 1..=turns {
+            s.push(Message::user(format!("turn {n}"))).unwrap();
+            s.push(Message::assistant(format!("reply {n}"))).unwrap();
+        }
+        s.sync().unwrap();
+        s
+    }
+
+    fn contents(messages: &[Message]) -> Vec<&str> {
+        messages.iter().map(|m| m.content.as_str()).collect()
+    }
+
+    #[test]
+    fn a_rewind_appends_a_marker_and_later_messages_follow_it() {
+        let dir = TempDir::new("rewind");
+        let mut s = conversation(dir.path(), "w1", 1);
+        let prefix = s.transcript().bytes().to_vec();
+        s.push(Message::user("turn 2")).unwrap();
+        s.push(Message::assistant("reply 2")).unwrap();
+        let before = fs::read_to_string(s.path()).unwrap();
+        assert_eq!(s.turns(), 2);
+        s.rewind(3).unwrap();
+        assert_eq!(contents(s.messages()), ["sys", "turn 1", "reply 1"]);
+        assert_eq!(s.turns(), 1);
+        assert_eq!(s.estimates().len(), 3);
+        // The kept history is the old prefix byte for byte: the prompt cache still holds it.
+        assert_eq!(s.transcript().bytes(), &prefix[..]);
+        let after = fs::read_to_string(s.path()).unwrap();
+        assert!(after.starts_with(&before), "the file was rewritten");
+        let marker = after[before.len()..].trim_end();
+        assert!(
+            marker.starts_with("{\"type\":\"rewind\",\"to\":3,\"at\":\""),
+            "{marker}"
+        );
+        s.push(Message::user("turn 2 again")).unwrap();
+        s.push(Message::assistant("reply 2 again")).unwrap();
+        s.sync().unwrap();
+        let path = s.path().to_path_buf();
+        drop(s);
+        let expected = ["sys", "turn 1", "reply 1", "turn 2 again", "reply 2 again"];
+        assert_eq!(contents(&load(&path).unwrap().1), expected);
+        let reopened = reopen(&path);
+        assert_eq!(contents(reopened.messages()), expected);
+        assert_eq!(reopened.turns(), 2);
+        assert!(reopened.repair_notice().is_none());
+        // A fork copies the rewound conversation.
+        let fork = Session::fork(&path, dir.path(), header("w2")).unwrap();
+        assert_eq!(contents(fork.messages()), expected);
+    }
+
+    #[test]
+    fn rewinding_twice_applies_both_markers_in_order() {
+        let dir = TempDir::new("rewind-twice");
+        let mut s = conversation(dir.path(), "w3", 3);
+        s.rewind(5).unwrap();
+        s.push(Message::user("turn 3b")).unwrap();
+        s.push(Message::assistant("reply 3b")).unwrap();
+        s.rewind(3).unwrap();
+        s.push(Message::user("turn 2c")).unwrap();
+        s.push(Message::assistant("reply 2c")).unwrap();
+        s.sync().unwrap();
+        let path = s.path().to_path_buf();
+        drop(s);
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\"type\":\"rewind\"").count(), 2, "{text}");
+        assert_eq!(
+            contents(reopen(&path).messages()),
+            ["sys", "turn 1", "reply 1", "turn 2c", "reply 2c"]
+        );
+        // Rewinding to before the first turn leaves nothing to list.
+        let mut s = reopen(&path);
+        s.rewind(1).unwrap();
+        drop(s);
+        assert!(list(dir.path()).is_empty(), "{:?}", list(dir.path()));
+        let mut s = reopen(&path);
+        s.push(Message::user("a fresh start")).unwrap();
+        s.push(Message::assistant("ok")).unwrap();
+        drop(s);
+        assert_eq!(list(dir.path())[0].preview, "a fresh start");
+    }
+
+    #[test]
+    fn a_torn_marker_line_is_a_rewind_that_did_not_happen() {
+        let dir = TempDir::new("rewind-torn");
+        let s = conversation(dir.path(), "w4", 2);
+        let path = s.path().to_path_buf();
+        drop(s);
+        let whole = fs::read_to_string(&path).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"type\":\"rewind\",\"to\":3,\"at\":\"2026-")
+            .unwrap();
+        drop(f);
+        let mut reopened = reopen(&path);
+        assert_eq!(reopened.messages().len(), 5);
+        assert_eq!(fs::read_to_string(&path).unwrap(), whole, "torn tail cut");
+        reopened.rewind(3).unwrap();
+        drop(reopened);
+        assert_eq!(reopen(&path).messages().len(), 3);
+        // A marker that keeps more than precedes it is damage, not a rewind.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"type\":\"rewind\",\"to\":9,\"at\":\"x\"}\n")
+            .unwrap();
+        drop(f);
+        let err = load(&path).unwrap_err().to_string();
+        assert!(
+            err.ends_with(":8: rewind marker keeps 9 messages but only 3 precede it"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rewinding_past_the_end_is_refused() {
+        let dir = TempDir::new("rewind-past");
+        let mut s = conversation(dir.path(), "w5", 1);
+        let err = s.rewind(4).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "session: cannot rewind to 4 messages, the history has 3"
+        );
+        assert_eq!(s.messages().len(), 3);
+    }
+
+    #[test]
+    fn after_a_compaction_only_turns_after_the_digest_can_be_rewound_to() {
+        let dir = TempDir::new("rewind-compacted");
+        let mut s = conversation(dir.path(), "w6", 3);
+        let digest = super::super::compaction::digest_message("did things", 4);
+        // A fold keeps the user's messages and replaces the work before the tail.
+        s.rewrite(vec![
+            Message::system("sys"),
+            Message::user("turn 1"),
+            Message::user("turn 2"),
+            digest.clone(),
+            Message::user("turn 3"),
+            Message::assistant("reply 3"),
+        ])
+        .unwrap();
+        s.push(Message::user("turn 4")).unwrap();
+        s.push(Message::assistant("reply 4")).unwrap();
+        assert_eq!(s.turns(), 4);
+        let turns = user_turns(s.messages());
+        let listed: Vec<(usize, usize, &str)> = turns
+            .iter()
+            .map(|t| (t.number, t.index, t.text.as_str()))
+            .collect();
+        assert_eq!(listed, [(3, 4, "turn 3"), (4, 6, "turn 4")]);
+        // Back to before turn 3: the digest closes the history, which is valid as it is.
+        s.rewind(4).unwrap();
+        assert_eq!(s.turns(), 2);
+        assert_eq!(s.messages().last(), Some(&digest));
+        assert_eq!(validate(s.messages()), Vec::<String>::new());
+        let path = s.path().to_path_buf();
+        drop(s);
+        let reopened = reopen(&path);
+        assert_eq!(reopened.messages().len(), 4);
+        assert!(reopened.repair_notice().is_none());
+        drop(reopened);
+        // A later compaction writes the applied history: the marker goes with what it cut.
+        let mut s = reopen(&path);
+        let kept = s.messages().to_vec();
+        s.rewrite(kept.clone()).unwrap();
+        drop(s);
+        assert!(!fs::read_to_string(&path).unwrap().contains("\"rewind\""));
+        assert_eq!(reopen(&path).messages(), &kept[..]);
     }
 
     #[test]

@@ -32,13 +32,14 @@ pub enum Builtin {
     Status,
     Resume,
     Memory,
+    Rewind,
     Verbose,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 14] = [
+    pub const ALL: [Builtin; 15] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -51,6 +52,7 @@ impl Builtin {
         Builtin::Status,
         Builtin::Resume,
         Builtin::Memory,
+        Builtin::Rewind,
         Builtin::Verbose,
         Builtin::Exit,
     ];
@@ -70,6 +72,7 @@ impl Builtin {
             Builtin::Status => "status",
             Builtin::Resume => "resume",
             Builtin::Memory => "memory",
+            Builtin::Rewind => "rewind",
             Builtin::Verbose => "verbose",
             Builtin::Exit => "exit",
         }
@@ -89,6 +92,7 @@ impl Builtin {
             Builtin::Status => "Model, session, permissions and context",
             Builtin::Resume => "Pick an earlier conversation of this workspace",
             Builtin::Memory => "Browse, search, forget and restore saved memory",
+            Builtin::Rewind => "Go back to before an earlier turn, optionally restoring files",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
             Builtin::Exit => "Leave the chat",
         }
@@ -114,7 +118,11 @@ impl Builtin {
     /// the model or effort mid-answer (`args` non-empty).
     pub fn needs_idle(self, args: &str) -> bool {
         match self {
-            Builtin::New | Builtin::Clear | Builtin::Compact | Builtin::Resume => true,
+            Builtin::New
+            | Builtin::Clear
+            | Builtin::Compact
+            | Builtin::Resume
+            | Builtin::Rewind => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp

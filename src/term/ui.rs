@@ -23,7 +23,8 @@
 //! `turn` (the turn thread and its events), `shell` (`!` commands), `servers` (MCP start-up
 //! and notifications), `builtins` (slash commands), `memory` (the `/memory` modal), `draw` (frames and the status line),
 //! `approver` (approval and launch requests from other threads), `resumed` (the last
-//! exchanges of a resumed conversation) and `trust` (the trust modal before the chat).
+//! exchanges of a resumed conversation), `trust` (the trust modal before the chat) and
+//! `rewind` (`/rewind`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -58,6 +59,7 @@ mod event_loop;
 mod input;
 mod memory;
 mod resumed;
+mod rewind;
 mod send;
 mod servers;
 mod shell;
@@ -221,6 +223,7 @@ enum Modal {
     Info(Choices<()>),
     /// `/memory`: saved facts, with search, read, forget and restore.
     Memory(memory::MemoryView),
+    Rewind(Box<rewind::Rewind>),
 }
 
 #[derive(Default)]

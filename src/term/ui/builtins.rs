@@ -60,6 +60,7 @@ impl Chat {
             Builtin::Status => self.status_command(),
             Builtin::Resume => self.resume_picker(),
             Builtin::Memory => self.memory_command(),
+            Builtin::Rewind => self.rewind_picker(),
             Builtin::Verbose => self.toggle_verbose(),
             Builtin::Exit => self.request_exit(0),
         }
@@ -122,8 +123,10 @@ impl Chat {
                     return;
                 };
                 let path = old.path().to_path_buf();
+                let id = old.id().to_string();
                 drop(old);
                 let _ = std::fs::remove_file(&path);
+                self.forget_snapshots(&id);
                 self.reset_conversation_state();
                 self.transcript.notice(
                     NoticeLevel::Info,

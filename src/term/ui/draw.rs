@@ -176,6 +176,7 @@ fn render_modal(modal: &Modal, width: usize, height: usize) -> Vec<Line> {
         Modal::Resume(choices) => choices.render(width),
         Modal::Info(choices) => choices.render(width),
         Modal::Memory(view) => view.render(width, height),
+        Modal::Rewind(rewind) => rewind.render(width),
     }
 }
 

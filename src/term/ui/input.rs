@@ -27,7 +27,7 @@ impl Chat {
         }
     }
 
-    fn close_modal(&mut self) {
+    pub(super) fn close_modal(&mut self) {
         self.modal = self.waiting_modals.pop_front();
     }
 
@@ -227,6 +227,7 @@ impl Chat {
                 super::memory::Outcome::Closed => self.close_modal(),
                 super::memory::Outcome::Notice(level, text) => self.transcript.notice(level, &text),
             },
+            Modal::Rewind(_) => self.rewind_key(&key),
         }
         if interrupt && self.busy() {
             self.cancel_work();
