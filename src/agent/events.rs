@@ -80,6 +80,16 @@ pub enum Event {
     Todo {
         items: Vec<TodoItem>,
     },
+    /// A hook ran. `outcome` is `ok`, `blocked`, `ask` or `error`; `message` says why.
+    Hook {
+        event: &'static str,
+        command: String,
+        /// The tool call it ran for, for tool events.
+        tool: Option<String>,
+        outcome: &'static str,
+        message: Option<String>,
+        duration_ms: u64,
+    },
     /// Plan mode was entered or left: by the user, auto-plan, or an approved plan.
     PlanMode {
         planning: bool,

@@ -11,6 +11,7 @@ pub mod chat;
 pub mod doctor;
 pub mod error;
 pub mod flags;
+pub mod hooks;
 pub mod lex;
 pub mod mcp;
 pub mod models;

@@ -117,6 +117,25 @@ impl Output {
                 let _ = write!(stderr, "{}", sanitize(&text));
             }
             Event::ReasoningDelta(_) => {}
+            Event::Hook {
+                event,
+                command,
+                outcome,
+                message,
+                ..
+            } => {
+                // A hook that ran quietly is not worth a line; one that blocked or failed is.
+                if outcome != "ok" || message.is_some() {
+                    self.end_reasoning();
+                    self.finish_stdout_line();
+                    let detail = message.map(|m| format!(": {}", one_line(&m, 200)));
+                    self.err_line(&format!(
+                        "hook {event} `{}` {outcome}{}",
+                        one_line(&command, 80),
+                        detail.unwrap_or_default()
+                    ));
+                }
+            }
             Event::Todo { items } => {
                 let done = items
                     .iter()
@@ -388,6 +407,15 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             "estimated": usage.estimated,
         }),
         Event::Todo { items } => json!({"type": "todo", "items": items}),
+        Event::Hook {
+            event,
+            command,
+            tool,
+            outcome,
+            message,
+            duration_ms,
+        } => json!({"type": "hook", "event": event, "command": command, "tool": tool,
+                     "outcome": outcome, "message": message, "duration_ms": duration_ms}),
         Event::PlanMode { planning } => json!({"type": "plan_mode", "planning": planning}),
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})

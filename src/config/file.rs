@@ -51,6 +51,23 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     pub serve: ServeConfig,
     pub plugins: Vec<PluginConfig>,
+    /// `[[hooks]]`: the user's commands run at points of the loop (see `agent::hooks`).
+    pub hooks: Vec<HookConfig>,
+}
+
+/// One `[[hooks]]` entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HookConfig {
+    /// `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PermissionRequest`, `Stop`,
+    /// `SubagentStop`, `SessionStart` or `Notification`.
+    pub event: String,
+    /// A pattern over tool names (ours or Claude Code's); empty or `*` matches every tool.
+    pub matcher: String,
+    /// A shell command line, run like `bash` runs one.
+    pub command: String,
+    /// 0 = 60 seconds.
+    pub timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

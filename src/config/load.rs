@@ -129,7 +129,12 @@ const PROVIDER_USER_ONLY: &[&str] = &["api_key_env", "headers"];
 
 /// Arrays that accumulate across layers instead of being replaced: restrictions, so a later
 /// file can add to them but never drop an earlier file's entries.
-const ACCUMULATE: &[&str] = &["permissions.deny", "permissions.ask", "sandbox.forbid_read"];
+const ACCUMULATE: &[&str] = &[
+    "permissions.deny",
+    "permissions.ask",
+    "sandbox.forbid_read",
+    "hooks",
+];
 
 /// Arrays of tables merged by their `name` key.
 const NAMED: &[&str] = &["providers", "plugins"];
@@ -612,7 +617,8 @@ enum Overruled {
 /// - `default_model` unless it resolves among the providers beneath;
 /// - `tools.enabled` when it names a tool the user's own non-empty list leaves out (or is empty,
 ///   which means every tool);
-/// - `agent.system_prompt_file` outside the workspace (its text goes to the model).
+/// - `agent.system_prompt_file` outside the workspace (its text goes to the model);
+/// - `[[hooks]]` (each is a command that would run by itself).
 ///
 /// Tightening always applies: `deny` and `ask` rules (which accumulate), a narrower `mode`,
 /// `sandbox.forbid_read`, a shorter `tools.enabled`. With `--permission-mode strict` the two
@@ -701,6 +707,14 @@ fn restrain_project(
         .map(|f| src.path.parent().unwrap_or(check.cwd).join(f));
     if prompt_file.is_some_and(|file| !inside(&file, check.cwd)) {
         out.ignore(raw, &["agent", "system_prompt_file"], why);
+    }
+    // A hook is a command reasonix runs by itself, at every turn.
+    if raw
+        .get("hooks")
+        .and_then(Value::as_array)
+        .is_some_and(|hooks| !hooks.is_empty())
+    {
+        out.ignore(raw, &["hooks"], why);
     }
 }
 

@@ -82,6 +82,13 @@ pub struct CommandSpec {
     /// installs it itself; otherwise it is handed to bubblewrap, whose `--seccomp` argument
     /// names its descriptor.
     pub seccomp: Option<Arc<sys::Filter>>,
+    /// Written to the child's standard input, which is then closed; `None` gives it
+    /// `/dev/null`. Hooks get their event this way.
+    pub stdin: Option<Arc<Vec<u8>>>,
+    /// Capture standard error apart from standard output (into [`Finished::stderr`]), for
+    /// programs whose stdout is data and stderr a message (hooks); otherwise the two
+    /// interleave in [`Finished::output`].
+    pub stderr_apart: bool,
 }
 
 impl CommandSpec {
@@ -102,6 +109,8 @@ impl CommandSpec {
             },
             landlock_ruleset: None,
             seccomp: None,
+            stdin: None,
+            stderr_apart: false,
         }
     }
 }
@@ -473,6 +482,8 @@ pub struct Finished {
     pub stopped: Option<Stop>,
     pub stragglers: Stragglers,
     pub duration: Duration,
+    /// Standard error, when the spec asked for it apart (`stderr_apart`), under the same cap.
+    pub stderr: Option<Output>,
 }
 
 #[derive(Debug)]
@@ -533,11 +544,30 @@ enum Event {
 pub fn run(spec: &CommandSpec, cancel: &CancelToken) -> Result<Finished, ProcessError> {
     let (output_reader, output_writer) = sys::pipe().map_err(ProcessError::Pipe)?;
     let (wake_reader, wake_writer) = sys::pipe().map_err(ProcessError::Pipe)?;
+    let stderr_pipe = if spec.stderr_apart {
+        Some(sys::pipe().map_err(ProcessError::Pipe)?)
+    } else {
+        None
+    };
     let mut command = command(spec);
     command
-        .stdin(Stdio::null())
-        .stdout(output_writer.try_clone().map_err(ProcessError::Pipe)?)
-        .stderr(output_writer);
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(output_writer.try_clone().map_err(ProcessError::Pipe)?);
+    let stderr_reader = match stderr_pipe {
+        Some((reader, writer)) => {
+            command.stderr(writer);
+            drop(output_writer);
+            Some(reader)
+        }
+        None => {
+            command.stderr(output_writer);
+            None
+        }
+    };
     let started = Instant::now();
     // `command` (and with it our copies of the pipe's write end) is consumed here, so end of
     // file arrives as soon as the child's side closes.
@@ -546,14 +576,34 @@ pub fn run(spec: &CommandSpec, cancel: &CancelToken) -> Result<Finished, Process
         cwd: spec.cwd.clone(),
         source,
     })?;
+    if let (Some(input), Some(mut pipe)) = (spec.stdin.clone(), child.take_stdin()) {
+        // A child that exits without reading gets EPIPE here, which is not an error of ours;
+        // the pipe closes when the thread ends, so the child sees end of file.
+        thread::Builder::new()
+            .name("reasonix-process-input".into())
+            .spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&input);
+            })
+            .map_err(ProcessError::Thread)?;
+    }
     let (events, rx) = mpsc::channel();
+    // Standard error, when apart, is a second output the watch waits for, woken like the
+    // first once the child is reaped.
+    let errors = match stderr_reader {
+        Some(reader) => {
+            let wake = wake_reader.try_clone().map_err(ProcessError::Pipe)?;
+            Some(spawn_reader(reader, wake, spec.output_cap, events.clone())?)
+        }
+        None => None,
+    };
     let reader = spawn_reader(output_reader, wake_reader, spec.output_cap, events.clone())?;
     spawn_waiter(child.id(), events.clone())?;
     let _hook = cancel.on_cancel(move || {
         let _ = events.send(Event::Cancelled);
     });
 
-    let mut watch = Watch::new(rx);
+    let mut watch = Watch::new(rx, if spec.stderr_apart { 2 } else { 1 });
     let stopped = watch.until_exit_or_stop(spec.timeout.map(|t| started + t));
     if stopped.is_some() {
         stop_group(&child, &mut watch, spec.kill_grace);
@@ -563,12 +613,17 @@ pub fn run(spec: &CommandSpec, cancel: &CancelToken) -> Result<Finished, Process
     // Wakes the reader if it is still waiting on a pipe someone outside the group holds.
     drop(wake_writer);
     let capture = reader.join().map_err(|_| ProcessError::Reader)?;
+    let stderr = match errors {
+        Some(errors) => Some(errors.join().map_err(|_| ProcessError::Reader)?.finish()),
+        None => None,
+    };
     Ok(Finished {
         exit: Exit::from_status(status),
         output: capture.finish(),
         stopped,
         stragglers,
         duration: started.elapsed(),
+        stderr,
     })
 }
 
@@ -623,14 +678,17 @@ struct Watch {
     rx: Receiver<Event>,
     exited: bool,
     output_closed: bool,
+    /// Output pipes still open (stdout, and stderr when captured apart).
+    open_outputs: usize,
 }
 
 impl Watch {
-    fn new(rx: Receiver<Event>) -> Watch {
+    fn new(rx: Receiver<Event>, outputs: usize) -> Watch {
         Watch {
             rx,
             exited: false,
             output_closed: false,
+            open_outputs: outputs,
         }
     }
 
@@ -646,7 +704,10 @@ impl Watch {
             Ok(event) => {
                 match event {
                     Event::Exited => self.exited = true,
-                    Event::OutputClosed => self.output_closed = true,
+                    Event::OutputClosed => {
+                        self.open_outputs = self.open_outputs.saturating_sub(1);
+                        self.output_closed = self.open_outputs == 0;
+                    }
                     Event::Cancelled => {}
                 }
                 Some(event)
@@ -733,6 +794,38 @@ mod tests {
             capture.push(chunk);
         }
         capture.finish()
+    }
+
+    fn shell(script: &str) -> CommandSpec {
+        let mut spec = CommandSpec::new("/bin/sh", "/");
+        spec.args = vec!["-c".into(), script.into()];
+        spec.timeout = Some(Duration::from_secs(30));
+        spec
+    }
+
+    #[test]
+    fn stdin_is_delivered_and_stderr_can_be_kept_apart() {
+        let mut spec = shell("read line; echo out:$line; echo err:$line >&2; exit 2");
+        spec.stdin = Some(Arc::new(b"hello\n".to_vec()));
+        spec.stderr_apart = true;
+        let finished = run(&spec, &CancelToken::new()).unwrap();
+        assert_eq!(finished.output.to_text(), "out:hello\n");
+        assert_eq!(finished.stderr.unwrap().to_text(), "err:hello\n");
+        assert_eq!(finished.exit, Exit::Code(2));
+        // Interleaved by default, with no stdin.
+        let finished = run(&shell("cat; echo out; echo err >&2"), &CancelToken::new()).unwrap();
+        assert_eq!(finished.output.to_text(), "out\nerr\n");
+        assert!(finished.stderr.is_none());
+    }
+
+    #[test]
+    fn a_child_that_never_reads_its_input_does_not_hang_the_run() {
+        let mut spec = shell("echo done");
+        spec.stdin = Some(Arc::new(vec![b'x'; 4 * 1024 * 1024]));
+        spec.stderr_apart = true;
+        let finished = run(&spec, &CancelToken::new()).unwrap();
+        assert_eq!(finished.output.to_text(), "done\n");
+        assert_eq!(finished.exit, Exit::Code(0));
     }
 
     #[test]

@@ -250,6 +250,29 @@ impl Transcript {
             }
             Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
             Event::Todo { .. } | Event::PlanMode { .. } => {}
+            Event::Hook {
+                event,
+                command,
+                outcome,
+                message,
+                ..
+            } => {
+                if *outcome != "ok" || message.is_some() {
+                    let text = format!(
+                        "hook {event} `{command}` {outcome}{}",
+                        message
+                            .as_ref()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    );
+                    let level = if *outcome == "ok" {
+                        NoticeLevel::Info
+                    } else {
+                        NoticeLevel::Warning
+                    };
+                    self.notice(level, &text);
+                }
+            }
         }
     }
 

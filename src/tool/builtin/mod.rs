@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{Profile, Tool};
 
-mod bash;
+pub mod bash;
 pub mod edit;
 mod glob;
 mod grep;

@@ -1,0 +1,41 @@
+//! The hooks of a session, gathered from configuration: `[[hooks]]` (the loader already
+//! dropped a project file's entries in an untrusted workspace) and the `hooks` of the
+//! workspace's `.claude/settings.json`, read only when the workspace is trusted, since a
+//! repository could otherwise make reasonix run its commands.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::agent::hooks::{self, Hook, Hooks};
+use crate::config::{self, Config};
+
+/// The hooks, and one line per problem or skipped source.
+pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    for (index, entry) in config.hooks.iter().enumerate() {
+        let origin = format!("[[hooks]] #{}", index + 1);
+        let timeout = (entry.timeout_seconds > 0).then(|| Duration::from_secs(entry.timeout_seconds));
+        match Hook::new(&entry.event, &entry.matcher, &entry.command, timeout, &origin) {
+            Ok(hook) => found.push(hook),
+            Err(problem) => problems.push(format!("hooks: {problem}; skipped")),
+        }
+    }
+    let settings = workspace.join(".claude").join("settings.json");
+    if let Ok(text) = std::fs::read_to_string(&settings) {
+        let origin = settings.display().to_string();
+        let (claude, mut trouble) = hooks::from_claude_settings(&text, &origin);
+        if claude.is_empty() {
+            problems.append(&mut trouble);
+        } else if config::trust::TrustStore::new(&config.home).is_trusted(workspace) {
+            found.extend(claude);
+            problems.append(&mut trouble);
+        } else {
+            problems.push(format!(
+                "hooks: the {} hooks of {origin} are ignored: the workspace is not trusted (`reasonix trust` runs them)",
+                claude.len()
+            ));
+        }
+    }
+    (Hooks::new(found), problems)
+}
