@@ -18,6 +18,7 @@ use crate::permission::Posture;
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
 use crate::text::one_line;
+use crate::tool::collab::PlanOutcome;
 
 /// Tool output in stream-json events is cut to this many bytes.
 const STREAM_TOOL_OUTPUT_LIMIT: usize = 4000;
@@ -116,7 +117,16 @@ impl Output {
                 let _ = write!(stderr, "{}", sanitize(&text));
             }
             Event::ReasoningDelta(_) => {}
-            Event::Todo { .. } | Event::PlanMode { .. } => {}
+            Event::Todo { .. } => {}
+            Event::PlanMode { planning } => {
+                let line = if planning {
+                    "plan mode: on (research, then propose a plan; MCP writers are blocked)"
+                } else {
+                    "plan mode: off"
+                };
+                self.err_line(line);
+            }
+            Event::Plan { plan, outcome } => self.text_plan(&plan, &outcome),
             Event::ToolUse {
                 name, arguments, ..
             } => {
@@ -214,6 +224,27 @@ impl Output {
                     prefix_changed_message(reason, first_changed)
                 ));
             }
+        }
+    }
+
+    /// A proposed plan is the run's answer, so it goes to stdout; a review is a status line.
+    fn text_plan(&mut self, plan: &str, outcome: &PlanOutcome) {
+        match outcome {
+            PlanOutcome::Proposed => {
+                self.err_line("plan proposed (no one can review it in this run):");
+                let plan = if self.stdout_tty {
+                    sanitize(plan)
+                } else {
+                    plan.to_string()
+                };
+                self.out(&plan);
+                self.finish_stdout_line();
+            }
+            PlanOutcome::KeepPlanning(feedback) => self.err_line(&format!(
+                "plan: sent back for more planning: {}",
+                one_line(feedback, 160)
+            )),
+            other => self.err_line(&format!("plan: {}", other.as_str().replace('_', " "))),
         }
     }
 
@@ -377,6 +408,14 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         }),
         Event::Todo { items } => json!({"type": "todo", "items": items}),
         Event::PlanMode { planning } => json!({"type": "plan_mode", "planning": planning}),
+        Event::Plan { plan, outcome } => {
+            let feedback = match outcome {
+                PlanOutcome::KeepPlanning(feedback) => Some(feedback),
+                _ => None,
+            };
+            json!({"type": "plan", "plan": plan, "outcome": outcome.as_str(),
+                   "feedback": feedback})
+        }
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }

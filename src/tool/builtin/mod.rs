@@ -13,6 +13,7 @@ mod ls;
 pub mod memory;
 pub mod move_file;
 pub mod multi_edit;
+pub mod plan;
 pub mod read;
 pub mod todo;
 pub mod write;
@@ -30,6 +31,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
+        Arc::new(plan::ExitPlanMode),
         Arc::new(history::History),
         Arc::new(memory::MemoryTool),
         Arc::new(memory::Remember),
