@@ -577,6 +577,26 @@ mod tests {
     }
 
     #[test]
+    fn plan_events_encode_the_plan_the_outcome_and_the_feedback() {
+        let event = Event::Plan {
+            plan: "1. a".into(),
+            outcome: PlanOutcome::KeepPlanning("check b".into()),
+        };
+        assert_eq!(
+            stream_json(&event).unwrap(),
+            json!({"type": "plan", "plan": "1. a", "outcome": "keep_planning",
+                   "feedback": "check b"})
+        );
+        let event = Event::Plan {
+            plan: "1. a".into(),
+            outcome: PlanOutcome::ApprovedAcceptEdits,
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(value["outcome"], "approved_accept_edits");
+        assert_eq!(value["feedback"], Value::Null);
+    }
+
+    #[test]
     fn compaction_and_prefix_notices_encode_every_field() {
         let event = Event::Compaction {
             trigger: crate::agent::compaction::Trigger::Auto,

@@ -751,6 +751,23 @@ mod tests {
     }
 
     #[test]
+    fn only_the_user_config_trusts_a_tool_as_read_only_for_planning() {
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let p = plugin("name = \"s\"\ncommand = \"x\"\ntrusted_read_only_tools = [\"search\"]\n");
+        let mut ignored = Vec::new();
+        let user = resolve(&p, Origin::User, &config, &v, &mut ignored).unwrap();
+        assert!(user.trusted_read_only.contains("search") && ignored.is_empty());
+        let project = resolve(&p, Origin::ProjectToml, &config, &v, &mut ignored).unwrap();
+        assert!(project.trusted_read_only.is_empty());
+        assert!(
+            ignored[0].contains("trusted_read_only_tools"),
+            "{ignored:?}"
+        );
+    }
+
+    #[test]
     fn only_the_user_config_loosens_a_sandbox_and_projects_may_tighten_it() {
         std::env::set_var("REASONIX_TEST_MCP_CACHE", "/var/cache/x");
         let config = Config::default();

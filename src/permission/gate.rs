@@ -827,4 +827,50 @@ mod tests {
         assert!(g.check("read_file", true, &json!({"path": "a"})).allowed);
         assert!(asked.lock().unwrap().is_empty());
     }
+
+    #[test]
+    fn the_plan_window_allows_the_writer_fallback_and_nothing_else() {
+        let write = json!({"path": "a.txt"});
+        let writer = crate::tool::builtin::profile("write_file").unwrap();
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Deny));
+        let mut strict = PolicyGate::new(policy(&[], &[]), Posture::Strict, None);
+        strict.policy.ask = Policy::parse_rules(&["Edit(secret.txt)"]).unwrap();
+        assert!(!g.check_declared("write_file", writer, &write).allowed);
+        assert!(!strict.check_declared("write_file", writer, &write).allowed);
+        asked.lock().unwrap().clear();
+        Gate::set_plan_window(&g, true);
+        Gate::set_plan_window(&strict, true);
+        // The writer fallback: allowed without a question, in ask and in strict.
+        for gate in [&g, &strict] {
+            let verdict = gate.check_declared("write_file", writer, &write);
+            assert_eq!(
+                (verdict.allowed, verdict.resolution),
+                (true, Resolution::PlanWindow)
+            );
+            assert_eq!(verdict.resolution.as_str(), "plan_window");
+        }
+        assert!(asked.lock().unwrap().is_empty());
+        // An explicit ask rule still asks (strict: still refused).
+        let secret = json!({"path": "secret.txt"});
+        let verdict = strict.check_declared("write_file", writer, &secret);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::Strict)
+        );
+        // A destructive MCP call and an MCP prompt mode still go to the person.
+        assert!(!g.check("mcp__s__rm", false, &json!({})).allowed);
+        assert!(!g.check("mcp__s__prompt", true, &json!({})).allowed);
+        assert!(!g.check("mcp__s__writes", false, &json!({})).allowed);
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["mcp__s__rm", "mcp__s__prompt", "mcp__s__writes"]
+        );
+        // So do fresh reviews: no window answers them.
+        let verdict = g.check_fresh("remember", &json!({}), "a note");
+        assert_eq!(verdict.resolution, Resolution::UserDeny);
+        // Closed, the fallback asks again.
+        Gate::set_plan_window(&g, false);
+        let verdict = g.check_declared("write_file", writer, &write);
+        assert_eq!(verdict.resolution, Resolution::UserDeny);
+    }
 }
