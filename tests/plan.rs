@@ -405,3 +405,25 @@ fn chat_plan_and_bare_plan_start_the_chat_in_plan_mode() {
         );
     }
 }
+
+#[test]
+fn run_plan_prints_the_plan_in_text_and_print_formats() {
+    for flag in ["--output-format=text", "-p"] {
+        let server = FakeOpenAI::start(vec![calls(&[exit_plan("c1")])]);
+        let home = Dir::new();
+        let work = Dir::new();
+        use_fake_provider(&home, &server.base_url(), "");
+        let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+            "run",
+            "--plan",
+            flag,
+            "rename foo",
+        ]));
+        assert_eq!(out.code, 0, "{flag}: {out:?}");
+        assert_eq!(out.stdout, format!("{PLAN}\n"), "{flag}: {out:?}");
+        if flag != "-p" {
+            assert!(out.stderr.contains("plan mode: on"), "{out:?}");
+            assert!(out.stderr.contains("plan proposed"), "{out:?}");
+        }
+    }
+}
