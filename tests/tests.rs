@@ -17,6 +17,7 @@ mod mcp;
 mod memory_ui;
 mod output;
 mod permissions;
+mod plan;
 mod provider;
 mod rewind;
 mod run;

@@ -5,6 +5,7 @@ pub mod compaction;
 pub mod dispatch;
 pub mod events;
 pub mod hooks;
+pub mod plan;
 pub mod progress;
 pub mod prompt;
 pub mod runner;

@@ -15,8 +15,15 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
     let mut problems = Vec::new();
     for (index, entry) in config.hooks.iter().enumerate() {
         let origin = format!("[[hooks]] #{}", index + 1);
-        let timeout = (entry.timeout_seconds > 0).then(|| Duration::from_secs(entry.timeout_seconds));
-        match Hook::new(&entry.event, &entry.matcher, &entry.command, timeout, &origin) {
+        let timeout =
+            (entry.timeout_seconds > 0).then(|| Duration::from_secs(entry.timeout_seconds));
+        match Hook::new(
+            &entry.event,
+            &entry.matcher,
+            &entry.command,
+            timeout,
+            &origin,
+        ) {
             Ok(hook) => found.push(hook),
             Err(problem) => problems.push(format!("hooks: {problem}; skipped")),
         }

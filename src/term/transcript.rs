@@ -249,7 +249,7 @@ impl Transcript {
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
             Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
-            Event::Todo { .. } | Event::PlanMode { .. } => {}
+            Event::Todo { .. } | Event::PlanMode { .. } | Event::Plan { .. } => {}
             Event::Hook {
                 event,
                 command,

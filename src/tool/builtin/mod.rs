@@ -13,6 +13,7 @@ mod ls;
 pub mod memory;
 pub mod move_file;
 pub mod multi_edit;
+pub mod plan;
 pub mod read;
 pub mod skill;
 pub mod step;
@@ -33,6 +34,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
         Arc::new(step::CompleteStep),
+        Arc::new(plan::ExitPlanMode),
         Arc::new(history::History),
         Arc::new(memory::MemoryTool),
         Arc::new(memory::Remember),
