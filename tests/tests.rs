@@ -11,6 +11,7 @@ mod context;
 mod demo;
 mod escapes;
 mod hardening;
+mod hooks;
 mod input;
 mod layers;
 mod mcp;

@@ -13,8 +13,12 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
+use super::hooks::Hooks;
 use super::plan::{PlanSettings, Planner};
 use super::progress::{self, Lease, Standing};
+
+#[path = "hook_points.rs"]
+mod hook_points;
 use super::session::{Session, SessionError};
 use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
@@ -63,7 +67,12 @@ pub enum AgentError {
     Provider(ProviderError),
     Session(SessionError),
     Interrupted,
-    RepeatedMalformedCall { tool: String, detail: String },
+    RepeatedMalformedCall {
+        tool: String,
+        detail: String,
+    },
+    /// A `UserPromptSubmit` hook blocked the message, with its reason.
+    HookBlocked(String),
 }
 
 impl fmt::Display for AgentError {
@@ -72,6 +81,9 @@ impl fmt::Display for AgentError {
             AgentError::Provider(err) => write!(f, "{err}"),
             AgentError::Session(err) => write!(f, "{err}"),
             AgentError::Interrupted => write!(f, "agent: interrupted"),
+            AgentError::HookBlocked(reason) => {
+                write!(f, "hooks: the message was not sent: {reason}")
+            }
             AgentError::RepeatedMalformedCall { tool, detail } => write!(
                 f,
                 "agent: the model sent the same malformed `{tool}` call {MALFORMED_REPEAT_LIMIT} times in a row ({detail}); stopping instead of looping"
@@ -136,6 +148,10 @@ pub struct Agent {
     tool_source: Option<Box<dyn ToolSource>>,
     /// The turn's progress lease, renewed by new work while a todo is active.
     lease: Lease,
+    /// The hooks this agent runs, whether `SessionStart` ran, and `Stop` blocks in a row.
+    hooks: Hooks,
+    session_started: bool,
+    stop_blocks: u32,
     /// Plan mode's hooks at the start and end of a turn, before the gate and after a round.
     planner: Planner,
 }
@@ -179,6 +195,9 @@ impl Agent {
             tools_tokens,
             tool_source: None,
             lease: Lease::default(),
+            hooks: Hooks::default(),
+            session_started: false,
+            stop_blocks: 0,
         }
     }
 
@@ -285,9 +304,14 @@ impl Agent {
     pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
         // Written now, made durable at the end of the first round: an fsync here would delay
         // the request, and a killed process loses nothing that write() has handed the kernel.
-        let input = self
-            .planner
-            .start_turn(input, &self.ctx.workflow, self.gate.as_ref(), sink);
+        let mut input =
+            self.planner
+                .start_turn(input, &self.ctx.workflow, self.gate.as_ref(), sink);
+        if let Err(err) = self.hook_prompt(&mut input, sink) {
+            self.planner
+                .end_turn(&self.ctx.workflow, self.gate.as_ref());
+            return Err(err);
+        }
         self.session.push(Message::user(input))?;
         let result = self.run_loop(sink);
         self.planner
@@ -309,6 +333,9 @@ impl Agent {
             let calls = reply.calls.clone();
             self.record_reply(reply)?;
             if calls.is_empty() {
+                if self.hook_stop(sink)? {
+                    continue;
+                }
                 return Ok(Finish::Answered);
             }
             if self
@@ -570,12 +597,15 @@ impl Agent {
             if let Some(err) = self.track_malformed(call, &result) {
                 repeated.get_or_insert(err);
             }
-            let (output, is_error) = match &result {
+            let (mut output, is_error) = match &result {
                 Ok(text) => (text.clone(), false),
                 Err(err) => (format!("error: {err}"), true),
             };
             let succeeded = (!is_error).then_some(output.as_str());
             self.lease.call(call.name(), call.arguments(), succeeded);
+            if !is_error {
+                self.hook_post_tool(call, &mut output, sink);
+            }
             sink.emit(Event::ToolResult {
                 id: call.id.clone(),
                 name: call.name().to_string(),
@@ -632,6 +662,7 @@ impl Agent {
         {
             return Err(ToolError::Failed(message));
         }
+        self.hook_pre_tool(call, &args, sink)?;
         let verdict = match tool.fresh_approval(&args, &self.ctx) {
             Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
             None => self.gate.check_declared(call.name(), tool.profile(), &args),

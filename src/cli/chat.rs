@@ -196,6 +196,14 @@ fn build_agent(
     if let Some(mcp) = mcp {
         agent.set_tool_source(Box::new(mcp.tool_watch()));
     }
+    let (hooks, problems) = crate::cli::hooks::session_hooks(config, cwd);
+    for message in problems {
+        sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
+    agent.set_hooks(hooks);
     if args.plan {
         agent.set_planning(true);
     }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::agent::hooks::{self, Hook, Hooks};
+use crate::agent::hooks::{self, Hook, HookEvent, Hooks};
 use crate::config::{self, Config};
 
 /// The hooks, and one line per problem or skipped source.
@@ -41,6 +41,18 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
             problems.push(format!(
                 "hooks: the {} hooks of {origin} are ignored: the workspace is not trusted (`reasonix trust` runs them)",
                 claude.len()
+            ));
+        }
+    }
+    for event in [
+        HookEvent::PermissionRequest,
+        HookEvent::Notification,
+        HookEvent::SubagentStop,
+    ] {
+        if found.iter().any(|h| h.event == event) {
+            problems.push(format!(
+                "hooks: {} hooks are accepted but this version never fires them",
+                event.as_str()
             ));
         }
     }

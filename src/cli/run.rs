@@ -345,6 +345,14 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         options,
     );
     agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
+    let (hooks, problems) = crate::cli::hooks::session_hooks(&config, &cwd);
+    for message in problems {
+        output.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
+    agent.set_hooks(hooks);
     if args.common.plan {
         agent.set_planning(true);
         output.emit(Event::PlanMode { planning: true });

@@ -1,0 +1,213 @@
+//! Where the loop calls the hooks (see `agent::hooks`): `SessionStart` and `UserPromptSubmit`
+//! before a user message is stored, `PreToolUse` before the permission gate, `PostToolUse`
+//! after a result, and `Stop` when the model has answered. A child module of `runner`, so
+//! the loop itself only holds the calls.
+
+use serde_json::{json, Map, Value};
+
+use super::{Agent, AgentError};
+use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::hooks::{Base, Decision, HookEvent, Hooks};
+use crate::permission::Resolution;
+use crate::provider::{Message, ToolCall};
+use crate::tool::ToolError;
+
+/// How many times in a row `Stop` hooks may send the model back to work in one turn.
+pub const STOP_BLOCK_LIMIT: u32 = 3;
+
+impl Agent {
+    /// The hooks this agent runs; none by default.
+    pub fn set_hooks(&mut self, hooks: Hooks) {
+        self.hooks = hooks;
+    }
+
+    fn hook_base(&self) -> Base {
+        let planning = self
+            .ctx
+            .workflow
+            .lock()
+            .map(|w| w.planning)
+            .unwrap_or(false);
+        Base {
+            session_id: self.session.id().to_string(),
+            transcript_path: self.session.path().display().to_string(),
+            permission_mode: if planning { "plan" } else { "default" }.into(),
+        }
+    }
+
+    fn fire(
+        &self,
+        event: HookEvent,
+        tool: Option<&str>,
+        fields: Map<String, Value>,
+        sink: &mut dyn EventSink,
+    ) -> Decision {
+        let base = self.hook_base();
+        self.hooks.fire(event, tool, fields, &base, &self.ctx, sink)
+    }
+
+    /// `SessionStart` (the first turn this agent runs) and `UserPromptSubmit`: a block ends the
+    /// turn before the message is stored; context the hooks print is appended to it.
+    pub(super) fn hook_prompt(
+        &mut self,
+        input: &mut String,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), AgentError> {
+        if self.hooks.is_empty() {
+            return Ok(());
+        }
+        let mut context = Vec::new();
+        if !self.session_started {
+            self.session_started = true;
+            let resumed = self
+                .session
+                .messages()
+                .iter()
+                .any(|m| m.role == crate::provider::Role::User);
+            let mut fields = Map::new();
+            fields.insert(
+                "source".into(),
+                json!(if resumed { "resume" } else { "startup" }),
+            );
+            context.extend(
+                self.fire(HookEvent::SessionStart, None, fields, sink)
+                    .context,
+            );
+        }
+        let mut fields = Map::new();
+        fields.insert("prompt".into(), json!(input));
+        let decision = self.fire(HookEvent::UserPromptSubmit, None, fields, sink);
+        if decision.is_blocked() {
+            return Err(AgentError::HookBlocked(decision.block_reason()));
+        }
+        context.extend(decision.context);
+        if !context.is_empty() {
+            input.push_str("\n\n<hook-context>\n");
+            input.push_str(&context.join("\n"));
+            input.push_str("\n</hook-context>");
+        }
+        Ok(())
+    }
+
+    /// `PreToolUse`: a block refuses the call with the hook's reason; an "ask" needs a fresh
+    /// approval from a person, which no posture or grant gives.
+    pub(super) fn hook_pre_tool(
+        &self,
+        call: &ToolCall,
+        args: &Value,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), ToolError> {
+        if !self.hooks.wants(HookEvent::PreToolUse, Some(call.name())) {
+            return Ok(());
+        }
+        let decision = self.fire(
+            HookEvent::PreToolUse,
+            Some(call.name()),
+            tool_fields(call, args),
+            sink,
+        );
+        if decision.is_blocked() {
+            return Err(ToolError::Failed(format!(
+                "blocked by a hook: {}",
+                decision.block_reason()
+            )));
+        }
+        if decision.ask.is_empty() {
+            return Ok(());
+        }
+        let preview = format!("a hook asks: {}", decision.ask.join("; "));
+        let verdict = self.gate.check_fresh(call.name(), args, &preview);
+        super::report_verdict(call.name(), &verdict, sink);
+        if verdict.allowed {
+            return Ok(());
+        }
+        Err(ToolError::Failed(
+            if verdict.resolution == Resolution::Headless {
+                format!(
+                "refused: a hook asked for a person's approval of this call ({}), and this run \
+                 is non-interactive; do not retry it unchanged",
+                decision.ask.join("; ")
+            )
+            } else {
+                verdict
+                    .message
+                    .unwrap_or_else(|| "blocked: the user declined this call".into())
+            },
+        ))
+    }
+
+    /// `PostToolUse`: what a blocking hook says, and any context, is added to the result the
+    /// model reads (the call already ran).
+    pub(super) fn hook_post_tool(
+        &self,
+        call: &ToolCall,
+        output: &mut String,
+        sink: &mut dyn EventSink,
+    ) {
+        if !self.hooks.wants(HookEvent::PostToolUse, Some(call.name())) {
+            return;
+        }
+        let args = serde_json::from_str(call.arguments()).unwrap_or(Value::Null);
+        let mut fields = tool_fields(call, &args);
+        fields.insert("tool_response".into(), json!(output));
+        let decision = self.fire(HookEvent::PostToolUse, Some(call.name()), fields, sink);
+        for note in decision.blocked.iter().chain(&decision.context) {
+            output.push_str("\n\n[hook] ");
+            output.push_str(note);
+        }
+    }
+
+    /// `Stop`: a block sends the model back to work with the reason as a user message, at
+    /// most [`STOP_BLOCK_LIMIT`] times in a row. Returns whether the turn goes on.
+    pub(super) fn hook_stop(&mut self, sink: &mut dyn EventSink) -> Result<bool, AgentError> {
+        if !self.hooks.wants(HookEvent::Stop, None) {
+            return Ok(false);
+        }
+        let mut fields = Map::new();
+        fields.insert("stop_hook_active".into(), json!(self.stop_blocks > 0));
+        fields.insert(
+            "last_assistant_message".into(),
+            json!(self.stats.final_text),
+        );
+        let decision = self.fire(HookEvent::Stop, None, fields, sink);
+        if !decision.is_blocked() {
+            self.stop_blocks = 0;
+            return Ok(false);
+        }
+        if self.stop_blocks >= STOP_BLOCK_LIMIT {
+            sink.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "hooks: Stop hooks sent the model back {STOP_BLOCK_LIMIT} times in a row; ending the turn anyway"
+                ),
+            });
+            self.stop_blocks = 0;
+            return Ok(false);
+        }
+        self.stop_blocks += 1;
+        self.session.push(Message::user(format!(
+            "A Stop hook says the work is not finished:\n{}",
+            decision.block_reason()
+        )))?;
+        Ok(true)
+    }
+}
+
+/// The tool fields of a hook input, with Claude Code's names alongside ours so scripts written
+/// for it find `tool_input.file_path`.
+fn tool_fields(call: &ToolCall, args: &Value) -> Map<String, Value> {
+    let mut input = args.clone();
+    if let Some(object) = input.as_object_mut() {
+        if let Some(path) = object.get("path").cloned() {
+            object.entry("file_path").or_insert(path);
+        }
+    }
+    let mut fields = Map::new();
+    fields.insert("tool_name".into(), json!(call.name()));
+    if let Some(alias) = crate::agent::hooks::claude_name(call.name()) {
+        fields.insert("tool_alias".into(), json!(alias));
+    }
+    fields.insert("tool_input".into(), input);
+    fields.insert("tool_use_id".into(), json!(call.id));
+    fields
+}
