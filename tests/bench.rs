@@ -1,10 +1,11 @@
 //! Benchmarks printed by `make bench` (ignored in `make test`): start-up to first request,
 //! a cold start in a fresh home, harness overhead per tool round, peak memory of a plain
 //! headless run, grep against rg on a large tree, the per-call cost of each bash jail, and what
-//! the first bash round costs with the jail off; also how the cost of a round grows over long sessions
-//! (agent time, wall, CPU and memory; the glibc build against the static musl one), and how
-//! often compaction breaks the prompt cache. Figures are printed with their targets, never
-//! asserted. Build with `--release` for meaningful numbers; the fake server answers instantly.
+//! the first bash round costs with the jail off; also how the cost of a round grows over long
+//! sessions (agent time, wall, CPU, memory and memory-mapping calls; the glibc build against
+//! the static musl one), and how often compaction breaks the prompt cache. Figures are printed
+//! with their targets, never asserted. Build with `--release` for meaningful numbers; the fake
+//! server answers instantly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
