@@ -1,10 +1,11 @@
 //! Benchmarks printed by `make bench` (ignored in `make test`): start-up to first request,
 //! a cold start in a fresh home, harness overhead per tool round, peak memory of a plain
 //! headless run, grep against rg on a large tree, the per-call cost of each bash jail, and what
-//! the first bash round costs with the jail off; also how the cost of a round grows over long sessions
-//! (agent time, wall, CPU and memory; the glibc build against the static musl one), and how
-//! often compaction breaks the prompt cache. Figures are printed with their targets, never
-//! asserted. Build with `--release` for meaningful numbers; the fake server answers instantly.
+//! the first bash round costs with the jail off; also how the cost of a round grows over long
+//! sessions (agent time, wall, CPU, memory and memory-mapping calls; the glibc build against
+//! the static musl one), and how often compaction breaks the prompt cache. Figures are printed
+//! with their targets, never asserted. Build with `--release` for meaningful numbers; the fake
+//! server answers instantly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -852,6 +853,66 @@ fn bench_static_musl_cpu_against_glibc_over_500_rounds() {
         musl_rss as f64 / 1024.0,
         verdict(ratio <= 1.3)
     );
+}
+
+/// `strace -c` counts of the memory-mapping calls of one `rounds`-round run of `binary`, or
+/// `None` when strace is not installed.
+fn mapping_calls(binary: &Path, rounds: usize) -> Option<std::collections::BTreeMap<String, u64>> {
+    let (server, home, work) = read_file_loop_of(rounds, "hello\n");
+    let out = home.join("strace.txt");
+    let mut cmd = reasonix_binary(Path::new("strace"), &home, work.path());
+    cmd.args(["-f", "-c", "-e", "trace=mmap,munmap,mremap,brk", "-o"])
+        .arg(&out)
+        .arg(binary)
+        .args(["run", "--output-format", "json", "loop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let status = cmd.status().ok()?;
+    assert!(status.success(), "{} under strace failed", binary.display());
+    assert_eq!(server.requests().len(), rounds + 1);
+    let text = std::fs::read_to_string(&out).ok()?;
+    // Rows: % time, seconds, usecs/call, calls, [errors,] syscall.
+    let calls = text
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let calls = fields.get(3)?.parse::<u64>().ok()?;
+            Some((fields.last()?.to_string(), calls))
+        })
+        .filter(|(name, _)| name != "total")
+        .collect();
+    Some(calls)
+}
+
+/// Memory-mapping calls per round of a `read_file` loop, from the difference between a
+/// 100-round and a 500-round run (start-up and exit cancel out).
+fn print_mapping_calls_per_round(what: &str, binary: &Path) {
+    let (Some(short), Some(long)) = (mapping_calls(binary, 100), mapping_calls(binary, 500)) else {
+        println!("{what}: strace not found; mmap/munmap calls per round not measured");
+        return;
+    };
+    let per_round = |name: &str| {
+        let count = |calls: &std::collections::BTreeMap<String, u64>| {
+            calls.get(name).copied().unwrap_or(0) as f64
+        };
+        (count(&long) - count(&short)) / 400.0
+    };
+    println!(
+        "{what}: per round {:.1} mmap, {:.1} munmap, {:.1} mremap, {:.1} brk (strace, 500 rounds minus 100)",
+        per_round("mmap"),
+        per_round("munmap"),
+        per_round("mremap"),
+        per_round("brk"),
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_mmap_churn_per_round() {
+    print_mapping_calls_per_round("glibc build", &glibc_binary());
+    if let Some(static_bin) = static_binary() {
+        print_mapping_calls_per_round("static musl build", &static_bin);
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,16 +4,20 @@
 //! length). It also keeps the FNV state of the body at the end of every message, so the
 //! body's hash rolls forward over new messages only.
 //!
+//! The encoded bytes are the only copy of the history it keeps per message: the structured
+//! [`Message`]s are decoded from them when first asked for, which halves what a long session
+//! holds in memory.
+//!
 //! The encoding is the one the request body has always had (`openai::message_json`, keys in
 //! canonical order); `openai::request_body` builds the same bytes from scratch and a debug
 //! assertion in the provider holds the two together.
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::openai::message_json;
-use super::Message;
+use super::{Message, Role};
 use crate::hash::fnv_continue;
 
 /// A history shared cheaply between the session and the request being sent: cloning it
@@ -22,13 +26,21 @@ use crate::hash::fnv_continue;
 #[derive(Clone, Default)]
 pub struct Transcript(Arc<Encoded>);
 
+/// The encoded messages are the history; the structured form is decoded from them only when
+/// asked for (compaction, a resumed session's repair, the interface). Keeping both for every
+/// message would hold the history twice, in the larger form.
 #[derive(Default)]
 struct Encoded {
-    messages: Vec<Message>,
     /// The messages' JSON joined by commas: the inside of the body's `messages` array.
     bytes: Vec<u8>,
     /// Where each message's JSON ends in `bytes` (its comma, if any, comes after).
     ends: Vec<usize>,
+    /// Per message: the encoding added an empty `reasoning_content` the message did not have
+    /// (see `message_json`), so decoding must take it out again.
+    filled: Vec<bool>,
+    /// The structured messages, once someone asked for them; from then on kept in step with
+    /// `bytes`, so asking every round costs only what was appended.
+    decoded: OnceLock<Vec<Message>>,
     /// FNV states at the message ends, for the body head that leads up to the array.
     chain: Mutex<Chain>,
 }
@@ -43,9 +55,10 @@ struct Chain {
 impl Clone for Encoded {
     fn clone(&self) -> Self {
         Encoded {
-            messages: self.messages.clone(),
             bytes: self.bytes.clone(),
             ends: self.ends.clone(),
+            filled: self.filled.clone(),
+            decoded: self.decoded.clone(),
             chain: Mutex::new(
                 self.chain
                     .lock()
@@ -56,30 +69,85 @@ impl Clone for Encoded {
     }
 }
 
+/// Whether `message_json` adds a `reasoning_content` that `message` lacks.
+fn fills_reasoning(message: &Message) -> bool {
+    message.role == Role::Assistant
+        && !message.tool_calls.is_empty()
+        && message.reasoning_content.is_none()
+}
+
+/// Appends `message`'s request JSON to `bytes`.
+fn encode(bytes: &mut Vec<u8>, message: &Message) {
+    // A Value serialises without failing; the fallback keeps the body valid JSON.
+    if serde_json::to_writer(&mut *bytes, &message_json(message)).is_err() {
+        bytes.extend_from_slice(b"null");
+    }
+}
+
 impl Encoded {
     fn push(&mut self, mut message: Message) {
-        shrink(&mut message);
         if !self.ends.is_empty() {
             self.bytes.push(b',');
         }
-        // A Value serialises without failing; the fallback keeps the body valid JSON.
-        if serde_json::to_writer(&mut self.bytes, &message_json(&message)).is_err() {
-            self.bytes.extend_from_slice(b"null");
-        }
+        encode(&mut self.bytes, &message);
         self.ends.push(self.bytes.len());
-        self.messages.push(message);
+        self.filled.push(fills_reasoning(&message));
+        if let Some(decoded) = self.decoded.get_mut() {
+            shrink(&mut message);
+            decoded.push(message);
+        }
     }
 
     /// Drops every message from `len` on, with its bytes and hash states.
     fn truncate(&mut self, len: usize) {
-        if len >= self.messages.len() {
+        if len >= self.ends.len() {
             return;
         }
-        self.messages.truncate(len);
         self.ends.truncate(len);
+        self.filled.truncate(len);
         self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
+        if let Some(decoded) = self.decoded.get_mut() {
+            decoded.truncate(len);
+        }
         let chain = self.chain.get_mut().unwrap_or_else(PoisonError::into_inner);
         chain.states.truncate(len);
+    }
+
+    /// Message `i`'s JSON.
+    fn slice(&self, i: usize) -> &[u8] {
+        // Past the comma that ends the message before.
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1] + 1,
+        };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Whether message `i` is `message`, judged by its encoding (which tells messages apart,
+    /// given the `filled` mark).
+    fn holds(&self, i: usize, message: &Message, scratch: &mut Vec<u8>) -> bool {
+        if i >= self.ends.len() || self.filled[i] != fills_reasoning(message) {
+            return false;
+        }
+        scratch.clear();
+        encode(scratch, message);
+        scratch[..] == *self.slice(i)
+    }
+
+    fn decode(&self, i: usize) -> Message {
+        // The bytes are a `Message` serialised by us, so they always decode; should that
+        // ever fail, an empty system message beats a panic.
+        let mut message: Message =
+            serde_json::from_slice(self.slice(i)).unwrap_or_else(|_| Message::system(""));
+        if self.filled[i] {
+            message.reasoning_content = None;
+        }
+        message
+    }
+
+    fn messages(&self) -> &[Message] {
+        self.decoded
+            .get_or_init(|| (0..self.ends.len()).map(|i| self.decode(i)).collect())
     }
 }
 
@@ -124,12 +192,11 @@ impl Transcript {
     /// Replaces the history, re-encoding only from the first message that differs, so a
     /// rewrite late in a long history costs what it changed.
     pub fn replace(&mut self, messages: Vec<Message>) {
-        let same = self
-            .0
-            .messages
+        let mut scratch = Vec::new();
+        let same = messages
             .iter()
-            .zip(&messages)
-            .take_while(|(a, b)| a == b)
+            .enumerate()
+            .take_while(|(i, message)| self.0.holds(*i, message, &mut scratch))
             .count();
         let encoded = Arc::make_mut(&mut self.0);
         encoded.truncate(same);
@@ -138,8 +205,18 @@ impl Transcript {
         }
     }
 
+    /// The structured messages, decoded on the first call (see [`Encoded`]).
     pub fn messages(&self) -> &[Message] {
-        &self.0.messages
+        self.0.messages()
+    }
+
+    /// How many messages there are, without decoding them.
+    pub fn len(&self) -> usize {
+        self.0.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.ends.is_empty()
     }
 
     /// The inside of the body's `messages` array: every message's JSON, comma-separated.
@@ -173,7 +250,7 @@ impl Deref for Transcript {
     type Target = [Message];
 
     fn deref(&self) -> &[Message] {
-        &self.0.messages
+        self.0.messages()
     }
 }
 
@@ -190,13 +267,83 @@ impl From<Vec<Message>> for Transcript {
 }
 
 impl PartialEq for Transcript {
+    /// Equal encodings (with equal `filled` marks) are equal messages.
     fn eq(&self, other: &Self) -> bool {
-        self.0.messages == other.0.messages
+        self.0.bytes == other.0.bytes
+            && self.0.ends == other.0.ends
+            && self.0.filled == other.0.filled
     }
 }
 
 impl fmt::Debug for Transcript {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(&self.0.messages).finish()
+        f.debug_list().entries(self.0.messages()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolCall;
+
+    fn history() -> Vec<Message> {
+        let mut without_reasoning = Message::assistant("");
+        without_reasoning
+            .tool_calls
+            .push(ToolCall::new("c1", "read_file", r#"{"path":"a.txt"}"#));
+        let mut empty_reasoning = without_reasoning.clone();
+        empty_reasoning.reasoning_content = Some(String::new());
+        let mut reasoning = without_reasoning.clone();
+        reasoning.reasoning_content = Some("think \"quoted\" \u{1f600}".into());
+        vec![
+            Message::system("sys"),
+            Message::user("héllo\n\t\"x\""),
+            without_reasoning,
+            Message::tool_result("c1", "1\thello\n"),
+            empty_reasoning,
+            Message::tool_result("c1", ""),
+            reasoning,
+            Message::assistant("done"),
+        ]
+    }
+
+    #[test]
+    fn messages_decode_from_the_bytes_exactly_as_they_were_pushed() {
+        let mut transcript = Transcript::new();
+        for message in history() {
+            transcript.push(message);
+        }
+        assert_eq!(transcript.len(), history().len());
+        assert_eq!(transcript.messages(), &history()[..]);
+        // Once decoded, later pushes keep the decoded form in step.
+        transcript.push(Message::user("more"));
+        let mut expected = history();
+        expected.push(Message::user("more"));
+        assert_eq!(transcript.messages(), &expected[..]);
+        assert_eq!(Transcript::from(expected.clone()).messages(), &expected[..]);
+    }
+
+    #[test]
+    fn replace_keeps_the_bytes_of_the_unchanged_prefix_and_tells_none_from_empty_reasoning() {
+        let mut transcript = Transcript::from(history());
+        let before = transcript.bytes().to_vec();
+        // Message 4 differs from message 2 only in `Some("")` against `None`, which encode
+        // alike: replacing one with the other must still count as a change.
+        let mut changed = history();
+        changed[4].reasoning_content = None;
+        transcript.replace(changed.clone());
+        assert_eq!(
+            transcript.bytes(),
+            &before[..],
+            "same bytes, other messages"
+        );
+        assert_eq!(transcript.messages(), &changed[..]);
+        assert_ne!(transcript, Transcript::from(history()));
+        let mut shorter = history();
+        shorter.truncate(3);
+        shorter.push(Message::tool_result("c1", "other"));
+        transcript.replace(shorter.clone());
+        assert_eq!(transcript.messages(), &shorter[..]);
+        assert_eq!(transcript, Transcript::from(shorter));
     }
 }

@@ -4,10 +4,12 @@
 //! the history), which must be byte-identical so the provider's prompt cache keeps hitting.
 //! Also the stable hash those bytes are named by.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use serde_json::{Map, Value};
 
 use super::super::transcript::Transcript;
-use super::super::{Message, ProviderSettings, Request, Role};
+use super::super::{Message, ProviderSettings, Request, Role, ToolSchema};
 use crate::hash::{fnv_continue, FNV_OFFSET};
 
 /// The exact request body: model, messages, tools, streaming options, sampling settings,
@@ -66,10 +68,11 @@ fn envelope(settings: &ProviderSettings, request: &Request) -> Map<String, Value
 /// A request body as sent: `head`, the transcript's cached message bytes, `tail`. Sending it
 /// streams the three parts, so no round copies the history into one buffer.
 pub struct Body {
-    pub head: Vec<u8>,
+    /// Shared with the [`BodyWriter`] that keeps it for the next request.
+    pub head: Arc<[u8]>,
     /// `None` when `extra_body` replaced the messages and `head` is the whole body.
     pub messages: Option<Transcript>,
-    pub tail: Vec<u8>,
+    pub tail: Arc<[u8]>,
     /// The body's [`stable_hash`].
     pub hash: u64,
 }
@@ -99,41 +102,106 @@ impl Body {
 /// message JSON: only the envelope is serialised here. Its hash is rolled forward over the
 /// messages hashed before.
 pub fn write_request_body(settings: &ProviderSettings, request: &Request) -> Body {
-    let envelope = envelope(settings, request);
-    if envelope.contains_key("messages") {
-        // `extra_body` replaced the messages: nothing cached applies.
-        let mut head = Vec::new();
-        write_json(&mut head, &Value::Object(envelope));
-        let hash = stable_hash(&head);
-        return Body {
-            head,
-            messages: None,
-            tail: Vec::new(),
-            hash,
+    Envelope::new(settings, request).body(request)
+}
+
+/// Writes the request bodies of one provider (whose settings do not change), keeping the
+/// envelope's bytes from one request to the next: they change only with the tools or the
+/// sampling settings, and building them anew clones and serialises every tool schema.
+#[derive(Default)]
+pub struct BodyWriter {
+    last: Mutex<Option<Envelope>>,
+}
+
+impl BodyWriter {
+    /// What [`write_request_body`] writes for `request` under these `settings`.
+    pub fn write(&self, settings: &ProviderSettings, request: &Request) -> Body {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if !last.as_ref().is_some_and(|envelope| envelope.fits(request)) {
+            *last = None;
+        }
+        last.get_or_insert_with(|| Envelope::new(settings, request))
+            .body(request)
+    }
+}
+
+/// The serialised body around the messages, with the request fields it was made from.
+struct Envelope {
+    tools: Vec<ToolSchema>,
+    temperature: Option<f64>,
+    max_tokens: Option<u64>,
+    reasoning_effort: Option<String>,
+    /// Up to and including the `[` of the messages; the whole body when `extra_body`
+    /// replaced the messages (then `tail` is `None`).
+    head: Arc<[u8]>,
+    tail: Option<Arc<[u8]>>,
+    /// The FNV state after `head`.
+    head_state: u64,
+}
+
+impl Envelope {
+    fn new(settings: &ProviderSettings, request: &Request) -> Envelope {
+        let envelope = envelope(settings, request);
+        let (head, tail) = if envelope.contains_key("messages") {
+            // `extra_body` replaced the messages: nothing cached applies.
+            let mut head = Vec::new();
+            write_json(&mut head, &Value::Object(envelope));
+            (head, None)
+        } else {
+            let mut head = vec![b'{'];
+            // The map iterates in key order, the order serde_json writes it in.
+            let mut entries = envelope.iter().peekable();
+            let mut first = true;
+            while let Some((key, value)) = entries.next_if(|(key, _)| key.as_str() < "messages") {
+                write_entry(&mut head, &mut first, key, value);
+            }
+            if !first {
+                head.push(b',');
+            }
+            head.extend_from_slice(b"\"messages\":[");
+            let mut tail = vec![b']'];
+            for (key, value) in entries {
+                write_entry(&mut tail, &mut false, key, value);
+            }
+            tail.push(b'}');
+            (head, Some(tail.into()))
         };
+        Envelope {
+            tools: request.tools.clone(),
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            reasoning_effort: request.reasoning_effort.clone(),
+            head_state: stable_hash(&head),
+            head: head.into(),
+            tail,
+        }
     }
-    let mut head = vec![b'{'];
-    // The map iterates in key order, the order serde_json writes it in.
-    let mut entries = envelope.iter().peekable();
-    let mut first = true;
-    while let Some((key, value)) = entries.next_if(|(key, _)| key.as_str() < "messages") {
-        write_entry(&mut head, &mut first, key, value);
+
+    /// Whether `request` would get the same envelope (a NaN temperature never does, which
+    /// only costs a rebuild).
+    fn fits(&self, request: &Request) -> bool {
+        self.temperature == request.temperature
+            && self.max_tokens == request.max_tokens
+            && self.reasoning_effort == request.reasoning_effort
+            && self.tools == request.tools
     }
-    if !first {
-        head.push(b',');
-    }
-    head.extend_from_slice(b"\"messages\":[");
-    let state = request.messages.hash_after(stable_hash(&head));
-    let mut tail = vec![b']'];
-    for (key, value) in entries {
-        write_entry(&mut tail, &mut false, key, value);
-    }
-    tail.push(b'}');
-    Body {
-        hash: fnv_continue(state, &tail),
-        head,
-        messages: Some(request.messages.clone()),
-        tail,
+
+    fn body(&self, request: &Request) -> Body {
+        let Some(tail) = &self.tail else {
+            return Body {
+                head: Arc::clone(&self.head),
+                messages: None,
+                tail: Arc::from(&[][..]),
+                hash: self.head_state,
+            };
+        };
+        let state = request.messages.hash_after(self.head_state);
+        Body {
+            hash: fnv_continue(state, tail),
+            head: Arc::clone(&self.head),
+            messages: Some(request.messages.clone()),
+            tail: Arc::clone(tail),
+        }
     }
 }
 
@@ -294,5 +362,46 @@ mod tests {
             .extra_body
             .insert("messages".into(), serde_json::json!([]));
         assert_assembled_matches(&settings, &request);
+    }
+
+    #[test]
+    fn a_body_writer_reuses_the_envelope_only_while_the_fields_it_was_made_from_hold() {
+        let settings = ProviderSettings {
+            model: "m".into(),
+            ..ProviderSettings::default()
+        };
+        let writer = BodyWriter::default();
+        let check = |request: &Request| {
+            let reused = writer.write(&settings, request);
+            let fresh = write_request_body(&settings, request);
+            assert_eq!(
+                String::from_utf8_lossy(&reused.to_vec()),
+                String::from_utf8_lossy(&fresh.to_vec())
+            );
+            assert_eq!(reused.hash, fresh.hash);
+        };
+        let mut request = Request {
+            messages: vec![Message::user("hi")].into(),
+            ..Request::default()
+        };
+        check(&request);
+        request.messages.push(Message::assistant("a"));
+        check(&request);
+        request.tools.push(ToolSchema {
+            name: "ls".into(),
+            description: "List".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        });
+        check(&request);
+        request.tools[0].description = "List files".into();
+        check(&request);
+        request.max_tokens = Some(5);
+        check(&request);
+        request.temperature = Some(0.5);
+        check(&request);
+        request.reasoning_effort = Some("high".into());
+        check(&request);
+        request.messages.push(Message::user("more"));
+        check(&request);
     }
 }

@@ -1,11 +1,13 @@
-//! One streamed exchange on its own thread: the request sent through `net` (which retries
+//! One streamed exchange on a worker thread: the request sent through `net` (which retries
 //! until a reply starts), the body read and fed to the [`StreamParser`], chunks handed to the
 //! caller over a channel, an empty reply asked again, the exchange recorded when
 //! `--record` is on. The caller's end is a [`ChunkStream`] that a cancel or a drop stops.
+//! [`Workers`] keeps the threads between exchanges: a thread per request would map and unmap
+//! a fresh stack every round, which musl's allocator does not cache.
 
 use std::io::Read;
-use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
@@ -159,8 +161,93 @@ enum BodyEnd {
     Empty(ProviderError),
 }
 
+/// Idle exchange threads, each waiting on its own channel. A request takes one (or starts
+/// one when all are busy); a thread puts itself back when its exchange is over, so the pool
+/// grows to the number of exchanges open at once and no further.
+#[derive(Default)]
+pub(super) struct Workers {
+    idle: Arc<Mutex<Vec<Sender<Work>>>>,
+}
+
+/// One exchange for a worker, with the worker's own inbox so that it can return to the pool.
+struct Work {
+    job: Job,
+    tx: Sender<Msg>,
+    inbox: Sender<Work>,
+}
+
+/// Bytes read from the reply at a time.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// Idle threads kept beyond this many exit instead.
+const MAX_IDLE: usize = 4;
+
+impl Workers {
+    /// Runs `job` on an idle worker, or on a new one; chunks go to `tx`.
+    pub(super) fn start(&self, mut job: Job, mut tx: Sender<Msg>) -> Result<(), ProviderError> {
+        loop {
+            let idle = self
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            let Some(inbox) = idle else { break };
+            let work = Work {
+                job,
+                tx,
+                inbox: inbox.clone(),
+            };
+            match inbox.send(work) {
+                Ok(()) => return Ok(()),
+                // That worker is gone (it panicked): try the next one.
+                Err(mpsc::SendError(returned)) => (job, tx) = (returned.job, returned.tx),
+            }
+        }
+        let (inbox, rx) = mpsc::channel();
+        let idle = Arc::downgrade(&self.idle);
+        std::thread::Builder::new()
+            .name("reasonix-provider-stream".into())
+            .spawn(move || serve(rx, idle))
+            .map_err(|e| {
+                ProviderError::Stream(format!("cannot start the stream thread: {e}").into())
+            })?;
+        let work = Work {
+            job,
+            tx,
+            inbox: inbox.clone(),
+        };
+        inbox.send(work).map_err(|_| {
+            ProviderError::Stream("the stream thread stopped before the request".into())
+        })
+    }
+}
+
+/// A worker's life: exchanges until the provider (and with it the pool) is dropped, or the
+/// pool has enough idle threads.
+fn serve(rx: Receiver<Work>, idle: Weak<Mutex<Vec<Sender<Work>>>>) {
+    // The read buffer lives as long as the thread, not one exchange.
+    let mut buf = vec![0u8; READ_BUFFER];
+    while let Ok(Work { job, tx, inbox }) = rx.recv() {
+        job.run(&tx, &mut buf);
+        // Back in the pool before the consumer learns the exchange is over, so that its next
+        // request finds this thread idle instead of starting another.
+        let Some(idle) = idle.upgrade() else { break };
+        {
+            let mut idle = idle.lock().unwrap_or_else(PoisonError::into_inner);
+            if idle.len() >= MAX_IDLE {
+                let _ = tx.send(Msg::End);
+                break;
+            }
+            idle.push(inbox);
+        }
+        let _ = tx.send(Msg::End);
+    }
+}
+
 impl Job {
-    pub(super) fn run(self, tx: Sender<Msg>) {
+    /// Runs the exchange, reading the reply through `buf`; the caller sends the final
+    /// [`Msg::End`].
+    fn run(self, tx: &Sender<Msg>, buf: &mut [u8]) {
         let _wake_consumer = {
             let tx = tx.clone();
             self.abort.on_cancel(move || {
@@ -205,7 +292,7 @@ impl Job {
                 }
                 Ok(open) => {
                     let may_retry = empty_retries < self.policy.max_retries;
-                    match self.read_body(open, &tx, may_retry) {
+                    match self.read_body(open, tx, buf, may_retry) {
                         BodyEnd::Done => break,
                         BodyEnd::Empty(reason) => {
                             // Like a 5xx: the server had a bad moment, and since nothing
@@ -229,18 +316,22 @@ impl Job {
                 }
             }
         }
-        let _ = tx.send(Msg::End);
     }
 
-    fn read_body(&self, mut open: OpenBody, tx: &Sender<Msg>, may_retry: bool) -> BodyEnd {
+    fn read_body(
+        &self,
+        mut open: OpenBody,
+        tx: &Sender<Msg>,
+        buf: &mut [u8],
+        may_retry: bool,
+    ) -> BodyEnd {
         let mut parser = StreamParser::new(self.id_seed, self.prompt_estimate);
         let mut raw = Vec::new();
         let mut received = 0usize;
-        let mut buf = vec![0u8; 16 * 1024];
         let mut out = Vec::new();
         let mut forwarded = false;
         let result = loop {
-            match open.reader.read(&mut buf) {
+            match open.reader.read(buf) {
                 Ok(0) => break parser.finish(&mut out),
                 Ok(n) => {
                     received += n;

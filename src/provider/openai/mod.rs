@@ -3,9 +3,9 @@
 //!
 //! The work is split by job: `body` writes the request bytes, `stream` decodes the streamed
 //! reply into [`Chunk`](super::Chunk)s (sans-IO, shared with replays), `exchange` runs one
-//! request on its own thread and hands chunks to the caller, `models` lists and probes the
-//! models endpoint. `net` owns the sockets and the retries before a reply starts, `record`
-//! the recording format.
+//! request on a pooled worker thread and hands chunks to the caller, `models` lists and
+//! probes the models endpoint. `net` owns the sockets and the retries before a reply
+//! starts, `record` the recording format.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -16,7 +16,7 @@ use super::record::Recorder;
 use super::{ChunkStream, Provider, ProviderError, ProviderSettings, Request, Retry};
 use crate::cancel::CancelToken;
 use body::estimate_tokens;
-use exchange::{await_start, Job};
+use exchange::{await_start, Job, Workers};
 
 mod body;
 mod exchange;
@@ -24,7 +24,7 @@ mod models;
 mod stream;
 
 pub(crate) use body::message_json;
-pub use body::{request_body, stable_hash, write_request_body};
+pub use body::{request_body, stable_hash, write_request_body, BodyWriter};
 pub use models::{list_models, probe, ProbeReport};
 pub use stream::{normalise_usage, StreamParser};
 
@@ -35,6 +35,8 @@ pub struct OpenAiProvider {
     chat_url: String,
     headers: Vec<(String, String)>,
     recorder: Option<Arc<Recorder>>,
+    bodies: BodyWriter,
+    workers: Workers,
 }
 
 /// The `openai` row of the factory table.
@@ -57,6 +59,8 @@ impl OpenAiProvider {
             chat_url,
             headers,
             recorder,
+            bodies: BodyWriter::default(),
+            workers: Workers::default(),
         })
     }
 }
@@ -79,7 +83,7 @@ impl Provider for OpenAiProvider {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
         }
-        let body = write_request_body(&self.settings, request);
+        let body = self.bodies.write(&self.settings, request);
         debug_assert!(
             body.to_vec()
                 == serde_json::to_vec(&request_body(&self.settings, request)).unwrap_or_default(),
@@ -112,12 +116,7 @@ impl Provider for OpenAiProvider {
             _abort_on_cancel: cancel.on_cancel(move || abort_on_cancel.cancel()),
         };
         let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("reasonix-provider-stream".into())
-            .spawn(move || job.run(tx))
-            .map_err(|e| {
-                ProviderError::Stream(format!("cannot start the stream thread: {e}").into())
-            })?;
+        self.workers.start(job, tx)?;
         await_start(rx, cancel.clone(), abort, on_retry)
     }
 }
