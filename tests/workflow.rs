@@ -346,3 +346,47 @@ fn the_text_format_prints_the_list_on_stderr_when_it_changes() {
     let list = "todo: 1 of 3 done\n  [ ] Phase\n    [x] Done part\n    [>] Next part\n";
     assert_eq!(out.stderr.matches(list).count(), 1, "{out:?}");
 }
+
+#[test]
+fn a_looping_model_in_the_chat_is_paused_with_the_reason_and_the_chat_goes_on() {
+    let todo = r#"{"todos":[{"content":"Fix the bug","status":"in_progress"}]}"#;
+    let read = r#"{"path":"a.txt"}"#;
+    let server = FakeOpenAI::start_with(move |requests| {
+        let n = requests.len();
+        let last_user = requests[n - 1].body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user").cloned())
+            .unwrap_or_default();
+        if last_user["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("try another way"))
+        {
+            Reply::text("trying another way")
+        } else if n == 1 {
+            Reply::tool_calls(&[("t1", "todo_write", todo), ("r1", "read_file", read)])
+        } else if n > 40 {
+            Reply::text("gave up")
+        } else {
+            Reply::tool_calls(&[(&format!("r{n}"), "read_file", read)])
+        }
+    });
+    let (home, work) = (Dir::new(), Dir::new());
+    work.write("a.txt", "the same text every time\n");
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut cmd = crate::util::reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 40);
+    pty.wait_text("fake-model · ask");
+    pty.send("fix the bug\r");
+    pty.wait_text("paused: 16 rounds");
+    pty.wait_text("Ask anything");
+    assert_eq!(server.requests().len(), 17);
+    // The chat is still usable and the conversation, with all its work, continues.
+    pty.send("try another way\r");
+    pty.wait_text("trying another way");
+    let requests = server.wait_for_requests(18);
+    let messages = requests[17].body["messages"].as_array().unwrap();
+    assert!(messages.iter().filter(|m| m["role"] == "tool").count() >= 17);
+    pty.send("\x04");
+    assert!(pty.wait_exit().success());
+}
