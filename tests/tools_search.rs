@@ -944,6 +944,69 @@ fn grep_files_and_count_modes_agree_on_files_larger_than_the_buffer() {
     );
 }
 
+/// Count mode's literal fast paths (a short case-folded literal and a long exact one) on a
+/// file several buffers long: CRLF lines, matches cut by a buffer's end, every case mix,
+/// non-ASCII letters that regex-lite's ASCII-only folding leaves unmatched, and a binary file
+/// holding the literal, which is skipped. Every figure is checked against a count made here.
+#[test]
+fn grep_count_of_folded_and_long_literals_agrees_across_buffers_crlf_and_binary_files() {
+    let dir = Dir::new();
+    let spellings = ["copyright", "COPYRIGHT", "CopyRight", "cOPYRIGHt"];
+    let mut body = String::new();
+    let (mut folded, mut exact, mut long, mut strasse) = (0, 0, 0, 0);
+    let mut i = 0usize;
+    while body.len() < 900 * 1024 {
+        // A match every 61 lines lands at every offset of the 256 KiB buffer over the file.
+        let line = match i % 61 {
+            0 => {
+                let word = spellings[(i / 61) % 4];
+                folded += 1;
+                exact += usize::from(word == "copyright");
+                format!("{i:07} {word} line\r\n")
+            }
+            17 => {
+                long += 1;
+                format!("{i:07} needle_in_the_haystack\r\n")
+            }
+            29 => {
+                strasse += 1;
+                format!("{i:07} STRAßE\r\n")
+            }
+            // Near misses: a Kelvin sign, a capital sharp s, a split word.
+            43 => format!("{i:07} \u{212a}opyright STRAẞE copy right needle_in_the_haystac\r\n"),
+            _ => format!("{i:07} filler text with a few rare bytes: y g k q z\r\n"),
+        };
+        body.push_str(&line);
+        i += 1;
+    }
+    dir.write("big.txt", &body);
+    let mut blob = body.clone().into_bytes();
+    blob.insert(10, 0);
+    fs::write(dir.join("blob.dat"), blob).unwrap();
+    let count = |pattern: &str| {
+        ok(
+            "grep",
+            &dir,
+            json!({"pattern": pattern, "output_mode": "count"}),
+        )
+    };
+    let expect = |n: usize| format!("big.txt:{n}\n({n} matching lines in 1 file)\n");
+    assert!(
+        folded > 100 && long > 100 && strasse > 100,
+        "{folded} {long}"
+    );
+    assert_eq!(count("(?i)copyright"), expect(folded));
+    assert_eq!(count("copyright"), expect(exact));
+    assert_eq!(count("needle_in_the_haystack"), expect(long));
+    assert_eq!(count("(?i)NEEDLE_IN_THE_HAYSTACK"), expect(long));
+    assert_eq!(count("(?i)straße"), expect(strasse));
+    assert_eq!(count("(?i)copyright line$"), expect(folded));
+    assert_eq!(
+        count("(?i)copyright|needle_in_the_haystack"),
+        expect(folded + long)
+    );
+}
+
 #[test]
 fn search_tools_are_read_only_with_object_schemas() {
     for name in ["ls", "glob", "grep"] {
