@@ -26,3 +26,4 @@ mod tools_files;
 mod tools_search;
 mod trust;
 mod tui;
+mod tui_collab;

@@ -21,6 +21,7 @@ use crate::provider::{
     Chunk, ChunkStream, Message, Prices, Provider, ProviderError, Request, Role, ToolCall,
     ToolSchema, Usage,
 };
+use crate::tool::builtin::ask;
 use crate::tool::builtin::todo::TodoItem;
 use crate::tool::collab::{Interact, Workflow};
 use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
@@ -490,6 +491,9 @@ impl Agent {
                 Ok(text) => (text.clone(), false),
                 Err(err) => (format!("error: {err}"), true),
             };
+            if let Some(asked) = ask::asked(call.name(), call.arguments(), &output) {
+                sink.emit(Event::Ask(asked));
+            }
             sink.emit(Event::ToolResult {
                 id: call.id.clone(),
                 name: call.name().to_string(),

@@ -117,6 +117,22 @@ impl Output {
             }
             Event::ReasoningDelta(_) => {}
             Event::Todo { .. } | Event::PlanMode { .. } => {}
+            Event::Ask(asked) => {
+                let question = one_line(&asked.question, 120);
+                let line = match (&asked.answer, asked.assumption) {
+                    (_, true) => format!(
+                        "ask: no user to answer \"{question}\"; the model assumes and says what"
+                    ),
+                    (Some(answer), false) => {
+                        format!(
+                            "ask: \"{question}\" answered by the user: {}",
+                            one_line(answer, 120)
+                        )
+                    }
+                    (None, false) => format!("ask: the user dismissed \"{question}\""),
+                };
+                self.err_line(&line);
+            }
             Event::ToolUse {
                 name, arguments, ..
             } => {
@@ -377,6 +393,9 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         }),
         Event::Todo { items } => json!({"type": "todo", "items": items}),
         Event::PlanMode { planning } => json!({"type": "plan_mode", "planning": planning}),
+        Event::Ask(asked) => json!({"type": "ask", "question": asked.question,
+            "options": asked.options, "answer": asked.answer,
+            "source": if asked.assumption { "assumption" } else { "user" }}),
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }

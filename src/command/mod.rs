@@ -32,12 +32,13 @@ pub enum Builtin {
     Status,
     Resume,
     Verbose,
+    Plan,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 13] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -50,6 +51,7 @@ impl Builtin {
         Builtin::Status,
         Builtin::Resume,
         Builtin::Verbose,
+        Builtin::Plan,
         Builtin::Exit,
     ];
 
@@ -68,6 +70,7 @@ impl Builtin {
             Builtin::Status => "status",
             Builtin::Resume => "resume",
             Builtin::Verbose => "verbose",
+            Builtin::Plan => "plan",
             Builtin::Exit => "exit",
         }
     }
@@ -86,6 +89,7 @@ impl Builtin {
             Builtin::Status => "Model, session, permissions and context",
             Builtin::Resume => "Pick an earlier conversation of this workspace",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
+            Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
             Builtin::Exit => "Leave the chat",
         }
     }
@@ -110,7 +114,12 @@ impl Builtin {
     /// the model or effort mid-answer (`args` non-empty).
     pub fn needs_idle(self, args: &str) -> bool {
         match self {
-            Builtin::New | Builtin::Clear | Builtin::Compact | Builtin::Resume => true,
+            Builtin::New
+            | Builtin::Clear
+            | Builtin::Compact
+            | Builtin::Resume
+            // Plan mode is part of a turn's setup; a turn already running keeps its mode.
+            | Builtin::Plan => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp

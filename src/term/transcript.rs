@@ -249,7 +249,7 @@ impl Transcript {
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
             Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
-            Event::Todo { .. } | Event::PlanMode { .. } => {}
+            Event::Todo { .. } | Event::PlanMode { .. } | Event::Ask(_) => {}
         }
     }
 
@@ -556,6 +556,7 @@ pub fn tool_title(name: &str, arguments: &str, room: usize) -> Line {
             None => p,
         }),
         "todo_write" => Some("update the task list".into()),
+        "ask" => get("question"),
         _ => match &args {
             Value::Object(map) if !map.is_empty() => Some(args.to_string()),
             _ => None,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::{Profile, Tool};
 
+pub mod ask;
 mod bash;
 pub mod edit;
 mod glob;
@@ -30,6 +31,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
+        Arc::new(ask::Ask),
         Arc::new(history::History),
         Arc::new(memory::MemoryTool),
         Arc::new(memory::Remember),
