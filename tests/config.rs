@@ -888,7 +888,6 @@ approvals_reviewer = "user"
             format!("reasonix: warning: {p}:6:1: `agent.subagent_models` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:8:8: `tools.shell` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:12:2: `skills` is not supported yet (ignored)"),
-            format!("reasonix: warning: {p}:28:1: `plugins[0].trusted_read_only_tools` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:29:1: `plugins[0].approvals_reviewer` is not supported yet (ignored)"),
         ],
         "{out:?}"

@@ -16,6 +16,7 @@ mod layers;
 mod mcp;
 mod output;
 mod permissions;
+mod plan;
 mod provider;
 mod run;
 mod sandbox;

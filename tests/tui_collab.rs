@@ -67,7 +67,7 @@ fn ask_session() -> (FakeOpenAI, Dir, Dir, Pty) {
     ]);
     let mut pty = chat(&home, &work);
     pty.send("set up storage\r");
-    pty.wait_text("Which database should I use?");
+    pty.wait_text("╭─ The model asks");
     (server, home, work, pty)
 }
 
@@ -96,7 +96,10 @@ fn free_text_keeps_the_composer_with_the_question_above_it() {
     wait_gone(&mut pty, "1. Postgres");
     let screen = pty.screen();
     assert!(has_composer(&screen), "{screen}");
-    assert!(screen.contains("Which database should I use?"), "{screen}");
+    assert!(
+        screen.contains("type your answer · enter to send · esc back to the choices"),
+        "{screen}"
+    );
     assert!(!screen.contains("1. Postgres"), "{screen}");
     pty.send("MariaDB 11");
     pty.wait_text("› MariaDB 11");
@@ -224,4 +227,121 @@ fn slash_plan_and_shift_tab_show_plan_in_the_status_line() {
     pty.wait_for("back to ask, not planning", |vt| {
         vt.screen().contains("fake-model · ask ·") && !vt.screen().contains("· plan")
     });
+}
+
+const PLAN: &str = "## Plan\n\n1. Write **b.txt** with the greeting\n2. Check it";
+
+fn plan_call(id: &str) -> (String, String, String) {
+    (
+        id.into(),
+        "exit_plan_mode".into(),
+        serde_json::json!({ "plan": PLAN }).to_string(),
+    )
+}
+
+fn replies(calls: &[(String, String, String)]) -> Reply {
+    let borrowed: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    Reply::tool_calls(&borrowed)
+}
+
+fn call(id: &str, name: &str, args: Value) -> (String, String, String) {
+    (id.into(), name.into(), args.to_string())
+}
+
+#[test]
+fn a_plan_session_reviews_the_plan_then_runs_its_writes_without_prompts() {
+    let todo =
+        |status: &str| serde_json::json!({"todos": [{"content": "write b", "status": status}]});
+    let (server, home, work) = setup(vec![
+        replies(&[call(
+            "c1",
+            "read_file",
+            serde_json::json!({"path": "a.txt"}),
+        )]),
+        replies(&[plan_call("c2")]),
+        replies(&[
+            call("c3", "todo_write", todo("in_progress")),
+            call(
+                "c4",
+                "write_file",
+                serde_json::json!({"path": "b.txt", "content": "hi\n"}),
+            ),
+        ]),
+        replies(&[call("c5", "todo_write", todo("completed"))]),
+        replies(&[call(
+            "c6",
+            "write_file",
+            serde_json::json!({"path": "c.txt", "content": "later\n"}),
+        )]),
+        Reply::text("Done."),
+    ]);
+    work.write("a.txt", "greeting: hi\n");
+    let mut pty = chat(&home, &work);
+    pty.send("/plan\r");
+    pty.wait_text("fake-model · ask · plan");
+    pty.send("write the greeting to b.txt\r");
+    pty.wait_text("Plan ready for review");
+    let screen = pty.screen();
+    assert!(
+        screen.contains("│ 1. Write b.txt with the greeting"),
+        "{screen}"
+    );
+    assert!(screen.contains("❯ 1. Approve and start (y)"), "{screen}");
+    assert!(
+        !has_composer(&screen),
+        "the review hides the composer:\n{screen}"
+    );
+    assert!(
+        screen.contains("· plan"),
+        "still planning while the review is open"
+    );
+    pty.send("y");
+    // The window lets b.txt through under posture ask; the list completes and closes it, so
+    // the next write asks again.
+    pty.wait_text("Allow write_file?");
+    let screen = pty.screen();
+    assert!(
+        screen.contains("c.txt"),
+        "the only prompt is for the later write:\n{screen}"
+    );
+    assert_eq!(work.read("b.txt"), "hi\n");
+    assert!(
+        !screen.contains("· plan"),
+        "plan mode ended with the approval:\n{screen}"
+    );
+    pty.send("n");
+    pty.wait_text("Done.");
+    wait_idle(&mut pty);
+    assert!(!work.join("c.txt").exists());
+    let result = tool_result(&server, 3, "c2");
+    assert!(result.to_lowercase().contains("approved"), "{result}");
+}
+
+#[test]
+fn keep_planning_sends_the_typed_feedback() {
+    let (server, home, work) = setup(vec![
+        replies(&[plan_call("c1")]),
+        Reply::text("Revising the plan."),
+    ]);
+    let mut pty = chat(&home, &work);
+    pty.send("\x1b[Z\x1b[Z\x1b[Z");
+    pty.wait_text("fake-model · yolo · plan");
+    pty.send("write the greeting\r");
+    // Even under yolo the plan waits for the person.
+    pty.wait_text("Plan ready for review");
+    pty.send("n");
+    pty.wait_text("Keep planning");
+    wait_gone(&mut pty, "Plan ready for review");
+    assert!(has_composer(&pty.screen()), "{}", pty.screen());
+    pty.send("smaller steps please");
+    pty.wait_text("› smaller steps please");
+    pty.send("\r");
+    pty.wait_text("Revising the plan.");
+    wait_idle(&mut pty);
+    let result = tool_result(&server, 2, "c1");
+    assert!(result.contains("smaller steps please"), "{result}");
+    assert!(pty.screen().contains("yolo · plan"), "{}", pty.screen());
 }

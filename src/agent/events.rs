@@ -6,6 +6,7 @@ use crate::permission::{Decision, Posture, Resolution};
 use crate::provider::{Retry, Usage};
 use crate::tool::builtin::ask::Asked;
 use crate::tool::builtin::todo::TodoItem;
+use crate::tool::collab::PlanOutcome;
 use crate::tool::Family;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +88,12 @@ pub enum Event {
     /// Plan mode was entered or left: by the user, auto-plan, or an approved plan.
     PlanMode {
         planning: bool,
+    },
+    /// `exit_plan_mode` proposed a plan and this is what became of it (proposed with no one
+    /// to review it, approved, sent back with feedback, or not answered).
+    Plan {
+        plan: String,
+        outcome: PlanOutcome,
     },
     /// The request prefix changed, so the provider's prompt cache restarts from
     /// `first_changed` (an index into the messages). Compaction does this, and so does a

@@ -4,6 +4,7 @@
 pub mod compaction;
 pub mod dispatch;
 pub mod events;
+pub mod plan;
 pub mod prompt;
 pub mod runner;
 pub mod session;

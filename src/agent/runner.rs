@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
+use super::plan::{PlanSettings, Planner};
 use super::session::{Session, SessionError};
 use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
@@ -40,6 +41,8 @@ pub struct Options {
     pub prices: Option<Prices>,
     /// Context window and compaction thresholds; the default (window 0) disables maintenance.
     pub context: ContextOptions,
+    /// Auto-plan and the legacy plan-mode trust list.
+    pub plan: PlanSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,6 +133,8 @@ pub struct Agent {
     /// Estimated tokens of the tool definitions, part of every request.
     tools_tokens: u64,
     tool_source: Option<Box<dyn ToolSource>>,
+    /// Plan mode's hooks at the start and end of a turn, before the gate and after a round.
+    planner: Planner,
 }
 
 /// What one assistant reply consisted of.
@@ -154,6 +159,7 @@ impl Agent {
         if let Some(denials) = gate.read_denials() {
             ctx.read_denials = Some(denials);
         }
+        let planner = Planner::new(options.plan.clone());
         Agent {
             provider,
             tools,
@@ -161,6 +167,7 @@ impl Agent {
             session,
             ctx,
             options,
+            planner,
             stats: Stats::default(),
             malformed: None,
             warned_estimated_usage: false,
@@ -207,8 +214,11 @@ impl Agent {
         self.ctx.cancel.clone()
     }
 
-    /// Enters or leaves plan mode between turns (`/plan`, Shift-Tab, `--plan`).
+    /// Enters or leaves plan mode between turns (`/plan`, Shift-Tab, `--plan`). The caller
+    /// reports the change itself (`Event::PlanMode`); the agent reports the changes it makes
+    /// (auto-plan, an approved plan).
     pub fn set_planning(&mut self, planning: bool) {
+        self.planner.reported(planning);
         let mut workflow = self
             .ctx
             .workflow
@@ -262,8 +272,13 @@ impl Agent {
     pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
         // Written now, made durable at the end of the first round: an fsync here would delay
         // the request, and a killed process loses nothing that write() has handed the kernel.
+        let input = self
+            .planner
+            .start_turn(input, &self.ctx.workflow, self.gate.as_ref(), sink);
         self.session.push(Message::user(input))?;
         let result = self.run_loop(sink);
+        self.planner
+            .end_turn(&self.ctx.workflow, self.gate.as_ref());
         // Whatever happened, what was received is made durable.
         self.session.sync()?;
         result
@@ -300,6 +315,15 @@ impl Agent {
             self.stats.tool_rounds += 1;
             self.execute_round(&calls, sink)?;
             self.session.sync()?;
+            let planned = self.planner.after_round(
+                &self.ctx.workflow,
+                &self.ctx.todos,
+                self.gate.as_ref(),
+                sink,
+            );
+            if let Some(finish) = planned {
+                return Ok(finish);
+            }
         }
     }
 
@@ -539,6 +563,13 @@ impl Agent {
         // Before the gate: an argument the schema does not know could otherwise pose as the
         // call's permission subject.
         self.tools.validate(call.name(), &args)?;
+        // Before the gate too: while planning, no approval releases what plan mode blocks.
+        if let Some(message) =
+            self.planner
+                .check(call.name(), &self.ctx.workflow, self.gate.as_ref())
+        {
+            return Err(ToolError::Failed(message));
+        }
         let verdict = match tool.fresh_approval(&args, &self.ctx) {
             Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
             None => self.gate.check_declared(call.name(), tool.profile(), &args),

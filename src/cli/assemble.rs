@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::Global;
 use crate::agent::compaction::ContextOptions;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::plan::PlanSettings;
 use crate::agent::prompt::{self, PromptInputs};
 use crate::agent::runner::Options;
 use crate::agent::session::{self, Header, Session};
@@ -320,6 +321,10 @@ pub fn options(
             force_ratio: config.agent.compact_force_ratio,
             archive_dir: Some(config::paths::state_dir(&config.home).join("archive")),
         },
+        plan: PlanSettings {
+            auto_plan: config.agent.auto_plan,
+            trusted_tools: config.agent.plan_mode_allowed_tools.clone(),
+        },
     }
 }
 
@@ -337,5 +342,17 @@ impl Gate for SharedGate {
 
     fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
         self.0.read_denials()
+    }
+
+    fn mcp_policy(&self, tool: &str) -> Option<crate::permission::McpToolPolicy> {
+        self.0.mcp_policy(tool)
+    }
+
+    fn set_plan_window(&self, open: bool) {
+        Gate::set_plan_window(self.0.as_ref(), open)
+    }
+
+    fn set_posture(&self, posture: Posture) {
+        self.0.set_posture(posture)
     }
 }

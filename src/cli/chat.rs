@@ -49,6 +49,8 @@ Flags:
       --trust-project          Believe ./reasonix.toml for this chat as if the workspace were
                                trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without asking
+      --plan                   Start in plan mode: the model researches and proposes a plan
+                               for you to approve before it changes anything
 
 MCP servers from [[plugins]] and .mcp.json start with the chat; `/mcp` lists them, their
 prompts are /mcp__SERVER__PROMPT commands and @SERVER:URI attaches a resource. A server
@@ -188,6 +190,9 @@ fn build_agent(
     );
     if let Some(mcp) = mcp {
         agent.set_tool_source(Box::new(mcp.tool_watch()));
+    }
+    if args.plan {
+        agent.set_planning(true);
     }
     Ok((agent, ctx))
 }

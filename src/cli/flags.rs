@@ -28,6 +28,8 @@ pub struct CommonFlags {
     pub trust_project: bool,
     /// `--trust-project-mcp`.
     pub trust_project_mcp: bool,
+    /// `--plan`: start in plan mode.
+    pub plan: bool,
 }
 
 impl CommonFlags {
@@ -56,6 +58,7 @@ impl CommonFlags {
             }
             Arg::Long(n) if n == "trust-project" => self.trust_project = true,
             Arg::Long(n) if n == "trust-project-mcp" => self.trust_project_mcp = true,
+            Arg::Long(n) if n == "plan" => self.plan = true,
             _ => return Ok(false),
         }
         Ok(true)
@@ -115,6 +118,7 @@ mod tests {
             "--permission-mode",
             "yolo",
             "--trust-project",
+            "--plan",
             "-C",
             "/tmp",
             "fix",
@@ -127,6 +131,7 @@ mod tests {
         assert_eq!(common.effort.as_deref(), Some("high"));
         assert_eq!(common.posture, Some(Posture::Yolo));
         assert!(common.trust_project && !common.trust_project_mcp);
+        assert!(common.plan);
         assert_eq!(
             common.global.cd.as_deref(),
             Some(std::path::Path::new("/tmp"))

@@ -18,6 +18,7 @@ use crate::permission::Posture;
 use crate::provider::Usage;
 use crate::term::sanitize::sanitize;
 use crate::text::one_line;
+use crate::tool::collab::PlanOutcome;
 
 /// Tool output in stream-json events is cut to this many bytes.
 const STREAM_TOOL_OUTPUT_LIMIT: usize = 4000;
@@ -116,7 +117,6 @@ impl Output {
                 let _ = write!(stderr, "{}", sanitize(&text));
             }
             Event::ReasoningDelta(_) => {}
-            Event::Todo { .. } | Event::PlanMode { .. } => {}
             Event::Ask(asked) => {
                 let question = one_line(&asked.question, 120);
                 let line = match (&asked.answer, asked.assumption) {
@@ -133,6 +133,16 @@ impl Output {
                 };
                 self.err_line(&line);
             }
+            Event::Todo { .. } => {}
+            Event::PlanMode { planning } => {
+                let line = if planning {
+                    "plan mode: on (research, then propose a plan; MCP writers are blocked)"
+                } else {
+                    "plan mode: off"
+                };
+                self.err_line(line);
+            }
+            Event::Plan { plan, outcome } => self.text_plan(&plan, &outcome),
             Event::ToolUse {
                 name, arguments, ..
             } => {
@@ -230,6 +240,27 @@ impl Output {
                     prefix_changed_message(reason, first_changed)
                 ));
             }
+        }
+    }
+
+    /// A proposed plan is the run's answer, so it goes to stdout; a review is a status line.
+    fn text_plan(&mut self, plan: &str, outcome: &PlanOutcome) {
+        match outcome {
+            PlanOutcome::Proposed => {
+                self.err_line("plan proposed (no one can review it in this run):");
+                let plan = if self.stdout_tty {
+                    sanitize(plan)
+                } else {
+                    plan.to_string()
+                };
+                self.out(&plan);
+                self.finish_stdout_line();
+            }
+            PlanOutcome::KeepPlanning(feedback) => self.err_line(&format!(
+                "plan: sent back for more planning: {}",
+                one_line(feedback, 160)
+            )),
+            other => self.err_line(&format!("plan: {}", other.as_str().replace('_', " "))),
         }
     }
 
@@ -396,6 +427,14 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         Event::Ask(asked) => json!({"type": "ask", "question": asked.question,
             "options": asked.options, "answer": asked.answer,
             "source": if asked.assumption { "assumption" } else { "user" }}),
+        Event::Plan { plan, outcome } => {
+            let feedback = match outcome {
+                PlanOutcome::KeepPlanning(feedback) => Some(feedback),
+                _ => None,
+            };
+            json!({"type": "plan", "plan": plan, "outcome": outcome.as_str(),
+                   "feedback": feedback})
+        }
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }
@@ -554,6 +593,26 @@ mod tests {
                    "decision": "ask", "resolution": "strict", "allowed": false,
                    "rule": null, "posture": "strict"})
         );
+    }
+
+    #[test]
+    fn plan_events_encode_the_plan_the_outcome_and_the_feedback() {
+        let event = Event::Plan {
+            plan: "1. a".into(),
+            outcome: PlanOutcome::KeepPlanning("check b".into()),
+        };
+        assert_eq!(
+            stream_json(&event).unwrap(),
+            json!({"type": "plan", "plan": "1. a", "outcome": "keep_planning",
+                   "feedback": "check b"})
+        );
+        let event = Event::Plan {
+            plan: "1. a".into(),
+            outcome: PlanOutcome::ApprovedAcceptEdits,
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(value["outcome"], "approved_accept_edits");
+        assert_eq!(value["feedback"], Value::Null);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
@@ -12,12 +13,14 @@ use super::output::{Format, Output, RunResult};
 use super::Global;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::cancel::CancelToken;
 use crate::cli::error::{exit, Error};
 use crate::command::input::{self, Input};
 use crate::command::{custom, Catalog, CommandError};
 use crate::mcp::{self, McpHost, McpOptions};
 use crate::permission::{split_rule_list, Posture};
 use crate::provider;
+use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
 pub const HELP: &str = "\
 Usage: reasonix run [FLAGS] [PROMPT...]
@@ -45,6 +48,14 @@ Flags:
       --trust-project          Believe ./reasonix.toml for this run as if the workspace were
                                trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
+
+Plan mode:
+      --plan                   Start in plan mode: the model researches (MCP writers and
+                               untrusted MCP readers are blocked) and ends by proposing a plan
+                               with exit_plan_mode; the run stops there with the plan as its
+                               result (subtype \"plan\", exit 0, --output-last-message gets it)
+      --approve-plan           With --plan: approve the plan and carry it out in the same run
+                               (the approved-plan window allows its edits without asking)
 
 The prompt means what it would in the chat: /mcp__SERVER__PROMPT [ARGS] runs that MCP prompt,
 /NAME [ARGS] a custom command, @PATH attaches a file or directory and @SERVER:URI an MCP
@@ -88,6 +99,8 @@ struct RunFlags {
     stdin_dash: bool,
     /// `--allow`/`--deny` and their aliases; the posture is in [`CommonFlags`].
     permissions: PermissionFlags,
+    /// `--approve-plan`: the plan `--plan` ends with is approved, and the run goes on.
+    approve_plan: bool,
 }
 
 fn usage(message: String) -> Error {
@@ -100,7 +113,13 @@ fn parse(args: &mut RunArgs, lexer: &mut Lexer) -> Result<(), Error> {
     let own = &mut args.own;
     flags::parse("run", &mut args.common, lexer, |arg, lexer| {
         own.accept(arg, lexer)
-    })
+    })?;
+    if args.own.approve_plan && !args.common.plan {
+        return Err(usage(
+            "--approve-plan approves the plan of a plan-mode run; add --plan".into(),
+        ));
+    }
+    Ok(())
 }
 
 impl RunFlags {
@@ -133,6 +152,7 @@ impl RunFlags {
             Arg::Long(n) if n == "system-prompt" => self.system_prompt = Some(value()?),
             Arg::Long(n) if n == "append-system-prompt" => self.append_system_prompt.push(value()?),
             Arg::Long(n) if n == "show-thinking" => self.show_thinking = true,
+            Arg::Long(n) if n == "approve-plan" => self.approve_plan = true,
             Arg::Long(n) if n == "record" => self.record = Some(value()?.into()),
             Arg::Long(n) if n == "replay" => self.replay = Some(value()?.into()),
             Arg::Long(n) if n == "allow" => self.permissions.allow.push(value()?),
@@ -324,9 +344,30 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         options,
     );
     agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
+    if args.common.plan {
+        agent.set_planning(true);
+        output.emit(Event::PlanMode { planning: true });
+    }
+    if args.own.approve_plan {
+        agent.set_interact(Arc::new(ApprovePlans));
+    }
     let outcome = agent.run(prompt, output);
     let priced = settings.prices.is_some();
     finish(args, &agent, outcome, priced, started, output)
+}
+
+/// `--approve-plan`: stands in for the person who reviews the plan, and approves it. It
+/// answers nothing else: an `ask` still gets no answer, as in any headless run.
+struct ApprovePlans;
+
+impl Interact for ApprovePlans {
+    fn ask(&self, _: &Question, _: &CancelToken) -> Option<Answer> {
+        None
+    }
+
+    fn review_plan(&self, _: &str, _: &CancelToken) -> Option<PlanReview> {
+        Some(PlanReview::Approve)
+    }
 }
 
 /// `priced`: the model has prices, so the run's cost is known.
@@ -339,6 +380,11 @@ fn finish(
     output: &mut Output,
 ) -> Result<i32, Error> {
     let stats = agent.stats();
+    // A plan-mode run's answer is its plan, not the model's last words.
+    let answer = match &outcome {
+        Ok(Finish::Plan(plan)) => plan.clone(),
+        _ => stats.final_text.clone(),
+    };
     let (mut subtype, mut code, mut error) = match &outcome {
         Ok(Finish::Answered) => ("success", exit::OK, None),
         Ok(Finish::StepLimit) => ("error_max_turns", exit::MAX_STEPS, None),
@@ -358,7 +404,7 @@ fn finish(
     };
     // Written before the result object, so a failure to write it is in the result.
     if let Some(path) = &args.own.output_last_message {
-        if let Err(err) = crate::fsutil::write_atomic(path, stats.final_text.as_bytes(), None) {
+        if let Err(err) = crate::fsutil::write_atomic(path, answer.as_bytes(), None) {
             let message = format!("writing {}: {err}", path.display());
             if error.is_some() {
                 eprintln!("reasonix: {message}");
@@ -372,7 +418,7 @@ fn finish(
         is_error: code != exit::OK,
         duration_ms: started.elapsed().as_millis() as u64,
         num_turns: stats.requests,
-        result: stats.final_text.clone(),
+        result: answer,
         error: error.clone(),
         session_id: Some(agent.session().id().to_string()),
         total_cost_usd: priced.then_some(stats.cost_usd),

@@ -114,9 +114,12 @@ pub struct AgentConfig {
     pub subagent_efforts: BTreeMap<String, String>,
     pub max_subagent_concurrency: u32,
     pub max_parallel_writers: u32,
-    /// Legacy MCP read-only trust alias; decoded for compatibility.
+    /// A turn whose task looks complex starts in plan mode, in any posture.
+    pub auto_plan: bool,
+    /// Legacy alias of `[[plugins]] trusted_read_only_tools`: full `mcp__server__tool`
+    /// names callable while planning.
     pub plan_mode_allowed_tools: Vec<String>,
-    /// Legacy; kept for config round trips only.
+    /// Legacy; decoded for config round trips only, it grants and revokes nothing.
     pub plan_mode_read_only_commands: Vec<String>,
 }
 
@@ -141,6 +144,7 @@ impl Default for AgentConfig {
             subagent_efforts: BTreeMap::new(),
             max_subagent_concurrency: 6,
             max_parallel_writers: 3,
+            auto_plan: false,
             plan_mode_allowed_tools: Vec::new(),
             plan_mode_read_only_commands: Vec::new(),
         }
@@ -447,6 +451,8 @@ pub struct PluginConfig {
     /// How long the handshake may take.
     #[serde(default = "default_startup_timeout")]
     pub startup_timeout_seconds: u64,
+    /// Raw tool names of this server the user audited as read-only: callable while
+    /// planning (a server's own readOnlyHint is not enough). Only the user config counts.
     #[serde(default)]
     pub trusted_read_only_tools: Vec<String>,
     /// `None` = by provenance: `approve` for user config, `auto` for project files.

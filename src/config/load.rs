@@ -101,12 +101,9 @@ pub const UNSUPPORTED: &[&str] = &[
     "agent.subagent_efforts",
     "agent.max_subagent_concurrency",
     "agent.max_parallel_writers",
-    "agent.plan_mode_allowed_tools",
-    "agent.plan_mode_read_only_commands",
     "tools.shell",
     "skills",
     "serve",
-    "plugins.trusted_read_only_tools",
     "plugins.approvals_reviewer",
 ];
 

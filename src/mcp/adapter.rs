@@ -138,10 +138,17 @@ impl McpTool {
         self.server.name()
     }
 
-    /// What the permission gate needs: the destructive hint and the approval mode.
+    /// What the permission gate and plan mode need: the hints, the approval mode and
+    /// whether the user trusts the tool as read-only.
     pub fn policy(&self) -> McpToolPolicy {
         McpToolPolicy {
             destructive: self.remote.destructive,
+            read_only: self.remote.read_only,
+            trusted_read_only: self
+                .server
+                .spec()
+                .trusted_read_only
+                .contains(&self.remote.name),
             mode: self.server.spec().tool_mode(&self.remote.name),
         }
     }

@@ -90,6 +90,9 @@ pub struct ServerSpec {
     pub tool_modes: BTreeMap<String, ApprovalMode>,
     /// How the process of a stdio server is confined (unused for HTTP servers).
     pub sandbox: ServerSandbox,
+    /// `trusted_read_only_tools`: raw tool names the user audited as read-only, callable
+    /// while planning. Only the user config may trust a tool.
+    pub trusted_read_only: BTreeSet<String>,
 }
 
 /// The confinement of a stdio server's process, after the trust rules (see the module doc).
@@ -512,7 +515,26 @@ fn resolve(
             .filter_map(|(tool, c)| c.approval_mode.map(|m| (tool.clone(), cap_mode(m, origin))))
             .collect(),
         sandbox: sandbox(plugin, origin, vars, ignored)?,
+        trusted_read_only: trusted_read_only(plugin, origin, ignored),
     })
+}
+
+/// The tools trusted as read-only while planning: a repository cannot vouch for its own
+/// server, so a project file's list is ignored.
+fn trusted_read_only(
+    plugin: &PluginConfig,
+    origin: Origin,
+    ignored: &mut Vec<String>,
+) -> BTreeSet<String> {
+    if origin.needs_grant() && !plugin.trusted_read_only_tools.is_empty() {
+        ignored.push(
+            "`trusted_read_only_tools` is ignored: only the user config may trust a tool as \
+             read-only"
+                .into(),
+        );
+        return BTreeSet::new();
+    }
+    plugin.trusted_read_only_tools.iter().cloned().collect()
 }
 
 /// The server's sandbox: as configured when the user wrote it; from a project file, only what
@@ -726,6 +748,23 @@ mod tests {
         .unwrap();
         assert_eq!(plain.tool_timeout("any"), Some(Duration::from_secs(300)));
         assert_eq!(plain.startup_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn only_the_user_config_trusts_a_tool_as_read_only_for_planning() {
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let p = plugin("name = \"s\"\ncommand = \"x\"\ntrusted_read_only_tools = [\"search\"]\n");
+        let mut ignored = Vec::new();
+        let user = resolve(&p, Origin::User, &config, &v, &mut ignored).unwrap();
+        assert!(user.trusted_read_only.contains("search") && ignored.is_empty());
+        let project = resolve(&p, Origin::ProjectToml, &config, &v, &mut ignored).unwrap();
+        assert!(project.trusted_read_only.is_empty());
+        assert!(
+            ignored[0].contains("trusted_read_only_tools"),
+            "{ignored:?}"
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The gate the agent consults before every tool call: the static policy, then the posture,
 //! session grants and the approver turn an Ask into a yes or a no. The interactive approver
 //! (the terminal prompt) and the persistence of "always" rules into the project config are
-//! supplied by the front end; without an approver the run is headless.
+//! supplied by the front end; without an approver the run is headless. While an approved
+//! plan is carried out the gate's approved-plan window lets the writer fallback through
+//! without asking; the agent opens and closes it ([`Gate::set_plan_window`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
@@ -72,6 +75,8 @@ pub enum Resolution {
     Headless,
     /// An earlier "this session" or "always" answer covers the call.
     SessionGrant,
+    /// The approved-plan window allowed the writer fallback.
+    PlanWindow,
     UserOnce,
     UserSession,
     UserAlways,
@@ -89,6 +94,7 @@ impl Resolution {
             Resolution::Strict => "strict",
             Resolution::Headless => "headless",
             Resolution::SessionGrant => "session-grant",
+            Resolution::PlanWindow => "plan_window",
             Resolution::UserOnce => "user-once",
             Resolution::UserSession => "user-session",
             Resolution::UserAlways => "user-always",
@@ -158,6 +164,20 @@ pub trait Gate: Send + Sync {
     fn check_fresh(&self, tool: &str, _args: &Value, _preview: &str) -> Verdict {
         refused_headless(tool, Decision::Ask)
     }
+
+    /// What plan mode must know about an MCP tool by its registry name (its hints and
+    /// whether the user trusts it as read-only); `None` for other tools or without MCP.
+    fn mcp_policy(&self, _tool: &str) -> Option<McpToolPolicy> {
+        None
+    }
+
+    /// Opens or closes the approved-plan window: while open, the writer fallback is allowed
+    /// without asking. A gate without a posture has nothing to open.
+    fn set_plan_window(&self, _open: bool) {}
+
+    /// Changes the posture (an approved plan with "auto-accept edits"); a gate without a
+    /// posture ignores it.
+    fn set_posture(&self, _posture: Posture) {}
 }
 
 /// The refusal of a fresh-approval call when no person can answer.
@@ -243,6 +263,10 @@ pub type Persist = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 pub struct McpToolPolicy {
     /// The server declared `annotations.destructiveHint: true`.
     pub destructive: bool,
+    /// The server declared `annotations.readOnlyHint: true` (a claim, not a trust).
+    pub read_only: bool,
+    /// The user listed the tool in `trusted_read_only_tools`: callable while planning.
+    pub trusted_read_only: bool,
     /// The tool's `approval_mode`, else the server's `default_tools_approval_mode`.
     pub mode: ApprovalMode,
 }
@@ -258,6 +282,8 @@ pub struct PolicyGate {
     persist: Option<Persist>,
     grants: Mutex<Vec<Rule>>,
     mcp: Option<McpLookup>,
+    /// The approved-plan window is open.
+    plan_window: AtomicBool,
 }
 
 impl PolicyGate {
@@ -269,6 +295,7 @@ impl PolicyGate {
             persist: None,
             grants: Mutex::new(Vec::new()),
             mcp: None,
+            plan_window: AtomicBool::new(false),
         }
     }
 
@@ -323,9 +350,13 @@ impl PolicyGate {
             };
         }
         let posture = base.posture.unwrap_or(Posture::Ask);
+        // The window answers only the writer fallback: an explicit ask rule or an MCP
+        // prompt/writes mode (both `Basis::Rule`) still asks, in any posture.
+        let window = self.plan_window.load(Ordering::SeqCst);
         match (posture, basis) {
             (Posture::Yolo, _) => return allowed(base, Resolution::Yolo),
             (Posture::Auto, Basis::Mode) => return allowed(base, Resolution::Auto),
+            (_, Basis::Mode) if window => return allowed(base, Resolution::PlanWindow),
             (Posture::Strict, _) => {
                 let message = strict_message(&call.tool, base.rule.as_deref());
                 return blocked(base, Resolution::Strict, message);
@@ -504,6 +535,18 @@ impl Gate for PolicyGate {
         Some(Arc::new(self.policy.clone()))
     }
 
+    fn mcp_policy(&self, tool: &str) -> Option<McpToolPolicy> {
+        self.mcp.as_ref().and_then(|lookup| lookup(tool))
+    }
+
+    fn set_plan_window(&self, open: bool) {
+        self.plan_window.store(open, Ordering::SeqCst);
+    }
+
+    fn set_posture(&self, posture: Posture) {
+        PolicyGate::set_posture(self, posture);
+    }
+
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
         let read_only = profile.read_only;
         let call = Call::declared(
@@ -670,7 +713,12 @@ mod tests {
                 "mcp__s__auto" => (false, ApprovalMode::Auto),
                 _ => return None,
             };
-            Some(McpToolPolicy { destructive, mode })
+            Some(McpToolPolicy {
+                destructive,
+                read_only: false,
+                trusted_read_only: false,
+                mode,
+            })
         })
     }
 
@@ -778,5 +826,51 @@ mod tests {
         let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Once));
         assert!(g.check("read_file", true, &json!({"path": "a"})).allowed);
         assert!(asked.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_plan_window_allows_the_writer_fallback_and_nothing_else() {
+        let write = json!({"path": "a.txt"});
+        let writer = crate::tool::builtin::profile("write_file").unwrap();
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Deny));
+        let mut strict = PolicyGate::new(policy(&[], &[]), Posture::Strict, None);
+        strict.policy.ask = Policy::parse_rules(&["Edit(secret.txt)"]).unwrap();
+        assert!(!g.check_declared("write_file", writer, &write).allowed);
+        assert!(!strict.check_declared("write_file", writer, &write).allowed);
+        asked.lock().unwrap().clear();
+        Gate::set_plan_window(&g, true);
+        Gate::set_plan_window(&strict, true);
+        // The writer fallback: allowed without a question, in ask and in strict.
+        for gate in [&g, &strict] {
+            let verdict = gate.check_declared("write_file", writer, &write);
+            assert_eq!(
+                (verdict.allowed, verdict.resolution),
+                (true, Resolution::PlanWindow)
+            );
+            assert_eq!(verdict.resolution.as_str(), "plan_window");
+        }
+        assert!(asked.lock().unwrap().is_empty());
+        // An explicit ask rule still asks (strict: still refused).
+        let secret = json!({"path": "secret.txt"});
+        let verdict = strict.check_declared("write_file", writer, &secret);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::Strict)
+        );
+        // A destructive MCP call and an MCP prompt mode still go to the person.
+        assert!(!g.check("mcp__s__rm", false, &json!({})).allowed);
+        assert!(!g.check("mcp__s__prompt", true, &json!({})).allowed);
+        assert!(!g.check("mcp__s__writes", false, &json!({})).allowed);
+        assert_eq!(
+            *asked.lock().unwrap(),
+            ["mcp__s__rm", "mcp__s__prompt", "mcp__s__writes"]
+        );
+        // So do fresh reviews: no window answers them.
+        let verdict = g.check_fresh("remember", &json!({}), "a note");
+        assert_eq!(verdict.resolution, Resolution::UserDeny);
+        // Closed, the fallback asks again.
+        Gate::set_plan_window(&g, false);
+        let verdict = g.check_declared("write_file", writer, &write);
+        assert_eq!(verdict.resolution, Resolution::UserDeny);
     }
 }

@@ -38,6 +38,41 @@ pub enum PlanReview {
     KeepPlanning(String),
 }
 
+/// What became of a plan `exit_plan_mode` proposed, as the event stream reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanOutcome {
+    /// No one could review it (headless `run --plan`): the run ends with it as its result.
+    Proposed,
+    Approved,
+    /// Approved, and the posture becomes auto for the rest of the session.
+    ApprovedAcceptEdits,
+    /// The person wants more planning; the feedback went back to the model.
+    KeepPlanning(String),
+    /// No answer came (the turn was cancelled, the chat is closing).
+    Cancelled,
+}
+
+impl PlanOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PlanOutcome::Proposed => "proposed",
+            PlanOutcome::Approved => "approved",
+            PlanOutcome::ApprovedAcceptEdits => "approved_accept_edits",
+            PlanOutcome::KeepPlanning(_) => "keep_planning",
+            PlanOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One review of a proposed plan, left by `exit_plan_mode` for the agent, which reports it
+/// and acts on it (the posture, the gate's window) after the round: a tool has no event sink
+/// and no gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanDecision {
+    pub plan: String,
+    pub outcome: PlanOutcome,
+}
+
 /// The person at the other end of a run. Called from the thread running a tool; blocks until
 /// the person answers. `None` means no one answered (the turn was cancelled, the chat is
 /// closing).
@@ -58,4 +93,6 @@ pub struct Workflow {
     /// A plan the model proposed that no one could review (headless `run --plan`): the run
     /// ends with it as its result.
     pub proposed: Option<String>,
+    /// Reviews since the agent last looked, oldest first; the agent drains them.
+    pub decisions: Vec<PlanDecision>,
 }

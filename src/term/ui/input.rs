@@ -12,7 +12,6 @@ use crate::term::editor::Editor;
 use crate::term::keys::Key;
 use crate::term::menu::{Menu, MenuKind};
 use crate::term::modal::Outcome;
-use crate::tool::collab::PlanReview;
 
 /// How a menu item was accepted: Enter runs an argument-less command at once, Tab only
 /// completes.
@@ -302,10 +301,8 @@ impl Chat {
                 CardKey::Pending => {}
             },
             Modal::Plan(card, reply) => match card.key(key.clone(), self.editor.text()) {
+                // The agent acts on the review (the window, auto for accept-edits).
                 PlanKey::Review(review) => {
-                    if review == PlanReview::ApproveAcceptEdits {
-                        self.gate.set_posture(Posture::Auto);
-                    }
                     reply.send(review);
                     self.editor.clear();
                     self.close_modal();

@@ -14,6 +14,7 @@ mod ls;
 pub mod memory;
 pub mod move_file;
 pub mod multi_edit;
+pub mod plan;
 pub mod read;
 pub mod todo;
 pub mod write;
@@ -32,6 +33,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
         Arc::new(ask::Ask),
+        Arc::new(plan::ExitPlanMode),
         Arc::new(history::History),
         Arc::new(memory::MemoryTool),
         Arc::new(memory::Remember),
