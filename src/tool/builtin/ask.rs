@@ -8,23 +8,16 @@
 //! reader (and [`asked`], which builds the front ends' `ask` event from it) can tell a
 //! person's decision from the model's assumption.
 
-use std::sync::{Mutex, PoisonError};
-
 use serde_json::{json, Value};
 
 use crate::tool::collab::{Answer, Question};
-use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
+use crate::tool::{args, Family, Profile, Subjects, Tool, ToolContext, ToolError};
 
 pub const NAME: &str = "ask";
 
 const ANSWERED: &str = "user answered: ";
 const DISMISSED: &str = "user dismissed the question without answering";
 const ASSUMPTION: &str = "no user: assumption";
-
-/// One question on screen at a time: `ask` declares itself read-only so that no approval
-/// prompt precedes the card, which would put it in a parallel batch with other readers; a
-/// second `ask` in the same round waits here for the first to be answered.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 pub struct Ask;
 
@@ -70,14 +63,20 @@ impl Tool for Ask {
         Family::Other
     }
 
-    /// It changes nothing, so the gate lets it through without an approval prompt: the
-    /// question itself is what the person answers.
-    fn read_only(&self) -> bool {
-        true
-    }
-
     fn subjects(&self) -> Subjects {
         Subjects::Nothing
+    }
+
+    /// The gate sees a call that touches nothing, so no approval prompt precedes the card
+    /// (the question is what the person answers, and no posture answers it), while
+    /// `read_only()` stays false so dispatch runs it on its own, never inside a parallel
+    /// batch: one question on screen at a time. The same split as `exit_plan_mode`.
+    fn profile(&self) -> Profile {
+        Profile {
+            family: Family::Other,
+            read_only: true,
+            subjects: Subjects::Nothing,
+        }
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -89,10 +88,6 @@ impl Tool for Ask {
                 question.question
             ));
         };
-        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-        if ctx.cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
         match interact.ask(&question, &ctx.cancel) {
             Some(Answer::Option(index)) => match question.options.get(index) {
                 Some(option) => Ok(format!("{ANSWERED}{option}")),
@@ -244,5 +239,8 @@ mod tests {
         }
         let free = json!({"question": "Q", "options": [], "allow_free_text": true});
         assert!(Ask.execute(&free, &ctx).is_ok());
+        // No approval prompt before the card, and never in a parallel batch.
+        assert!(Ask.profile().read_only);
+        assert!(!Ask.read_only());
     }
 }
