@@ -31,4 +31,5 @@ mod tools_files;
 mod tools_search;
 mod trust;
 mod tui;
+mod tui_collab;
 mod workflow;

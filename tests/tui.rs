@@ -479,6 +479,9 @@ fn shift_tab_cycles_the_posture_and_yolo_skips_prompts() {
     pty.wait_text("fake-model · yolo");
     pty.send("!echo no-prompt\r");
     pty.wait_text("⎿ no-prompt");
+    // yolo → plan (the posture stays) → ask.
+    pty.send("\x1b[Z");
+    pty.wait_text("fake-model · yolo · plan");
     pty.send("\x1b[Z");
     pty.wait_text("fake-model · ask");
     exit_with_ctrl_d(&mut pty);

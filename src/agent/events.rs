@@ -4,6 +4,7 @@
 use super::compaction::{Tier, Trigger};
 use crate::permission::{Decision, Posture, Resolution};
 use crate::provider::{Retry, Usage};
+use crate::tool::builtin::ask::Asked;
 use crate::tool::builtin::todo::TodoItem;
 use crate::tool::collab::PlanOutcome;
 use crate::tool::Family;
@@ -91,6 +92,9 @@ pub enum Event {
         message: Option<String>,
         duration_ms: u64,
     },
+    /// An `ask` call finished: the person's answer, their dismissal, or (headless) the
+    /// assumption the model goes on with instead.
+    Ask(Asked),
     /// Plan mode was entered or left: by the user, auto-plan, or an approved plan.
     PlanMode {
         planning: bool,

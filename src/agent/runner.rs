@@ -28,6 +28,7 @@ use crate::provider::{
     Chunk, ChunkStream, Message, Prices, Provider, ProviderError, Request, Role, ToolCall,
     ToolSchema, Usage,
 };
+use crate::tool::builtin::ask;
 use crate::tool::builtin::todo::TodoItem;
 use crate::tool::collab::{Interact, Workflow};
 use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
@@ -601,6 +602,9 @@ impl Agent {
                 Ok(text) => (text.clone(), false),
                 Err(err) => (format!("error: {err}"), true),
             };
+            if let Some(asked) = ask::asked(call.name(), call.arguments(), &output) {
+                sink.emit(Event::Ask(asked));
+            }
             let succeeded = (!is_error).then_some(output.as_str());
             self.lease.call(call.name(), call.arguments(), succeeded);
             if !is_error {

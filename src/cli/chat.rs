@@ -26,7 +26,7 @@ use crate::permission::{McpLookup, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings};
 use crate::term::ansi::CursorShape;
 use crate::term::editor::History;
-use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover};
+use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover, UiInteract};
 use crate::tool::Tool;
 
 pub const HELP: &str = "\
@@ -245,7 +245,8 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             notices.push((level, message));
         }
     };
-    let (agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), None, &mut collect)?;
+    let (mut agent, ctx) = build_agent(args, &setup, Arc::clone(&gate), None, &mut collect)?;
+    agent.set_interact(Arc::new(UiInteract::new(tx.clone())));
     let warning = |message: &String| (NoticeLevel::Warning, message.clone());
     notices.extend(setup.commands.notices.iter().map(warning));
     notices.extend(untrusted_notice(&setup.untrusted).iter().map(warning));

@@ -148,6 +148,22 @@ impl Output {
                     self.err_line(&format!("{indent}{} {}", item.status.mark(), item.content));
                 }
             }
+            Event::Ask(asked) => {
+                let question = one_line(&asked.question, 120);
+                let line = match (&asked.answer, asked.assumption) {
+                    (_, true) => format!(
+                        "ask: no user to answer \"{question}\"; the model assumes and says what"
+                    ),
+                    (Some(answer), false) => {
+                        format!(
+                            "ask: \"{question}\" answered by the user: {}",
+                            one_line(answer, 120)
+                        )
+                    }
+                    (None, false) => format!("ask: the user dismissed \"{question}\""),
+                };
+                self.err_line(&line);
+            }
             Event::PlanMode { planning } => {
                 let line = if planning {
                     "plan mode: on (research, then propose a plan; MCP writers are blocked)"
@@ -447,6 +463,9 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         } => json!({"type": "hook", "event": event, "command": command, "tool": tool,
                      "outcome": outcome, "message": message, "duration_ms": duration_ms}),
         Event::PlanMode { planning } => json!({"type": "plan_mode", "planning": planning}),
+        Event::Ask(asked) => json!({"type": "ask", "question": asked.question,
+            "options": asked.options, "answer": asked.answer,
+            "source": if asked.assumption { "assumption" } else { "user" }}),
         Event::Plan { plan, outcome } => {
             let feedback = match outcome {
                 PlanOutcome::KeepPlanning(feedback) => Some(feedback),

@@ -34,12 +34,13 @@ pub enum Builtin {
     Memory,
     Rewind,
     Verbose,
+    Plan,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 15] = [
+    pub const ALL: [Builtin; 16] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -54,6 +55,7 @@ impl Builtin {
         Builtin::Memory,
         Builtin::Rewind,
         Builtin::Verbose,
+        Builtin::Plan,
         Builtin::Exit,
     ];
 
@@ -74,6 +76,7 @@ impl Builtin {
             Builtin::Memory => "memory",
             Builtin::Rewind => "rewind",
             Builtin::Verbose => "verbose",
+            Builtin::Plan => "plan",
             Builtin::Exit => "exit",
         }
     }
@@ -94,6 +97,7 @@ impl Builtin {
             Builtin::Memory => "Browse, search, forget and restore saved memory",
             Builtin::Rewind => "Go back to before an earlier turn, optionally restoring files",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
+            Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
             Builtin::Exit => "Leave the chat",
         }
     }
@@ -122,7 +126,9 @@ impl Builtin {
             | Builtin::Clear
             | Builtin::Compact
             | Builtin::Resume
-            | Builtin::Rewind => true,
+            | Builtin::Rewind
+            // Plan mode is part of a turn's setup; a turn already running keeps its mode.
+            | Builtin::Plan => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp

@@ -249,7 +249,7 @@ impl Transcript {
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
             Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
-            Event::Todo { .. } | Event::PlanMode { .. } | Event::Plan { .. } => {}
+            Event::Todo { .. } | Event::PlanMode { .. } | Event::Plan { .. } | Event::Ask(_) => {}
             Event::Hook {
                 event,
                 command,
@@ -579,6 +579,8 @@ pub fn tool_title(name: &str, arguments: &str, room: usize) -> Line {
             None => p,
         }),
         "todo_write" => Some("update the task list".into()),
+        "ask" => get("question"),
+        "exit_plan_mode" => Some("propose the plan for review".into()),
         _ => match &args {
             Value::Object(map) if !map.is_empty() => Some(args.to_string()),
             _ => None,

@@ -21,10 +21,12 @@
 //! teardown ([`run`]). The rest is split by job: `event_loop` (the loop, the input thread,
 //! signals), `input` (keys and modals), `send` (Enter, the queue, preparing a message),
 //! `turn` (the turn thread and its events), `shell` (`!` commands), `servers` (MCP start-up
-//! and notifications), `builtins` (slash commands), `memory` (the `/memory` modal), `draw` (frames and the status line),
-//! `approver` (approval and launch requests from other threads), `resumed` (the last
-//! exchanges of a resumed conversation), `trust` (the trust modal before the chat) and
-//! `rewind` (`/rewind`).
+//! and notifications), `builtins` (slash commands), `memory` (the `/memory` modal), `draw`
+//! (frames and the status line), `approver` (approval and launch requests from other threads),
+//! `interact` (`ask` questions and plan reviews from the tools), `ask_card` and `plan_review`
+//! (their modals), `todo_panel` (the task list above the input), `resumed` (the last exchanges
+//! of a resumed conversation), `trust` (the trust modal before the chat) and `rewind`
+//! (`/rewind`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
@@ -49,26 +51,35 @@ use crate::command::Catalog;
 use crate::mcp::{LaunchAnswer, LaunchRequest, McpHost};
 use crate::permission::{ApprovalAnswer, ApprovalRequest, PolicyGate};
 use crate::provider::{Prices, Provider, Usage};
+use crate::tool::collab::{Answer, PlanReview, Question, Workflow};
 use crate::tool::source::ToolSource;
 use crate::tool::{Tool, ToolContext};
+use ask_card::AskCard;
+use plan_review::PlanCard;
+use todo_panel::TodoPanel;
 
 mod approver;
+mod ask_card;
 mod builtins;
 mod draw;
 mod event_loop;
 mod input;
+mod interact;
 mod memory;
+mod plan_review;
 mod resumed;
 mod rewind;
 mod send;
 mod servers;
 mod shell;
+mod todo_panel;
 mod trust;
 mod turn;
 
 pub use approver::UiApprover;
 use draw::terminal_screen;
 use event_loop::spawn_input;
+pub use interact::{Reply, UiInteract};
 use servers::tool_names;
 pub use trust::{ask_trust, TrustAnswer};
 
@@ -97,6 +108,10 @@ pub enum Msg {
     TurnLost,
     Approval(ApprovalRequest, Sender<ApprovalAnswer>),
     Launch(LaunchRequest, Sender<LaunchAnswer>),
+    /// An `ask` question for the choice card; `None` answers nothing (the card was dropped).
+    Ask(Question, Reply<Answer>),
+    /// A plan from `exit_plan_mode` for the review modal.
+    PlanReview(String, Reply<PlanReview>),
     Prepared(Prepared),
     ShellDone(Result<String, String>),
     /// The [`Startup`] finished (or its thread died, with the reason).
@@ -224,6 +239,25 @@ enum Modal {
     /// `/memory`: saved facts, with search, read, forget and restore.
     Memory(memory::MemoryView),
     Rewind(Box<rewind::Rewind>),
+    Ask(AskCard, Reply<Answer>),
+    Plan(PlanCard, Reply<PlanReview>),
+}
+
+impl Modal {
+    /// An input-owned overlay: the composer stays and takes the keys (§ "CLI modal/composer
+    /// ownership"); every other modal hides it.
+    fn owns_input(&self) -> bool {
+        match self {
+            Modal::Ask(card, _) => card.owns_input(),
+            Modal::Plan(card, _) => card.owns_input(),
+            _ => false,
+        }
+    }
+
+    /// Part of the running turn: answered (or dropped) when the turn is cancelled.
+    fn belongs_to_turn(&self) -> bool {
+        matches!(self, Modal::Approval(..) | Modal::Ask(..) | Modal::Plan(..))
+    }
 }
 
 #[derive(Default)]
@@ -272,6 +306,12 @@ struct Chat {
     queue: VecDeque<Pending>,
     modal: Option<Modal>,
     waiting_modals: VecDeque<Modal>,
+    /// The composer's text while an input-owned overlay borrows it; put back when it closes.
+    draft: Option<String>,
+    /// Plan mode, shared with the agent: the status line reads it every frame, so a change
+    /// the agent makes mid-turn (an approved plan) shows at once.
+    workflow: Arc<Mutex<Workflow>>,
+    todo_panel: TodoPanel,
     menu: Option<Menu>,
     /// The first Ctrl-C at an empty prompt arms exit; the second one exits.
     exit_armed: bool,
@@ -296,6 +336,8 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
             .send(Msg::Signal(signal));
     })?;
     let tool_names = tool_names(&parts.agent);
+    let workflow = parts.agent.workflow();
+    let todos = parts.agent.todos();
     let width = screen.width();
     let resumed = resumed::last_exchanges(parts.agent.session().messages(), width);
     let mut chat = Chat {
@@ -326,6 +368,9 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         queue: VecDeque::new(),
         modal: None,
         waiting_modals: VecDeque::new(),
+        draft: None,
+        workflow,
+        todo_panel: TodoPanel::new(todos),
         menu: None,
         exit_armed: false,
         interrupted: false,
@@ -390,6 +435,13 @@ impl Chat {
             return None;
         }
         self.idle_agent()
+    }
+
+    fn planning(&self) -> bool {
+        self.workflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .planning
     }
 
     fn busy(&self) -> bool {

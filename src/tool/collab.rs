@@ -23,6 +23,8 @@ pub enum Answer {
     Option(usize),
     /// Free text typed by the person.
     Text(String),
+    /// The person saw the question and declined to answer it (Esc on the card).
+    Dismissed,
 }
 
 /// A person's review of a proposed plan.

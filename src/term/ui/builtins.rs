@@ -62,6 +62,10 @@ impl Chat {
             Builtin::Memory => self.memory_command(),
             Builtin::Rewind => self.rewind_picker(),
             Builtin::Verbose => self.toggle_verbose(),
+            Builtin::Plan => {
+                let planning = !self.planning();
+                self.set_planning(planning);
+            }
             Builtin::Exit => self.request_exit(0),
         }
         self.transcript.gap();
@@ -141,6 +145,7 @@ impl Chat {
     pub(super) fn reset_conversation_state(&mut self) {
         self.totals = Totals::default();
         self.interrupted = false;
+        self.todo_panel.set(Vec::new());
     }
 
     pub(super) fn model_command(&mut self, args: &str) {
@@ -429,8 +434,9 @@ const KEY_HELP: &[(&str, &str)] = &[
     ("ctrl-d", "exit on an empty prompt"),
     (
         "shift-tab",
-        "cycle the permission posture: ask → auto → yolo",
+        "cycle the mode: ask → auto → yolo → plan → ask",
     ),
+    ("ctrl-t", "show or hide the task list above the input"),
     ("ctrl-o", "toggle verbose (reasoning, long output)"),
     ("up, down", "move between lines · history"),
     (

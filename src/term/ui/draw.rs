@@ -77,11 +77,22 @@ impl Chat {
             );
         }
         let mut cursor = None;
+        let height = self.screen.height();
         match &self.modal {
-            Some(modal) => rows.extend(render_modal(modal, width, self.screen.height())),
-            None => {
-                if let Some(menu) = &self.menu {
-                    rows.extend(menu.render(width));
+            Some(modal) if !modal.owns_input() => rows.extend(render_modal(
+                modal,
+                width,
+                height.saturating_sub(rows.len() + 1),
+            )),
+            overlay => {
+                rows.extend(self.todo_panel.render(width, self.turn.is_some()));
+                match overlay {
+                    Some(modal) => rows.extend(render_modal(modal, width, height)),
+                    None => {
+                        if let Some(menu) = &self.menu {
+                            rows.extend(menu.render(width));
+                        }
+                    }
                 }
                 rows.push(Line::styled(
                     "─".repeat(width.saturating_sub(1)),
@@ -114,6 +125,10 @@ impl Chat {
         };
         let mut line = Line::styled(format!("{} · ", one_row(&self.model)), Style::Status);
         line.push(posture.as_str(), posture_style);
+        if self.planning() {
+            line.push(" · ", Style::Status);
+            line.push("plan", Style::Accent);
+        }
         let usage = &self.totals.usage;
         let mut parts = vec![format!(
             "↑{} ↓{}",
@@ -136,7 +151,7 @@ impl Chat {
         if self.exit_armed {
             line.push("   press Ctrl-C again to exit", Style::Warning);
         } else {
-            line.push("   shift-tab: posture · /help", Style::Dim);
+            line.push("   shift-tab: mode · /help", Style::Dim);
         }
         line.truncated(width.saturating_sub(1))
     }
@@ -168,8 +183,11 @@ impl Chat {
     }
 }
 
+/// A modal in `height` rows at most (only the plan review needs to know).
 fn render_modal(modal: &Modal, width: usize, height: usize) -> Vec<Line> {
     match modal {
+        Modal::Ask(card, _) => card.render(width),
+        Modal::Plan(card, _) => card.render(width, height),
         Modal::Approval(choices, _) => choices.render(width),
         Modal::Launch(choices, _) => choices.render(width),
         Modal::ConfirmClear(choices) => choices.render(width),

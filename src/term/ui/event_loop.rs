@@ -7,6 +7,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use super::approver::launch_choices;
+use super::ask_card::AskCard;
+use super::plan_review::PlanCard;
 use super::turn::turn_end;
 use super::{Chat, Modal, Msg};
 use crate::term::keys::{Decoder, Key};
@@ -73,6 +75,12 @@ impl Chat {
             }
             Msg::Launch(request, reply) => {
                 self.open_modal(Modal::Launch(launch_choices(&request), reply))
+            }
+            Msg::Ask(question, reply) => {
+                self.open_modal(Modal::Ask(AskCard::new(question), reply))
+            }
+            Msg::PlanReview(plan, reply) => {
+                self.open_modal(Modal::Plan(PlanCard::new(plan), reply))
             }
             Msg::Prepared(prepared) => self.on_prepared(prepared),
             Msg::ShellDone(result) => self.on_shell_done(result),

@@ -1,6 +1,10 @@
 //! Keys at the composer and in modals: editing, the completion menu, interrupting, the
-//! posture and verbosity toggles, and answering (or denying) the open modal.
+//! mode (posture and plan) and verbosity toggles, the task panel, and answering (or denying)
+//! the open modal; an input-owned overlay (free text for `ask`, plan feedback) lends the
+//! composer's editing keys to its modal.
 
+use super::ask_card::CardKey;
+use super::plan_review::PlanKey;
 use super::{Chat, Modal};
 use crate::agent::events::NoticeLevel;
 use crate::permission::{ApprovalAnswer, Posture};
@@ -28,7 +32,23 @@ impl Chat {
     }
 
     pub(super) fn close_modal(&mut self) {
+        self.restore_draft();
         self.modal = self.waiting_modals.pop_front();
+    }
+
+    /// An overlay borrows the composer: the user's unsent draft waits aside meanwhile.
+    fn lend_composer(&mut self) {
+        self.menu = None;
+        if self.draft.is_none() {
+            self.draft = Some(self.editor.text().to_string());
+        }
+        self.editor.clear();
+    }
+
+    fn restore_draft(&mut self) {
+        if let Some(draft) = self.draft.take() {
+            self.editor.set_text(&draft);
+        }
     }
 
     pub(super) fn on_key(&mut self, key: Key) {
@@ -44,8 +64,9 @@ impl Chat {
             Key::Ctrl('d') if self.editor.is_empty() => self.request_exit(0),
             Key::Ctrl('d') | Key::Delete => self.edit(Editor::delete),
             Key::Esc => self.escape(),
-            Key::BackTab => self.cycle_posture(),
+            Key::BackTab => self.cycle_mode(),
             Key::Ctrl('o') => self.toggle_verbose(),
+            Key::Ctrl('t') => self.toggle_todo_panel(),
             Key::Ctrl('l') => {
                 let _ = self.screen.clear();
             }
@@ -66,6 +87,20 @@ impl Chat {
                     self.editor.down();
                 }
             },
+            other => self.compose_key(other),
+        }
+    }
+
+    /// The composer's editing keys, also lent to an input-owned overlay.
+    fn compose_key(&mut self, key: Key) {
+        match key {
+            Key::Up => {
+                self.editor.up();
+            }
+            Key::Down => {
+                self.editor.down();
+            }
+            Key::Delete => self.edit(Editor::delete),
             Key::Newline | Key::Ctrl('j') => self.edit(|e| e.insert_char('\n')),
             Key::Char(c) if !c.is_control() => self.edit(|e| e.insert_char(c)),
             Key::Paste(text) => self.edit(|e| e.insert(&text)),
@@ -163,13 +198,45 @@ impl Chat {
         }
     }
 
-    fn cycle_posture(&mut self) {
-        let next = match self.gate.posture() {
-            Posture::Ask => Posture::Auto,
-            Posture::Auto => Posture::Yolo,
-            Posture::Yolo | Posture::Strict => Posture::Ask,
+    /// Shift-Tab: ask → auto → yolo → plan → ask. Entering plan keeps the posture; leaving
+    /// it returns to ask. Plan mode changes between turns, so during a turn only the posture
+    /// cycles (ask → auto → yolo → ask).
+    fn cycle_mode(&mut self) {
+        let posture = self.gate.posture();
+        if self.planning() {
+            if self.set_planning(false) {
+                self.gate.set_posture(Posture::Ask);
+            }
+            return;
+        }
+        match posture {
+            Posture::Ask => self.gate.set_posture(Posture::Auto),
+            Posture::Auto => self.gate.set_posture(Posture::Yolo),
+            Posture::Yolo | Posture::Strict if self.busy() => self.gate.set_posture(Posture::Ask),
+            Posture::Yolo | Posture::Strict => {
+                self.set_planning(true);
+            }
+        }
+    }
+
+    /// Enters or leaves plan mode through the idle agent; returns whether it changed.
+    pub(super) fn set_planning(&mut self, planning: bool) -> bool {
+        let Some(mut agent) = self.agent_or_notice() else {
+            return false;
         };
-        self.gate.set_posture(next);
+        agent.set_planning(planning);
+        drop(agent);
+        let text = if planning {
+            "plan mode: the model researches and proposes a plan for you to review before it edits"
+        } else {
+            "plan mode off"
+        };
+        self.transcript.notice(NoticeLevel::Info, text);
+        true
+    }
+
+    fn toggle_todo_panel(&mut self) {
+        self.todo_panel.toggle();
     }
 
     pub(super) fn toggle_verbose(&mut self) {
@@ -228,6 +295,29 @@ impl Chat {
                 super::memory::Outcome::Notice(level, text) => self.transcript.notice(level, &text),
             },
             Modal::Rewind(_) => self.rewind_key(&key),
+            Modal::Ask(card, reply) => match card.key(key.clone(), self.editor.text()) {
+                CardKey::Answer(answer) => {
+                    reply.send(answer);
+                    self.editor.clear();
+                    self.close_modal();
+                }
+                CardKey::StartTyping => self.lend_composer(),
+                CardKey::BackToCard => self.restore_draft(),
+                CardKey::Edit(key) => self.overlay_edit(key),
+                CardKey::Pending => {}
+            },
+            Modal::Plan(card, reply) => match card.key(key.clone(), self.editor.text()) {
+                // The agent acts on the review (the window, auto for accept-edits).
+                PlanKey::Review(review) => {
+                    reply.send(review);
+                    self.editor.clear();
+                    self.close_modal();
+                }
+                PlanKey::StartTyping => self.lend_composer(),
+                PlanKey::BackToPlan => self.restore_draft(),
+                PlanKey::Edit(key) => self.overlay_edit(key),
+                PlanKey::Pending => {}
+            },
         }
         if interrupt && self.busy() {
             self.cancel_work();
@@ -235,8 +325,15 @@ impl Chat {
         }
     }
 
-    /// Answers every open and queued tool approval with Deny (the turn is being cancelled).
-    /// Launch grants are not part of a turn; they stay open.
+    /// An editing key in an input-owned overlay: the composer without the completion menu.
+    fn overlay_edit(&mut self, key: Key) {
+        self.compose_key(key);
+        self.menu = None;
+    }
+
+    /// Answers every open and queued tool approval with Deny and drops open questions and
+    /// plan reviews, whose tools then see no answer (the turn is being cancelled). Launch
+    /// grants are not part of a turn; they stay open.
     pub(super) fn deny_waiting_approvals(&mut self) {
         let mut modals: Vec<Modal> = self.modal.take().into_iter().collect();
         modals.extend(self.waiting_modals.drain(..));
@@ -245,6 +342,7 @@ impl Chat {
                 Modal::Approval(_, reply) => {
                     let _ = reply.send(ApprovalAnswer::Deny);
                 }
+                other if other.belongs_to_turn() => {}
                 other => self.waiting_modals.push_back(other),
             }
         }

@@ -81,6 +81,12 @@ impl Chat {
                 self.totals.priced = true;
             }
         }
+        if event == (Event::PlanMode { planning: false }) {
+            self.transcript.notice(
+                NoticeLevel::Info,
+                "plan approved: leaving plan mode to carry it out",
+            );
+        }
         self.transcript.event(&event);
     }
 

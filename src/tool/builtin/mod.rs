@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::{Profile, Tool};
 
+pub mod ask;
 pub mod bash;
 pub mod edit;
 mod glob;
@@ -34,6 +35,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::Grep),
         Arc::new(todo::TodoWrite),
         Arc::new(step::CompleteStep),
+        Arc::new(ask::Ask),
         Arc::new(plan::ExitPlanMode),
         Arc::new(history::History),
         Arc::new(memory::MemoryTool),
