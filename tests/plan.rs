@@ -427,3 +427,28 @@ fn run_plan_prints_the_plan_in_text_and_print_formats() {
         }
     }
 }
+
+#[test]
+fn complete_step_is_refused_while_planning() {
+    let server = FakeOpenAI::start(vec![
+        calls(&[call(
+            "c1",
+            "complete_step",
+            json!({"id": "1", "evidence": "done"}),
+        )]),
+        calls(&[exit_plan("c2")]),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "--plan", "plan it"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(2);
+    let refused = result_for(&requests[1].body, "c1");
+    assert!(
+        refused.contains("refused while planning") && refused.contains("exit_plan_mode"),
+        "{refused}"
+    );
+}
