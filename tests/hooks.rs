@@ -209,3 +209,84 @@ fn repository_hooks_run_only_in_a_trusted_workspace() {
         out.stderr
     );
 }
+
+#[test]
+fn a_permission_request_hook_denies_what_would_otherwise_be_allowed_without_a_user() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"out.txt","content":"x"}"#)]),
+        Reply::text("ok"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    // Headless, the writer's Ask is resolved without a user; this hook refuses instead.
+    let hook = r#"cat > request.json; echo 'no unattended writes' >&2; exit 2"#;
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &hook_config(&[("PermissionRequest", "Write", hook)]),
+    );
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--output-format",
+        "stream-json",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!work.join("out.txt").exists(), "the denied write ran");
+    let events = stream_events(&out.stdout);
+    let permission = events.iter().find(|e| e["type"] == "permission").unwrap();
+    assert_eq!(permission["resolution"], "hook", "{permission}");
+    assert_eq!(permission["allowed"], false);
+    assert!(last_message(&server, 1).contains("no unattended writes"));
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "hook" && e["event"] == "PermissionRequest"));
+    let request: Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("request.json")).unwrap()).unwrap();
+    assert_eq!(request["tool_name"], "write_file");
+    assert_eq!(request["interactive"], false);
+}
+
+#[test]
+fn a_notification_hook_hears_when_the_chat_waits_for_an_approval() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"out.txt","content":"x"}"#)]),
+        Reply::text("ok"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let hook = r#"cat > notified.json"#;
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &hook_config(&[("Notification", "", hook)]),
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 100, 30);
+    pty.wait_text("fake-model · ask");
+    pty.send("write it\r");
+    pty.wait_text("write_file");
+    let notified = work.join("notified.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(&notified).is_ok_and(|t| t.ends_with('}')) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no notification\n{}",
+            pty.screen()
+        );
+        std::thread::yield_now();
+    }
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&notified).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "Notification");
+    assert_eq!(
+        input["message"],
+        "reasonix needs your permission to use write_file"
+    );
+    pty.wait_text("Allow write_file?");
+    pty.send("y");
+    pty.wait_text("Ask anything");
+    assert!(work.join("out.txt").exists());
+    pty.send("\x04");
+    assert!(pty.wait_exit().success());
+}

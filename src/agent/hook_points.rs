@@ -5,20 +5,72 @@
 
 use serde_json::{json, Map, Value};
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use super::{Agent, AgentError};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::hooks::{Base, Decision, HookEvent, Hooks};
+use crate::cancel::CancelToken;
+use crate::permission::ApprovalRequest;
 use crate::permission::Resolution;
 use crate::provider::{Message, ToolCall};
+use crate::tool::collab::{Answer, Interact, PlanReview, Question};
+use crate::tool::ToolContext;
 use crate::tool::ToolError;
 
 /// How many times in a row `Stop` hooks may send the model back to work in one turn.
 pub const STOP_BLOCK_LIMIT: u32 = 3;
 
 impl Agent {
-    /// The hooks this agent runs; none by default.
+    /// The hooks this agent runs; none by default. `PermissionRequest` and `Notification`
+    /// hooks run from the gate and from the person's side, so they are installed there.
     pub fn set_hooks(&mut self, hooks: Hooks) {
         self.hooks = hooks;
+        let wants_request = self.hooks.wants(HookEvent::PermissionRequest, None)
+            || self.hooks.wants(HookEvent::Notification, None);
+        if wants_request {
+            let runner = self.hook_runner();
+            self.gate.set_request_hook(Arc::new(move |request, person| {
+                runner.permission_request(request, person)
+            }));
+        }
+        if let Some(interact) = self.ctx.interact.take() {
+            self.ctx.interact = Some(self.notifying(interact));
+        }
+    }
+
+    /// `interact`, announcing through `Notification` hooks each time it waits for the person.
+    pub(super) fn notifying(&self, interact: Arc<dyn Interact>) -> Arc<dyn Interact> {
+        if !self.hooks.wants(HookEvent::Notification, None) {
+            return interact;
+        }
+        Arc::new(Notifying {
+            inner: interact,
+            runner: self.hook_runner(),
+        })
+    }
+
+    /// What the gate's and the person's threads need to run hooks and report them.
+    fn hook_runner(&self) -> HookRunner {
+        HookRunner {
+            hooks: self.hooks.clone(),
+            base: self.hook_base(),
+            ctx: self.ctx.clone(),
+            events: Arc::clone(&self.hook_events),
+        }
+    }
+
+    /// Emits the hook events other threads recorded.
+    pub(super) fn drain_hook_events(&self, sink: &mut dyn EventSink) {
+        let events = std::mem::take(
+            &mut *self
+                .hook_events
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for event in events {
+            sink.emit(event);
+        }
     }
 
     fn hook_base(&self) -> Base {
@@ -210,4 +262,76 @@ fn tool_fields(call: &ToolCall, args: &Value) -> Map<String, Value> {
     fields.insert("tool_input".into(), input);
     fields.insert("tool_use_id".into(), json!(call.id));
     fields
+}
+
+/// Runs hooks away from the loop's thread (the gate's ask, the person's side), keeping their
+/// events for the loop to emit.
+struct HookRunner {
+    hooks: Hooks,
+    base: Base,
+    ctx: ToolContext,
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl HookRunner {
+    fn fire(&self, event: HookEvent, tool: Option<&str>, fields: Map<String, Value>) -> Decision {
+        let mut recorded = Vec::new();
+        let mut sink = |e: Event| recorded.push(e);
+        let decision = self
+            .hooks
+            .fire(event, tool, fields, &self.base, &self.ctx, &mut sink);
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(recorded);
+        decision
+    }
+
+    /// `PermissionRequest` for an Ask about to be resolved; then, when a person will be asked
+    /// and no hook denied it, `Notification`.
+    fn permission_request(&self, request: &ApprovalRequest, person: bool) -> Option<String> {
+        let mut fields = Map::new();
+        fields.insert("tool_name".into(), json!(request.tool));
+        fields.insert("tool_input".into(), request.args.clone());
+        fields.insert("subject".into(), json!(request.subject));
+        fields.insert("interactive".into(), json!(person));
+        let decision = self.fire(HookEvent::PermissionRequest, Some(&request.tool), fields);
+        if decision.is_blocked() {
+            return Some(decision.block_reason());
+        }
+        if person {
+            self.notify(&format!(
+                "reasonix needs your permission to use {}",
+                request.tool
+            ));
+        }
+        None
+    }
+
+    fn notify(&self, message: &str) {
+        let mut fields = Map::new();
+        fields.insert("message".into(), json!(message));
+        self.fire(HookEvent::Notification, None, fields);
+    }
+}
+
+/// An [`Interact`] that tells `Notification` hooks when it starts waiting for the person.
+struct Notifying {
+    inner: Arc<dyn Interact>,
+    runner: HookRunner,
+}
+
+impl Interact for Notifying {
+    fn ask(&self, question: &Question, cancel: &CancelToken) -> Option<Answer> {
+        self.runner.notify(&format!(
+            "reasonix has a question for you: {}",
+            question.question
+        ));
+        self.inner.ask(question, cancel)
+    }
+
+    fn review_plan(&self, plan: &str, cancel: &CancelToken) -> Option<PlanReview> {
+        self.runner.notify("reasonix has a plan for you to review");
+        self.inner.review_plan(plan, cancel)
+    }
 }

@@ -151,6 +151,8 @@ pub struct Agent {
     lease: Lease,
     /// The hooks this agent runs, whether `SessionStart` ran, and `Stop` blocks in a row.
     hooks: Hooks,
+    /// Hook events from the gate's and the person's threads, emitted after each round.
+    hook_events: Arc<Mutex<Vec<Event>>>,
     session_started: bool,
     stop_blocks: u32,
     /// Plan mode's hooks at the start and end of a turn, before the gate and after a round.
@@ -197,6 +199,7 @@ impl Agent {
             tool_source: None,
             lease: Lease::default(),
             hooks: Hooks::default(),
+            hook_events: Arc::default(),
             session_started: false,
             stop_blocks: 0,
         }
@@ -272,7 +275,7 @@ impl Agent {
 
     /// Who answers `ask` and reviews plans; without one (headless) `ask` returns an assumption.
     pub fn set_interact(&mut self, interact: Arc<dyn Interact>) {
-        self.ctx.interact = Some(interact);
+        self.ctx.interact = Some(self.notifying(interact));
     }
 
     /// Switches the model between turns (`/model`); the session continues.
@@ -582,6 +585,7 @@ impl Agent {
                 Err(err) => results[i] = Some((Err(err), 0)),
             }
         }
+        self.drain_hook_events(sink);
         let max_parallel = self.options.max_parallel_tools.max(1);
         let ids = runnable_index
             .iter()
@@ -620,6 +624,7 @@ impl Agent {
             self.session
                 .push(Message::tool_result(call.id.clone(), output))?;
         }
+        self.drain_hook_events(sink);
         let now = self.todo_items();
         if now != todos {
             sink.emit(Event::Todo { items: now });

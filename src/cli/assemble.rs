@@ -369,4 +369,8 @@ impl Gate for SharedGate {
     fn set_posture(&self, posture: Posture) {
         self.0.set_posture(posture)
     }
+
+    fn set_request_hook(&self, hook: crate::permission::gate::RequestHook) {
+        Gate::set_request_hook(self.0.as_ref(), hook)
+    }
 }

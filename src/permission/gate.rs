@@ -81,6 +81,8 @@ pub enum Resolution {
     UserSession,
     UserAlways,
     UserDeny,
+    /// A `PermissionRequest` hook denied the call before anyone was asked.
+    Hook,
 }
 
 impl Resolution {
@@ -99,6 +101,7 @@ impl Resolution {
             Resolution::UserSession => "user-session",
             Resolution::UserAlways => "user-always",
             Resolution::UserDeny => "user-deny",
+            Resolution::Hook => "hook",
         }
     }
 }
@@ -178,7 +181,16 @@ pub trait Gate: Send + Sync {
     /// Changes the posture (an approved plan with "auto-accept edits"); a gate without a
     /// posture ignores it.
     fn set_posture(&self, _posture: Posture) {}
+
+    /// Installs what runs before an Ask is put to a person or resolved without one (the
+    /// `PermissionRequest` and `Notification` hooks); a gate that never asks ignores it.
+    fn set_request_hook(&self, _hook: RequestHook) {}
 }
+
+/// Called with a request that is about to be put to a person (`true`) or resolved without
+/// one (`false`); `Some(reason)` denies the call. It can only deny: allowing stays with the
+/// policy, the posture and the person.
+pub type RequestHook = Arc<dyn Fn(&ApprovalRequest, bool) -> Option<String> + Send + Sync>;
 
 /// The refusal of a fresh-approval call when no person can answer.
 fn refused_headless(tool: &str, decision: Decision) -> Verdict {
@@ -284,6 +296,7 @@ pub struct PolicyGate {
     mcp: Option<McpLookup>,
     /// The approved-plan window is open.
     plan_window: AtomicBool,
+    request_hook: Mutex<Option<RequestHook>>,
 }
 
 impl PolicyGate {
@@ -296,6 +309,7 @@ impl PolicyGate {
             grants: Mutex::new(Vec::new()),
             mcp: None,
             plan_window: AtomicBool::new(false),
+            request_hook: Mutex::new(None),
         }
     }
 
@@ -363,10 +377,41 @@ impl PolicyGate {
             }
             _ => {}
         }
+        if let Some(reason) = self.request_denied(call, args, &base, self.approver.is_some()) {
+            return blocked(
+                base,
+                Resolution::Hook,
+                format!("blocked by a PermissionRequest hook: {reason}"),
+            );
+        }
         match &self.approver {
             None => allowed(base, Resolution::Headless),
             Some(approver) => self.ask_user(approver.as_ref(), call, args, base),
         }
+    }
+
+    /// What the request hook says of the Ask about to be resolved; `None` lets it go on.
+    fn request_denied(
+        &self,
+        call: &Call,
+        args: &Value,
+        base: &Verdict,
+        person: bool,
+    ) -> Option<String> {
+        let hook = self
+            .request_hook
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        let request = ApprovalRequest {
+            tool: call.tool.clone(),
+            family: call.family,
+            subject: base.subject.clone(),
+            args: args.clone(),
+            rule: base.rule.clone(),
+            scopes: Vec::new(),
+        };
+        hook(&request, person)
     }
 
     fn ask_user(
@@ -545,6 +590,13 @@ impl Gate for PolicyGate {
 
     fn set_posture(&self, posture: Posture) {
         PolicyGate::set_posture(self, posture);
+    }
+
+    fn set_request_hook(&self, hook: RequestHook) {
+        *self
+            .request_hook
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(hook);
     }
 
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
