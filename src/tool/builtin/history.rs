@@ -345,7 +345,9 @@ fn load(path: &Path) -> Option<Arc<FileIndex>> {
 }
 
 /// Indexes a session file (header, then messages) or an archive (header lines naming the
-/// session before each batch of messages). Unreadable lines are skipped.
+/// session before each batch of messages). Unreadable lines are skipped. A `/rewind` marker
+/// (`{"type":"rewind","to":N}`) drops what came after the first N messages, as the session
+/// itself does, so a search never brings back a turn the user took back.
 fn build(path: &Path, text: &str) -> FileIndex {
     let stem = path
         .file_stem()
@@ -361,13 +363,20 @@ fn build(path: &Path, text: &str) -> FileIndex {
         stem
     };
     let mut session: Option<String> = None;
-    let mut entries = Vec::new();
-    let mut index = Index::new();
+    let mut entries: Vec<Entry> = Vec::new();
     let mut tools: HashMap<String, String> = HashMap::new();
     let mut position = 0;
     for line in text.lines() {
         let Ok(message) = serde_json::from_str::<Message>(line) else {
             if let Ok(header) = serde_json::from_str::<Value>(line) {
+                if header.get("type").and_then(Value::as_str) == Some("rewind") {
+                    if let Some(kept) = header.get("to").and_then(Value::as_u64) {
+                        let kept = kept as usize;
+                        entries.retain(|e| e.position < kept);
+                        position = position.min(kept);
+                    }
+                    continue;
+                }
                 let id = header.get("session_id").or_else(|| header.get("id"));
                 session = id.and_then(Value::as_str).map(str::to_string);
                 if !in_archive {
@@ -381,7 +390,6 @@ fn build(path: &Path, text: &str) -> FileIndex {
         }
         if message.role != Role::System {
             let text = searchable_text(&message);
-            index.add(&text);
             entries.push(Entry {
                 position,
                 role: message.role,
@@ -394,6 +402,10 @@ fn build(path: &Path, text: &str) -> FileIndex {
             });
         }
         position += 1;
+    }
+    let mut index = Index::new();
+    for entry in &entries {
+        index.add(&entry.text);
     }
     FileIndex {
         label,
@@ -529,6 +541,28 @@ fn clip(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewind_marker_drops_the_turns_taken_back() {
+        let lines = [
+            r#"{"session_id":"s1","created":"x"}"#,
+            r#"{"role":"system","content":"sys"}"#,
+            r#"{"role":"user","content":"first zebra question"}"#,
+            r#"{"role":"assistant","content":"first answer"}"#,
+            r#"{"role":"user","content":"second giraffe question"}"#,
+            r#"{"role":"assistant","content":"second answer"}"#,
+            r#"{"type":"rewind","to":3,"at":"now"}"#,
+            r#"{"role":"user","content":"third okapi question"}"#,
+        ];
+        let file = build(Path::new("/s/s1.jsonl"), &lines.join("\n"));
+        let texts: Vec<&str> = file.entries.iter().map(|e| e.text.as_str()).collect();
+        assert!(texts.iter().any(|t| t.contains("zebra")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("okapi")), "{texts:?}");
+        assert!(!texts.iter().any(|t| t.contains("giraffe")), "{texts:?}");
+        let positions: Vec<usize> = file.entries.iter().map(|e| e.position).collect();
+        assert_eq!(positions, [1, 2, 3]);
+        assert_eq!(file.messages, 4);
+    }
 
     #[test]
     fn snippets_centre_on_the_first_term() {
