@@ -210,6 +210,23 @@ fn refused_headless(tool: &str, decision: Decision) -> Verdict {
     }
 }
 
+/// What a person (or the request hook) is asked about a call the policy resolved to Ask.
+fn approval_request(
+    call: &Call,
+    args: &Value,
+    base: &Verdict,
+    scopes: Vec<Rule>,
+) -> ApprovalRequest {
+    ApprovalRequest {
+        tool: call.tool.clone(),
+        family: call.family,
+        subject: base.subject.clone(),
+        args: args.clone(),
+        rule: base.rule.clone(),
+        scopes,
+    }
+}
+
 /// The pass-through gate, for sub-agents and tests that need no policy.
 pub struct AllowAll;
 
@@ -403,15 +420,7 @@ impl PolicyGate {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()?;
-        let request = ApprovalRequest {
-            tool: call.tool.clone(),
-            family: call.family,
-            subject: base.subject.clone(),
-            args: args.clone(),
-            rule: base.rule.clone(),
-            scopes: Vec::new(),
-        };
-        hook(&request, person)
+        hook(&approval_request(call, args, base, Vec::new()), person)
     }
 
     fn ask_user(
@@ -421,14 +430,7 @@ impl PolicyGate {
         args: &Value,
         base: Verdict,
     ) -> Verdict {
-        let request = ApprovalRequest {
-            tool: call.tool.clone(),
-            family: call.family,
-            subject: base.subject.clone(),
-            args: args.clone(),
-            rule: base.rule.clone(),
-            scopes: suggest_scopes(call, &self.policy),
-        };
+        let request = approval_request(call, args, &base, suggest_scopes(call, &self.policy));
         match approver.approve(&request) {
             ApprovalAnswer::Once => allowed(base, Resolution::UserOnce),
             ApprovalAnswer::Session(scope) => {

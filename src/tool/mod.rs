@@ -197,6 +197,18 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// A tool whose call touches nothing but waits for a person's decision (`ask`,
+    /// `exit_plan_mode`): the gate allows it without an approval prompt (no posture answers a
+    /// decision), while the tool's own `read_only()` stays false so dispatch runs it alone,
+    /// never inside a parallel batch.
+    pub fn decision() -> Profile {
+        Profile {
+            family: Family::Other,
+            read_only: true,
+            subjects: Subjects::Nothing,
+        }
+    }
+
     /// A tool that declares nothing: an MCP tool or a caller that only knows read-only-ness.
     pub fn undeclared(read_only: bool) -> Profile {
         Profile {

@@ -67,16 +67,9 @@ impl Tool for Ask {
         Subjects::Nothing
     }
 
-    /// The gate sees a call that touches nothing, so no approval prompt precedes the card
-    /// (the question is what the person answers, and no posture answers it), while
-    /// `read_only()` stays false so dispatch runs it on its own, never inside a parallel
-    /// batch: one question on screen at a time. The same split as `exit_plan_mode`.
+    /// One question on screen at a time (see [`Profile::decision`]).
     fn profile(&self) -> Profile {
-        Profile {
-            family: Family::Other,
-            read_only: true,
-            subjects: Subjects::Nothing,
-        }
+        Profile::decision()
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -53,16 +53,10 @@ impl Tool for ExitPlanMode {
         Subjects::Nothing
     }
 
-    /// The gate sees a call that touches nothing (allowed without a tool approval: a plan is
-    /// a decision only a person makes, here, not a posture), while `read_only()` stays false
-    /// so dispatch runs it on its own, in order, never inside a parallel batch: its answer
-    /// changes how the calls after it are judged.
+    /// Its answer changes how the calls after it are judged, so it runs alone, in order
+    /// (see [`Profile::decision`]).
     fn profile(&self) -> Profile {
-        Profile {
-            family: Family::Other,
-            read_only: true,
-            subjects: Subjects::Nothing,
-        }
+        Profile::decision()
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
