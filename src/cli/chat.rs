@@ -182,9 +182,18 @@ fn build_agent(
             message,
         });
     }
-    let ctx = assemble::tool_context(config, cwd)?;
+    let mut ctx = assemble::tool_context(config, cwd)?;
     assemble::add_skill_tool(&mut tools, &ctx);
     let options = assemble::options(config, settings, None, args.effort.clone());
+    // Children of this chat are stored under the session it opened with, also after `/new`.
+    let children = crate::cli::delegate::Children::new(
+        config,
+        settings,
+        options.reasoning_effort.clone(),
+        Arc::clone(&gate),
+        &session,
+    );
+    assemble::add_task_tools(&mut tools, &mut ctx, config, Arc::new(children));
     let mut agent = Agent::new(
         provider_handle,
         tools,

@@ -8,6 +8,7 @@ use crate::cli::error::{exit, Error};
 
 pub mod assemble;
 pub mod chat;
+pub mod delegate;
 pub mod doctor;
 pub mod error;
 pub mod flags;

@@ -3,10 +3,11 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
+use super::delegate::{Children, Tally};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
@@ -302,15 +303,16 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         &cwd,
         "run PROMPT",
     )?;
-    let ctx = assemble::tool_context(&config, &cwd)?;
+    let mut ctx = assemble::tool_context(&config, &cwd)?;
     assemble::add_skill_tool(&mut tools, &ctx);
     output.cancel_on_close(ctx.cancel.clone());
     let permissions = PermissionFlags {
         posture: args.common.posture,
         ..args.own.permissions.clone()
     };
-    let gate =
-        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies());
+    let gate = Arc::new(
+        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies()),
+    );
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
@@ -323,6 +325,15 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         args.own.max_steps,
         args.common.effort.clone(),
     );
+    let children = Arc::new(Children::new(
+        &config,
+        &settings,
+        options.reasoning_effort.clone(),
+        Arc::clone(&gate),
+        &session,
+    ));
+    let tally = Arc::clone(&children.tally);
+    assemble::add_task_tools(&mut tools, &mut ctx, &config, children);
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),
@@ -339,7 +350,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let mut agent = Agent::new(
         provider_handle,
         tools,
-        Box::new(gate),
+        Box::new(assemble::SharedGate(gate)),
         session,
         ctx,
         options,
@@ -362,7 +373,8 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     }
     let outcome = agent.run(prompt, output);
     let priced = settings.prices.is_some();
-    finish(args, &agent, outcome, priced, started, output)
+    let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    finish(args, &agent, &children, outcome, priced, started, output)
 }
 
 /// `--approve-plan`: stands in for the person who reviews the plan, and approves it. It
@@ -383,12 +395,16 @@ impl Interact for ApprovePlans {
 fn finish(
     args: &RunArgs,
     agent: &Agent,
+    children: &Tally,
     outcome: Result<Finish, AgentError>,
     priced: bool,
     started: Instant,
     output: &mut Output,
 ) -> Result<i32, Error> {
-    let stats = agent.stats();
+    // The children's usage and cost are part of the run's.
+    let mut stats = agent.stats().clone();
+    stats.usage.add(&children.usage);
+    stats.cost_usd += children.cost_usd;
     // A plan-mode run's answer is its plan, not the model's last words.
     let answer = match &outcome {
         Ok(Finish::Plan(plan)) => plan.clone(),

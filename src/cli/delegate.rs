@@ -1,0 +1,236 @@
+//! The CLI's [`Delegate`]: starts a child agent for `task`, `read_only_task` and subagent
+//! skills. The child talks to the same provider (or the model the profile or call names),
+//! is judged by the parent's gate, works in the parent's sandbox under the parent's cancel
+//! token, inherits plan mode, and writes an isolated session under the parent's session
+//! directory (`<sessions>/<parent-id>/children/<child-id>.jsonl`). Its usage is added to a
+//! tally the front end folds into the parent's totals.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+
+use super::assemble::{self, PromptFlags};
+use crate::agent::events::{Event, EventSink};
+use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::session::{self, Header, Session};
+use crate::config::Config;
+use crate::permission::{Gate, PolicyGate, Verdict};
+use crate::provider::{self, Message, ProviderSettings, Usage};
+use crate::skill::{RunAs, Skill};
+use crate::tool::collab::Workflow;
+use crate::tool::delegate::{Delegate, TaskOutcome, TaskSpec};
+use crate::tool::{Profile, Registry, ToolContext};
+
+/// What the children of one run have used, for the parent's result.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub requests: u32,
+}
+
+/// Starts children for one parent session.
+pub struct Children {
+    pub config: Config,
+    /// The executor's provider settings: the default model of every child.
+    pub settings: ProviderSettings,
+    /// The executor's reasoning effort, the last step of the precedence.
+    pub effort: Option<String>,
+    pub gate: Arc<PolicyGate>,
+    /// `<sessions>/<parent-id>`: children go in its `children` directory.
+    pub parent_dir: PathBuf,
+    pub tally: Arc<Mutex<Tally>>,
+}
+
+impl Children {
+    pub fn new(
+        config: &Config,
+        settings: &ProviderSettings,
+        effort: Option<String>,
+        gate: Arc<PolicyGate>,
+        parent: &Session,
+    ) -> Children {
+        let sessions = parent
+            .path()
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        Children {
+            config: config.clone(),
+            settings: settings.clone(),
+            effort,
+            gate,
+            parent_dir: sessions.join(parent.id()),
+            tally: Arc::default(),
+        }
+    }
+
+    /// The profile a call names: a `runAs: subagent` skill of the session, then a built-in.
+    fn profile(&self, name: &str, parent: &ToolContext) -> Result<Skill, String> {
+        let stored = parent.skills.as_ref().and_then(|s| s.get(name));
+        match stored {
+            Some(skill) if skill.run_as == RunAs::Subagent => Ok(skill.clone()),
+            Some(_) => Err(format!(
+                "`{name}` is an inline skill, not a subagent profile; load it with the skill tool"
+            )),
+            None => crate::skill::builtin::profile(name)
+                .ok_or_else(|| format!("there is no subagent profile `{name}`")),
+        }
+    }
+
+    /// The child's registry: the enabled built-ins (never the task tools, so children do
+    /// not nest), or only those that read.
+    fn registry(&self, read_only: bool, parent: &ToolContext) -> Registry {
+        let mut discard = |_: Event| {};
+        let mut tools = assemble::registry(&self.config, &mut discard);
+        if parent.skills.is_some() {
+            tools.insert(Arc::new(crate::tool::builtin::skill::SkillTool));
+        }
+        if read_only {
+            let keep: Vec<String> = tools
+                .names()
+                .into_iter()
+                .filter(|n| tools.get(n).is_some_and(|t| t.read_only()))
+                .collect();
+            tools.retain(|n| keep.iter().any(|k| k == n));
+        }
+        tools
+    }
+
+    fn start(&self, task: &TaskSpec, parent: &ToolContext) -> Result<Agent, String> {
+        let profile = match &task.profile {
+            Some(name) => Some(self.profile(name, parent)?),
+            None => None,
+        };
+        let read_only = task.read_only
+            || profile
+                .as_ref()
+                .is_some_and(crate::skill::builtin::is_read_only);
+        // §3.10: the call's model and effort, then the profile's, then the executor's.
+        let model = task
+            .model
+            .clone()
+            .or_else(|| profile.as_ref().and_then(|p| p.model.clone()));
+        let settings = match &model {
+            Some(reference) => self
+                .config
+                .resolve_model(Some(reference))
+                .map_err(|e| format!("the subagent's model: {e}"))?,
+            None => self.settings.clone(),
+        };
+        let effort = task
+            .effort
+            .clone()
+            .or_else(|| profile.as_ref().and_then(|p| p.effort.clone()))
+            .or_else(|| self.effort.clone());
+        let provider = provider::build(settings.clone()).map_err(|e| e.to_string())?;
+        let system = match &profile {
+            Some(p) => p.body.trim().to_string(),
+            None => assemble::system_prompt(&PromptFlags::default(), &self.config, &parent.cwd)
+                .map_err(|e| e.to_string())?,
+        };
+        let header = Header::new(
+            session::new_id(),
+            &settings.name,
+            &settings.model,
+            &parent.cwd,
+        );
+        let mut child_session = Session::create(&self.parent_dir.join("children"), header)
+            .map_err(|e| format!("cannot store the subagent's session: {e}"))?;
+        child_session
+            .push(Message::system(system))
+            .map_err(|e| e.to_string())?;
+        let planning = parent
+            .workflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .planning;
+        let mut ctx = parent.clone();
+        ctx.delegate = None;
+        ctx.interact = None;
+        ctx.todos = Arc::default();
+        ctx.workflow = Arc::new(Mutex::new(Workflow {
+            planning,
+            ..Workflow::default()
+        }));
+        let options = assemble::options(&self.config, &settings, None, effort);
+        let tools = self.registry(read_only, parent);
+        let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
+        Ok(Agent::new(
+            provider,
+            tools,
+            gate,
+            child_session,
+            ctx,
+            options,
+        ))
+    }
+}
+
+impl Delegate for Children {
+    fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String> {
+        let mut agent = self.start(task, parent)?;
+        let mut discard = |_: Event| {};
+        let sink: &mut dyn EventSink = &mut discard;
+        let finished = agent.run(task.prompt.clone(), sink);
+        let stats = agent.stats();
+        {
+            let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+            tally.usage.add(&stats.usage);
+            tally.cost_usd += stats.cost_usd;
+            tally.requests += stats.requests;
+        }
+        let (answer, ok) = match finished {
+            Ok(Finish::Answered) => (stats.final_text.clone(), true),
+            Ok(Finish::Plan(plan)) => (plan, true),
+            Ok(Finish::StepLimit) => (
+                format!(
+                    "it reached its step limit. Last words: {}",
+                    stats.final_text
+                ),
+                false,
+            ),
+            Ok(Finish::NoProgress) => (
+                format!(
+                    "it stopped making progress. Last words: {}",
+                    stats.final_text
+                ),
+                false,
+            ),
+            Err(AgentError::Interrupted) => ("it was interrupted".into(), false),
+            Err(err) => (err.to_string(), false),
+        };
+        Ok(TaskOutcome {
+            answer,
+            ok,
+            session_path: agent.session().path().display().to_string(),
+            usage: stats.usage,
+            requests: stats.requests,
+            tool_rounds: stats.tool_rounds,
+        })
+    }
+}
+
+/// The parent's gate for a child: every check is the parent's, but a child cannot change the
+/// parent's posture, plan window or permission hook (its planner closes the window at the
+/// start of its turn, which must not close the parent's).
+struct ChildGate(Arc<PolicyGate>);
+
+impl Gate for ChildGate {
+    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
+        self.0.check_declared(tool, profile, args)
+    }
+
+    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
+        self.0.check_fresh(tool, args, preview)
+    }
+
+    fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
+        self.0.read_denials()
+    }
+
+    fn mcp_policy(&self, tool: &str) -> Option<crate::permission::McpToolPolicy> {
+        self.0.mcp_policy(tool)
+    }
+}

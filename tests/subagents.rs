@@ -1,0 +1,270 @@
+//! Subagents through the real binary: `task` and `read_only_task` run a child agent against
+//! the same fake model, in a child session stored under the parent's, and hand back only the
+//! child's final answer; `reasonix run` never turns `/name` into a subagent.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, use_fake_provider, Dir};
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn last_content(body: &Value) -> String {
+    body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn system(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Every `*.jsonl` below a `children` directory under `dir`.
+fn child_sessions(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(child_sessions(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl")
+            && path.parent().is_some_and(|p| p.ends_with("children"))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn task_returns_only_the_childs_answer_from_a_child_session_under_the_parents() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "task", r#"{"prompt":"find the config loader"}"#)]),
+        Reply::text_then_tool_calls("looking", &[("k1", "ls", r#"{}"#)]),
+        Reply::text("CHILD ANSWER: it is in src/config"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write("notes.txt", "x");
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--output-format",
+        "json",
+        "delegate it",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(tool_names(&requests[0].body).contains(&"task".to_string()));
+    // The child starts its own conversation with the task as its only user message.
+    let child = &requests[1].body;
+    let messages = child["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{child}");
+    assert_eq!(messages[1]["content"], "find the config loader");
+    assert!(!tool_names(child).contains(&"task".to_string()));
+    // Only the final answer comes back, with the child session named.
+    let result = last_content(&requests[3].body);
+    assert!(
+        result.contains("CHILD ANSWER: it is in src/config"),
+        "{result}"
+    );
+    assert!(!result.contains("looking"), "{result}");
+    let children = child_sessions(&home.join(".reasonix"));
+    assert_eq!(children.len(), 1, "{children:?}");
+    assert!(
+        result.contains(&children[0].display().to_string()),
+        "{result}"
+    );
+    let parent: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let parent_id = parent["session_id"].as_str().unwrap();
+    assert!(
+        children[0]
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .ends_with(parent_id),
+        "{children:?}"
+    );
+    let saved = std::fs::read_to_string(&children[0]).unwrap();
+    assert!(saved.contains("CHILD ANSWER"), "{saved}");
+    // The child's usage rolls up: the fake server reports 100 prompt tokens per reply.
+    assert_eq!(parent["usage"]["input_tokens"], 400, "{parent}");
+}
+
+#[test]
+fn read_only_task_gives_the_child_no_writer() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "read_only_task", r#"{"prompt":"look around"}"#)]),
+        Reply::tool_calls(&[(
+            "w1",
+            "write_file",
+            r#"{"path":"out.txt","content":"written"}"#,
+        )]),
+        Reply::text("child could not write"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--permission-mode",
+        "yolo",
+        "look",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = server.requests();
+    let child_tools = tool_names(&requests[1].body);
+    assert!(
+        child_tools.contains(&"read_file".to_string()),
+        "{child_tools:?}"
+    );
+    for writer in ["write_file", "edit_file", "bash", "task", "read_only_task"] {
+        assert!(
+            !child_tools.contains(&writer.to_string()),
+            "{child_tools:?}"
+        );
+    }
+    assert!(!work.join("out.txt").exists());
+    assert!(last_content(&requests[3].body).contains("child could not write"));
+}
+
+#[test]
+fn a_deny_rule_of_the_parent_blocks_the_childs_call() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "task", r#"{"prompt":"write it"}"#)]),
+        Reply::tool_calls(&[(
+            "w1",
+            "write_file",
+            r#"{"path":"out.txt","content":"written"}"#,
+        )]),
+        Reply::text("child was denied"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--permission-mode",
+        "yolo",
+        "--deny",
+        "Write",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = server.requests();
+    // The write came from the child (its own conversation), and the parent's rule held.
+    assert_eq!(requests[1].body["messages"][1]["content"], "write it");
+    assert!(!work.join("out.txt").exists());
+    let refused = last_content(&requests[2].body);
+    assert!(refused.contains("blocked by rule `Write`"), "{refused}");
+}
+
+#[test]
+fn profile_names_stay_out_of_the_parents_schemas_and_prompt() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    home.write(
+        ".reasonix/skills/secret-helper/SKILL.md",
+        "---\nname: secret-helper\ndescription: Private profile\nrunAs: subagent\ninvocation: manual\n---\nYou help.\n",
+    );
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "hi"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = &server.requests()[0].body;
+    let text = body.to_string();
+    // `review` is an ordinary word in other tools' descriptions; the task tools and the
+    // prompt's skill index must not name any profile.
+    for name in ["secret-helper", "explore"] {
+        assert!(!text.contains(name), "{name} leaked: {text}");
+    }
+    let tasks: Vec<&Value> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["function"]["name"].as_str().unwrap().ends_with("task"))
+        .collect();
+    assert_eq!(tasks.len(), 2, "{text}");
+    for tool in tasks {
+        assert!(!tool.to_string().contains("review"), "{tool}");
+    }
+}
+
+#[test]
+fn a_subagent_skill_runs_as_a_child_with_its_body_as_the_system_prompt() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "skill",
+            r#"{"name":"helper","args":"count the files"}"#,
+        )]),
+        Reply::text("three files"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    home.write(
+        ".reasonix/skills/helper/SKILL.md",
+        "---\nname: helper\ndescription: Counts things\nrunAs: subagent\n---\nYou are the helper profile.\n",
+    );
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "go"]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = server.requests();
+    assert_eq!(system(&requests[1].body), "You are the helper profile.");
+    assert_eq!(
+        requests[1].body["messages"][1]["content"],
+        "count the files"
+    );
+    assert!(last_content(&requests[2].body).contains("three files"));
+}
+
+#[test]
+fn run_never_turns_a_slash_profile_name_into_a_subagent() {
+    let server = FakeOpenAI::start(vec![Reply::text("plain answer")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    // `/explore` is a built-in profile, not a command: `run` reports it as unknown, as it
+    // would any unknown `/word`, instead of starting a child.
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "/explore where is main"]));
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("unknown command /explore"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.requests().is_empty());
+    assert!(child_sessions(&home.join(".reasonix")).is_empty());
+}
