@@ -110,6 +110,19 @@ fn task_returns_only_the_childs_answer_from_a_child_session_under_the_parents() 
     );
     let saved = std::fs::read_to_string(&children[0]).unwrap();
     assert!(saved.contains("CHILD ANSWER"), "{saved}");
+    // The child session resumes like any other, by path.
+    server.push(Reply::text("resumed child"));
+    let child_path = children[0].display().to_string();
+    let resumed = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--resume",
+        &child_path,
+        "and more",
+    ]));
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let again = &server.requests()[4].body;
+    assert_eq!(again["messages"][1]["content"], "find the config loader");
+    assert!(last_content(again).contains("and more"));
     // The child's usage rolls up: the fake server reports 100 prompt tokens per reply.
     assert_eq!(parent["usage"]["input_tokens"], 400, "{parent}");
 }
@@ -182,6 +195,34 @@ fn a_deny_rule_of_the_parent_blocks_the_childs_call() {
     assert!(!work.join("out.txt").exists());
     let refused = last_content(&requests[2].body);
     assert!(refused.contains("blocked by rule `Write`"), "{refused}");
+}
+
+#[test]
+fn interrupting_the_parent_ends_the_child() {
+    let (stalled, release) = Reply::stall();
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "task", r#"{"prompt":"take forever"}"#)]),
+        stalled,
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut child = crate::util::spawn_piped(
+        reasonix(&home, work.path())
+            .env("FAKE_API_KEY", "k")
+            .args(["run", "go"]),
+    );
+    let requests = server.wait_for_requests(2);
+    assert_eq!(requests[1].body["messages"][1]["content"], "take forever");
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    server.wait_for_client_hangups(1);
+    release.release();
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[test]
@@ -267,4 +308,86 @@ fn run_never_turns_a_slash_profile_name_into_a_subagent() {
     );
     assert!(server.requests().is_empty());
     assert!(child_sessions(&home.join(".reasonix")).is_empty());
+}
+
+#[test]
+fn subagent_list_shows_built_in_and_stored_profiles() {
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(
+        ".reasonix/skills/helper/SKILL.md",
+        "---\nname: helper\ndescription: Counts things\nrunAs: subagent\nmodel: fake-model\n---\nYou help.\n",
+    );
+    home.write(
+        ".reasonix/skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: Inline notes\n---\nTake notes.\n",
+    );
+    let out = run(reasonix(&home, work.path()).args(["subagent", "list"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("explore  [built-in, read-only]  Read-only codebase research"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("helper   [user, model fake-model]  Counts things"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("review   [built-in]"), "{}", out.stdout);
+    assert!(!out.stdout.contains("notes"), "{}", out.stdout);
+}
+
+#[test]
+fn subagent_try_is_read_only_and_run_has_the_normal_tools() {
+    let server = FakeOpenAI::start(vec![Reply::text("found it"), Reply::text("reviewed")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let tried = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "subagent",
+        "try",
+        "explore",
+        "--output-format",
+        "json",
+        "where is main",
+    ]));
+    assert_eq!(tried.code, 0, "{}\n{}", tried.stdout, tried.stderr);
+    let result: Value = serde_json::from_str(tried.stdout.trim()).unwrap();
+    assert_eq!(result["result"], "found it");
+    let ran = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "subagent",
+        "run",
+        "review",
+        "check the diff",
+    ]));
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.contains("reviewed"), "{}", ran.stdout);
+    let requests = server.requests();
+    assert!(system(&requests[0].body).starts_with("You are a research subagent"));
+    assert_eq!(last_content(&requests[0].body), "where is main");
+    let tried_tools = tool_names(&requests[0].body);
+    assert!(tried_tools.contains(&"grep".to_string()), "{tried_tools:?}");
+    for writer in ["write_file", "bash", "task"] {
+        assert!(
+            !tried_tools.contains(&writer.to_string()),
+            "{tried_tools:?}"
+        );
+    }
+    assert!(system(&requests[1].body).starts_with("You are a code review subagent"));
+    let run_tools = tool_names(&requests[1].body);
+    assert!(run_tools.contains(&"bash".to_string()), "{run_tools:?}");
+
+    let unknown = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["subagent", "try", "nosuch", "x"]));
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("no subagent profile `nosuch`"),
+        "{}",
+        unknown.stderr
+    );
+    assert_eq!(server.requests().len(), 2);
 }

@@ -88,12 +88,7 @@ impl Children {
             tools.insert(Arc::new(crate::tool::builtin::skill::SkillTool));
         }
         if read_only {
-            let keep: Vec<String> = tools
-                .names()
-                .into_iter()
-                .filter(|n| tools.get(n).is_some_and(|t| t.read_only()))
-                .collect();
-            tools.retain(|n| keep.iter().any(|k| k == n));
+            keep_readers(&mut tools);
         }
         tools
     }
@@ -210,6 +205,17 @@ impl Delegate for Children {
             tool_rounds: stats.tool_rounds,
         })
     }
+}
+
+/// The read-only registry: only tools that declare they change nothing (readers, the task
+/// list, history, `ask`). `bash` is left out: a shell is not read-only, whatever it runs.
+pub fn keep_readers(tools: &mut Registry) {
+    let keep: Vec<String> = tools
+        .names()
+        .into_iter()
+        .filter(|n| tools.get(n).is_some_and(|t| t.read_only()))
+        .collect();
+    tools.retain(|n| keep.iter().any(|k| k == n));
 }
 
 /// The parent's gate for a child: every check is the parent's, but a child cannot change the

@@ -82,6 +82,16 @@ exited, e.g. `| head -1`: the run stops before its next tool or request, printin
 struct RunArgs {
     common: CommonFlags,
     own: RunFlags,
+    /// `reasonix subagent try|run NAME`: the run is that profile's.
+    profile: Option<ProfileRun>,
+}
+
+/// A subagent profile run from the command line.
+#[derive(Debug, Clone)]
+pub struct ProfileRun {
+    pub name: String,
+    /// `try`: the read-only registry, no subagents of its own.
+    pub read_only: bool,
 }
 
 /// The flags only `run` has.
@@ -227,8 +237,21 @@ fn prepare_prompt(
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    run_main(global, lexer, None)
+}
+
+/// `reasonix subagent try|run NAME ...`: the rest of the line is parsed as `run`'s flags and
+/// prompt, and the run is the profile's (its body the system prompt, its model and effort).
+pub fn profile_main(global: Global, lexer: &mut Lexer, profile: ProfileRun) -> Result<i32, Error> {
+    run_main(global, lexer, Some(profile))
+}
+
+fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> Result<i32, Error> {
     let started = Instant::now();
-    let mut args = RunArgs::default();
+    let mut args = RunArgs {
+        profile,
+        ..RunArgs::default()
+    };
     args.common.global = global;
     let parsed = parse(&mut args, lexer);
     let format = match (args.own.format, args.own.print) {
@@ -266,7 +289,26 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
     assemble::print_warnings(&loaded.warnings);
     let config = loaded.config;
-    let mut settings = config.resolve_model(args.common.model.as_deref())?;
+    let profile = match &args.profile {
+        Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
+        None => None,
+    };
+    // The command line's model and effort, then the profile's, then the configured ones.
+    let model = args
+        .common
+        .model
+        .clone()
+        .or_else(|| profile.as_ref().and_then(|p| p.model.clone()));
+    let effort = args
+        .common
+        .effort
+        .clone()
+        .or_else(|| profile.as_ref().and_then(|p| p.effort.clone()));
+    let read_only = args.profile.as_ref().is_some_and(|p| p.read_only)
+        || profile
+            .as_ref()
+            .is_some_and(crate::skill::builtin::is_read_only);
+    let mut settings = config.resolve_model(model.as_deref())?;
     if let Some(replay) = &args.own.replay {
         settings.kind = "replay".into();
         settings.replay_file = Some(replay.clone());
@@ -291,7 +333,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, output)?;
     let choice = args.common.session();
     let flags = PromptFlags {
-        system_prompt: args.own.system_prompt.clone(),
+        system_prompt: args
+            .own
+            .system_prompt
+            .clone()
+            .or_else(|| profile.as_ref().map(|p| p.body.trim().to_string())),
         append_system_prompt: args.own.append_system_prompt.clone(),
     };
     let session = assemble::open_session(
@@ -319,12 +365,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message: format!("cannot install signal handlers ({err}); Ctrl-C will not save state"),
         });
     }
-    let options = assemble::options(
-        &config,
-        &settings,
-        args.own.max_steps,
-        args.common.effort.clone(),
-    );
+    let options = assemble::options(&config, &settings, args.own.max_steps, effort);
     let children = Arc::new(Children::new(
         &config,
         &settings,
@@ -333,7 +374,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         &session,
     ));
     let tally = Arc::clone(&children.tally);
-    assemble::add_task_tools(&mut tools, &mut ctx, &config, children);
+    if read_only {
+        crate::cli::delegate::keep_readers(&mut tools);
+    } else {
+        assemble::add_task_tools(&mut tools, &mut ctx, &config, children);
+    }
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),
@@ -375,6 +420,26 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let priced = settings.prices.is_some();
     let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
     finish(args, &agent, &children, outcome, priced, started, output)
+}
+
+/// A subagent profile by name: a `runAs: subagent` skill of this workspace, then a built-in.
+fn find_profile(
+    config: &crate::config::Config,
+    cwd: &Path,
+    name: &str,
+) -> Result<crate::skill::Skill, Error> {
+    let store = crate::cli::skills::session_store(config, cwd);
+    match store.get(name) {
+        Some(skill) if skill.run_as == crate::skill::RunAs::Subagent => Ok(skill.clone()),
+        Some(_) => Err(usage(format!(
+            "`{name}` is an inline skill, not a subagent profile (`reasonix subagent list` shows them)"
+        ))),
+        None => crate::skill::builtin::profile(name).ok_or_else(|| {
+            usage(format!(
+                "there is no subagent profile `{name}`; `reasonix subagent list` shows them"
+            ))
+        }),
+    }
 }
 
 /// `--approve-plan`: stands in for the person who reviews the plan, and approves it. It
