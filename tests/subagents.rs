@@ -391,3 +391,46 @@ fn subagent_try_is_read_only_and_run_has_the_normal_tools() {
     );
     assert_eq!(server.requests().len(), 2);
 }
+
+#[test]
+fn subagent_effort_follows_the_precedence_of_config_call_and_profile() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "task", r#"{"prompt":"plain"}"#)]),
+        Reply::text("a"),
+        Reply::tool_calls(&[("c2", "task", r#"{"prompt":"called","effort":"medium"}"#)]),
+        Reply::text("b"),
+        Reply::tool_calls(&[(
+            "c3",
+            "task",
+            r#"{"prompt":"profiled","profile":"review","effort":"medium"}"#,
+        )]),
+        Reply::text("c"),
+        Reply::tool_calls(&[("c4", "task", r#"{"prompt":"fronted","profile":"helper"}"#)]),
+        Reply::text("d"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[agent]\nsubagent_effort = \"low\"\nsubagent_efforts = { review = \"high\" }",
+    );
+    home.write(
+        ".reasonix/skills/helper/SKILL.md",
+        "---\nname: helper\ndescription: Helps\nrunAs: subagent\neffort: minimal\n---\nYou help.\n",
+    );
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", "go"]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("not supported"), "{}", out.stderr);
+    let requests = server.requests();
+    let effort = |i: usize| requests[i].body["reasoning_effort"].clone();
+    assert_eq!(requests[1].body["messages"][1]["content"], "plain");
+    assert_eq!(effort(1), "low");
+    assert_eq!(effort(3), "medium");
+    assert_eq!(effort(5), "high");
+    assert_eq!(effort(7), "minimal");
+    assert!(effort(0).is_null(), "{}", requests[0].body);
+}

@@ -102,11 +102,7 @@ impl Children {
             || profile
                 .as_ref()
                 .is_some_and(crate::skill::builtin::is_read_only);
-        // §3.10: the call's model and effort, then the profile's, then the executor's.
-        let model = task
-            .model
-            .clone()
-            .or_else(|| profile.as_ref().and_then(|p| p.model.clone()));
+        let (model, effort) = choose(&self.config, profile.as_ref(), task);
         let settings = match &model {
             Some(reference) => self
                 .config
@@ -114,11 +110,7 @@ impl Children {
                 .map_err(|e| format!("the subagent's model: {e}"))?,
             None => self.settings.clone(),
         };
-        let effort = task
-            .effort
-            .clone()
-            .or_else(|| profile.as_ref().and_then(|p| p.effort.clone()))
-            .or_else(|| self.effort.clone());
+        let effort = effort.or_else(|| self.effort.clone());
         let provider = provider::build(settings.clone()).map_err(|e| e.to_string())?;
         let system = match &profile {
             Some(p) => p.body.trim().to_string(),
@@ -205,6 +197,32 @@ impl Delegate for Children {
             tool_rounds: stats.tool_rounds,
         })
     }
+}
+
+/// The child's model and effort by §3.10's precedence: `agent.subagent_models[profile]` /
+/// `subagent_efforts[profile]`, then the call's, then the profile's frontmatter, then
+/// `agent.subagent_model` / `subagent_effort`; `None` leaves the executor's.
+pub fn choose(
+    config: &Config,
+    profile: Option<&Skill>,
+    call: &TaskSpec,
+) -> (Option<String>, Option<String>) {
+    let agent = &config.agent;
+    let name = profile.map(|p| p.name.as_str());
+    let per = |map: &std::collections::BTreeMap<String, String>| {
+        name.and_then(|n| map.get(n))
+            .filter(|v| !v.is_empty())
+            .cloned()
+    };
+    let model = per(&agent.subagent_models)
+        .or_else(|| call.model.clone())
+        .or_else(|| profile.and_then(|p| p.model.clone()))
+        .or_else(|| agent.subagent_model.clone());
+    let effort = per(&agent.subagent_efforts)
+        .or_else(|| call.effort.clone())
+        .or_else(|| profile.and_then(|p| p.effort.clone()))
+        .or_else(|| agent.subagent_effort.clone());
+    (model, effort)
 }
 
 /// The read-only registry: only tools that declare they change nothing (readers, the task

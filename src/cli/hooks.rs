@@ -46,7 +46,7 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
     }
     if found.iter().any(|h| h.event == HookEvent::SubagentStop) {
         problems.push(
-            "hooks: SubagentStop hooks are accepted but this version runs no subagents, so they never fire"
+            "hooks: SubagentStop hooks are accepted but do not fire yet when a subagent finishes"
                 .into(),
         );
     }

@@ -293,17 +293,19 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
         None => None,
     };
-    // The command line's model and effort, then the profile's, then the configured ones.
-    let model = args
-        .common
-        .model
-        .clone()
-        .or_else(|| profile.as_ref().and_then(|p| p.model.clone()));
-    let effort = args
-        .common
-        .effort
-        .clone()
-        .or_else(|| profile.as_ref().and_then(|p| p.effort.clone()));
+    // A plain run takes the command line's model and effort; a profile run ranks them as a
+    // `task` call's (§3.10), below `agent.subagent_models[NAME]`.
+    let (model, effort) = match &profile {
+        None => (args.common.model.clone(), args.common.effort.clone()),
+        Some(profile) => {
+            let call = crate::tool::delegate::TaskSpec {
+                model: args.common.model.clone(),
+                effort: args.common.effort.clone(),
+                ..Default::default()
+            };
+            crate::cli::delegate::choose(&config, Some(profile), &call)
+        }
+    };
     let read_only = args.profile.as_ref().is_some_and(|p| p.read_only)
         || profile
             .as_ref()
