@@ -434,3 +434,47 @@ fn subagent_effort_follows_the_precedence_of_config_call_and_profile() {
     assert_eq!(effort(7), "minimal");
     assert!(effort(0).is_null(), "{}", requests[0].body);
 }
+
+#[test]
+fn stream_json_reports_each_finished_subagent() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "read_only_task",
+            r#"{"prompt":"look","profile":"explore"}"#,
+        )]),
+        Reply::text_then_tool_calls("reading", &[("k1", "ls", r#"{}"#)]),
+        Reply::text("seen"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--output-format",
+        "stream-json",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reports: Vec<&Value> = events.iter().filter(|e| e["type"] == "subagent").collect();
+    assert_eq!(reports.len(), 1, "{}", out.stdout);
+    let report = reports[0];
+    assert_eq!(report["profile"], "explore");
+    assert_eq!(report["read_only"], true);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["num_turns"], 2);
+    assert_eq!(report["tool_rounds"], 1);
+    assert_eq!(report["usage"]["input_tokens"], 200);
+    let children = child_sessions(&home.join(".reasonix"));
+    assert_eq!(report["session_path"], children[0].display().to_string());
+    // The child's own text never reaches the parent's stream.
+    assert!(!out.stdout.contains("reading"), "{}", out.stdout);
+    let result = events.last().unwrap();
+    assert_eq!(result["usage"]["input_tokens"], 400, "{result}");
+}

@@ -213,6 +213,12 @@ impl Agent {
         &self.stats
     }
 
+    /// Where other threads and tools (the hooks of the gate, a finished subagent) leave
+    /// events; the agent emits them after each round.
+    pub fn event_queue(&self) -> Arc<Mutex<Vec<Event>>> {
+        Arc::clone(&self.hook_events)
+    }
+
     pub fn tools(&self) -> &Registry {
         &self.tools
     }

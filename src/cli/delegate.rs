@@ -6,7 +6,8 @@
 //! tally the front end folds into the parent's totals.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -41,6 +42,8 @@ pub struct Children {
     /// `<sessions>/<parent-id>`: children go in its `children` directory.
     pub parent_dir: PathBuf,
     pub tally: Arc<Mutex<Tally>>,
+    /// The parent agent's event queue, for an `Event::Subagent` per finished child.
+    events: OnceLock<Arc<Mutex<Vec<Event>>>>,
 }
 
 impl Children {
@@ -63,7 +66,13 @@ impl Children {
             gate,
             parent_dir: sessions.join(parent.id()),
             tally: Arc::default(),
+            events: OnceLock::new(),
         }
+    }
+
+    /// Reports each finished child into the parent's event stream (see `Agent::event_queue`).
+    pub fn report_to(&self, queue: Arc<Mutex<Vec<Event>>>) {
+        let _ = self.events.set(queue);
     }
 
     /// The profile a call names: a `runAs: subagent` skill of the session, then a built-in.
@@ -93,7 +102,8 @@ impl Children {
         tools
     }
 
-    fn start(&self, task: &TaskSpec, parent: &ToolContext) -> Result<Agent, String> {
+    /// The child agent, and whether it runs read-only.
+    fn start(&self, task: &TaskSpec, parent: &ToolContext) -> Result<(Agent, bool), String> {
         let profile = match &task.profile {
             Some(name) => Some(self.profile(name, parent)?),
             None => None,
@@ -144,20 +154,15 @@ impl Children {
         let options = assemble::options(&self.config, &settings, None, effort);
         let tools = self.registry(read_only, parent);
         let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
-        Ok(Agent::new(
-            provider,
-            tools,
-            gate,
-            child_session,
-            ctx,
-            options,
-        ))
+        let agent = Agent::new(provider, tools, gate, child_session, ctx, options);
+        Ok((agent, read_only))
     }
 }
 
 impl Delegate for Children {
     fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String> {
-        let mut agent = self.start(task, parent)?;
+        let started = Instant::now();
+        let (mut agent, read_only) = self.start(task, parent)?;
         let mut discard = |_: Event| {};
         let sink: &mut dyn EventSink = &mut discard;
         let finished = agent.run(task.prompt.clone(), sink);
@@ -188,6 +193,22 @@ impl Delegate for Children {
             Err(AgentError::Interrupted) => ("it was interrupted".into(), false),
             Err(err) => (err.to_string(), false),
         };
+        if let Some(queue) = self.events.get() {
+            queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Event::Subagent {
+                    session_path: agent.session().path().display().to_string(),
+                    profile: task.profile.clone(),
+                    read_only,
+                    ok,
+                    requests: stats.requests,
+                    tool_rounds: stats.tool_rounds,
+                    usage: stats.usage,
+                    cost_usd: stats.cost_usd,
+                    elapsed_ms: started.elapsed().as_millis() as u64,
+                });
+        }
         Ok(TaskOutcome {
             answer,
             ok,

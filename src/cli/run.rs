@@ -379,7 +379,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     if read_only {
         crate::cli::delegate::keep_readers(&mut tools);
     } else {
-        assemble::add_task_tools(&mut tools, &mut ctx, &config, children);
+        assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
     }
     output.emit(Event::Init {
         session_id: session.id().to_string(),
@@ -403,6 +403,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         options,
     );
     agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
+    children.report_to(agent.event_queue());
     let (hooks, problems) = crate::cli::hooks::session_hooks(&config, &cwd);
     for message in problems {
         output.emit(Event::Notice {
