@@ -478,3 +478,40 @@ fn stream_json_reports_each_finished_subagent() {
     let result = events.last().unwrap();
     assert_eq!(result["usage"]["input_tokens"], 400, "{result}");
 }
+
+#[test]
+fn the_parents_tool_hooks_judge_the_childs_calls_and_subagent_stop_fires() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "task", r#"{"prompt":"write it"}"#)]),
+        Reply::tool_calls(&[(
+            "w1",
+            "write_file",
+            r#"{"path":"out.txt","content":"written"}"#,
+        )]),
+        Reply::text("child blocked"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let hooks = "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"write_file\"\n\
+                 command = '''echo no writes from hooks >&2; exit 2'''\n\n\
+                 [[hooks]]\nevent = \"SubagentStop\"\n\
+                 command = '''cat > subagent-stop.json'''\n";
+    use_fake_provider(&home, &server.base_url(), hooks);
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--permission-mode",
+        "yolo",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("SubagentStop"), "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests[1].body["messages"][1]["content"], "write it");
+    assert!(!work.join("out.txt").exists());
+    let refused = last_content(&requests[2].body);
+    assert!(refused.contains("no writes from hooks"), "{refused}");
+    let stop: Value = serde_json::from_str(&work.read("subagent-stop.json")).unwrap();
+    assert_eq!(stop["hook_event_name"], "SubagentStop");
+    assert_eq!(stop["last_assistant_message"], "child blocked");
+}

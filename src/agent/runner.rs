@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
-use super::hooks::Hooks;
+use super::hooks::{HookEvent, Hooks};
 use super::plan::{PlanSettings, Planner};
 use super::progress::{self, Lease, Standing};
 
@@ -155,6 +155,8 @@ pub struct Agent {
     hook_events: Arc<Mutex<Vec<Event>>>,
     session_started: bool,
     stop_blocks: u32,
+    /// The hook event fired when the model has answered: `Stop`, or `SubagentStop` in a child.
+    stop_event: HookEvent,
     /// Plan mode's hooks at the start and end of a turn, before the gate and after a round.
     planner: Planner,
 }
@@ -202,6 +204,7 @@ impl Agent {
             hook_events: Arc::default(),
             session_started: false,
             stop_blocks: 0,
+            stop_event: HookEvent::Stop,
         }
     }
 
@@ -211,6 +214,11 @@ impl Agent {
 
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Makes this agent a subagent for its hooks: `SubagentStop` fires where `Stop` would.
+    pub fn set_stop_event(&mut self, event: HookEvent) {
+        self.stop_event = event;
     }
 
     /// Where other threads and tools (the hooks of the gate, a finished subagent) leave

@@ -193,7 +193,8 @@ fn build_agent(
         Arc::clone(&gate),
         &session,
     );
-    assemble::add_task_tools(&mut tools, &mut ctx, config, Arc::new(children));
+    let children = Arc::new(children);
+    assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
     let mut agent = Agent::new(
         provider_handle,
         tools,
@@ -212,6 +213,7 @@ fn build_agent(
             message,
         });
     }
+    children.set_hooks(&hooks);
     agent.set_hooks(hooks);
     if args.plan {
         agent.set_planning(true);

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::assemble::{self, PromptFlags};
 use crate::agent::events::{Event, EventSink};
+use crate::agent::hooks::{HookEvent, Hooks};
 use crate::agent::runner::{Agent, AgentError, Finish};
 use crate::agent::session::{self, Header, Session};
 use crate::config::Config;
@@ -44,6 +45,8 @@ pub struct Children {
     pub tally: Arc<Mutex<Tally>>,
     /// The parent agent's event queue, for an `Event::Subagent` per finished child.
     events: OnceLock<Arc<Mutex<Vec<Event>>>>,
+    /// The parent's hooks; a child runs those around tool calls, and `SubagentStop`.
+    hooks: OnceLock<Hooks>,
 }
 
 impl Children {
@@ -67,7 +70,27 @@ impl Children {
             parent_dir: sessions.join(parent.id()),
             tally: Arc::default(),
             events: OnceLock::new(),
+            hooks: OnceLock::new(),
         }
+    }
+
+    /// The hooks children run: the parent's `PreToolUse` and `PostToolUse` (a hook that
+    /// guards the parent's calls guards the child's too), and `SubagentStop` where a child
+    /// ends. `PermissionRequest` and `Notification` already run from the shared gate; the
+    /// session and prompt events belong to the parent.
+    pub fn set_hooks(&self, parent: &Hooks) {
+        let kept = parent
+            .list()
+            .iter()
+            .filter(|h| {
+                matches!(
+                    h.event,
+                    HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::SubagentStop
+                )
+            })
+            .cloned()
+            .collect();
+        let _ = self.hooks.set(Hooks::new(kept));
     }
 
     /// Reports each finished child into the parent's event stream (see `Agent::event_queue`).
@@ -154,7 +177,11 @@ impl Children {
         let options = assemble::options(&self.config, &settings, None, effort);
         let tools = self.registry(read_only, parent);
         let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
-        let agent = Agent::new(provider, tools, gate, child_session, ctx, options);
+        let mut agent = Agent::new(provider, tools, gate, child_session, ctx, options);
+        if let Some(hooks) = self.hooks.get() {
+            agent.set_stop_event(HookEvent::SubagentStop);
+            agent.set_hooks(hooks.clone());
+        }
         Ok((agent, read_only))
     }
 }

@@ -411,6 +411,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message,
         });
     }
+    children.set_hooks(&hooks);
     agent.set_hooks(hooks);
     if args.common.plan {
         agent.set_planning(true);
