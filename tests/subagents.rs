@@ -515,3 +515,22 @@ fn the_parents_tool_hooks_judge_the_childs_calls_and_subagent_stop_fires() {
     assert_eq!(stop["hook_event_name"], "SubagentStop");
     assert_eq!(stop["last_assistant_message"], "child blocked");
 }
+
+#[test]
+fn the_chat_runs_subagents_too() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "read_only_task", r#"{"prompt":"scan"}"#)]),
+        Reply::text("CHAT CHILD"),
+        Reply::text("chat parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = crate::util::piped_chat(&home, work.path(), &[], "look around\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{out:?}");
+    assert_eq!(requests[1].body["messages"][1]["content"], "scan");
+    assert!(last_content(&requests[2].body).contains("CHAT CHILD"));
+    assert_eq!(child_sessions(&home.join(".reasonix")).len(), 1);
+}
