@@ -534,3 +534,41 @@ fn the_chat_runs_subagents_too() {
     assert!(last_content(&requests[2].body).contains("CHAT CHILD"));
     assert_eq!(child_sessions(&home.join(".reasonix")).len(), 1);
 }
+
+#[test]
+fn after_new_a_childs_session_goes_under_the_current_parent() {
+    let server = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::tool_calls(&[("c1", "read_only_task", r#"{"prompt":"scan"}"#)]),
+        Reply::text("CHILD"),
+        Reply::text("second answer"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 100, 30);
+    pty.wait_text("fake-model · ask");
+    pty.send("first\r");
+    pty.wait_text("first answer");
+    pty.wait_text("Ask anything");
+    pty.send("/new\r");
+    pty.wait_text("new conversation");
+    pty.send("second\r");
+    pty.wait_text("second answer");
+    pty.wait_text("Ask anything");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let children = child_sessions(&home.join(".reasonix"));
+    assert_eq!(children.len(), 1);
+    let parent_file = children[0]
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .with_extension("jsonl");
+    let parent = std::fs::read_to_string(&parent_file).unwrap();
+    assert!(parent.contains("second answer"), "{parent}");
+    assert!(!parent.contains("first answer"), "{parent}");
+}

@@ -184,6 +184,7 @@ impl Agent {
             ctx.read_denials = Some(denials);
         }
         let planner = Planner::new(options.plan.clone());
+        ctx.session_path = Some(session.path().to_path_buf());
         Agent {
             provider,
             tools,
@@ -306,6 +307,7 @@ impl Agent {
     /// Continues in another session (`/new`, `/clear`, `/resume`); returns the old one.
     pub fn replace_session(&mut self, session: Session) -> Session {
         self.malformed = None;
+        self.ctx.session_path = Some(session.path().to_path_buf());
         std::mem::replace(&mut self.session, session)
     }
 

@@ -185,7 +185,7 @@ fn build_agent(
     let mut ctx = assemble::tool_context(config, cwd)?;
     assemble::add_skill_tool(&mut tools, &ctx);
     let options = assemble::options(config, settings, None, args.effort.clone());
-    // Children of this chat are stored under the session it opened with, also after `/new`.
+    // Children are stored under the agent's current session (`ToolContext::session_path`).
     let children = crate::cli::delegate::Children::new(
         config,
         settings,

@@ -40,7 +40,8 @@ pub struct Children {
     /// The executor's reasoning effort, the last step of the precedence.
     pub effort: Option<String>,
     pub gate: Arc<PolicyGate>,
-    /// `<sessions>/<parent-id>`: children go in its `children` directory.
+    /// `<sessions>/<parent-id>` of the session at start: children go in its `children`
+    /// directory, unless the context names the parent's current session.
     pub parent_dir: PathBuf,
     pub tally: Arc<Mutex<Tally>>,
     /// The parent agent's event queue, for an `Event::Subagent` per finished child.
@@ -156,7 +157,13 @@ impl Children {
             &settings.model,
             &parent.cwd,
         );
-        let mut child_session = Session::create(&self.parent_dir.join("children"), header)
+        // The parent's current session (the chat's `/new` changes it), else the one at start.
+        let parent_dir = parent
+            .session_path
+            .as_deref()
+            .and_then(|p| Some(p.parent()?.join(p.file_stem()?)))
+            .unwrap_or_else(|| self.parent_dir.clone());
+        let mut child_session = Session::create(&parent_dir.join("children"), header)
             .map_err(|e| format!("cannot store the subagent's session: {e}"))?;
         child_session
             .push(Message::system(system))

@@ -61,6 +61,9 @@ pub struct ToolContext {
     /// Who starts child agents for `task` and subagent skills; `None` where none can run
     /// (inside a child, in tests of single tools).
     pub delegate: Option<Arc<dyn delegate::Delegate>>,
+    /// The file of the session these calls belong to, kept current by the agent (`/new`,
+    /// `/resume`), so a child session is stored under its parent's; `None` outside a session.
+    pub session_path: Option<PathBuf>,
 }
 
 /// What the permission layer denies to a reading tool, asked per path by the walkers (the
@@ -84,6 +87,7 @@ impl ToolContext {
             interact: None,
             workflow: Arc::new(Mutex::new(collab::Workflow::default())),
             delegate: None,
+            session_path: None,
             cwd,
         }
     }
