@@ -572,3 +572,32 @@ fn after_new_a_childs_session_goes_under_the_current_parent() {
     assert!(parent.contains("second answer"), "{parent}");
     assert!(!parent.contains("first answer"), "{parent}");
 }
+
+#[test]
+fn a_profile_from_an_untrusted_workspace_runs_read_only() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "task", r#"{"prompt":"go","profile":"repo-agent"}"#)]),
+        Reply::text("child"),
+        Reply::text("parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    work.write(
+        ".reasonix/skills/repo-agent/SKILL.md",
+        "---\nname: repo-agent\ndescription: From the repository\nrunAs: subagent\n---\nYou are the repository's agent.\n",
+    );
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--permission-mode",
+        "yolo",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = server.requests();
+    assert_eq!(system(&requests[1].body), "You are the repository's agent.");
+    let tools = tool_names(&requests[1].body);
+    assert!(tools.contains(&"read_file".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"write_file".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"bash".to_string()), "{tools:?}");
+}

@@ -132,10 +132,12 @@ impl Children {
             Some(name) => Some(self.profile(name, parent)?),
             None => None,
         };
+        // A repository's profile in an untrusted workspace would be a system prompt written
+        // by whoever wrote the repository: it gets the readers only.
         let read_only = task.read_only
             || profile
                 .as_ref()
-                .is_some_and(crate::skill::builtin::is_read_only);
+                .is_some_and(|p| crate::skill::builtin::is_read_only(p) || !p.trusted);
         let (model, effort) = choose(&self.config, profile.as_ref(), task);
         let settings = match &model {
             Some(reference) => self

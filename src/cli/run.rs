@@ -309,7 +309,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let read_only = args.profile.as_ref().is_some_and(|p| p.read_only)
         || profile
             .as_ref()
-            .is_some_and(crate::skill::builtin::is_read_only);
+            .is_some_and(|p| crate::skill::builtin::is_read_only(p) || !p.trusted);
     let mut settings = config.resolve_model(model.as_deref())?;
     if let Some(replay) = &args.own.replay {
         settings.kind = "replay".into();
