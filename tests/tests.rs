@@ -25,6 +25,7 @@ mod run;
 mod sandbox;
 mod sessions;
 mod skills;
+mod subagents;
 mod tools_bash;
 mod tools_bounds;
 mod tools_files;

@@ -113,6 +113,21 @@ pub enum Event {
         reason: PrefixChange,
         first_changed: usize,
     },
+    /// A subagent (`task`, `read_only_task`, a subagent skill) finished; reported after the
+    /// round that ran it, before the parent's next request.
+    Subagent {
+        /// The child session file, for `--resume`.
+        session_path: String,
+        profile: Option<String>,
+        read_only: bool,
+        /// Whether it ended with an answer.
+        ok: bool,
+        requests: u32,
+        tool_rounds: u32,
+        usage: Usage,
+        cost_usd: f64,
+        elapsed_ms: u64,
+    },
 }
 
 /// Why the request prefix changed.

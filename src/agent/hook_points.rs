@@ -212,7 +212,7 @@ impl Agent {
     /// `Stop`: a block sends the model back to work with the reason as a user message, at
     /// most [`STOP_BLOCK_LIMIT`] times in a row. Returns whether the turn goes on.
     pub(super) fn hook_stop(&mut self, sink: &mut dyn EventSink) -> Result<bool, AgentError> {
-        if !self.hooks.wants(HookEvent::Stop, None) {
+        if !self.hooks.wants(self.stop_event, None) {
             return Ok(false);
         }
         let mut fields = Map::new();
@@ -221,7 +221,7 @@ impl Agent {
             "last_assistant_message".into(),
             json!(self.stats.final_text),
         );
-        let decision = self.fire(HookEvent::Stop, None, fields, sink);
+        let decision = self.fire(self.stop_event, None, fields, sink);
         if !decision.is_blocked() {
             self.stop_blocks = 0;
             return Ok(false);

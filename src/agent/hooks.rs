@@ -36,7 +36,7 @@ pub enum HookEvent {
     PermissionRequest,
     /// When the model has answered and the turn would end.
     Stop,
-    /// When a subagent finishes (none run in this version, so it never fires).
+    /// When a subagent has answered (a child agent's `Stop`).
     SubagentStop,
     /// When a session starts or is resumed.
     SessionStart,

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
-use super::hooks::Hooks;
+use super::hooks::{HookEvent, Hooks};
 use super::plan::{PlanSettings, Planner};
 use super::progress::{self, Lease, Standing};
 
@@ -155,6 +155,8 @@ pub struct Agent {
     hook_events: Arc<Mutex<Vec<Event>>>,
     session_started: bool,
     stop_blocks: u32,
+    /// The hook event fired when the model has answered: `Stop`, or `SubagentStop` in a child.
+    stop_event: HookEvent,
     /// Plan mode's hooks at the start and end of a turn, before the gate and after a round.
     planner: Planner,
 }
@@ -182,6 +184,7 @@ impl Agent {
             ctx.read_denials = Some(denials);
         }
         let planner = Planner::new(options.plan.clone());
+        ctx.session_path = Some(session.path().to_path_buf());
         Agent {
             provider,
             tools,
@@ -202,6 +205,7 @@ impl Agent {
             hook_events: Arc::default(),
             session_started: false,
             stop_blocks: 0,
+            stop_event: HookEvent::Stop,
         }
     }
 
@@ -211,6 +215,17 @@ impl Agent {
 
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Makes this agent a subagent for its hooks: `SubagentStop` fires where `Stop` would.
+    pub fn set_stop_event(&mut self, event: HookEvent) {
+        self.stop_event = event;
+    }
+
+    /// Where other threads and tools (the hooks of the gate, a finished subagent) leave
+    /// events; the agent emits them after each round.
+    pub fn event_queue(&self) -> Arc<Mutex<Vec<Event>>> {
+        Arc::clone(&self.hook_events)
     }
 
     pub fn tools(&self) -> &Registry {
@@ -292,6 +307,7 @@ impl Agent {
     /// Continues in another session (`/new`, `/clear`, `/resume`); returns the old one.
     pub fn replace_session(&mut self, session: Session) -> Session {
         self.malformed = None;
+        self.ctx.session_path = Some(session.path().to_path_buf());
         std::mem::replace(&mut self.session, session)
     }
 

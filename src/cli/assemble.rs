@@ -251,6 +251,26 @@ pub fn add_skill_tool(tools: &mut Registry, ctx: &ToolContext) {
     }
 }
 
+/// `task` and `read_only_task` join the tools with a delegate to run them (unless `[tools]
+/// enabled` lists tools and leaves them out); a child gets no delegate, so children do not
+/// nest.
+pub fn add_task_tools(
+    tools: &mut Registry,
+    ctx: &mut ToolContext,
+    config: &Config,
+    children: Arc<dyn crate::tool::delegate::Delegate>,
+) {
+    let enabled = &config.tools.enabled;
+    let wanted = |name: &str| enabled.is_empty() || enabled.iter().any(|n| n == name);
+    if wanted("task") {
+        tools.insert(Arc::new(builtin::task::Task));
+    }
+    if wanted("read_only_task") {
+        tools.insert(Arc::new(builtin::task::ReadOnlyTask));
+    }
+    ctx.delegate = Some(children);
+}
+
 /// The `[sandbox]` table as sandbox settings, `${VAR}` expanded in `forbid_read`.
 pub fn sandbox_settings(config: &Config, cwd: &Path) -> Result<crate::sandbox::Settings, Error> {
     Ok(crate::sandbox::Settings::from_config(config, cwd)?)

@@ -182,9 +182,19 @@ fn build_agent(
             message,
         });
     }
-    let ctx = assemble::tool_context(config, cwd)?;
+    let mut ctx = assemble::tool_context(config, cwd)?;
     assemble::add_skill_tool(&mut tools, &ctx);
     let options = assemble::options(config, settings, None, args.effort.clone());
+    // Children are stored under the agent's current session (`ToolContext::session_path`).
+    let children = crate::cli::delegate::Children::new(
+        config,
+        settings,
+        options.reasoning_effort.clone(),
+        Arc::clone(&gate),
+        &session,
+    );
+    let children = Arc::new(children);
+    assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
     let mut agent = Agent::new(
         provider_handle,
         tools,
@@ -203,6 +213,7 @@ fn build_agent(
             message,
         });
     }
+    children.set_hooks(&hooks);
     agent.set_hooks(hooks);
     if args.plan {
         agent.set_planning(true);

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::agent::hooks::{self, Hook, HookEvent, Hooks};
+use crate::agent::hooks::{self, Hook, Hooks};
 use crate::config::{self, Config};
 
 /// The hooks, and one line per problem or skipped source.
@@ -43,12 +43,6 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
                 claude.len()
             ));
         }
-    }
-    if found.iter().any(|h| h.event == HookEvent::SubagentStop) {
-        problems.push(
-            "hooks: SubagentStop hooks are accepted but this version runs no subagents, so they never fire"
-                .into(),
-        );
     }
     (Hooks::new(found), problems)
 }

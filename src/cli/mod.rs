@@ -8,6 +8,7 @@ use crate::cli::error::{exit, Error};
 
 pub mod assemble;
 pub mod chat;
+pub mod delegate;
 pub mod doctor;
 pub mod error;
 pub mod flags;
@@ -20,6 +21,7 @@ pub mod run;
 pub mod setup;
 pub mod skills;
 mod stdout_buffer;
+pub mod subagent;
 pub mod tools;
 pub mod trust;
 mod welcome;
@@ -119,6 +121,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List the skills this workspace sees, with their sources and problems",
         help: skills::HELP,
         handler: skills::main,
+    },
+    Command {
+        name: "subagent",
+        summary: "List subagent profiles, or run one on a task (try: read-only)",
+        help: subagent::HELP,
+        handler: subagent::main,
     },
     Command {
         name: "mcp",

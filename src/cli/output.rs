@@ -137,6 +137,23 @@ impl Output {
                     ));
                 }
             }
+            Event::Subagent {
+                session_path,
+                ok,
+                tool_rounds,
+                usage,
+                elapsed_ms,
+                ..
+            } => {
+                self.end_reasoning();
+                self.finish_stdout_line();
+                self.err_line(&format!(
+                    "subagent {}: {tool_rounds} tool rounds, {} tokens, {:.1}s ({session_path})",
+                    if ok { "done" } else { "stopped" },
+                    usage.prompt_tokens + usage.completion_tokens,
+                    elapsed_ms as f64 / 1000.0
+                ));
+            }
             Event::Todo { items } => {
                 let done = items
                     .iter()
@@ -453,6 +470,20 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             "estimated": usage.estimated,
         }),
         Event::Todo { items } => json!({"type": "todo", "items": items}),
+        Event::Subagent {
+            session_path,
+            profile,
+            read_only,
+            ok,
+            requests,
+            tool_rounds,
+            usage,
+            cost_usd,
+            elapsed_ms,
+        } => json!({"type": "subagent", "session_path": session_path, "profile": profile,
+                     "read_only": read_only, "ok": ok, "num_turns": requests,
+                     "tool_rounds": tool_rounds, "usage": usage_json(usage),
+                     "cost_usd": cost_usd, "duration_ms": elapsed_ms}),
         Event::Hook {
             event,
             command,

@@ -3,10 +3,11 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
+use super::delegate::{Children, Tally};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
@@ -81,6 +82,16 @@ exited, e.g. `| head -1`: the run stops before its next tool or request, printin
 struct RunArgs {
     common: CommonFlags,
     own: RunFlags,
+    /// `reasonix subagent try|run NAME`: the run is that profile's.
+    profile: Option<ProfileRun>,
+}
+
+/// A subagent profile run from the command line.
+#[derive(Debug, Clone)]
+pub struct ProfileRun {
+    pub name: String,
+    /// `try`: the read-only registry, no subagents of its own.
+    pub read_only: bool,
 }
 
 /// The flags only `run` has.
@@ -226,8 +237,21 @@ fn prepare_prompt(
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    run_main(global, lexer, None)
+}
+
+/// `reasonix subagent try|run NAME ...`: the rest of the line is parsed as `run`'s flags and
+/// prompt, and the run is the profile's (its body the system prompt, its model and effort).
+pub fn profile_main(global: Global, lexer: &mut Lexer, profile: ProfileRun) -> Result<i32, Error> {
+    run_main(global, lexer, Some(profile))
+}
+
+fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> Result<i32, Error> {
     let started = Instant::now();
-    let mut args = RunArgs::default();
+    let mut args = RunArgs {
+        profile,
+        ..RunArgs::default()
+    };
     args.common.global = global;
     let parsed = parse(&mut args, lexer);
     let format = match (args.own.format, args.own.print) {
@@ -265,7 +289,28 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
     assemble::print_warnings(&loaded.warnings);
     let config = loaded.config;
-    let mut settings = config.resolve_model(args.common.model.as_deref())?;
+    let profile = match &args.profile {
+        Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
+        None => None,
+    };
+    // A plain run takes the command line's model and effort; a profile run ranks them as a
+    // `task` call's (§3.10), below `agent.subagent_models[NAME]`.
+    let (model, effort) = match &profile {
+        None => (args.common.model.clone(), args.common.effort.clone()),
+        Some(profile) => {
+            let call = crate::tool::delegate::TaskSpec {
+                model: args.common.model.clone(),
+                effort: args.common.effort.clone(),
+                ..Default::default()
+            };
+            crate::cli::delegate::choose(&config, Some(profile), &call)
+        }
+    };
+    let read_only = args.profile.as_ref().is_some_and(|p| p.read_only)
+        || profile
+            .as_ref()
+            .is_some_and(|p| crate::skill::builtin::is_read_only(p) || !p.trusted);
+    let mut settings = config.resolve_model(model.as_deref())?;
     if let Some(replay) = &args.own.replay {
         settings.kind = "replay".into();
         settings.replay_file = Some(replay.clone());
@@ -290,7 +335,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, output)?;
     let choice = args.common.session();
     let flags = PromptFlags {
-        system_prompt: args.own.system_prompt.clone(),
+        system_prompt: args
+            .own
+            .system_prompt
+            .clone()
+            .or_else(|| profile.as_ref().map(|p| p.body.trim().to_string())),
         append_system_prompt: args.own.append_system_prompt.clone(),
     };
     let session = assemble::open_session(
@@ -302,27 +351,36 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         &cwd,
         "run PROMPT",
     )?;
-    let ctx = assemble::tool_context(&config, &cwd)?;
+    let mut ctx = assemble::tool_context(&config, &cwd)?;
     assemble::add_skill_tool(&mut tools, &ctx);
     output.cancel_on_close(ctx.cancel.clone());
     let permissions = PermissionFlags {
         posture: args.common.posture,
         ..args.own.permissions.clone()
     };
-    let gate =
-        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies());
+    let gate = Arc::new(
+        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies()),
+    );
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message: format!("cannot install signal handlers ({err}); Ctrl-C will not save state"),
         });
     }
-    let options = assemble::options(
+    let options = assemble::options(&config, &settings, args.own.max_steps, effort);
+    let children = Arc::new(Children::new(
         &config,
         &settings,
-        args.own.max_steps,
-        args.common.effort.clone(),
-    );
+        options.reasoning_effort.clone(),
+        Arc::clone(&gate),
+        &session,
+    ));
+    let tally = Arc::clone(&children.tally);
+    if read_only {
+        crate::cli::delegate::keep_readers(&mut tools);
+    } else {
+        assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
+    }
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),
@@ -339,12 +397,13 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let mut agent = Agent::new(
         provider_handle,
         tools,
-        Box::new(gate),
+        Box::new(assemble::SharedGate(gate)),
         session,
         ctx,
         options,
     );
     agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
+    children.report_to(agent.event_queue());
     let (hooks, problems) = crate::cli::hooks::session_hooks(&config, &cwd);
     for message in problems {
         output.emit(Event::Notice {
@@ -352,6 +411,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message,
         });
     }
+    children.set_hooks(&hooks);
     agent.set_hooks(hooks);
     if args.common.plan {
         agent.set_planning(true);
@@ -362,7 +422,28 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     }
     let outcome = agent.run(prompt, output);
     let priced = settings.prices.is_some();
-    finish(args, &agent, outcome, priced, started, output)
+    let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    finish(args, &agent, &children, outcome, priced, started, output)
+}
+
+/// A subagent profile by name: a `runAs: subagent` skill of this workspace, then a built-in.
+fn find_profile(
+    config: &crate::config::Config,
+    cwd: &Path,
+    name: &str,
+) -> Result<crate::skill::Skill, Error> {
+    let store = crate::cli::skills::session_store(config, cwd);
+    match store.get(name) {
+        Some(skill) if skill.run_as == crate::skill::RunAs::Subagent => Ok(skill.clone()),
+        Some(_) => Err(usage(format!(
+            "`{name}` is an inline skill, not a subagent profile (`reasonix subagent list` shows them)"
+        ))),
+        None => crate::skill::builtin::profile(name).ok_or_else(|| {
+            usage(format!(
+                "there is no subagent profile `{name}`; `reasonix subagent list` shows them"
+            ))
+        }),
+    }
 }
 
 /// `--approve-plan`: stands in for the person who reviews the plan, and approves it. It
@@ -383,12 +464,16 @@ impl Interact for ApprovePlans {
 fn finish(
     args: &RunArgs,
     agent: &Agent,
+    children: &Tally,
     outcome: Result<Finish, AgentError>,
     priced: bool,
     started: Instant,
     output: &mut Output,
 ) -> Result<i32, Error> {
-    let stats = agent.stats();
+    // The children's usage and cost are part of the run's.
+    let mut stats = agent.stats().clone();
+    stats.usage.add(&children.usage);
+    stats.cost_usd += children.cost_usd;
     // A plan-mode run's answer is its plan, not the model's last words.
     let answer = match &outcome {
         Ok(Finish::Plan(plan)) => plan.clone(),

@@ -2,6 +2,7 @@
 //! Codex read). This module owns what a skill is and how its file is read; `store` finds them
 //! in their roots and decides which one a name means.
 
+pub mod builtin;
 pub mod frontmatter;
 pub mod index;
 pub mod store;
@@ -42,6 +43,8 @@ pub enum Scope {
     Claude,
     /// A `[skills] paths` entry, as written.
     Custom(String),
+    /// Shipped in the binary (the `explore` and `review` profiles); no file, lowest rank.
+    Builtin,
 }
 
 impl Scope {
@@ -52,6 +55,7 @@ impl Scope {
             Scope::Agents => "agents",
             Scope::Claude => "claude",
             Scope::Custom(_) => "custom",
+            Scope::Builtin => "built-in",
         }
     }
 

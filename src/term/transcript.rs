@@ -249,6 +249,8 @@ impl Transcript {
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
             Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
+            // The task tool's result already names the child session.
+            Event::Subagent { .. } => {}
             Event::Todo { .. } | Event::PlanMode { .. } | Event::Plan { .. } | Event::Ask(_) => {}
             Event::Hook {
                 event,

@@ -20,6 +20,7 @@ pub mod bm25;
 pub mod builtin;
 pub mod collab;
 pub mod contract;
+pub mod delegate;
 pub mod glob;
 pub mod memory_store;
 pub mod read_limit;
@@ -57,6 +58,12 @@ pub struct ToolContext {
     pub interact: Option<Arc<dyn collab::Interact>>,
     /// Plan mode and the approved-plan window; shared with the agent and the UI.
     pub workflow: Arc<Mutex<collab::Workflow>>,
+    /// Who starts child agents for `task` and subagent skills; `None` where none can run
+    /// (inside a child, in tests of single tools).
+    pub delegate: Option<Arc<dyn delegate::Delegate>>,
+    /// The file of the session these calls belong to, kept current by the agent (`/new`,
+    /// `/resume`), so a child session is stored under its parent's; `None` outside a session.
+    pub session_path: Option<PathBuf>,
 }
 
 /// What the permission layer denies to a reading tool, asked per path by the walkers (the
@@ -79,6 +86,8 @@ impl ToolContext {
             skills: None,
             interact: None,
             workflow: Arc::new(Mutex::new(collab::Workflow::default())),
+            delegate: None,
+            session_path: None,
             cwd,
         }
     }

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod read;
 pub mod skill;
 pub mod step;
+pub mod task;
 pub mod todo;
 pub mod write;
 

@@ -2,11 +2,13 @@
 //! the tool result (so the request prefix before it is untouched), with `$ARGUMENTS` filled
 //! in and the skill's reference files listed for `read_file`. Nothing in the skill runs:
 //! its `scripts/` are run, if at all, by the model through `bash` and the ordinary permission
-//! path, which is what keeps an untrusted repository's skill harmless.
+//! path, which is what keeps an untrusted repository's skill harmless. A `runAs: subagent`
+//! skill instead runs as a child agent through the context's delegate, `args` as its task.
 
 use serde_json::{json, Value};
 
 use crate::skill::{RunAs, Skill};
+use crate::tool::delegate::TaskSpec;
 use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 pub struct SkillTool;
@@ -73,9 +75,18 @@ impl Tool for SkillTool {
             )));
         };
         if skill.run_as == RunAs::Subagent {
-            return Err(ToolError::Failed(format!(
-                "`{name}` runs as a subagent, which this version cannot start yet; do the task yourself"
-            )));
+            // The profile's body is the child's system prompt and `args` its task; the
+            // child's every call goes through the gate, so loading stays read-only here.
+            let task = TaskSpec {
+                prompt: if arguments.is_empty() {
+                    "Carry out your task.".into()
+                } else {
+                    arguments.to_string()
+                },
+                profile: Some(skill.name.clone()),
+                ..TaskSpec::default()
+            };
+            return super::task::delegate(&task, ctx);
         }
         Ok(render(skill, arguments))
     }

@@ -1,0 +1,317 @@
+//! The CLI's [`Delegate`]: starts a child agent for `task`, `read_only_task` and subagent
+//! skills. The child talks to the same provider (or the model the profile or call names),
+//! is judged by the parent's gate, works in the parent's sandbox under the parent's cancel
+//! token, inherits plan mode, and writes an isolated session under the parent's session
+//! directory (`<sessions>/<parent-id>/children/<child-id>.jsonl`). Its usage is added to a
+//! tally the front end folds into the parent's totals.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::assemble::{self, PromptFlags};
+use crate::agent::events::{Event, EventSink};
+use crate::agent::hooks::{HookEvent, Hooks};
+use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::session::{self, Header, Session};
+use crate::config::Config;
+use crate::permission::{Gate, PolicyGate, Verdict};
+use crate::provider::{self, Message, ProviderSettings, Usage};
+use crate::skill::{RunAs, Skill};
+use crate::tool::collab::Workflow;
+use crate::tool::delegate::{Delegate, TaskOutcome, TaskSpec};
+use crate::tool::{Profile, Registry, ToolContext};
+
+/// What the children of one run have used, for the parent's result.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub requests: u32,
+}
+
+/// Starts children for one parent session.
+pub struct Children {
+    pub config: Config,
+    /// The executor's provider settings: the default model of every child.
+    pub settings: ProviderSettings,
+    /// The executor's reasoning effort, the last step of the precedence.
+    pub effort: Option<String>,
+    pub gate: Arc<PolicyGate>,
+    /// `<sessions>/<parent-id>` of the session at start: children go in its `children`
+    /// directory, unless the context names the parent's current session.
+    pub parent_dir: PathBuf,
+    pub tally: Arc<Mutex<Tally>>,
+    /// The parent agent's event queue, for an `Event::Subagent` per finished child.
+    events: OnceLock<Arc<Mutex<Vec<Event>>>>,
+    /// The parent's hooks; a child runs those around tool calls, and `SubagentStop`.
+    hooks: OnceLock<Hooks>,
+}
+
+impl Children {
+    pub fn new(
+        config: &Config,
+        settings: &ProviderSettings,
+        effort: Option<String>,
+        gate: Arc<PolicyGate>,
+        parent: &Session,
+    ) -> Children {
+        let sessions = parent
+            .path()
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        Children {
+            config: config.clone(),
+            settings: settings.clone(),
+            effort,
+            gate,
+            parent_dir: sessions.join(parent.id()),
+            tally: Arc::default(),
+            events: OnceLock::new(),
+            hooks: OnceLock::new(),
+        }
+    }
+
+    /// The hooks children run: the parent's `PreToolUse` and `PostToolUse` (a hook that
+    /// guards the parent's calls guards the child's too), and `SubagentStop` where a child
+    /// ends. `PermissionRequest` and `Notification` already run from the shared gate; the
+    /// session and prompt events belong to the parent.
+    pub fn set_hooks(&self, parent: &Hooks) {
+        let kept = parent
+            .list()
+            .iter()
+            .filter(|h| {
+                matches!(
+                    h.event,
+                    HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::SubagentStop
+                )
+            })
+            .cloned()
+            .collect();
+        let _ = self.hooks.set(Hooks::new(kept));
+    }
+
+    /// Reports each finished child into the parent's event stream (see `Agent::event_queue`).
+    pub fn report_to(&self, queue: Arc<Mutex<Vec<Event>>>) {
+        let _ = self.events.set(queue);
+    }
+
+    /// The profile a call names: a `runAs: subagent` skill of the session, then a built-in.
+    fn profile(&self, name: &str, parent: &ToolContext) -> Result<Skill, String> {
+        let stored = parent.skills.as_ref().and_then(|s| s.get(name));
+        match stored {
+            Some(skill) if skill.run_as == RunAs::Subagent => Ok(skill.clone()),
+            Some(_) => Err(format!(
+                "`{name}` is an inline skill, not a subagent profile; load it with the skill tool"
+            )),
+            None => crate::skill::builtin::profile(name)
+                .ok_or_else(|| format!("there is no subagent profile `{name}`")),
+        }
+    }
+
+    /// The child's registry: the enabled built-ins (never the task tools, so children do
+    /// not nest), or only those that read.
+    fn registry(&self, read_only: bool, parent: &ToolContext) -> Registry {
+        let mut discard = |_: Event| {};
+        let mut tools = assemble::registry(&self.config, &mut discard);
+        if parent.skills.is_some() {
+            tools.insert(Arc::new(crate::tool::builtin::skill::SkillTool));
+        }
+        if read_only {
+            keep_readers(&mut tools);
+        }
+        tools
+    }
+
+    /// The child agent, and whether it runs read-only.
+    fn start(&self, task: &TaskSpec, parent: &ToolContext) -> Result<(Agent, bool), String> {
+        let profile = match &task.profile {
+            Some(name) => Some(self.profile(name, parent)?),
+            None => None,
+        };
+        // A repository's profile in an untrusted workspace would be a system prompt written
+        // by whoever wrote the repository: it gets the readers only.
+        let read_only = task.read_only
+            || profile
+                .as_ref()
+                .is_some_and(|p| crate::skill::builtin::is_read_only(p) || !p.trusted);
+        let (model, effort) = choose(&self.config, profile.as_ref(), task);
+        let settings = match &model {
+            Some(reference) => self
+                .config
+                .resolve_model(Some(reference))
+                .map_err(|e| format!("the subagent's model: {e}"))?,
+            None => self.settings.clone(),
+        };
+        let effort = effort.or_else(|| self.effort.clone());
+        let provider = provider::build(settings.clone()).map_err(|e| e.to_string())?;
+        let system = match &profile {
+            Some(p) => p.body.trim().to_string(),
+            None => assemble::system_prompt(&PromptFlags::default(), &self.config, &parent.cwd)
+                .map_err(|e| e.to_string())?,
+        };
+        let header = Header::new(
+            session::new_id(),
+            &settings.name,
+            &settings.model,
+            &parent.cwd,
+        );
+        // The parent's current session (the chat's `/new` changes it), else the one at start.
+        let parent_dir = parent
+            .session_path
+            .as_deref()
+            .and_then(|p| Some(p.parent()?.join(p.file_stem()?)))
+            .unwrap_or_else(|| self.parent_dir.clone());
+        let mut child_session = Session::create(&parent_dir.join("children"), header)
+            .map_err(|e| format!("cannot store the subagent's session: {e}"))?;
+        child_session
+            .push(Message::system(system))
+            .map_err(|e| e.to_string())?;
+        let planning = parent
+            .workflow
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .planning;
+        let mut ctx = parent.clone();
+        ctx.delegate = None;
+        ctx.interact = None;
+        ctx.todos = Arc::default();
+        ctx.workflow = Arc::new(Mutex::new(Workflow {
+            planning,
+            ..Workflow::default()
+        }));
+        let options = assemble::options(&self.config, &settings, None, effort);
+        let tools = self.registry(read_only, parent);
+        let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
+        let mut agent = Agent::new(provider, tools, gate, child_session, ctx, options);
+        if let Some(hooks) = self.hooks.get() {
+            agent.set_stop_event(HookEvent::SubagentStop);
+            agent.set_hooks(hooks.clone());
+        }
+        Ok((agent, read_only))
+    }
+}
+
+impl Delegate for Children {
+    fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String> {
+        let started = Instant::now();
+        let (mut agent, read_only) = self.start(task, parent)?;
+        let mut discard = |_: Event| {};
+        let sink: &mut dyn EventSink = &mut discard;
+        let finished = agent.run(task.prompt.clone(), sink);
+        let stats = agent.stats();
+        {
+            let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+            tally.usage.add(&stats.usage);
+            tally.cost_usd += stats.cost_usd;
+            tally.requests += stats.requests;
+        }
+        let (answer, ok) = match finished {
+            Ok(Finish::Answered) => (stats.final_text.clone(), true),
+            Ok(Finish::Plan(plan)) => (plan, true),
+            Ok(Finish::StepLimit) => (
+                format!(
+                    "it reached its step limit. Last words: {}",
+                    stats.final_text
+                ),
+                false,
+            ),
+            Ok(Finish::NoProgress) => (
+                format!(
+                    "it stopped making progress. Last words: {}",
+                    stats.final_text
+                ),
+                false,
+            ),
+            Err(AgentError::Interrupted) => ("it was interrupted".into(), false),
+            Err(err) => (err.to_string(), false),
+        };
+        if let Some(queue) = self.events.get() {
+            queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Event::Subagent {
+                    session_path: agent.session().path().display().to_string(),
+                    profile: task.profile.clone(),
+                    read_only,
+                    ok,
+                    requests: stats.requests,
+                    tool_rounds: stats.tool_rounds,
+                    usage: stats.usage,
+                    cost_usd: stats.cost_usd,
+                    elapsed_ms: started.elapsed().as_millis() as u64,
+                });
+        }
+        Ok(TaskOutcome {
+            answer,
+            ok,
+            session_path: agent.session().path().display().to_string(),
+            usage: stats.usage,
+            requests: stats.requests,
+            tool_rounds: stats.tool_rounds,
+        })
+    }
+}
+
+/// The child's model and effort by §3.10's precedence: `agent.subagent_models[profile]` /
+/// `subagent_efforts[profile]`, then the call's, then the profile's frontmatter, then
+/// `agent.subagent_model` / `subagent_effort`; `None` leaves the executor's.
+pub fn choose(
+    config: &Config,
+    profile: Option<&Skill>,
+    call: &TaskSpec,
+) -> (Option<String>, Option<String>) {
+    let agent = &config.agent;
+    let name = profile.map(|p| p.name.as_str());
+    let per = |map: &std::collections::BTreeMap<String, String>| {
+        name.and_then(|n| map.get(n))
+            .filter(|v| !v.is_empty())
+            .cloned()
+    };
+    let model = per(&agent.subagent_models)
+        .or_else(|| call.model.clone())
+        .or_else(|| profile.and_then(|p| p.model.clone()))
+        .or_else(|| agent.subagent_model.clone());
+    let effort = per(&agent.subagent_efforts)
+        .or_else(|| call.effort.clone())
+        .or_else(|| profile.and_then(|p| p.effort.clone()))
+        .or_else(|| agent.subagent_effort.clone());
+    (model, effort)
+}
+
+/// The read-only registry: only tools that declare they change nothing (readers, the task
+/// list, history, `ask`). `bash` is left out: a shell is not read-only, whatever it runs.
+pub fn keep_readers(tools: &mut Registry) {
+    let keep: Vec<String> = tools
+        .names()
+        .into_iter()
+        .filter(|n| tools.get(n).is_some_and(|t| t.read_only()))
+        .collect();
+    tools.retain(|n| keep.iter().any(|k| k == n));
+}
+
+/// The parent's gate for a child: every check is the parent's, but a child cannot change the
+/// parent's posture, plan window or permission hook (its planner closes the window at the
+/// start of its turn, which must not close the parent's).
+struct ChildGate(Arc<PolicyGate>);
+
+impl Gate for ChildGate {
+    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
+        self.0.check_declared(tool, profile, args)
+    }
+
+    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
+        self.0.check_fresh(tool, args, preview)
+    }
+
+    fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
+        self.0.read_denials()
+    }
+
+    fn mcp_policy(&self, tool: &str) -> Option<crate::permission::McpToolPolicy> {
+        self.0.mcp_policy(tool)
+    }
+}

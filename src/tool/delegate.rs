@@ -1,0 +1,42 @@
+//! The delegation seam: what the `task` tools ask of whoever can start a child agent. The
+//! tool layer defines it and the CLI implements it (it alone holds the provider settings,
+//! the gate and the session directory), as `collab::Interact` does for the person.
+
+use crate::provider::Usage;
+
+use super::ToolContext;
+
+/// One child run, as a tool call asked for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskSpec {
+    /// The child's only user message.
+    pub prompt: String,
+    /// A subagent profile (a `runAs: subagent` skill or a built-in), resolved at run time.
+    pub profile: Option<String>,
+    /// Readers only: the child gets the read-only registry.
+    pub read_only: bool,
+    /// The call's model and effort, below per-profile config in the precedence.
+    pub model: Option<String>,
+    pub effort: Option<String>,
+}
+
+/// What a finished child hands back. A child that failed still returns an outcome (its
+/// failure is the parent's tool result, not the parent's error).
+#[derive(Debug, Clone, Default)]
+pub struct TaskOutcome {
+    /// The child's final answer, or what stopped it.
+    pub answer: String,
+    /// Whether the child ended with an answer.
+    pub ok: bool,
+    /// The child session file, for resuming it.
+    pub session_path: String,
+    pub usage: Usage,
+    pub requests: u32,
+    pub tool_rounds: u32,
+}
+
+/// Starts child agents. `Err` means no child could be started (unknown profile, no room
+/// for the session); everything after the start is in the outcome.
+pub trait Delegate: Send + Sync {
+    fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String>;
+}
