@@ -290,3 +290,43 @@ fn a_notification_hook_hears_when_the_chat_waits_for_an_approval() {
     pty.send("\x04");
     assert!(pty.wait_exit().success());
 }
+
+#[test]
+fn after_new_in_the_chat_session_start_runs_again_for_the_new_session() {
+    let server = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let hook = r#"cat >> starts.jsonl; echo >> starts.jsonl"#;
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &hook_config(&[("SessionStart", "", hook)]),
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 100, 30);
+    pty.wait_text("fake-model · ask");
+    pty.send("first\r");
+    pty.wait_text("one");
+    pty.wait_text("Ask anything");
+    pty.send("/new\r");
+    pty.wait_text("new conversation");
+    pty.send("second\r");
+    pty.wait_text("two");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success());
+    let starts: Vec<Value> = std::fs::read_to_string(work.join("starts.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert_eq!(starts[0]["source"], "startup");
+    assert_eq!(starts[1]["source"], "startup");
+    assert_ne!(
+        starts[0]["session_id"], starts[1]["session_id"],
+        "{starts:?}"
+    );
+    assert_ne!(starts[0]["transcript_path"], starts[1]["transcript_path"]);
+}

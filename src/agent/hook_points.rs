@@ -52,12 +52,28 @@ impl Agent {
 
     /// What the gate's and the person's threads need to run hooks and report them.
     fn hook_runner(&self) -> HookRunner {
+        self.refresh_runner_base();
         HookRunner {
             hooks: self.hooks.clone(),
-            base: self.hook_base(),
+            base: Arc::clone(&self.hook_runner_base),
             ctx: self.ctx.clone(),
             events: Arc::clone(&self.hook_events),
         }
+    }
+
+    /// Brings the session facts of hooks run on other threads up to date.
+    fn refresh_runner_base(&self) {
+        *self
+            .hook_runner_base
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = self.hook_base();
+    }
+
+    /// After `/new`, `/clear` or `/resume`: hooks see the new session, and `SessionStart`
+    /// runs again with its first message.
+    pub(super) fn session_changed(&mut self) {
+        self.session_started = false;
+        self.refresh_runner_base();
     }
 
     /// Emits the hook events other threads recorded.
@@ -108,6 +124,8 @@ impl Agent {
         if self.hooks.is_empty() {
             return Ok(());
         }
+        // The turn may start in another mode (plan) than the last one.
+        self.refresh_runner_base();
         let mut context = Vec::new();
         if !self.session_started {
             self.session_started = true;
@@ -268,18 +286,23 @@ fn tool_fields(call: &ToolCall, args: &Value) -> Map<String, Value> {
 /// events for the loop to emit.
 struct HookRunner {
     hooks: Hooks,
-    base: Base,
+    base: Arc<Mutex<Base>>,
     ctx: ToolContext,
     events: Arc<Mutex<Vec<Event>>>,
 }
 
 impl HookRunner {
     fn fire(&self, event: HookEvent, tool: Option<&str>, fields: Map<String, Value>) -> Decision {
+        let base = self
+            .base
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut recorded = Vec::new();
         let mut sink = |e: Event| recorded.push(e);
         let decision = self
             .hooks
-            .fire(event, tool, fields, &self.base, &self.ctx, &mut sink);
+            .fire(event, tool, fields, &base, &self.ctx, &mut sink);
         self.events
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

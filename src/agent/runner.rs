@@ -153,6 +153,8 @@ pub struct Agent {
     hooks: Hooks,
     /// Hook events from the gate's and the person's threads, emitted after each round.
     hook_events: Arc<Mutex<Vec<Event>>>,
+    /// The session facts those threads' hook inputs carry, kept current by the agent.
+    hook_runner_base: Arc<Mutex<super::hooks::Base>>,
     session_started: bool,
     stop_blocks: u32,
     /// The hook event fired when the model has answered: `Stop`, or `SubagentStop` in a child.
@@ -203,6 +205,7 @@ impl Agent {
             lease: Lease::default(),
             hooks: Hooks::default(),
             hook_events: Arc::default(),
+            hook_runner_base: Arc::default(),
             session_started: false,
             stop_blocks: 0,
             stop_event: HookEvent::Stop,
@@ -308,7 +311,9 @@ impl Agent {
     pub fn replace_session(&mut self, session: Session) -> Session {
         self.malformed = None;
         self.ctx.session_path = Some(session.path().to_path_buf());
-        std::mem::replace(&mut self.session, session)
+        let old = std::mem::replace(&mut self.session, session);
+        self.session_changed();
+        old
     }
 
     /// `/rewind`: keeps the first `to` messages of the conversation (see `Session::rewind`).
