@@ -330,3 +330,30 @@ fn after_new_in_the_chat_session_start_runs_again_for_the_new_session() {
     );
     assert_ne!(starts[0]["transcript_path"], starts[1]["transcript_path"]);
 }
+
+#[test]
+fn approve_plan_is_no_person_so_notification_hooks_stay_quiet() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("p1", "exit_plan_mode", r#"{"plan":"1. Write it"}"#)]),
+        Reply::text("done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &hook_config(&[("Notification", "", "touch notified")]),
+    );
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--plan",
+        "--approve-plan",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 2, "{}", out.stderr);
+    assert!(
+        !work.join("notified").exists(),
+        "a plan approved by a flag notified"
+    );
+}

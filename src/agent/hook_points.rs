@@ -41,7 +41,7 @@ impl Agent {
 
     /// `interact`, announcing through `Notification` hooks each time it waits for the person.
     pub(super) fn notifying(&self, interact: Arc<dyn Interact>) -> Arc<dyn Interact> {
-        if !self.hooks.wants(HookEvent::Notification, None) {
+        if !interact.is_person() || !self.hooks.wants(HookEvent::Notification, None) {
             return interact;
         }
         Arc::new(Notifying {
@@ -345,6 +345,10 @@ struct Notifying {
 }
 
 impl Interact for Notifying {
+    fn is_person(&self) -> bool {
+        self.inner.is_person()
+    }
+
     fn ask(&self, question: &Question, cancel: &CancelToken) -> Option<Answer> {
         self.runner.notify(&format!(
             "reasonix has a question for you: {}",

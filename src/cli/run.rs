@@ -458,6 +458,10 @@ impl Interact for ApprovePlans {
     fn review_plan(&self, _: &str, _: &CancelToken) -> Option<PlanReview> {
         Some(PlanReview::Approve)
     }
+
+    fn is_person(&self) -> bool {
+        false
+    }
 }
 
 /// `priced`: the model has prices, so the run's cost is known.

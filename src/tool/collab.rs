@@ -79,6 +79,12 @@ pub struct PlanDecision {
 pub trait Interact: Send + Sync {
     fn ask(&self, question: &Question, cancel: &CancelToken) -> Option<Answer>;
     fn review_plan(&self, plan: &str, cancel: &CancelToken) -> Option<PlanReview>;
+
+    /// Whether a person answers (the chat), so waiting is worth a `Notification`; a stand-in
+    /// such as `--approve-plan` answers at once and says no.
+    fn is_person(&self) -> bool {
+        true
+    }
 }
 
 /// Plan-mode state shared by the agent, the workflow tools and the front end.
