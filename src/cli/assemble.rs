@@ -239,7 +239,7 @@ pub fn tool_context(config: &Config, cwd: &Path) -> Result<ToolContext, Error> {
         config::paths::sessions_dir(&config.home, cwd),
     )));
     let skills = crate::cli::skills::session_store(config, cwd);
-    ctx.skills = (!skills.skills.is_empty()).then(|| Arc::new(skills));
+    ctx.skills = (!skills.skills.is_empty()).then_some(skills);
     Ok(ctx)
 }
 

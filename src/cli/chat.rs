@@ -206,15 +206,7 @@ fn build_agent(
     if let Some(mcp) = mcp {
         agent.set_tool_source(Box::new(mcp.tool_watch()));
     }
-    let (hooks, problems) = crate::cli::hooks::session_hooks(config, cwd);
-    for message in problems {
-        sink.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        });
-    }
-    children.set_hooks(&hooks);
-    agent.set_hooks(hooks);
+    crate::cli::hooks::install(&mut agent, &children, config, cwd, sink);
     if args.plan {
         agent.set_planning(true);
     }

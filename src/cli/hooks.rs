@@ -46,3 +46,22 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
     }
     (Hooks::new(found), problems)
 }
+
+/// Gives the session's hooks to the agent and its children; each problem is a warning event.
+pub fn install(
+    agent: &mut crate::agent::runner::Agent,
+    children: &crate::cli::delegate::Children,
+    config: &Config,
+    workspace: &Path,
+    sink: &mut dyn crate::agent::events::EventSink,
+) {
+    let (hooks, problems) = session_hooks(config, workspace);
+    for message in problems {
+        sink.emit(crate::agent::events::Event::Notice {
+            level: crate::agent::events::NoticeLevel::Warning,
+            message,
+        });
+    }
+    children.set_hooks(&hooks);
+    agent.set_hooks(hooks);
+}

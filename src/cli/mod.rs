@@ -68,6 +68,24 @@ impl Global {
     }
 }
 
+impl Global {
+    /// For commands that only read configuration (`skills`, `subagent list`): enters `-C`,
+    /// then loads the layered config of the working directory, its warnings on stderr.
+    /// Returns the canonical working directory, the home and what was loaded.
+    pub fn load_workspace(&self) -> Result<(PathBuf, PathBuf, crate::config::Loaded), Error> {
+        self.enter_dir()?;
+        let cwd = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .map_err(|e| Error::io("reading the working directory", e))?;
+        let options = crate::config::LoadOptions::from_env(cwd.clone(), self.config.clone())?;
+        let loaded = crate::config::load(&options)?;
+        for warning in &loaded.warnings {
+            eprintln!("reasonix: warning: {warning}");
+        }
+        Ok((cwd, options.home, loaded))
+    }
+}
+
 type Handler = fn(Global, &mut Lexer) -> Result<i32, Error>;
 
 pub struct Command {

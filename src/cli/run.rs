@@ -404,15 +404,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     );
     agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
     children.report_to(agent.event_queue());
-    let (hooks, problems) = crate::cli::hooks::session_hooks(&config, &cwd);
-    for message in problems {
-        output.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        });
-    }
-    children.set_hooks(&hooks);
-    agent.set_hooks(hooks);
+    crate::cli::hooks::install(&mut agent, &children, &config, &cwd, output);
     if args.common.plan {
         agent.set_planning(true);
         output.emit(Event::PlanMode { planning: true });

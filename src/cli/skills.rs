@@ -3,7 +3,8 @@
 //! files with `file:line`, shadowed names, hidden skills). Also builds the store's roots from
 //! configuration for the other commands.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
@@ -11,7 +12,7 @@ use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
 use crate::command::custom;
-use crate::config::{self, Config, LoadOptions};
+use crate::config::{self, Config};
 use crate::skill::store::{self, Roots, Store};
 use crate::skill::{Invocation, RunAs, Skill};
 
@@ -48,16 +49,8 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             "unknown `reasonix skills` action `{other}`; use `list`"
         )));
     }
-    global.enter_dir()?;
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .map_err(|e| Error::io("reading the working directory", e))?;
-    let options = LoadOptions::from_env(cwd.clone(), global.config.clone())?;
-    let loaded = config::load(&options)?;
-    for warning in &loaded.warnings {
-        eprintln!("reasonix: warning: {warning}");
-    }
-    let roots = roots(&loaded.config, &options.home, &cwd, loaded.trusted);
+    let (cwd, home, loaded) = global.load_workspace()?;
+    let roots = roots(&loaded.config, &home, &cwd, loaded.trusted);
     let store = store::load(&roots);
     if json_output {
         print_out(&format!("{:#}\n", as_json(&store)));
@@ -72,10 +65,29 @@ fn help() -> Result<i32, Error> {
     Ok(exit::OK)
 }
 
-/// The store a session uses: the workspace's trust as the trust list records it.
-pub fn session_store(config: &Config, workspace: &Path) -> Store {
+/// A workspace and whether it was trusted when its skills were read.
+type StoreKey = (PathBuf, bool);
+
+/// The store a session uses, with the workspace's trust as the trust list records it. It is
+/// read once per process (and trust standing): the system prompt's index, the `skill` tool,
+/// the chat's commands and the subagent profiles see the same skills, and start-up reads the
+/// roots once. A skill added later appears in the next run or chat.
+pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
+    static STORES: Mutex<Vec<(StoreKey, Arc<Store>)>> = Mutex::new(Vec::new());
     let trusted = config::trust::TrustStore::new(&config.home).is_trusted(workspace);
-    store::load(&roots(config, &config.home, workspace, trusted))
+    let key = (workspace.to_path_buf(), trusted);
+    let mut stores = STORES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, store)) = stores.iter().find(|(k, _)| *k == key) {
+        return Arc::clone(store);
+    }
+    let store = Arc::new(store::load(&roots(
+        config,
+        &config.home,
+        workspace,
+        trusted,
+    )));
+    stores.push((key, Arc::clone(&store)));
+    store
 }
 
 /// Each inline skill as a `/<name>` command whose text loads the skill with the typed

@@ -8,7 +8,6 @@ use super::lex::{Arg, Lexer};
 use super::run::{self, ProfileRun};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
-use crate::config::{self, LoadOptions};
 use crate::skill::{RunAs, Skill};
 
 pub const HELP: &str = "\
@@ -82,15 +81,7 @@ fn list(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             return Err(unknown_flag("subagent", &arg));
         }
     }
-    global.enter_dir()?;
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .map_err(|e| Error::io("reading the working directory", e))?;
-    let options = LoadOptions::from_env(cwd.clone(), global.config.clone())?;
-    let loaded = config::load(&options)?;
-    for warning in &loaded.warnings {
-        eprintln!("reasonix: warning: {warning}");
-    }
+    let (cwd, _, loaded) = global.load_workspace()?;
     let store = crate::cli::skills::session_store(&loaded.config, &cwd);
     print_out(&listing(&profiles(&store.skills)));
     Ok(exit::OK)
