@@ -210,6 +210,11 @@ fn refused_headless(tool: &str, decision: Decision) -> Verdict {
     }
 }
 
+/// The refusal a denying `PermissionRequest` hook gives the model.
+fn hook_message(reason: &str) -> String {
+    format!("blocked by a PermissionRequest hook: {reason}")
+}
+
 /// What a person (or the request hook) is asked about a call the policy resolved to Ask.
 fn approval_request(
     call: &Call,
@@ -395,11 +400,7 @@ impl PolicyGate {
             _ => {}
         }
         if let Some(reason) = self.request_denied(call, args, &base, self.approver.is_some()) {
-            return blocked(
-                base,
-                Resolution::Hook,
-                format!("blocked by a PermissionRequest hook: {reason}"),
-            );
+            return blocked(base, Resolution::Hook, hook_message(&reason));
         }
         match &self.approver {
             None => allowed(base, Resolution::Headless),
@@ -415,12 +416,17 @@ impl PolicyGate {
         base: &Verdict,
         person: bool,
     ) -> Option<String> {
+        self.hook_denies(&approval_request(call, args, base, Vec::new()), person)
+    }
+
+    /// What the request hook says of `request`; `None` lets it go on (or there is no hook).
+    fn hook_denies(&self, request: &ApprovalRequest, person: bool) -> Option<String> {
         let hook = self
             .request_hook
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()?;
-        hook(&approval_request(call, args, base, Vec::new()), person)
+        hook(request, person)
     }
 
     fn ask_user(
@@ -498,6 +504,9 @@ impl PolicyGate {
                     rule: Some("destructiveHint".into()),
                     scopes: Vec::new(),
                 };
+                if let Some(reason) = self.hook_denies(&request, true) {
+                    return blocked(base, Resolution::Hook, hook_message(&reason));
+                }
                 match approver.approve(&request) {
                     ApprovalAnswer::Deny => {
                         let message = format!(
@@ -567,6 +576,9 @@ impl Gate for PolicyGate {
             message: None,
             warning: None,
         };
+        if let Some(reason) = self.hook_denies(&request, true) {
+            return blocked(base, Resolution::Hook, hook_message(&reason));
+        }
         match approver.approve(&request) {
             ApprovalAnswer::Deny => {
                 let message = format!(
@@ -798,6 +810,47 @@ mod tests {
         });
         let gate = PolicyGate::new(policy(allow, deny), posture, approver).with_mcp(lookup());
         (gate, asked)
+    }
+
+    #[test]
+    fn the_request_hook_is_asked_before_every_person_and_can_only_deny() {
+        let args = json!({"command": "x"});
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let hook = |deny: bool, seen: Arc<Mutex<Vec<String>>>| -> RequestHook {
+            Arc::new(move |request: &ApprovalRequest, person: bool| {
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {person}", request.tool));
+                deny.then(|| "not today".to_string())
+            })
+        };
+        // A person would allow all three; the hook denies them first.
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Once));
+        Gate::set_request_hook(&g, hook(true, Arc::clone(&seen)));
+        let ask = g.check_declared("bash", Profile::undeclared(false), &args);
+        let destructive = g.check("mcp__s__rm", false, &args);
+        let fresh = g.check_fresh("remember", &args, "a fact");
+        for verdict in [&ask, &destructive, &fresh] {
+            assert!(!verdict.allowed);
+            assert_eq!(verdict.resolution, Resolution::Hook);
+            assert!(verdict.message.as_deref().unwrap().contains("not today"));
+        }
+        assert!(
+            asked.lock().unwrap().is_empty(),
+            "the person was asked anyway"
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["bash true", "mcp__s__rm true", "remember true"]
+        );
+        // Headless, the Ask it would allow without a person goes through the hook too; a hook
+        // that says nothing changes nothing.
+        seen.lock().unwrap().clear();
+        let (g, _) = gate(&[], &[], Posture::Ask, None);
+        Gate::set_request_hook(&g, hook(false, Arc::clone(&seen)));
+        let verdict = g.check_declared("bash", Profile::undeclared(false), &args);
+        assert_eq!(verdict.resolution, Resolution::Headless);
+        assert_eq!(*seen.lock().unwrap(), ["bash false"]);
     }
 
     #[test]
