@@ -136,11 +136,18 @@ fn read_only_task_gives_the_child_no_writer() {
             "write_file",
             r#"{"path":"out.txt","content":"written"}"#,
         )]),
+        // Its shell reads, but nothing it runs can write the workspace.
+        Reply::tool_calls(&[(
+            "b1",
+            "bash",
+            r#"{"command":"cat seen.txt; echo shell > out.txt; echo exit=$?"}"#,
+        )]),
         Reply::text("child could not write"),
         Reply::text("parent done"),
     ]);
     let home = Dir::new();
     let work = Dir::new();
+    work.write("seen.txt", "seen by the child");
     use_fake_provider(&home, &server.base_url(), "");
     let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
         "run",
@@ -155,14 +162,30 @@ fn read_only_task_gives_the_child_no_writer() {
         child_tools.contains(&"read_file".to_string()),
         "{child_tools:?}"
     );
-    for writer in ["write_file", "edit_file", "bash", "task", "read_only_task"] {
+    for writer in ["write_file", "edit_file", "task", "read_only_task", "fleet"] {
         assert!(
             !child_tools.contains(&writer.to_string()),
             "{child_tools:?}"
         );
     }
+    assert!(bash_description(&requests[1].body).contains("read-only"));
+    let shell = last_content(&requests[3].body);
+    assert!(shell.contains("seen by the child"), "{shell}");
+    assert!(!shell.contains("exit=0"), "{shell}");
     assert!(!work.join("out.txt").exists());
-    assert!(last_content(&requests[3].body).contains("child could not write"));
+    assert!(last_content(&requests[4].body).contains("child could not write"));
+}
+
+/// The description of the `bash` tool a request offers.
+fn bash_description(body: &Value) -> String {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["function"]["name"] == "bash")
+        .and_then(|t| t["function"]["description"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]
@@ -599,5 +622,5 @@ fn a_profile_from_an_untrusted_workspace_runs_read_only() {
     let tools = tool_names(&requests[1].body);
     assert!(tools.contains(&"read_file".to_string()), "{tools:?}");
     assert!(!tools.contains(&"write_file".to_string()), "{tools:?}");
-    assert!(!tools.contains(&"bash".to_string()), "{tools:?}");
+    assert!(bash_description(&requests[1].body).contains("read-only"));
 }

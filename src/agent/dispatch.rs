@@ -14,6 +14,8 @@ use crate::tool::{Tool, ToolContext, ToolError};
 
 /// A call whose tool was found and whose arguments parsed.
 pub struct Prepared {
+    /// The model's id for the call, which a tool reporting live progress tags it with.
+    pub id: String,
     pub tool: Arc<dyn Tool>,
     pub args: Value,
 }
@@ -29,6 +31,12 @@ fn execute_one(call: &Prepared, ctx: &ToolContext) -> Outcome {
     let started = Instant::now();
     let result = if ctx.cancel.is_cancelled() {
         Err(ToolError::Cancelled)
+    } else if call.tool.reports_live() {
+        // Only these calls need to know their id (to tag what they report); cloning the
+        // context for every call would cost each round for nothing.
+        let mut own = ctx.clone();
+        own.call_id = Some(call.id.clone());
+        call.tool.execute(&call.args, &own)
     } else {
         call.tool.execute(&call.args, ctx)
     };
@@ -211,10 +219,12 @@ mod tests {
         });
         let calls = vec![
             Prepared {
+                id: String::new(),
                 tool: a,
                 args: Value::Null,
             },
             Prepared {
+                id: String::new(),
                 tool: b,
                 args: Value::Null,
             },
@@ -244,6 +254,7 @@ mod tests {
         .iter()
         .enumerate()
         .map(|(i, (name, ro))| Prepared {
+            id: String::new(),
             tool: tool(name, *ro),
             args: Value::from(i),
         })
@@ -264,6 +275,7 @@ mod tests {
         let ctx = ctx();
         ctx.cancel.cancel();
         let calls = vec![Prepared {
+            id: String::new(),
             tool: Arc::new(Recorder {
                 name: "w",
                 read_only: false,

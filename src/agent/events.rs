@@ -116,6 +116,10 @@ pub enum Event {
     /// A subagent (`task`, `read_only_task`, a subagent skill) finished; reported after the
     /// round that ran it, before the parent's next request.
     Subagent {
+        /// The call that started it (`None` where no call did: `reasonix subagent`).
+        parent_tool_use_id: Option<String>,
+        /// Its place in that call's task list (0 for a single task).
+        task: usize,
         /// The child session file, for `--resume`.
         session_path: String,
         profile: Option<String>,
@@ -128,6 +132,38 @@ pub enum Event {
         cost_usd: f64,
         elapsed_ms: u64,
     },
+    /// A subagent is waiting for a place in the session's scheduler, or has started.
+    SubagentStatus {
+        parent_tool_use_id: Option<String>,
+        task: usize,
+        profile: Option<String>,
+        /// The task in a few words (its prompt's first line), for a status line.
+        label: String,
+        state: ChildState,
+    },
+    /// Something a running subagent did, relayed while the call that started it runs.
+    Child {
+        parent_tool_use_id: String,
+        task: usize,
+        event: Box<Event>,
+    },
+}
+
+/// Where a subagent is before it finishes (its end is [`Event::Subagent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildState {
+    /// Waiting for the scheduler: the concurrency or writer cap, or an overlapping writer.
+    Queued,
+    Running,
+}
+
+impl ChildState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildState::Queued => "queued",
+            ChildState::Running => "running",
+        }
+    }
 }
 
 /// Why the request prefix changed.

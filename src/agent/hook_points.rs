@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{Agent, AgentError};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::hooks::{Base, Decision, HookEvent, Hooks};
+use crate::agent::live::EventQueue;
 use crate::cancel::CancelToken;
 use crate::permission::ApprovalRequest;
 use crate::permission::Resolution;
@@ -78,13 +79,7 @@ impl Agent {
 
     /// Emits the hook events other threads recorded.
     pub(super) fn drain_hook_events(&self, sink: &mut dyn EventSink) {
-        let events = std::mem::take(
-            &mut *self
-                .hook_events
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        for event in events {
+        for event in self.hook_events.take() {
             sink.emit(event);
         }
     }
@@ -288,7 +283,7 @@ struct HookRunner {
     hooks: Hooks,
     base: Arc<Mutex<Base>>,
     ctx: ToolContext,
-    events: Arc<Mutex<Vec<Event>>>,
+    events: Arc<EventQueue>,
 }
 
 impl HookRunner {
@@ -303,10 +298,7 @@ impl HookRunner {
         let decision = self
             .hooks
             .fire(event, tool, fields, &base, &self.ctx, &mut sink);
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(recorded);
+        self.events.extend(recorded);
         decision
     }
 

@@ -14,6 +14,7 @@ use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier,
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
 use super::hooks::{HookEvent, Hooks};
+use super::live::EventQueue;
 use super::plan::{PlanSettings, Planner};
 use super::progress::{self, Lease, Standing};
 
@@ -152,7 +153,7 @@ pub struct Agent {
     /// The hooks this agent runs, whether `SessionStart` ran, and `Stop` blocks in a row.
     hooks: Hooks,
     /// Hook events from the gate's and the person's threads, emitted after each round.
-    hook_events: Arc<Mutex<Vec<Event>>>,
+    hook_events: Arc<EventQueue>,
     /// The session facts those threads' hook inputs carry, kept current by the agent.
     hook_runner_base: Arc<Mutex<super::hooks::Base>>,
     session_started: bool,
@@ -227,7 +228,7 @@ impl Agent {
 
     /// Where other threads and tools (the hooks of the gate, a finished subagent) leave
     /// events; the agent emits them after each round.
-    pub fn event_queue(&self) -> Arc<Mutex<Vec<Event>>> {
+    pub fn event_queue(&self) -> Arc<EventQueue> {
         Arc::clone(&self.hook_events)
     }
 
@@ -613,7 +614,16 @@ impl Agent {
             .map(|&i| calls[i].id.clone())
             .collect();
         let snapshots = Recorder::new(&self.ctx, self.session.id(), self.session.turns(), ids);
-        let outcomes = dispatch::run_round(&runnable, &self.ctx, max_parallel, snapshots.as_ref());
+        // A round that starts subagents runs beside this thread, which relays their progress
+        // to the sink as it comes; any other round runs here, without a thread to start.
+        let outcomes = if runnable.iter().any(|call| call.tool.reports_live()) {
+            let (ctx, recorder) = (&self.ctx, snapshots.as_ref());
+            self.hook_events.relay_while(sink, || {
+                dispatch::run_round(&runnable, ctx, max_parallel, recorder)
+            })
+        } else {
+            dispatch::run_round(&runnable, &self.ctx, max_parallel, snapshots.as_ref())
+        };
         for (i, outcome) in runnable_index.into_iter().zip(outcomes) {
             results[i] = Some((outcome.result, outcome.duration_ms));
         }
@@ -705,6 +715,7 @@ impl Agent {
             return Err(ToolError::Failed(message));
         }
         Ok(Prepared {
+            id: call.id.clone(),
             tool: Arc::clone(tool),
             args,
         })

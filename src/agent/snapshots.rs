@@ -413,6 +413,7 @@ mod tests {
     /// Runs one call the way a round does: recorded first, then executed.
     fn run(f: &Fixture, turn: usize, id: &str, name: &str, args: Value) {
         let call = Prepared {
+            id: String::new(),
             tool: tool(name),
             args,
         };
@@ -608,6 +609,7 @@ mod tests {
             .enumerate()
         {
             let call = Prepared {
+                id: String::new(),
                 tool: Arc::new(Other(subjects)),
                 args: json!({"x": 1}),
             };

@@ -251,7 +251,8 @@ pub fn add_skill_tool(tools: &mut Registry, ctx: &ToolContext) {
     }
 }
 
-/// `task` and `read_only_task` join the tools with a delegate to run them (unless `[tools]
+/// `task`, `read_only_task`, `fleet`, `parallel_tasks` and (with skills) `read_only_skill`
+/// join the tools with a delegate to run them (unless `[tools]
 /// enabled` lists tools and leaves them out); a child gets no delegate, so children do not
 /// nest.
 pub fn add_task_tools(
@@ -267,6 +268,15 @@ pub fn add_task_tools(
     }
     if wanted("read_only_task") {
         tools.insert(Arc::new(builtin::task::ReadOnlyTask));
+    }
+    if wanted("fleet") {
+        tools.insert(Arc::new(builtin::fleet::Fleet));
+    }
+    if wanted("parallel_tasks") {
+        tools.insert(Arc::new(builtin::fleet::ParallelTasks));
+    }
+    if ctx.skills.is_some() && wanted("read_only_skill") {
+        tools.insert(Arc::new(builtin::skill::ReadOnlySkill));
     }
     ctx.delegate = Some(children);
 }

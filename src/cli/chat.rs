@@ -206,6 +206,7 @@ fn build_agent(
     if let Some(mcp) = mcp {
         agent.set_tool_source(Box::new(mcp.tool_watch()));
     }
+    children.report_to(agent.event_queue());
     crate::cli::hooks::install(&mut agent, &children, config, cwd, sink);
     if args.plan {
         agent.set_planning(true);

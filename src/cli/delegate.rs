@@ -12,13 +12,16 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::assemble::{self, PromptFlags};
-use crate::agent::events::{Event, EventSink};
+use crate::agent::events::{ChildState, Event, EventSink};
 use crate::agent::hooks::{HookEvent, Hooks};
+use crate::agent::live::EventQueue;
 use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::scheduler::{Claim, Limits, Scheduler};
 use crate::agent::session::{self, Header, Session};
 use crate::config::Config;
 use crate::permission::{Gate, PolicyGate, Verdict};
 use crate::provider::{self, Message, ProviderSettings, Usage};
+use crate::sandbox::Policy;
 use crate::skill::{RunAs, Skill};
 use crate::tool::collab::Workflow;
 use crate::tool::delegate::{Delegate, TaskOutcome, TaskSpec};
@@ -44,8 +47,11 @@ pub struct Children {
     /// directory, unless the context names the parent's current session.
     pub parent_dir: PathBuf,
     pub tally: Arc<Mutex<Tally>>,
-    /// The parent agent's event queue, for an `Event::Subagent` per finished child.
-    events: OnceLock<Arc<Mutex<Vec<Event>>>>,
+    /// The session's caps on children running at once, writers, and overlapping writers.
+    scheduler: Scheduler,
+    /// The parent agent's event queue: each child's status and (while the call that started
+    /// it runs) its events, and an `Event::Subagent` when it finishes.
+    events: OnceLock<Arc<EventQueue>>,
     /// The parent's hooks; a child runs those around tool calls, and `SubagentStop`.
     hooks: OnceLock<Hooks>,
 }
@@ -70,6 +76,10 @@ impl Children {
             gate,
             parent_dir: sessions.join(parent.id()),
             tally: Arc::default(),
+            scheduler: Scheduler::new(Limits {
+                running: config.agent.max_subagent_concurrency as usize,
+                writers: config.agent.max_parallel_writers as usize,
+            }),
             events: OnceLock::new(),
             hooks: OnceLock::new(),
         }
@@ -95,7 +105,7 @@ impl Children {
     }
 
     /// Reports each finished child into the parent's event stream (see `Agent::event_queue`).
-    pub fn report_to(&self, queue: Arc<Mutex<Vec<Event>>>) {
+    pub fn report_to(&self, queue: Arc<EventQueue>) {
         let _ = self.events.set(queue);
     }
 
@@ -113,7 +123,7 @@ impl Children {
     }
 
     /// The child's registry: the enabled built-ins (never the task tools, so children do
-    /// not nest), or only those that read.
+    /// not nest), or only those that read, with a shell jailed so that it cannot write.
     fn registry(&self, read_only: bool, parent: &ToolContext) -> Registry {
         let mut discard = |_: Event| {};
         let mut tools = assemble::registry(&self.config, &mut discard);
@@ -121,13 +131,18 @@ impl Children {
             tools.insert(Arc::new(crate::tool::builtin::skill::SkillTool));
         }
         if read_only {
+            let shell = tools.get("bash").is_some();
             keep_readers(&mut tools);
+            if shell {
+                tools.insert(Arc::new(crate::tool::builtin::read_only_bash::ReadOnlyBash));
+            }
         }
         tools
     }
 
-    /// The child agent, and whether it runs read-only.
-    fn start(&self, task: &TaskSpec, parent: &ToolContext) -> Result<(Agent, bool), String> {
+    /// What a task will run as: its profile, whether it is read-only, and the sandbox it
+    /// works in (a writer given `write_paths` is fenced to them, a reader to nothing).
+    fn plan(&self, task: &TaskSpec, parent: &ToolContext) -> Result<Planned, String> {
         let profile = match &task.profile {
             Some(name) => Some(self.profile(name, parent)?),
             None => None,
@@ -138,7 +153,49 @@ impl Children {
             || profile
                 .as_ref()
                 .is_some_and(|p| crate::skill::builtin::is_read_only(p) || !p.trusted);
-        let (model, effort) = choose(&self.config, profile.as_ref(), task);
+        let fence: Option<Vec<PathBuf>> = match (&task.write_paths, read_only) {
+            (_, true) => Some(Vec::new()),
+            (None, false) => None,
+            (Some(paths), false) if paths.is_empty() => {
+                return Err(
+                    "`write_paths` is empty: leave it out to let the subagent write \
+                            where you may, or make the task read-only"
+                        .into(),
+                )
+            }
+            (Some(paths), false) => Some(paths.iter().map(PathBuf::from).collect()),
+        };
+        let sandbox = match &fence {
+            Some(paths) => Arc::new(
+                parent
+                    .sandbox
+                    .fenced(paths)
+                    .map_err(|e| format!("`write_paths`: {e}"))?,
+            ),
+            None => Arc::clone(&parent.sandbox),
+        };
+        let claim = if read_only {
+            Claim::Reader
+        } else {
+            Claim::Writer(sandbox.fence.clone())
+        };
+        Ok(Planned {
+            profile,
+            read_only,
+            sandbox,
+            claim,
+        })
+    }
+
+    /// The child agent of a planned task.
+    fn start(
+        &self,
+        task: &TaskSpec,
+        planned: &Planned,
+        parent: &ToolContext,
+    ) -> Result<Agent, String> {
+        let profile = planned.profile.as_ref();
+        let (model, effort) = choose(&self.config, profile, task);
         let settings = match &model {
             Some(reference) => self
                 .config
@@ -148,7 +205,7 @@ impl Children {
         };
         let effort = effort.or_else(|| self.effort.clone());
         let provider = provider::build(settings.clone()).map_err(|e| e.to_string())?;
-        let system = match &profile {
+        let system = match profile {
             Some(p) => p.body.trim().to_string(),
             None => assemble::system_prompt(&PromptFlags::default(), &self.config, &parent.cwd)
                 .map_err(|e| e.to_string())?,
@@ -178,30 +235,77 @@ impl Children {
         let mut ctx = parent.clone();
         ctx.delegate = None;
         ctx.interact = None;
+        ctx.call_id = None;
+        ctx.sandbox = Arc::clone(&planned.sandbox);
         ctx.todos = Arc::default();
         ctx.workflow = Arc::new(Mutex::new(Workflow {
             planning,
             ..Workflow::default()
         }));
         let options = assemble::options(&self.config, &settings, None, effort);
-        let tools = self.registry(read_only, parent);
+        let tools = self.registry(planned.read_only, parent);
         let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
         let mut agent = Agent::new(provider, tools, gate, child_session, ctx, options);
         if let Some(hooks) = self.hooks.get() {
             agent.set_stop_event(HookEvent::SubagentStop);
             agent.set_hooks(hooks.clone());
         }
-        Ok((agent, read_only))
+        Ok(agent)
     }
+
+    fn report(&self, event: Event) {
+        if let Some(queue) = self.events.get() {
+            queue.push(event);
+        }
+    }
+}
+
+/// A task resolved before it waits for its place.
+struct Planned {
+    profile: Option<Skill>,
+    read_only: bool,
+    sandbox: Arc<Policy>,
+    claim: Claim,
 }
 
 impl Delegate for Children {
     fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String> {
+        let planned = self.plan(task, parent)?;
+        let caller = parent.call_id.clone();
+        let status = |state| Event::SubagentStatus {
+            parent_tool_use_id: caller.clone(),
+            task: task.index,
+            profile: task.profile.clone(),
+            label: crate::text::one_line(task.prompt.lines().next().unwrap_or(""), 80),
+            state,
+        };
+        let slot = self
+            .scheduler
+            .acquire(&planned.claim, &parent.cancel, || {
+                self.report(status(ChildState::Queued))
+            })
+            .ok_or("the subagent was cancelled before it started")?;
         let started = Instant::now();
-        let (mut agent, read_only) = self.start(task, parent)?;
-        let mut discard = |_: Event| {};
-        let sink: &mut dyn EventSink = &mut discard;
-        let finished = agent.run(task.prompt.clone(), sink);
+        let mut agent = self.start(task, &planned, parent)?;
+        self.report(status(ChildState::Running));
+        let finished = match (&caller, self.events.get()) {
+            (Some(id), Some(queue)) => {
+                let mut relay = |event: Event| {
+                    queue.push(Event::Child {
+                        parent_tool_use_id: id.clone(),
+                        task: task.index,
+                        event: Box::new(event),
+                    })
+                };
+                agent.run(task.prompt.clone(), &mut relay)
+            }
+            _ => {
+                let mut discard = |_: Event| {};
+                let sink: &mut dyn EventSink = &mut discard;
+                agent.run(task.prompt.clone(), sink)
+            }
+        };
+        drop(slot);
         let stats = agent.stats();
         {
             let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
@@ -229,26 +333,24 @@ impl Delegate for Children {
             Err(AgentError::Interrupted) => ("it was interrupted".into(), false),
             Err(err) => (err.to_string(), false),
         };
-        if let Some(queue) = self.events.get() {
-            queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(Event::Subagent {
-                    session_path: agent.session().path().display().to_string(),
-                    profile: task.profile.clone(),
-                    read_only,
-                    ok,
-                    requests: stats.requests,
-                    tool_rounds: stats.tool_rounds,
-                    usage: stats.usage,
-                    cost_usd: stats.cost_usd,
-                    elapsed_ms: started.elapsed().as_millis() as u64,
-                });
-        }
+        let session_path = agent.session().path().display().to_string();
+        self.report(Event::Subagent {
+            parent_tool_use_id: caller,
+            task: task.index,
+            session_path: session_path.clone(),
+            profile: task.profile.clone(),
+            read_only: planned.read_only,
+            ok,
+            requests: stats.requests,
+            tool_rounds: stats.tool_rounds,
+            usage: stats.usage,
+            cost_usd: stats.cost_usd,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        });
         Ok(TaskOutcome {
             answer,
             ok,
-            session_path: agent.session().path().display().to_string(),
+            session_path,
             usage: stats.usage,
             requests: stats.requests,
             tool_rounds: stats.tool_rounds,

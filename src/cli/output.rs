@@ -99,6 +99,9 @@ impl Output {
     fn text_event(&mut self, event: Event) {
         match event {
             Event::Init { .. } => {}
+            // A subagent's own steps stay out of the text output; its summary line (below)
+            // says how it went, and its session holds the rest.
+            Event::Child { .. } | Event::SubagentStatus { .. } => {}
             Event::TextDelta(text) => {
                 self.end_reasoning();
                 let text = if self.stdout_tty {
@@ -471,6 +474,8 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         }),
         Event::Todo { items } => json!({"type": "todo", "items": items}),
         Event::Subagent {
+            parent_tool_use_id,
+            task,
             session_path,
             profile,
             read_only,
@@ -480,7 +485,8 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             usage,
             cost_usd,
             elapsed_ms,
-        } => json!({"type": "subagent", "session_path": session_path, "profile": profile,
+        } => json!({"type": "subagent", "parent_tool_use_id": parent_tool_use_id,
+                     "task": task, "session_path": session_path, "profile": profile,
                      "read_only": read_only, "ok": ok, "num_turns": requests,
                      "tool_rounds": tool_rounds, "usage": usage_json(usage),
                      "cost_usd": cost_usd, "duration_ms": elapsed_ms}),
@@ -493,6 +499,29 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             duration_ms,
         } => json!({"type": "hook", "event": event, "command": command, "tool": tool,
                      "outcome": outcome, "message": message, "duration_ms": duration_ms}),
+        Event::SubagentStatus {
+            parent_tool_use_id,
+            task,
+            profile,
+            label,
+            state,
+        } => json!({"type": "subagent_status", "parent_tool_use_id": parent_tool_use_id,
+                     "task": task, "profile": profile, "label": label,
+                     "state": state.as_str()}),
+        // The child's own event, tagged with the call that started it (as Claude Code's
+        // stream-json tags a subagent's messages).
+        Event::Child {
+            parent_tool_use_id,
+            task,
+            event,
+        } => {
+            let mut value = stream_json(event)?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("parent_tool_use_id".into(), json!(parent_tool_use_id));
+                object.insert("task".into(), json!(task));
+            }
+            value
+        }
         Event::PlanMode { planning } => json!({"type": "plan_mode", "planning": planning}),
         Event::Ask(asked) => json!({"type": "ask", "question": asked.question,
             "options": asked.options, "answer": asked.answer,

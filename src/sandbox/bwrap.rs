@@ -142,11 +142,15 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
     // first so a deeper bind wins: the home stays read-only inside the workspace, and a
     // workspace inside the home stays writable. At equal depth the root (read-write) comes
     // last, matching `Policy::protects`.
+    // A subagent's fence leaves the roots read-only, but they are still bound: a root under
+    // `/tmp` would otherwise vanish under the private `/tmp`.
+    let fenced_roots = policy.fence.is_some().then(|| policy.roots()).into_iter();
     let mut binds: Vec<(&PathBuf, &str)> = policy
         .protected
         .iter()
         .map(|path| (path, "--ro-bind"))
-        .chain(policy.roots().map(|root| (root, "--bind")))
+        .chain(fenced_roots.flatten().map(|root| (root, "--ro-bind")))
+        .chain(policy.writable().map(|root| (root, "--bind")))
         .filter(|(path, _)| path.exists())
         .collect();
     binds.sort_by_key(|(path, _)| path.components().count());

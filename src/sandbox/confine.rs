@@ -78,7 +78,7 @@ impl Policy {
             });
         }
         let strictly_inside = self
-            .roots()
+            .writable()
             .any(|root| resolved.starts_with(root) && resolved != *root);
         if !strictly_inside {
             return Err(self.outside(path));
@@ -148,6 +148,17 @@ impl Policy {
         std::iter::once(&self.workspace_root).chain(self.write_roots.iter())
     }
 
+    /// Where writers and jailed commands may write: a subagent's fence when it has one, else
+    /// the roots.
+    pub fn writable(&self) -> impl Iterator<Item = &PathBuf> {
+        let fence = self.fence.as_ref();
+        let roots = fence.is_none().then(|| self.roots());
+        fence
+            .into_iter()
+            .flatten()
+            .chain(roots.into_iter().flatten())
+    }
+
     fn absolute(&self, path: &Path) -> PathBuf {
         if path.is_absolute() {
             path.to_path_buf()
@@ -157,7 +168,7 @@ impl Policy {
     }
 
     fn ensure_writable(&self, shown: &Path, resolved: &Path) -> Result<(), SandboxError> {
-        if self.roots().any(|root| resolved.starts_with(root)) {
+        if self.writable().any(|root| resolved.starts_with(root)) {
             Ok(())
         } else {
             Err(self.outside(shown))
@@ -196,6 +207,12 @@ impl Policy {
     }
 
     fn outside(&self, shown: &Path) -> SandboxError {
+        if let Some(fence) = &self.fence {
+            return SandboxError::OutsideFence {
+                path: shown.to_path_buf(),
+                fence: fence.clone(),
+            };
+        }
         SandboxError::OutsideWrite {
             path: shown.to_path_buf(),
             workspace: self.workspace_root.clone(),

@@ -185,9 +185,9 @@ pub fn prepare(policy: &Policy, abi: u32) -> io::Result<Arc<OwnedFd>> {
     Ok(Arc::new(rules.ruleset))
 }
 
-/// The workspace, the write roots and the temp directories.
+/// The workspace and the write roots (or a subagent's fence), and the temp directories.
 fn write_places(policy: &Policy) -> Vec<PathBuf> {
-    let mut places: Vec<PathBuf> = policy.roots().cloned().collect();
+    let mut places: Vec<PathBuf> = policy.writable().cloned().collect();
     places.extend(TEMP_DIRS.iter().map(PathBuf::from));
     places
 }

@@ -95,6 +95,10 @@ pub struct Policy {
     pub workspace_root: PathBuf,
     /// The `allow_write` roots.
     pub write_roots: Vec<PathBuf>,
+    /// A subagent's `write_paths`: when set, the only places writers and jailed commands may
+    /// change (each lies under a root); `None` leaves every root writable. See
+    /// [`Policy::fenced`].
+    pub fence: Option<Vec<PathBuf>>,
     /// Paths no tool or jailed command may change even where they lie under a write root: the
     /// reasonix home, so that neither a repository nor the model can rewrite the user's
     /// configuration, grants, keys, sessions or memory (see [`Policy::protects`]).
@@ -135,6 +139,7 @@ impl Policy {
         Policy {
             workspace_root,
             write_roots,
+            fence: None,
             protected,
             forbid_read,
             bash: settings.bash,
@@ -153,6 +158,7 @@ impl Policy {
         Policy {
             workspace_root: resolve_or_keep(&absolute_from_cwd(cwd)),
             write_roots: Vec::new(),
+            fence: None,
             protected: Vec::new(),
             forbid_read: Vec::new(),
             bash: BashMode::Off,
@@ -162,6 +168,34 @@ impl Policy {
             hidden_inodes: OnceLock::new(),
             jail_hidden: OnceLock::new(),
         }
+    }
+
+    /// This policy with writes narrowed to `paths` (relative ones against the workspace), for
+    /// a subagent given `write_paths`: file writers refuse everything else and the bash jail
+    /// binds only these read-write. Each path must lie under a root, outside the protected
+    /// home and every hidden path; an empty list leaves nothing writable (a read-only child's
+    /// shell). What the fence cannot narrow: a path that does not exist yet is writable by the
+    /// file tools but not bindable in a jail, so a command can only create files inside fenced
+    /// directories that exist.
+    pub fn fenced(&self, paths: &[PathBuf]) -> Result<Policy, SandboxError> {
+        let mut fence = Vec::new();
+        for path in paths {
+            let resolved = self.check_write(path)?;
+            push_unique(&mut fence, resolved);
+        }
+        Ok(Policy {
+            workspace_root: self.workspace_root.clone(),
+            write_roots: self.write_roots.clone(),
+            fence: Some(fence),
+            protected: self.protected.clone(),
+            forbid_read: self.forbid_read.clone(),
+            bash: self.bash,
+            network: self.network,
+            backend: self.backend,
+            notice_pending: AtomicBool::new(false),
+            hidden_inodes: OnceLock::new(),
+            jail_hidden: OnceLock::new(),
+        })
     }
 
     /// The jail bash runs in on `host`: `None` when `bash = "off"`, an error when `enforce`
@@ -456,6 +490,11 @@ pub enum SandboxError {
         path: PathBuf,
         workspace: PathBuf,
     },
+    /// A subagent's writer path lies outside the `write_paths` it was given.
+    OutsideFence {
+        path: PathBuf,
+        fence: Vec<PathBuf>,
+    },
     /// The path resolves under a protected path (the reasonix home), or moving it would move one.
     Protected {
         path: PathBuf,
@@ -508,6 +547,22 @@ impl fmt::Display for SandboxError {
                  [sandbox] allow_write can add a root",
                 path.display(),
                 workspace.display()
+            ),
+            SandboxError::OutsideFence { path, fence } if fence.is_empty() => write!(
+                f,
+                "sandbox: path {} cannot be changed: this subagent is read-only",
+                path.display()
+            ),
+            SandboxError::OutsideFence { path, fence } => write!(
+                f,
+                "sandbox: path {} is outside this subagent's write_paths ({}); write only \
+                 there, or report back what else needs changing",
+                path.display(),
+                fence
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             SandboxError::Protected { path, protected } => write!(
                 f,

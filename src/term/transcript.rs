@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::ansi::{Line, Style};
+use super::children::Children;
 use super::diff;
 use super::markdown::Markdown;
 use super::sanitize::{for_display, one_row};
@@ -80,6 +81,8 @@ pub struct Transcript {
     ends_blank: bool,
     /// The spinner's time origin.
     created: Instant,
+    /// The subagents of running calls, one line each under their call.
+    children: Children,
 }
 
 impl Transcript {
@@ -96,6 +99,7 @@ impl Transcript {
             pending: Vec::new(),
             ends_blank: true,
             created: Instant::now(),
+            children: Children::default(),
         }
     }
 
@@ -249,8 +253,9 @@ impl Transcript {
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
             Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
-            // The task tool's result already names the child session.
-            Event::Subagent { .. } => {}
+            Event::Subagent { .. } | Event::SubagentStatus { .. } | Event::Child { .. } => {
+                self.children.event(event, Instant::now());
+            }
             Event::Todo { .. } | Event::PlanMode { .. } | Event::Plan { .. } | Event::Ask(_) => {}
             Event::Hook {
                 event,
@@ -395,6 +400,10 @@ impl Transcript {
             Style::Dim,
         );
         self.pending.push(head.truncated(self.width));
+        let children = self
+            .children
+            .finish(id, Instant::now(), self.width, self.verbose);
+        self.pending.extend(children);
         let before = self.before.remove(id);
         let after = self.after.remove(id);
         let body = if is_error {
@@ -453,6 +462,7 @@ impl Transcript {
         self.calls.clear();
         self.before.clear();
         self.after.clear();
+        self.children.clear();
         match end {
             TurnEnd::Answered => {}
             TurnEnd::StepLimit => self.notice(
@@ -504,6 +514,7 @@ impl Transcript {
                 Style::Dim,
             );
             out.push(line.truncated(self.width));
+            out.extend(self.children.live(&tool.id, now, self.width, self.verbose));
         }
         if let Some(started) = turn_started {
             if self.tools.is_empty() {

@@ -18,6 +18,11 @@ pub struct TaskSpec {
     /// The call's model and effort, below per-profile config in the precedence.
     pub model: Option<String>,
     pub effort: Option<String>,
+    /// Where a writer may write, relative to the workspace; `None` is anywhere a writer of the
+    /// parent may. Ignored for readers.
+    pub write_paths: Option<Vec<String>>,
+    /// Its place in the calling tool's task list (0 for a single task).
+    pub index: usize,
 }
 
 /// What a finished child hands back. A child that failed still returns an outcome (its

@@ -64,6 +64,9 @@ pub struct ToolContext {
     /// The file of the session these calls belong to, kept current by the agent (`/new`,
     /// `/resume`), so a child session is stored under its parent's; `None` outside a session.
     pub session_path: Option<PathBuf>,
+    /// The id of the call being executed, set only for tools that [`Tool::reports_live`], so
+    /// the subagents they start tag their events with it.
+    pub call_id: Option<String>,
 }
 
 /// What the permission layer denies to a reading tool, asked per path by the walkers (the
@@ -88,6 +91,7 @@ impl ToolContext {
             workflow: Arc::new(Mutex::new(collab::Workflow::default())),
             delegate: None,
             session_path: None,
+            call_id: None,
             cwd,
         }
     }
@@ -257,6 +261,11 @@ pub trait Tool: Send + Sync {
     /// grants and are refused when no person can answer; see `Gate::check_fresh`.
     fn fresh_approval(&self, _args: &Value, _ctx: &ToolContext) -> Option<String> {
         None
+    }
+    /// A tool that starts subagents reports their progress while it runs: its calls get
+    /// `ToolContext::call_id`, and the loop relays events during the round.
+    fn reports_live(&self) -> bool {
+        false
     }
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }

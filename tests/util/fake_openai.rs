@@ -35,6 +35,8 @@ pub enum Reply {
     },
     /// Reads the request and sends nothing until released, then closes.
     Stall(Receiver<()>),
+    /// Waits for the release, then sends the inner reply (a response the test lets go).
+    Gated(Receiver<()>, Box<Reply>),
     /// Reads the request and closes the connection without a byte of response.
     Hangup,
 }
@@ -142,6 +144,12 @@ impl Reply {
             end: End::Hold(rx),
         };
         (reply, Release(tx))
+    }
+
+    /// Answers with `reply`, but only once released.
+    pub fn gated(reply: Reply) -> (Reply, Release) {
+        let (tx, rx) = mpsc::channel();
+        (Reply::Gated(rx, Box::new(reply)), Release(tx))
     }
 
     /// Accepts the request and never answers until released.
@@ -349,6 +357,18 @@ impl FakeOpenAI {
         guard.clone()
     }
 
+    /// Whether a request `n` arrives within `window`: to show that a client does not send
+    /// it yet (a capped client must wait), since an absence can only be watched for a time.
+    pub fn request_arrives_within(&self, n: usize, window: Duration) -> bool {
+        let guard = self.state.requests.lock().unwrap();
+        let (guard, _) = self
+            .state
+            .changed
+            .wait_timeout_while(guard, window, |r| r.len() < n)
+            .unwrap();
+        guard.len() >= n
+    }
+
     /// Blocks until the client has closed `n` held connections.
     pub fn wait_for_client_hangups(&self, n: usize) {
         let guard = self.state.client_hangups.lock().unwrap();
@@ -526,6 +546,10 @@ fn respond(mut stream: TcpStream, reply: Reply, state: &State) -> std::io::Resul
             hold_until_released_or_hangup(&stream, release, state);
             Ok(())
         }
+        Reply::Gated(release, reply) => match release.recv() {
+            Ok(()) => respond(stream, *reply, state),
+            Err(_) => stream.shutdown(Shutdown::Both),
+        },
         Reply::Sse { pieces, end } => {
             stream.write_all(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\

@@ -198,13 +198,7 @@ fn render_modal(modal: &Modal, width: usize, height: usize) -> Vec<Line> {
     }
 }
 
-fn short_count(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1_000..=999_999 => format!("{:.1}k", n as f64 / 1_000.0),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
-    }
-}
+use crate::term::children::short_count;
 
 #[cfg(test)]
 mod tests {

@@ -81,6 +81,14 @@ impl Chat {
                 self.totals.priced = true;
             }
         }
+        // A subagent's tokens and cost are the session's too, though not its context.
+        if let Event::Subagent {
+            usage, cost_usd, ..
+        } = &event
+        {
+            self.totals.usage.add(usage);
+            self.totals.cost += cost_usd;
+        }
         if event == (Event::PlanMode { planning: false }) {
             self.transcript.notice(
                 NoticeLevel::Info,

@@ -13,6 +13,17 @@ use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
 pub struct SkillTool;
 
+/// `read_only_skill`: runs a skill's task in a read-only subagent (the reading tools and a
+/// shell that cannot write), returning only its answer; an inline skill's body becomes the
+/// child's instructions, a profile's body its system prompt.
+pub struct ReadOnlySkill;
+
+const READ_ONLY_DESCRIPTION: &str = "\
+Runs a skill listed under # Skills in the system prompt as a read-only subagent: a fresh \
+agent that follows the skill with tools that only read and search, in its own context, and \
+returns only its final answer. Use it for a skill whose job is to investigate or review. \
+`args` is the task it gets.";
+
 const DESCRIPTION: &str = "\
 Loads a skill listed under # Skills in the system prompt: its instructions come back as the \
 result, with the paths of its reference files. Load a skill before starting a task it \
@@ -51,44 +62,107 @@ impl Tool for SkillTool {
         Subjects::Nothing
     }
 
+    fn reports_live(&self) -> bool {
+        true
+    }
+
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let name = args::required_str(args, "name")?.trim();
-        let arguments = args::optional_str(args, "args")?.unwrap_or("").trim();
-        let store = ctx
-            .skills
-            .as_ref()
-            .ok_or_else(|| ToolError::Failed("no skills are available in this session".into()))?;
-        let Some(skill) = store.get(name) else {
-            let known: Vec<&str> = store
-                .skills
-                .iter()
-                .filter(|s| crate::skill::index::indexed(s))
-                .map(|s| s.name.as_str())
-                .collect();
-            return Err(ToolError::InvalidArgs(format!(
-                "there is no skill `{name}`; the skills are: {}",
-                if known.is_empty() {
-                    "(none)".into()
-                } else {
-                    known.join(", ")
-                }
-            )));
-        };
+        let (skill, arguments) = find(args, ctx)?;
         if skill.run_as == RunAs::Subagent {
             // The profile's body is the child's system prompt and `args` its task; the
             // child's every call goes through the gate, so loading stays read-only here.
-            let task = TaskSpec {
-                prompt: if arguments.is_empty() {
-                    "Carry out your task.".into()
-                } else {
-                    arguments.to_string()
-                },
-                profile: Some(skill.name.clone()),
-                ..TaskSpec::default()
-            };
-            return super::task::delegate(&task, ctx);
+            return super::task::delegate(&profile_task(skill, arguments, false), ctx);
         }
         Ok(render(skill, arguments))
+    }
+}
+
+impl Tool for ReadOnlySkill {
+    fn name(&self) -> &str {
+        "read_only_skill"
+    }
+
+    fn description(&self) -> &str {
+        READ_ONLY_DESCRIPTION
+    }
+
+    fn schema(&self) -> Value {
+        SkillTool.schema()
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn family(&self) -> Family {
+        Family::Other
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Nothing
+    }
+
+    fn reports_live(&self) -> bool {
+        true
+    }
+
+    fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let (skill, arguments) = find(args, ctx)?;
+        let task = if skill.run_as == RunAs::Subagent {
+            profile_task(skill, arguments, true)
+        } else {
+            TaskSpec {
+                prompt: format!(
+                    "{}\nFollow the skill above. You can only read: investigate and report \
+                     what you find; say what would need changing instead of changing it.",
+                    render(skill, arguments)
+                ),
+                read_only: true,
+                ..TaskSpec::default()
+            }
+        };
+        super::task::delegate(&task, ctx)
+    }
+}
+
+/// The skill a call names, and its `args`.
+fn find<'a>(args: &'a Value, ctx: &'a ToolContext) -> Result<(&'a Skill, &'a str), ToolError> {
+    let name = args::required_str(args, "name")?.trim();
+    let arguments = args::optional_str(args, "args")?.unwrap_or("").trim();
+    let store = ctx
+        .skills
+        .as_ref()
+        .ok_or_else(|| ToolError::Failed("no skills are available in this session".into()))?;
+    let Some(skill) = store.get(name) else {
+        let known: Vec<&str> = store
+            .skills
+            .iter()
+            .filter(|s| crate::skill::index::indexed(s))
+            .map(|s| s.name.as_str())
+            .collect();
+        return Err(ToolError::InvalidArgs(format!(
+            "there is no skill `{name}`; the skills are: {}",
+            if known.is_empty() {
+                "(none)".into()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    Ok((skill, arguments))
+}
+
+/// A subagent profile's run: `args` is the task.
+fn profile_task(skill: &Skill, arguments: &str, read_only: bool) -> TaskSpec {
+    TaskSpec {
+        prompt: if arguments.is_empty() {
+            "Carry out your task.".into()
+        } else {
+            arguments.to_string()
+        },
+        profile: Some(skill.name.clone()),
+        read_only,
+        ..TaskSpec::default()
     }
 }
 

@@ -21,27 +21,39 @@ const TASK: &str = "\
 Delegates a self-contained job to a subagent: a fresh agent with the same tools and \
 permissions that works in its own context and returns only its final answer. Use it for \
 work whose intermediate steps you do not need to see. The prompt must say everything the \
-subagent needs; it cannot see this conversation. `profile` only when the user names one.";
+subagent needs; it cannot see this conversation. Give `write_paths` when the job should \
+change only some files. `profile` only when the user names one.";
 
 const READ_ONLY_TASK: &str = "\
 Delegates a research job to a read-only subagent: a fresh agent that can only read and \
-search files, works in its own context and returns only its final answer. Use it to \
-investigate a question without filling this conversation with what it read. The prompt \
-must say everything it needs; it cannot see this conversation.";
+search files (its shell cannot write), works in its own context and returns only its final \
+answer. Use it to investigate a question without filling this conversation with what it \
+read. The prompt must say everything it needs; it cannot see this conversation.";
 
-fn schema(with_model: bool) -> Value {
+/// The properties of one task; `writer` adds what only a writer-capable task takes.
+pub fn task_properties(writer: bool) -> Value {
     let mut properties = json!({
         "prompt": {"type": "string", "description": "The complete task for the subagent"},
         "profile": {"type": "string", "description": "A subagent profile the user named (default: none)"}
     });
-    if with_model {
+    if writer {
+        properties["write_paths"] = json!({
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Files or directories (relative to the workspace) the subagent may change; it can write nowhere else (default: anywhere you may)"
+        });
         properties["model"] = json!({"type": "string", "description": "Model for the subagent (default: configured)"});
         properties["effort"] = json!({"type": "string", "description": "Reasoning effort for the subagent (default: configured)"});
     }
-    json!({"type": "object", "properties": properties, "required": ["prompt"]})
+    properties
 }
 
-fn spec(args: &Value, read_only: bool) -> Result<TaskSpec, ToolError> {
+fn schema(writer: bool) -> Value {
+    json!({"type": "object", "properties": task_properties(writer), "required": ["prompt"]})
+}
+
+/// One task from its JSON object; `read_only` tasks ignore the writer's fields.
+pub fn spec(args: &Value, read_only: bool) -> Result<TaskSpec, ToolError> {
     let prompt = args::required_str(args, "prompt")?.trim().to_string();
     if prompt.is_empty() {
         return Err(ToolError::InvalidArgs("`prompt` is empty".into()));
@@ -52,13 +64,29 @@ fn spec(args: &Value, read_only: bool) -> Result<TaskSpec, ToolError> {
             .filter(|s| !s.is_empty())
             .map(str::to_string))
     };
+    let write_paths = match args.get("write_paths") {
+        Some(paths) if !read_only && !paths.is_null() => Some(string_list(paths, "write_paths")?),
+        _ => None,
+    };
     Ok(TaskSpec {
         prompt,
         profile: text("profile")?,
         read_only,
         model: if read_only { None } else { text("model")? },
         effort: if read_only { None } else { text("effort")? },
+        write_paths,
+        index: 0,
     })
+}
+
+fn string_list(value: &Value, key: &str) -> Result<Vec<String>, ToolError> {
+    let wrong = || ToolError::InvalidArgs(format!("`{key}` must be an array of strings"));
+    value
+        .as_array()
+        .ok_or_else(wrong)?
+        .iter()
+        .map(|v| v.as_str().map(str::to_string).ok_or_else(wrong))
+        .collect()
 }
 
 /// Runs `task` through the context's delegate and renders the outcome for the parent.
@@ -111,6 +139,10 @@ impl Tool for Task {
         Subjects::Nothing
     }
 
+    fn reports_live(&self) -> bool {
+        true
+    }
+
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
         delegate(&spec(args, false)?, ctx)
     }
@@ -139,6 +171,10 @@ impl Tool for ReadOnlyTask {
 
     fn subjects(&self) -> Subjects {
         Subjects::Nothing
+    }
+
+    fn reports_live(&self) -> bool {
+        true
     }
 
     fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
