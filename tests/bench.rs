@@ -1117,3 +1117,82 @@ fn bench_compaction_16k_window_6k_token_results() {
         Some(1.0),
     );
 }
+
+/// A server for the fleet bench: the parent's first request gets `first` (one call, or four
+/// `task` calls), its second an answer; each child lists the workspace, reads a file, then
+/// answers, so a child is three instant requests and two tool rounds.
+fn delegation_server(first: Vec<(String, String, String)>) -> FakeOpenAI {
+    FakeOpenAI::start_with(move |requests| {
+        let body = &requests.last().unwrap().body;
+        let messages = body["messages"].as_array().unwrap();
+        let tool_results = messages.iter().filter(|m| m["role"] == "tool").count();
+        let is_parent = messages[1]["content"] == "go";
+        match (is_parent, tool_results) {
+            (true, 0) => {
+                let calls: Vec<(&str, &str, &str)> = first
+                    .iter()
+                    .map(|(id, name, args)| (id.as_str(), name.as_str(), args.as_str()))
+                    .collect();
+                Reply::tool_calls(&calls)
+            }
+            (true, _) => Reply::text("parent done"),
+            (false, 0) => Reply::tool_calls(&[("l", "ls", "{}")]),
+            (false, 1) => Reply::tool_calls(&[("r", "read_file", r#"{"path":"notes.txt"}"#)]),
+            (false, _) => Reply::text("child answer"),
+        }
+    })
+}
+
+#[test]
+#[ignore]
+fn bench_fleet_against_sequential_tasks() {
+    const SAMPLES: usize = 5;
+    let prompts = ["survey a", "survey b", "survey c", "survey d"];
+    let fleet_args = serde_json::json!({
+        "tasks": prompts.iter().map(|p| serde_json::json!({"prompt": p, "read_only": true})).collect::<Vec<_>>()
+    })
+    .to_string();
+    let fleet = vec![("f".to_string(), "fleet".to_string(), fleet_args)];
+    let sequential: Vec<(String, String, String)> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let args = serde_json::json!({"prompt": p}).to_string();
+            (format!("t{i}"), "read_only_task".to_string(), args)
+        })
+        .collect();
+    let time = |first: &Vec<(String, String, String)>, max_parallel: &str| {
+        let mut samples = Vec::new();
+        for _ in 0..SAMPLES {
+            let server = delegation_server(first.clone());
+            let home = Dir::new();
+            let work = Dir::new();
+            work.write("notes.txt", "some notes\n");
+            use_fake_provider(&home, &server.base_url(), max_parallel);
+            let started = Instant::now();
+            let out =
+                crate::util::run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+                    "run",
+                    "--permission-mode",
+                    "yolo",
+                    "go",
+                ]));
+            samples.push(started.elapsed());
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            assert_eq!(server.requests().len(), 2 + 4 * 3);
+        }
+        median(samples)
+    };
+    // Four read_only_task calls in one round would run side by side too; one at a time is
+    // the sequential baseline.
+    let one_by_one = time(&sequential, "[agent]\nmax_parallel_tools = 1\n");
+    let together = time(&fleet, "");
+    println!(
+        "fleet of 4 tasks (3 requests, 2 tool rounds each; instant fake model): median {:.1} ms; \
+         4 sequential tasks: {:.1} ms; ratio {:.2}x ({} cores)",
+        together.as_secs_f64() * 1000.0,
+        one_by_one.as_secs_f64() * 1000.0,
+        together.as_secs_f64() / one_by_one.as_secs_f64(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+}

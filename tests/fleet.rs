@@ -398,9 +398,11 @@ fn the_chat_shows_one_live_line_per_child_under_its_call() {
     pty.wait_text("fake-model · ask");
     pty.send("go\r");
     server.wait_for_requests(3);
-    pty.wait_text("◆ 2 survey the lexer");
+    pty.wait_for("both children running", |vt| {
+        let screen = vt.screen();
+        screen.contains("◆ 1 survey the parser") && screen.contains("◆ 2 survey the lexer")
+    });
     let screen = pty.screen();
-    assert!(screen.contains("◆ 1 survey the parser"), "{screen}");
     assert!(screen.contains("0 tools · 0 tokens"), "{screen}");
     release(&held, "survey the parser");
     pty.wait_text("✓ 1 survey the parser");
@@ -412,5 +414,5 @@ fn the_chat_shows_one_live_line_per_child_under_its_call() {
     assert!(screen.contains("✓ 2 survey the lexer"), "{screen}");
     assert!(screen.contains("110 tokens"), "{screen}");
     // The children's tokens count in the status line: the parent's two replies and theirs.
-    assert!(screen.contains("↑400 ↓40"), "{screen}");
+    pty.wait_text("↑400 ↓40");
 }

@@ -624,3 +624,30 @@ fn a_profile_from_an_untrusted_workspace_runs_read_only() {
     assert!(!tools.contains(&"write_file".to_string()), "{tools:?}");
     assert!(bash_description(&requests[1].body).contains("read-only"));
 }
+
+#[test]
+fn a_slash_profile_in_the_chat_hands_the_task_to_that_profile() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "task",
+            r#"{"prompt":"where is the loader","profile":"explore"}"#,
+        )]),
+        Reply::text("EXPLORED"),
+        Reply::text("chat parent done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = crate::util::piped_chat(&home, work.path(), &[], "/explore where is the loader\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.requests();
+    let turn = last_content(&requests[0].body);
+    assert!(turn.contains("`explore` subagent"), "{turn}");
+    assert!(turn.contains("Task: where is the loader"), "{turn}");
+    // The name is in the user's turn only: not in the system prompt or a schema.
+    assert!(!system(&requests[0].body).contains("explore"));
+    // The built-in profile ran read-only, with its own system prompt.
+    assert!(!tool_names(&requests[1].body).contains(&"write_file".to_string()));
+    assert!(last_content(&requests[2].body).contains("EXPLORED"));
+}

@@ -91,13 +91,14 @@ pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
 }
 
 /// Each inline skill as a `/<name>` command whose text loads the skill with the typed
-/// arguments. A custom command of the same name wins (it is the user's explicit file), with a
-/// notice; subagent skills are left out until they can run.
+/// arguments, and each subagent profile (stored or built-in) as one whose text has the model
+/// hand the typed task to that profile through `task`. The profile's name is in the user's
+/// turn only, never in a schema or the system prompt. A custom command of the same name wins
+/// (it is the user's explicit file), with a notice.
 pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
-    for skill in &store.skills {
-        if skill.run_as != RunAs::Inline {
-            continue;
-        }
+    let profiles = crate::cli::subagent::profiles(&store.skills);
+    let inline = store.skills.iter().filter(|s| s.run_as == RunAs::Inline);
+    for skill in inline.chain(profiles.iter()) {
         if commands.commands.iter().any(|c| c.name == skill.name) {
             commands.notices.push(format!(
                 "skill `{}` has no /{} command: a custom command of that name comes first",
@@ -105,11 +106,26 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
             ));
             continue;
         }
+        let (description, body) = match skill.run_as {
+            RunAs::Inline => (
+                format!("skill: {}", skill.description),
+                crate::tool::builtin::skill::render(skill, "$ARGUMENTS"),
+            ),
+            RunAs::Subagent => (
+                format!("subagent: {}", skill.description),
+                format!(
+                    "Hand this task to the `{name}` subagent: call the `task` tool with \
+                     `profile` set to \"{name}\" and the task below as its `prompt`, then \
+                     report its answer.\n\nTask: $ARGUMENTS",
+                    name = skill.name
+                ),
+            ),
+        };
         commands.commands.push(custom::CustomCommand {
             name: skill.name.clone(),
-            description: format!("skill: {}", skill.description),
+            description,
             argument_hint: String::new(),
-            body: crate::tool::builtin::skill::render(skill, "$ARGUMENTS"),
+            body,
             path: skill.dir.join("SKILL.md"),
         });
     }

@@ -287,4 +287,50 @@ mod tests {
         assert!(joined.contains("--unshare-net"), "{joined}");
         assert!(joined.ends_with(&format!("--chdir {}", scratch.path().display())));
     }
+
+    #[test]
+    fn a_fence_binds_the_roots_read_only_and_only_its_paths_writable() {
+        let scratch = TempDir::new("bwrap-fence");
+        std::fs::create_dir_all(scratch.join("src")).unwrap();
+        std::fs::create_dir_all(scratch.join("docs")).unwrap();
+        let policy = Policy::new(Settings {
+            workspace_root: scratch.path().to_path_buf(),
+            home: scratch.join("home"),
+            allow_write: Vec::new(),
+            forbid_read: Vec::new(),
+            bash: BashMode::Enforce,
+            network: false,
+            backend: Backend::Bwrap,
+        });
+        let fenced = policy.fenced(&[PathBuf::from("src")]).unwrap();
+        let ws = policy.workspace_root.display().to_string();
+        let joined = args(&fenced, scratch.path())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            joined.contains(&format!("--ro-bind {ws} {ws} --bind {ws}/src {ws}/src")),
+            "{joined}"
+        );
+        assert!(!joined.contains(&format!("--bind {ws} {ws}")), "{joined}");
+        // The file tools agree with the jail.
+        assert!(fenced.check_write(Path::new("src/a.rs")).is_ok());
+        let outside = fenced.check_write(Path::new("docs/b.md")).unwrap_err();
+        assert!(
+            outside
+                .to_string()
+                .contains("outside this subagent's write_paths"),
+            "{outside}"
+        );
+        assert!(fenced.check_write_entry(Path::new("src")).is_err());
+        // A fence cannot reach past the roots, and nothing at all is writable in an empty one.
+        assert!(policy.fenced(&[PathBuf::from("../elsewhere")]).is_err());
+        let shut = policy.fenced(&[]).unwrap();
+        assert!(shut
+            .check_write(Path::new("src/a.rs"))
+            .unwrap_err()
+            .to_string()
+            .contains("read-only"));
+    }
 }
