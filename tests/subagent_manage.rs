@@ -340,6 +340,10 @@ fn edit_and_delete_refuse_what_they_do_not_manage_and_change_nothing() {
             &managed("tools", "allowed-tools: Read\n"),
         ),
         home.write(".reasonix/skills/auto/SKILL.md", &profile("auto", "")),
+        home.write(
+            ".reasonix/skills/noted/SKILL.md",
+            &managed("noted", "# keep this model\n"),
+        ),
         home.write(".reasonix/skills/refs/SKILL.md", &managed("refs", "")),
         home.write(".reasonix/skills/refs/references/a.md", "a"),
         home.write(
@@ -361,6 +365,7 @@ fn edit_and_delete_refuse_what_they_do_not_manage_and_change_nothing() {
         ("inline", "profile `inline`: it is an inline skill"),
         ("tools", "its frontmatter has keys `reasonix subagent` does not manage (allowed-tools)"),
         ("auto", "profile `auto`: it is not a manual profile"),
+        ("noted", "profile `noted`: its frontmatter has `#` comment lines"),
         ("refs", "the folder holds more than SKILL.md (references)"),
         ("scripted", "the folder holds more than SKILL.md (scripts)"),
         ("folder", "profile `named`: its name differs from its folder `folder`"),
@@ -633,5 +638,43 @@ fn on_a_terminal_create_and_edit_open_the_editor() {
     pty.wait_text("[y/N]");
     pty.send("y\r");
     assert!(pty.wait_exit().success(), "{}", pty.screen());
+    assert!(!home.join(".reasonix/skills/helper").exists());
+}
+
+#[test]
+fn create_with_a_terminal_stdin_but_redirected_output_neither_waits_nor_edits() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // stdin is the terminal, stdout a file: no editor can draw, and reading the terminal
+    // until end of file would wait on a person who sees no prompt.
+    let base = reasonix(&home, work.path());
+    let mut sh = Command::new("sh");
+    sh.current_dir(work.path());
+    for (key, value) in base.get_envs() {
+        match value {
+            Some(value) => sh.env(key, value),
+            None => sh.env_remove(key),
+        };
+    }
+    sh.env("EDITOR", "false")
+        .arg("-c")
+        .arg("\"$0\" \"$@\" > out.txt 2>&1")
+        .arg(bin())
+        .args([
+            "subagent",
+            "create",
+            "helper",
+            "--user",
+            "--description",
+            "d",
+        ]);
+    let mut pty = crate::util::pty::Pty::spawn(sh, 120, 20);
+    assert_eq!(pty.wait_exit().code(), Some(2), "{}", work.read("out.txt"));
+    assert!(
+        work.read("out.txt")
+            .contains("give the prompt with --prompt TEXT or --prompt-file PATH"),
+        "{}",
+        work.read("out.txt")
+    );
     assert!(!home.join(".reasonix/skills/helper").exists());
 }

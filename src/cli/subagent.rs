@@ -37,11 +37,13 @@ try and run accept every `reasonix run` flag (--output-format, --model, --effort
 profile's frontmatter. `reasonix run \"/NAME ...\"` never starts a profile.
 
 create, edit and delete manage simple profiles: one folder holding only SKILL.md, whose
-frontmatter has only name, description, runAs: subagent, model and effort. They refuse, with
-the reason, built-in profiles (override them in config, or create one of the same name),
-inline skills, other frontmatter keys (allowed-tools, invocation, ...), folders with more
-files (references/, scripts/), symlinked folders or files, and the read-only roots
-(~/.agents/skills, .claude/skills, [skills] paths).
+frontmatter has only name, description, runAs: subagent, invocation: manual (the skill index
+leaves the profile out, so the model cannot discover it), model and effort. They refuse,
+with the reason, built-in profiles (override them in config, or create one of the same
+name), inline skills, profiles without invocation: manual, other frontmatter keys
+(allowed-tools, ...) or comment lines, folders with more files (references/, scripts/),
+symlinked folders or files, and the read-only roots (~/.agents/skills, .claude/skills,
+[skills] paths).
 
   --project            The workspace's .reasonix/skills/ (repository content). create's
                        default when the workspace is trusted
@@ -55,9 +57,10 @@ files (references/, scripts/), symlinked folders or files, and the read-only roo
   --yes, -y            delete without asking; required when stdin is not a terminal
 
 Without --prompt or --prompt-file, create reads the prompt from stdin when stdin is not a
-terminal, and on a terminal opens $VISUAL or $EDITOR (else vi) on the new SKILL.md. edit
-without a change flag opens the editor on a terminal and is an error elsewhere; it never
-waits for an editor or stdin in a script. Every write is atomic.
+terminal, and when stdin and stdout are a terminal opens $VISUAL or $EDITOR (else vi) on the
+new SKILL.md. edit without a change flag opens the editor on a terminal and is an error
+elsewhere; neither waits for an editor or a terminal in a script. Every write is atomic.
+Refusals exit with status 2.
 ";
 
 pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {

@@ -205,6 +205,11 @@ fn create(name: &str, args: &Args, roots: &Roots) -> Result<i32, Error> {
             };
             edited
         }
+        None if std::io::stdin().is_terminal() => {
+            return Err(Error::Usage(
+                "give the prompt with --prompt TEXT or --prompt-file PATH (the editor needs stdin and stdout on a terminal, and a terminal's stdin is not read as the prompt)".into(),
+            ))
+        }
         None => {
             if args.description.is_none() {
                 return Err(Error::Usage(

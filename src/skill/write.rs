@@ -53,6 +53,8 @@ pub enum ProfileError {
     NotManual { name: String },
     /// Frontmatter keys outside [`MANAGED_KEYS`].
     Unmanaged { name: String, keys: Vec<String> },
+    /// `#` comment lines in the frontmatter, which a rewrite would drop.
+    Comments { name: String },
     /// A `name` other than the folder's, which `/NAME` and the folder would disagree on.
     NameDiffers { name: String, folder: String },
     /// A value the command line gave that the file cannot hold.
@@ -79,6 +81,10 @@ impl fmt::Display for ProfileError {
                 f,
                 "profile `{name}`: its frontmatter has keys `reasonix subagent` does not manage ({}); edit its SKILL.md by hand",
                 keys.join(", ")
+            ),
+            ProfileError::Comments { name } => write!(
+                f,
+                "profile `{name}`: its frontmatter has `#` comment lines, which a rewrite would drop; edit its SKILL.md by hand"
             ),
             ProfileError::NameDiffers { name, folder } => write!(
                 f,
@@ -121,6 +127,15 @@ pub fn read(text: &str, file: &Path, folder_name: &str) -> Result<Profile, Profi
             name: name_hint,
             keys: unmanaged,
         });
+    }
+    // The frontmatter is the lines between the fences (the parser found both).
+    let commented = text
+        .lines()
+        .skip(1)
+        .take_while(|l| l.trim_end() != "---")
+        .any(|l| l.trim_start().starts_with('#'));
+    if commented {
+        return Err(ProfileError::Comments { name: name_hint });
     }
     let (skill, _) =
         from_document(doc, file, folder_name).map_err(|d| ProfileError::Invalid(d.to_string()))?;
@@ -455,6 +470,10 @@ mod tests {
             (
                 "---\nname: helper\ndescription: d\n---\nx\n",
                 "profile `helper`: it is an inline skill",
+            ),
+            (
+                "---\nname: helper\n# why this exists\ndescription: d\nrunAs: subagent\ninvocation: manual\n---\n# Heading\n",
+                "profile `helper`: its frontmatter has `#` comment lines",
             ),
             (
                 "---\nname: other\ndescription: d\nrunAs: subagent\ninvocation: manual\n---\nx\n",
