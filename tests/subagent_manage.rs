@@ -127,6 +127,11 @@ fn a_profile_is_created_listed_tried_edited_and_deleted() {
     assert_eq!(system(body), "You count files.");
     assert_eq!(body["reasoning_effort"], "high");
 
+    // The same values in another layout are no change: the file is left as it is.
+    let relaid = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("effort: high", "effort: 'high'");
+    std::fs::write(&file, &relaid).unwrap();
     let same = subagent(&home, work.path(), &["edit", "helper", "--effort", "high"]);
     assert_eq!(same.code, 0, "{same:?}");
     assert!(
@@ -134,6 +139,7 @@ fn a_profile_is_created_listed_tried_edited_and_deleted() {
             .starts_with("No change to user profile `helper`"),
         "{same:?}"
     );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), relaid);
     let cleared = subagent(&home, work.path(), &["edit", "helper", "--model", ""]);
     assert_eq!(cleared.code, 0, "{cleared:?}");
     assert!(!std::fs::read_to_string(&file).unwrap().contains("model:"));

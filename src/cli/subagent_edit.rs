@@ -254,7 +254,13 @@ fn edit(name: &str, args: &Args, roots: &Roots) -> Result<i32, Error> {
         if let Some(source) = &args.prompt {
             new.prompt = read_prompt(source)?;
         }
-        render(&new)?
+        // Values that render as the old ones do are no change, whatever the old layout.
+        let rendered = render(&new)?;
+        if write::render(&old).ok().as_ref() == Some(&rendered) {
+            old_text.clone()
+        } else {
+            rendered
+        }
     } else if interactive() {
         match in_editor(name, &old_text, Some(&old))? {
             Some(text) => text,
