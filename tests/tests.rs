@@ -26,6 +26,7 @@ mod run;
 mod sandbox;
 mod sessions;
 mod skills;
+mod subagent_manage;
 mod subagents;
 mod tools_bash;
 mod tools_bounds;

@@ -22,6 +22,7 @@ pub mod setup;
 pub mod skills;
 mod stdout_buffer;
 pub mod subagent;
+pub mod subagent_edit;
 pub mod tools;
 pub mod trust;
 mod welcome;

@@ -2,10 +2,11 @@
 //! workspace sees (built-in and `runAs: subagent` skills), and a profile run headless. `try`
 //! uses the read-only registry; `run` the normal permission and sandbox path. Both take
 //! `reasonix run`'s flags and output formats, since they are `run` with the profile's body as
-//! the system prompt.
+//! the system prompt. `create | edit | delete` are dispatched to `subagent_edit`.
 
 use super::lex::{Arg, Lexer};
 use super::run::{self, ProfileRun};
+use super::subagent_edit::{self, Action};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
 use crate::skill::{RunAs, Skill};
@@ -14,18 +15,52 @@ pub const HELP: &str = "\
 Usage: reasonix subagent list
        reasonix subagent try NAME [RUN FLAGS] TASK...
        reasonix subagent run NAME [RUN FLAGS] TASK...
+       reasonix subagent create NAME [--project | --user] --description TEXT [--model M]
+                                [--effort E] [--prompt TEXT | --prompt-file PATH]
+       reasonix subagent edit NAME [--project | --user] [--description TEXT] [--model M]
+                              [--effort E] [--prompt TEXT | --prompt-file PATH]
+       reasonix subagent delete NAME [--project | --user] [--yes]
 
 Subagent profiles are skills with `runAs: subagent`: the SKILL.md body is the child agent's
 full system prompt. Built-in profiles: explore (read-only codebase research) and review
 (reviews the current uncommitted diff); a skill of the same name replaces one.
 
-  list   Lists the profiles this workspace sees, with their source
-  try    Runs TASK with the profile and the read-only tools (no writers, no shell)
-  run    Runs TASK with the profile under the normal permission and sandbox path
+  list     Lists the profiles this workspace sees, with their source
+  try      Runs TASK with the profile and the read-only tools (no writers, no shell)
+  run      Runs TASK with the profile under the normal permission and sandbox path
+  create   Writes a new profile: <scope root>/NAME/SKILL.md
+  edit     Changes a profile's description, model, effort or prompt
+  delete   Removes a profile's folder
 
 try and run accept every `reasonix run` flag (--output-format, --model, --effort,
 --permission-mode, --allow, --deny, ...); a --model or --effort given there beats the
 profile's frontmatter. `reasonix run \"/NAME ...\"` never starts a profile.
+
+create, edit and delete manage simple profiles: one folder holding only SKILL.md, whose
+frontmatter has only name, description, runAs: subagent, invocation: manual (the skill index
+leaves the profile out, so the model cannot discover it), model and effort. They refuse,
+with the reason, built-in profiles (override them in config, or create one of the same
+name), inline skills, profiles without invocation: manual, other frontmatter keys
+(allowed-tools, ...) or comment lines, folders with more files (references/, scripts/),
+symlinked folders or files, and the read-only roots (~/.agents/skills, .claude/skills,
+[skills] paths).
+
+  --project            The workspace's .reasonix/skills/ (repository content). create's
+                       default when the workspace is trusted
+  --user               <home>/skills/. create's default otherwise; edit and delete
+                       without a scope take the profile that wins the name
+  --description TEXT   One line saying what the profile is for (required by create)
+  --model M            The profile's model; edit --model '' removes it
+  --effort E           minimal, low, medium, high, max or xhigh; '' removes it
+  --prompt TEXT        The system prompt (the SKILL.md body)
+  --prompt-file PATH   The system prompt from a file; - reads stdin
+  --yes, -y            delete without asking; required when stdin is not a terminal
+
+Without --prompt or --prompt-file, create reads the prompt from stdin when stdin is not a
+terminal, and when stdin and stdout are a terminal opens $VISUAL or $EDITOR (else vi) on the
+new SKILL.md. edit without a change flag opens the editor on a terminal and is an error
+elsewhere; neither waits for an editor or a terminal in a script. Every write is atomic.
+Refusals exit with status 2.
 ";
 
 pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
@@ -42,7 +77,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             Arg::Short('h') => return help(),
             Arg::Value(word) => {
                 words.push(word.clone());
-                if words[0] == "list" {
+                if matches!(words[0].as_str(), "list" | "create" | "edit" | "delete") {
                     break;
                 }
             }
@@ -52,12 +87,15 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let action = words.first().map(String::as_str);
     let read_only = match action {
         Some("list") => return list(global, lexer),
+        Some("create") => return subagent_edit::main(Action::Create, global, lexer),
+        Some("edit") => return subagent_edit::main(Action::Edit, global, lexer),
+        Some("delete") => return subagent_edit::main(Action::Delete, global, lexer),
         Some("try") => true,
         Some("run") => false,
         None => return help(),
         Some(other) => {
             return Err(Error::Usage(format!(
-                "unknown `reasonix subagent` action `{other}`; use list, try or run"
+                "unknown `reasonix subagent` action `{other}`; use list, try, run, create, edit or delete"
             )))
         }
     };

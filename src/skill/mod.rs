@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod frontmatter;
 pub mod index;
 pub mod store;
+pub mod write;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
