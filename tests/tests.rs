@@ -10,6 +10,7 @@ mod config;
 mod context;
 mod demo;
 mod escapes;
+mod goal;
 mod hardening;
 mod hooks;
 mod input;

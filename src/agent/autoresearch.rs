@@ -313,7 +313,11 @@ mod tests {
             ("长期实验优化启动性能", true),
         ];
         for (prompt, upgrade) in table {
-            assert_eq!(upgrades_prompt(prompt), *upgrade, "upgrades_prompt({prompt:?})");
+            assert_eq!(
+                upgrades_prompt(prompt),
+                *upgrade,
+                "upgrades_prompt({prompt:?})"
+            );
         }
         // Whatever upgrades a prompt also makes a research goal.
         for (prompt, upgrade) in table {
@@ -335,7 +339,10 @@ mod tests {
         assert_eq!(slug(&long).len(), 40);
         assert!(slug("supercalifragilistic expialidocious-and-more words").len() <= 40);
         let t = UNIX_EPOCH + Duration::from_millis(1_796_224_837_123);
-        assert_eq!(dir_name(t, "Speed up grep"), "20261202-152037-speed-up-grep");
+        assert_eq!(
+            dir_name(t, "Speed up grep"),
+            "20261202-152037-speed-up-grep"
+        );
     }
 
     #[test]

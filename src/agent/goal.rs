@@ -58,7 +58,10 @@ pub enum GoalError {
     /// `/goal` or `--goal` without an objective.
     EmptyObjective,
     /// The AutoResearch directory could not be created.
-    Directory { path: PathBuf, source: std::io::Error },
+    Directory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for GoalError {
@@ -257,9 +260,10 @@ impl Goal {
             self.continuations, self.limit
         );
         match report {
-            Some(r) if r.state == State::Blocked => {
-                line.push_str(&format!("; blocked: {}", crate::text::one_line(&r.reason, 160)))
-            }
+            Some(r) if r.state == State::Blocked => line.push_str(&format!(
+                "; blocked: {}",
+                crate::text::one_line(&r.reason, 160)
+            )),
             Some(r) if !r.summary.is_empty() => {
                 line.push_str(&format!(": {}", crate::text::one_line(&r.summary, 160)))
             }
@@ -269,20 +273,15 @@ impl Goal {
         line
     }
 
-    /// A user turn: the goal block, then what the user said. The goal's first turn is the
-    /// objective itself (the front end sends it), so it is stated once, in the block.
+    /// A user turn: the goal block, then what the user said. The goal's first message is
+    /// usually the objective itself (the front end sends it), so it is stated once, in the
+    /// block.
     fn user_turn(&mut self, message: String) -> String {
-        if !self.started {
-            self.started = true;
-            // The front end's message is the objective with its `@` references resolved.
-            if !message.trim().is_empty() {
-                self.objective = message.trim().to_string();
-            }
-            return format!(
-                "{}\n\nStart working on the goal now.",
-                self.block()
-            );
+        let first = !std::mem::replace(&mut self.started, true);
+        if first && message.trim() == self.objective {
+            return format!("{}\n\nStart working on the goal now.", self.block());
         }
+        // A later message, or the objective with its `@` references resolved.
         format!("{}\n\n{message}", self.block())
     }
 
@@ -315,8 +314,7 @@ impl Goal {
              constraints and the relevant verification (tests, builds, running the result) are \
              satisfied, and say what you verified and what you could not verify.\n\n\
              {}",
-            self.objective,
-            REPORT_FORMAT
+            self.objective, REPORT_FORMAT
         );
         if let Some(dir) = &self.research {
             block.push_str("\n\n");
@@ -417,7 +415,9 @@ pub fn parse_report(answer: &str) -> Option<Report> {
     // ASCII lowercasing keeps byte offsets.
     let lower = answer.to_ascii_lowercase();
     let start = lower.rfind(OPEN)? + OPEN.len();
-    let end = lower[start..].find(CLOSE).map_or(answer.len(), |i| start + i);
+    let end = lower[start..]
+        .find(CLOSE)
+        .map_or(answer.len(), |i| start + i);
     let mut fields: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut current: Option<&str> = None;
     for line in answer[start..end].lines() {
@@ -427,7 +427,14 @@ pub fn parse_report(answer: &str) -> Option<Report> {
         }
         if let Some((key, value)) = trimmed.split_once(':') {
             let key = key.trim().trim_matches('*').to_ascii_lowercase();
-            let known = ["state", "status", "summary", "verified", "unverified", "reason"];
+            let known = [
+                "state",
+                "status",
+                "summary",
+                "verified",
+                "unverified",
+                "reason",
+            ];
             if let Some(key) = known.into_iter().find(|k| *k == key) {
                 let key = if key == "status" { "state" } else { key };
                 current = Some(key);
@@ -447,7 +454,11 @@ pub fn parse_report(answer: &str) -> Option<Report> {
             .get(key)
             .into_iter()
             .flatten()
-            .map(|v| v.trim_start_matches(['-', '*', '•', ' ']).trim().to_string())
+            .map(|v| {
+                v.trim_start_matches(['-', '*', '•', ' '])
+                    .trim()
+                    .to_string()
+            })
             .filter(|v| !v.is_empty() && !is_none(v))
             .collect()
     };
@@ -533,8 +544,8 @@ mod tests {
         assert!(report.unverified.is_empty());
         assert_eq!(strip_report(answer), "Done.");
 
-        let blocked = parse_report("<goal-status>\nstatus: blocked\nreason: need the\n  API key")
-            .unwrap();
+        let blocked =
+            parse_report("<goal-status>\nstatus: blocked\nreason: need the\n  API key").unwrap();
         assert_eq!(blocked.state, State::Blocked);
         assert_eq!(blocked.reason, "need the API key");
 
@@ -551,7 +562,10 @@ mod tests {
         assert_eq!(normalise("Need the API key."), "need the api key");
         assert_eq!(normalise("  need the   api KEY!! "), "need the api key");
         assert_eq!(normalise("need, the api-key"), "need the api key");
-        assert_ne!(normalise("need the db password"), normalise("need the api key"));
+        assert_ne!(
+            normalise("need the db password"),
+            normalise("need the api key")
+        );
     }
 
     #[test]
@@ -565,7 +579,10 @@ mod tests {
         assert!(contract_sections("fix the request parser").is_empty());
         let (_dir, mut g) = goal("Request: add --json\nConstraints: no new crates");
         let first = g.user_turn("Request: add --json\nConstraints: no new crates".into());
-        assert!(first.contains("its request, constraints sections bound"), "{first}");
+        assert!(
+            first.contains("its request, constraints sections bound"),
+            "{first}"
+        );
         let (_dir, mut g) = goal("fix it");
         assert!(g.user_turn("fix it".into()).contains("infer a light one"));
     }
