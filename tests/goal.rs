@@ -351,8 +351,12 @@ fn slash_goal_runs_to_completion_in_the_chat_and_clear_and_plan_end_it() {
     pty.send("\x1b");
     pty.wait_text("Ask anything");
     pty.wait_text("fake-model · ask · goal");
+    pty.send("/goal\r");
+    pty.wait_text("active goal: tidy the changelog; /goal clear ends it");
     pty.send("/goal clear\r");
     pty.wait_text("goal cleared");
+    pty.send("/goal\r");
+    pty.wait_text("no active goal; /goal OBJECTIVE starts one");
     pty.wait_for("goal gone from the status line", |vt| {
         vt.screen().contains("fake-model · ask ·") && !vt.screen().contains("· goal")
     });

@@ -722,5 +722,17 @@ mod tests {
             GoalError::EmptyObjective.to_string(),
             "goal: the objective is empty"
         );
+        // A workspace where the directory cannot be made: the goal does not start.
+        let file = dir.write("not-a-dir", "x");
+        let err = Goal::start("optimise it", Choice::Research, &file, SystemTime::now())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!(
+                "goal: cannot create {}/.reasonix/autoresearch: ",
+                file.display()
+            )),
+            "{err}"
+        );
     }
 }

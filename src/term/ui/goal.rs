@@ -25,15 +25,12 @@ impl Chat {
     pub(super) fn goal_command(&mut self, args: &str) {
         let args = args.trim();
         if args.is_empty() {
-            let text = match self.goal_label() {
-                Some(_) => {
-                    let goal = lock(&self.goal).clone();
-                    let goal = goal.as_ref().map_or("", |g| g.objective()).to_string();
-                    format!(
-                        "active goal: {}; /goal clear ends it",
-                        crate::text::one_line(&goal, 200)
-                    )
-                }
+            let active = lock(&self.goal).as_ref().map(|g| g.objective().to_string());
+            let text = match active {
+                Some(objective) => format!(
+                    "active goal: {}; /goal clear ends it",
+                    crate::text::one_line(&objective, 200)
+                ),
                 None => "no active goal; /goal OBJECTIVE starts one".into(),
             };
             self.transcript.notice(NoticeLevel::Info, &text);
