@@ -11,6 +11,7 @@ mod context;
 mod demo;
 mod escapes;
 mod fleet;
+mod goal;
 mod hardening;
 mod hooks;
 mod input;

@@ -1,9 +1,11 @@
 //! The agent: sessions, the tool-call loop, context management and the events it reports.
 //! Nothing here writes to the terminal; front ends consume [`events::Event`].
 
+pub mod autoresearch;
 pub mod compaction;
 pub mod dispatch;
 pub mod events;
+pub mod goal;
 pub mod hooks;
 pub mod live;
 pub mod plan;

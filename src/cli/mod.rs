@@ -12,6 +12,7 @@ pub mod delegate;
 pub mod doctor;
 pub mod error;
 pub mod flags;
+pub mod goal;
 pub mod hooks;
 pub mod lex;
 pub mod mcp;

@@ -614,6 +614,8 @@ pub struct RunResult {
     /// `None` (null in JSON) when the model has no prices configured: unknown, not free.
     pub total_cost_usd: Option<f64>,
     pub usage: Usage,
+    /// Goal mode's report (`--goal`): the objective, how it ended, what was verified.
+    pub goal: Option<Value>,
 }
 
 impl RunResult {
@@ -629,6 +631,7 @@ impl RunResult {
             session_id: None,
             total_cost_usd: None,
             usage: Usage::default(),
+            goal: None,
         }
     }
 
@@ -647,6 +650,9 @@ impl RunResult {
         });
         if let Some(error) = &self.error {
             value["error"] = Value::String(error.clone());
+        }
+        if let Some(goal) = &self.goal {
+            value["goal"] = goal.clone();
         }
         value
     }
@@ -760,6 +766,7 @@ mod tests {
                 completion_tokens: 7,
                 ..Usage::default()
             },
+            goal: None,
         };
         let v = result.to_json();
         for key in [
@@ -779,5 +786,6 @@ mod tests {
         assert_eq!(v["usage"]["cache_read_input_tokens"], 80);
         assert_eq!(v["usage"]["cache_creation_input_tokens"], 20);
         assert_eq!(v["cache_hit_ratio"], 0.8);
+        assert!(v.get("goal").is_none(), "only a goal run has one: {v}");
     }
 }

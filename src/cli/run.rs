@@ -58,6 +58,19 @@ Plan mode:
       --approve-plan           With --plan: approve the plan and carry it out in the same run
                                (the approved-plan window allows its edits without asking)
 
+Goal mode (see the README, Goal mode):
+      --goal                   The prompt is a goal: after each answer the run continues
+                               until the model reports it complete (exit 0), the same blocked
+                               state is reported 3 times (exit 5, subtype error_goal_blocked)
+                               or the continuation limit is reached (exit 4, subtype
+                               error_goal_limit); the result has a `goal` object
+      --research               A goal with the AutoResearch protocol and a run directory under
+                               .reasonix/autoresearch/ (implies --goal)
+      --simple                 No AutoResearch: with --goal a lightweight goal; without it the
+                               prompt is never upgraded to a research goal
+      --max-continuations N    Safety limit on continuation turns (default 20); --max-steps
+                               bounds the tool rounds of the whole goal
+
 The prompt means what it would in the chat: /mcp__SERVER__PROMPT [ARGS] runs that MCP prompt,
 /NAME [ARGS] a custom command, @PATH attaches a file or directory and @SERVER:URI an MCP
 resource; a quoted \"two words\" is one argument.
@@ -74,7 +87,8 @@ Permissions (no one can be asked in a headless run):
       --disallowedTools LIST   Claude Code alias: comma/space separated deny rules
 
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
-failure, 4 --max-steps reached, 130 interrupted, 141 stdout closed (a pipe whose reader
+failure, 4 --max-steps or a goal's continuation limit reached, 5 no progress or a
+goal blocked, 130 interrupted, 141 stdout closed (a pipe whose reader
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
@@ -112,6 +126,8 @@ struct RunFlags {
     permissions: PermissionFlags,
     /// `--approve-plan`: the plan `--plan` ends with is approved, and the run goes on.
     approve_plan: bool,
+    /// `--goal`, `--research`, `--simple`, `--max-continuations`.
+    goal: super::goal::GoalFlags,
 }
 
 fn usage(message: String) -> Error {
@@ -130,7 +146,7 @@ fn parse(args: &mut RunArgs, lexer: &mut Lexer) -> Result<(), Error> {
             "--approve-plan approves the plan of a plan-mode run; add --plan".into(),
         ));
     }
-    Ok(())
+    args.own.goal.check(args.common.plan)
 }
 
 impl RunFlags {
@@ -174,7 +190,7 @@ impl RunFlags {
             Arg::Long(n) if n == "disallowedTools" => {
                 self.permissions.deny.extend(split_rule_list(&value()?))
             }
-            _ => return Ok(false),
+            _ => return self.goal.accept(arg, lexer),
         }
         Ok(true)
     }
@@ -332,6 +348,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let handle = mcp::start(&config, &cwd, mcp_options, &mut warn);
     handle.register(&mut tools);
     let mcp = mcp::Host::new(handle);
+    let typed = prompt.clone();
     let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, output)?;
     let choice = args.common.session();
     let flags = PromptFlags {
@@ -412,10 +429,25 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     if args.own.approve_plan {
         agent.set_interact(Arc::new(ApprovePlans));
     }
-    let outcome = agent.run(prompt, output);
+    let upgrade = !args.common.plan && args.profile.is_none();
+    let mut goal = super::goal::start(&args.own.goal, &typed, &cwd, upgrade, output)?;
+    let (outcome, goal_run) = match goal.as_mut() {
+        None => (agent.run(prompt, output), None),
+        Some(goal) => {
+            let (outcome, run) = super::goal::drive(goal, prompt, output, |input, sink| {
+                let finish = agent.run(input, sink)?;
+                Ok((finish, agent.stats().final_text.clone()))
+            });
+            (outcome, Some(run))
+        }
+    };
     let priced = settings.prices.is_some();
     let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    finish(args, &agent, &children, outcome, priced, started, output)
+    let ran = Ran {
+        outcome,
+        goal: goal_run,
+    };
+    finish(args, &agent, &children, ran, priced, started, output)
 }
 
 /// A subagent profile by name: a `runAs: subagent` skill of this workspace, then a built-in.
@@ -456,12 +488,18 @@ impl Interact for ApprovePlans {
     }
 }
 
+/// How the run ended: the agent's outcome and, in goal mode, the goal's.
+struct Ran {
+    outcome: Result<Finish, AgentError>,
+    goal: Option<super::goal::GoalRun>,
+}
+
 /// `priced`: the model has prices, so the run's cost is known.
 fn finish(
     args: &RunArgs,
     agent: &Agent,
     children: &Tally,
-    outcome: Result<Finish, AgentError>,
+    ran: Ran,
     priced: bool,
     started: Instant,
     output: &mut Output,
@@ -471,8 +509,11 @@ fn finish(
     stats.usage.add(&children.usage);
     stats.cost_usd += children.cost_usd;
     // A plan-mode run's answer is its plan, not the model's last words.
+    let Ran { outcome, goal } = ran;
     let answer = match &outcome {
         Ok(Finish::Plan(plan)) => plan.clone(),
+        // A goal's answer without its status block; the block is the result's `goal`.
+        _ if goal.is_some() => crate::agent::goal::strip_report(&stats.final_text).to_string(),
         _ => stats.final_text.clone(),
     };
     let (mut subtype, mut code, mut error) = match &outcome {
@@ -492,6 +533,11 @@ fn finish(
             Some(err.to_string()),
         ),
     };
+    if let Some((goal_subtype, goal_code, goal_error)) =
+        goal.as_ref().and_then(|g| g.verdict.clone())
+    {
+        (subtype, code, error) = (goal_subtype, goal_code, Some(goal_error));
+    }
     // Written before the result object, so a failure to write it is in the result.
     if let Some(path) = &args.own.output_last_message {
         if let Err(err) = crate::fsutil::write_atomic(path, answer.as_bytes(), None) {
@@ -513,6 +559,7 @@ fn finish(
         session_id: Some(agent.session().id().to_string()),
         total_cost_usd: priced.then_some(stats.cost_usd),
         usage: stats.usage,
+        goal: goal.map(|g| g.json),
     };
     output.finish(&result);
     if output.closed() {

@@ -35,12 +35,13 @@ pub enum Builtin {
     Rewind,
     Verbose,
     Plan,
+    Goal,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 16] = [
+    pub const ALL: [Builtin; 17] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -56,6 +57,7 @@ impl Builtin {
         Builtin::Rewind,
         Builtin::Verbose,
         Builtin::Plan,
+        Builtin::Goal,
         Builtin::Exit,
     ];
 
@@ -77,6 +79,7 @@ impl Builtin {
             Builtin::Rewind => "rewind",
             Builtin::Verbose => "verbose",
             Builtin::Plan => "plan",
+            Builtin::Goal => "goal",
             Builtin::Exit => "exit",
         }
     }
@@ -98,6 +101,7 @@ impl Builtin {
             Builtin::Rewind => "Go back to before an earlier turn, optionally restoring files",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
             Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
+            Builtin::Goal => "Work toward an objective until it is done (/goal clear ends it)",
             Builtin::Exit => "Leave the chat",
         }
     }
@@ -106,6 +110,7 @@ impl Builtin {
         match self {
             Builtin::Model => "[provider|model|provider/model]",
             Builtin::Effort => "[low|medium|high|max|default]",
+            Builtin::Goal => "[--research|--simple] OBJECTIVE | clear",
             _ => "",
         }
     }
@@ -127,8 +132,9 @@ impl Builtin {
             | Builtin::Compact
             | Builtin::Resume
             | Builtin::Rewind
-            // Plan mode is part of a turn's setup; a turn already running keeps its mode.
-            | Builtin::Plan => true,
+            // Plan and goal mode are part of a turn's setup; a running turn keeps its mode.
+            | Builtin::Plan
+            | Builtin::Goal => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp

@@ -24,7 +24,7 @@
 //! and notifications), `builtins` (slash commands), `memory` (the `/memory` modal), `draw`
 //! (frames and the status line), `approver` (approval and launch requests from other threads),
 //! `interact` (`ask` questions and plan reviews from the tools), `ask_card` and `plan_review`
-//! (their modals), `todo_panel` (the task list above the input), `resumed` (the last exchanges
+//! (their modals), `todo_panel` (the task list above the input), `goal` (goal mode), `resumed` (the last exchanges
 //! of a resumed conversation), `trust` (the trust modal before the chat) and `rewind`
 //! (`/rewind`).
 
@@ -63,6 +63,7 @@ mod ask_card;
 mod builtins;
 mod draw;
 mod event_loop;
+mod goal;
 mod input;
 mod interact;
 mod memory;
@@ -311,6 +312,8 @@ struct Chat {
     /// Plan mode, shared with the agent: the status line reads it every frame, so a change
     /// the agent makes mid-turn (an approved plan) shows at once.
     workflow: Arc<Mutex<Workflow>>,
+    /// The active goal (goal mode), shared with the turn thread that drives it.
+    goal: Arc<Mutex<Option<crate::agent::goal::Goal>>>,
     todo_panel: TodoPanel,
     menu: Option<Menu>,
     /// The first Ctrl-C at an empty prompt arms exit; the second one exits.
@@ -370,6 +373,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         waiting_modals: VecDeque::new(),
         draft: None,
         workflow,
+        goal: Arc::default(),
         todo_panel: TodoPanel::new(todos),
         menu: None,
         exit_armed: false,

@@ -20,6 +20,8 @@ impl Chat {
         match input::interpret(&typed, &self.catalog) {
             None => {}
             Some(Ok(Input::Builtin(builtin, args))) => self.builtin(builtin, &args, &typed),
+            // A message with a very strong AutoResearch signal is sent as a research goal.
+            Some(Ok(Input::Message(_))) if self.upgrade_to_goal(&typed) => {}
             Some(Ok(Input::Message(message))) => self.send(message),
             // The catalog learns the servers' prompts once they are up.
             Some(Err(CommandError::Unknown(name)))
@@ -66,6 +68,7 @@ impl Chat {
                 let planning = !self.planning();
                 self.set_planning(planning);
             }
+            Builtin::Goal => self.goal_command(args),
             Builtin::Exit => self.request_exit(0),
         }
         self.transcript.gap();
@@ -145,6 +148,8 @@ impl Chat {
     pub(super) fn reset_conversation_state(&mut self) {
         self.totals = Totals::default();
         self.interrupted = false;
+        // A goal belongs to its conversation.
+        self.clear_goal();
         self.todo_panel.set(Vec::new());
     }
 
@@ -434,7 +439,7 @@ const KEY_HELP: &[(&str, &str)] = &[
     ("ctrl-d", "exit on an empty prompt"),
     (
         "shift-tab",
-        "cycle the mode: ask → auto → yolo → plan → ask",
+        "cycle the mode: ask → auto → yolo → plan → ask (a goal → normal)",
     ),
     ("ctrl-t", "show or hide the task list above the input"),
     ("ctrl-o", "toggle verbose (reasoning, long output)"),

@@ -128,6 +128,9 @@ impl Chat {
         if self.planning() {
             line.push(" · ", Style::Status);
             line.push("plan", Style::Accent);
+        } else if let Some(goal) = self.goal_label() {
+            line.push(" · ", Style::Status);
+            line.push(goal, Style::Accent);
         }
         let usage = &self.totals.usage;
         let mut parts = vec![format!(

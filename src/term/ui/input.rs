@@ -202,6 +202,12 @@ impl Chat {
     /// it returns to ask. Plan mode changes between turns, so during a turn only the posture
     /// cycles (ask → auto → yolo → ask).
     fn cycle_mode(&mut self) {
+        // Goal mode steps back to normal, the posture kept.
+        if !self.busy() && self.clear_goal() {
+            self.transcript
+                .notice(NoticeLevel::Info, "goal cleared; back to normal mode");
+            return;
+        }
         let posture = self.gate.posture();
         if self.planning() {
             if self.set_planning(false) {
@@ -226,6 +232,11 @@ impl Chat {
         };
         agent.set_planning(planning);
         drop(agent);
+        // Plan and goal are two collaboration modes: entering one leaves the other.
+        if planning && self.clear_goal() {
+            self.transcript
+                .notice(NoticeLevel::Info, "goal cleared: plan mode replaces it");
+        }
         let text = if planning {
             "plan mode: the model researches and proposes a plan for you to review before it edits"
         } else {

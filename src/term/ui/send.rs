@@ -37,7 +37,10 @@ impl Chat {
 
     /// Resolves `@` references or renders an MCP prompt off this thread.
     fn prepare(&mut self, pending: Pending) {
-        self.transcript.user_message(&pending.display);
+        // A goal's first message was shown as the `/goal` that started it.
+        if !pending.display.is_empty() {
+            self.transcript.user_message(&pending.display);
+        }
         self.preparing = Some(Instant::now());
         let tx = self.tx.clone();
         let cwd = self.cwd.clone();

@@ -33,6 +33,7 @@ impl Chat {
             return;
         };
         let agent = Arc::clone(&self.agent);
+        let goal = Arc::clone(&self.goal);
         let tx = self.tx.clone();
         let cwd = self.cwd.clone();
         let spawned = std::thread::Builder::new()
@@ -46,7 +47,12 @@ impl Chat {
                 };
                 let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
                 let result = match work {
-                    Work::Prompt(text) => agent.run(text, &mut sink),
+                    Work::Prompt(text) => {
+                        super::goal::run_turn(&goal, text, &mut sink, |input, sink| {
+                            let finish = agent.run(input, sink)?;
+                            Ok((finish, agent.stats().final_text.clone()))
+                        })
+                    }
                     Work::Compact => agent.compact_now(&mut sink).map(|folded| {
                         if !folded {
                             sink.emit(Event::Notice {
