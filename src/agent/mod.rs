@@ -2,7 +2,9 @@
 //! Nothing here writes to the terminal; front ends consume [`events::Event`].
 
 pub mod compaction;
+pub mod coordinator;
 pub mod dispatch;
+pub mod driver;
 pub mod events;
 pub mod hooks;
 pub mod plan;

@@ -35,12 +35,13 @@ pub enum Builtin {
     Rewind,
     Verbose,
     Plan,
+    Replan,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 16] = [
+    pub const ALL: [Builtin; 17] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -56,6 +57,7 @@ impl Builtin {
         Builtin::Rewind,
         Builtin::Verbose,
         Builtin::Plan,
+        Builtin::Replan,
         Builtin::Exit,
     ];
 
@@ -77,6 +79,7 @@ impl Builtin {
             Builtin::Rewind => "rewind",
             Builtin::Verbose => "verbose",
             Builtin::Plan => "plan",
+            Builtin::Replan => "replan",
             Builtin::Exit => "exit",
         }
     }
@@ -98,6 +101,7 @@ impl Builtin {
             Builtin::Rewind => "Go back to before an earlier turn, optionally restoring files",
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
             Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
+            Builtin::Replan => "Ask the planner model (agent.planner_model) for a new plan",
             Builtin::Exit => "Leave the chat",
         }
     }
@@ -106,6 +110,7 @@ impl Builtin {
         match self {
             Builtin::Model => "[provider|model|provider/model]",
             Builtin::Effort => "[low|medium|high|max|default]",
+            Builtin::Replan => "[what to plan instead]",
             _ => "",
         }
     }
@@ -127,6 +132,7 @@ impl Builtin {
             | Builtin::Compact
             | Builtin::Resume
             | Builtin::Rewind
+            | Builtin::Replan
             // Plan mode is part of a turn's setup; a turn already running keeps its mode.
             | Builtin::Plan => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),

@@ -96,7 +96,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "language",
     "ui.shortcut_layout",
     "agent.reasoning_language",
-    "agent.planner_model",
     "agent.max_subagent_concurrency",
     "agent.max_parallel_writers",
     "tools.shell",

@@ -47,6 +47,9 @@ impl Chat {
                 let mut agent = agent.lock().unwrap_or_else(PoisonError::into_inner);
                 let result = match work {
                     Work::Prompt(text) => agent.run(text, &mut sink),
+                    Work::Replan(text) => agent
+                        .replan(text, &mut sink)
+                        .unwrap_or(Ok(Finish::Answered)),
                     Work::Compact => agent.compact_now(&mut sink).map(|folded| {
                         if !folded {
                             sink.emit(Event::Notice {
@@ -105,6 +108,12 @@ impl Chat {
         } else if let Some(names) = self.idle_agent().map(|agent| tool_names(&agent)) {
             // The turn may have taken in an MCP server's new tool list.
             self.tool_names = names;
+        }
+        if let Some(models) = self
+            .idle_agent()
+            .and_then(|a| a.coordinator().map(|c| c.models()))
+        {
+            self.totals.models = models;
         }
         self.next_in_queue();
     }
