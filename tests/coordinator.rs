@@ -14,7 +14,8 @@ use crate::util::fake_openai::{
     done, sse_finish, sse_text, sse_tool_calls, sse_usage, FakeOpenAI, PrefixCache,
     RecordedRequest, Reply,
 };
-use crate::util::{read_session, reasonix, run, Dir, Run};
+use crate::util::pty::Pty;
+use crate::util::{piped_chat, read_session, reasonix, run, Dir, Run};
 
 pub(crate) const PLANNER: &str = "fake-pro";
 pub(crate) const EXECUTOR: &str = "fake-flash";
@@ -27,6 +28,9 @@ pub(crate) const DONE: &str = "[done]";
 
 /// A user turn containing this makes the fake executor report the first plan blocked.
 const BLOCKED: &str = "[blocked]";
+
+/// A user turn containing this makes the fake planner fail.
+const PLANNER_FAILS: &str = "[planner fails]";
 
 /// Prompt and cache-hit tokens per model, as the fake reported them.
 pub(crate) type Tally = Arc<Mutex<HashMap<String, (u64, u64)>>>;
@@ -96,6 +100,9 @@ pub(crate) fn two_model_server() -> (FakeOpenAI, Tally) {
         };
         let user = last["role"] == "user";
         if model == PLANNER {
+            if last_user_text(messages).contains(PLANNER_FAILS) {
+                return Reply::error(500, "the planner is down");
+            }
             return if user {
                 call("read_file", json!({"path": "notes.txt"}))
             } else {
@@ -381,4 +388,154 @@ fn without_a_planner_model_one_agent_runs_as_before() {
         assert_eq!(models[EXECUTOR]["role"], "agent", "{result}");
         assert_eq!(models[EXECUTOR]["requests"], 2, "{result}");
     }
+}
+
+#[test]
+fn the_chat_continues_both_sessions() {
+    let (server, _) = two_model_server();
+    let home = Dir::new();
+    let work = work_dir();
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    let first = piped_chat(&home, work.path(), &[], &format!("read the notes {DONE}\n"));
+    assert_eq!(first.code, 0, "{first:?}");
+    let second = piped_chat(&home, work.path(), &["--continue"], "read them again\n");
+    assert_eq!(second.code, 0, "{second:?}");
+    let planner = bodies(&server, PLANNER);
+    assert_eq!(planner.len(), 4, "planned in each chat");
+    assert_prefix_stable(&planner, "planner");
+    assert_prefix_stable(&bodies(&server, EXECUTOR), "executor");
+    let (sessions, planners) = session_layout(&home);
+    assert_eq!(
+        (sessions.len(), planners.len()),
+        (1, 1),
+        "{sessions:?} {planners:?}"
+    );
+    assert!(second.stdout.contains("the notes say hello"), "{second:?}");
+}
+
+#[test]
+fn the_chat_shows_the_plan_and_each_models_cache_and_replans_on_request() {
+    let (server, _) = two_model_server();
+    let home = Dir::new();
+    let work = work_dir();
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 120, 40);
+    pty.wait_text("fake-flash · ask");
+    pty.send("what do the notes say\r");
+    pty.wait_text("the notes say hello");
+    pty.wait_text("Ask anything");
+    pty.wait_text("executor");
+    let screen = pty.screen();
+    assert!(screen.contains("plan 1 from fake-pro:"), "{screen}");
+    assert!(screen.contains("  2. Report what it says."), "{screen}");
+    let status = screen
+        .lines()
+        .find(|l| l.contains("fake-flash · ask"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        status.contains("planner ") && status.contains("executor "),
+        "status line: {status}"
+    );
+
+    pty.send("/replan only the first line\r");
+    pty.wait_text("plan 2 from fake-pro:");
+    pty.wait_text("Ask anything");
+    let planner = bodies(&server, PLANNER);
+    assert_eq!(planner.len(), 4, "the planner ran again");
+    let asked = last_user_text(planner[2]["messages"].as_array().unwrap());
+    assert_eq!(
+        asked,
+        "<replan>The user asked for a new plan.</replan>\n\n<request>\nonly the first line\n</request>"
+    );
+    assert_prefix_stable(&planner, "planner");
+    let executor = bodies(&server, EXECUTOR);
+    let handoff = last_user_text(executor.last().unwrap()["messages"].as_array().unwrap());
+    assert!(handoff.starts_with("<plan revision=\"2\""), "{handoff}");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+}
+
+#[test]
+fn resuming_in_the_chat_brings_back_the_planner_session_too() {
+    let (server, _) = two_model_server();
+    let home = Dir::new();
+    let work = work_dir();
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 120, 40);
+    pty.wait_text("fake-flash · ask");
+    pty.send(&format!("first topic {DONE}\r"));
+    pty.wait_text("finished");
+    pty.wait_text("Ask anything");
+    pty.send("/new\r");
+    pty.wait_text("new conversation");
+    pty.send("second topic\r");
+    pty.wait_text("the notes say hello");
+    pty.wait_text("Ask anything");
+    pty.send("/resume\r");
+    pty.wait_text("Resume a conversation");
+    // The listing shows the request, not the plan block the executor received.
+    assert!(
+        pty.screen().contains("first topic [done]"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("\r");
+    pty.wait_text("resumed conversation");
+    pty.send("more on the first\r");
+    // Plans are numbered per conversation: the first topic had one.
+    pty.wait_text("plan 2 from fake-pro:");
+    pty.wait_text("Ask anything");
+    let planner = bodies(&server, PLANNER);
+    assert_eq!(planner.len(), 6, "three plans of two requests");
+    let first_topic = planner[1]["messages"].as_array().unwrap();
+    let resumed = planner[4]["messages"].as_array().unwrap();
+    assert_eq!(
+        resumed[..first_topic.len()]
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>(),
+        first_topic.iter().map(Value::to_string).collect::<Vec<_>>(),
+        "the resumed planner continues the first topic's planner session"
+    );
+    let asked = last_user_text(resumed);
+    assert!(
+        asked.ends_with("<request>\nmore on the first\n</request>"),
+        "{asked}"
+    );
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let (sessions, planners) = session_layout(&home);
+    assert_eq!((sessions.len(), planners.len()), (2, 2));
+}
+
+#[test]
+fn a_failed_planning_leaves_the_next_turn_to_plan() {
+    let (server, _) = two_model_server();
+    let home = Dir::new();
+    let work = work_dir();
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    // One chat process: the standing is the coordinator's memory, not re-read from disk.
+    let lines = format!("read the notes {DONE}\n{PLANNER_FAILS}\nread them again\n");
+    let out = piped_chat(&home, work.path(), &[], &lines);
+    assert!(out.stderr.contains("the planner is down"), "{out:?}");
+    let planner = bodies(&server, PLANNER);
+    assert_eq!(
+        planner.len(),
+        5,
+        "planned (2), failed (1), planned again (2): {out:?}"
+    );
+    let asked = last_user_text(planner[3]["messages"].as_array().unwrap());
+    assert!(
+        asked.starts_with("<executor_report status=\"done\">"),
+        "the report still reaches the planner: {asked}"
+    );
+    assert!(
+        asked.ends_with("<request>\nread them again\n</request>"),
+        "{asked}"
+    );
 }

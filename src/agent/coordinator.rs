@@ -297,6 +297,15 @@ fn request_of(handoff: &str) -> Option<&str> {
     Some(&handoff[start..end])
 }
 
+/// What a listing shows of an executor's user turn: a plan handoff's request, or the turn.
+pub fn shown_request(content: &str) -> &str {
+    if content.starts_with(PLAN_OPEN) {
+        request_of(content).unwrap_or(content)
+    } else {
+        content
+    }
+}
+
 /// The executor's user turn carrying a plan: the plan, what to do with it, the request.
 fn handoff(revision: u32, model: &str, plan: &str, request: &str) -> String {
     format!(
@@ -437,9 +446,8 @@ impl Coordinator {
         if !self.standing.needs_plan() {
             return self.execute(input, sink);
         }
-        let report = self.standing.report.take();
         self.standing.request = input;
-        let turn = planner_turn(&self.standing.request, report.as_ref(), false);
+        let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), false);
         let handoff = self.plan(turn, sink)?;
         self.execute(handoff, sink)
     }
@@ -453,8 +461,7 @@ impl Coordinator {
         if !input.trim().is_empty() || self.standing.request.is_empty() {
             self.standing.request = input;
         }
-        let report = self.standing.report.take();
-        let turn = planner_turn(&self.standing.request, report.as_ref(), true);
+        let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), true);
         let handoff = self.plan(turn, sink)?;
         self.execute(handoff, sink)
     }
@@ -478,12 +485,14 @@ impl Coordinator {
             let revise = report.status != Status::Done
                 && finish == Finish::Answered
                 && replans < MAX_REPLANS_PER_TURN;
+            // Kept until a new plan replaces it, so a failed or interrupted planning leaves
+            // the next turn to plan again.
+            self.standing.report = Some(report);
             if !revise {
-                self.standing.report = Some(report);
                 return Ok(finish);
             }
             replans += 1;
-            let turn = planner_turn(&self.standing.request, Some(&report), false);
+            let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), false);
             input = self.plan(turn, sink)?;
         }
     }
@@ -719,6 +728,11 @@ mod tests {
              <replan>The user asked for a new plan.</replan>\n\n<request>\nfix it\n</request>"
         );
         assert_eq!(request_of(&handoff(3, "m", "p", "a\nb")), Some("a\nb"));
+        assert_eq!(shown_request(&handoff(3, "m", "p", "fix it")), "fix it");
+        assert_eq!(
+            shown_request("<request>\nx\n</request>"),
+            "<request>\nx\n</request>"
+        );
     }
 
     #[test]

@@ -844,7 +844,9 @@ fn summarize(path: &Path) -> Option<Summary> {
         count += 1;
     }
     let (_, first) = first?;
-    let words: Vec<&str> = first.content.split_whitespace().collect();
+    // A planner/executor pair's first turn is a plan handoff: the listing shows its request.
+    let shown = super::coordinator::shown_request(&first.content);
+    let words: Vec<&str> = shown.split_whitespace().collect();
     Some(Summary {
         id: header.id,
         path: path.to_path_buf(),
