@@ -14,7 +14,6 @@
 //! executor's own history, so a resumed pair carries on where it stopped. Building the two
 //! agents from config is the CLI's job; this module only drives them.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -22,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::events::{Event, EventSink, NoticeLevel};
 use super::runner::{Agent, AgentError, Finish, Options};
-use super::session::{self, Header, Session};
+use super::session::{Header, Session};
 use crate::cancel::CancelToken;
 use crate::permission::{Gate, McpToolPolicy, Verdict};
 use crate::provider::{Message, Provider, Role};
@@ -217,30 +216,6 @@ pub struct ModelStats {
     pub cost_usd: f64,
 }
 
-#[derive(Debug)]
-pub enum CoordinatorError {
-    /// The planner's session could not be opened or created.
-    PlannerSession(session::SessionError),
-}
-
-impl fmt::Display for CoordinatorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CoordinatorError::PlannerSession(err) => {
-                write!(f, "coordinator: planner session: {err}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for CoordinatorError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CoordinatorError::PlannerSession(err) => Some(err),
-        }
-    }
-}
-
 /// Where the plan stands, as the executor's history shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Standing {
@@ -317,9 +292,12 @@ fn handoff(revision: u32, model: &str, plan: &str, request: &str) -> String {
     )
 }
 
-/// The planner's user turn: the executor's last report, a note when the user asked for the
-/// new plan, and the request.
-fn planner_turn(request: &str, report: Option<&Report>, user_asked: bool) -> String {
+/// The note in the planner's turn when the user asked for the new plan (`/replan`).
+const USER_REPLAN: &str = "<replan>The user asked for a new plan.</replan>";
+
+/// The planner's user turn: the executor's last report, a note (why it plans again), and the
+/// request.
+fn planner_turn(request: &str, report: Option<&Report>, note: Option<&str>) -> String {
     let mut text = String::new();
     if let Some(report) = report {
         text.push_str(&format!(
@@ -328,8 +306,9 @@ fn planner_turn(request: &str, report: Option<&Report>, user_asked: bool) -> Str
             report.note
         ));
     }
-    if user_asked {
-        text.push_str("<replan>The user asked for a new plan.</replan>\n\n");
+    if let Some(note) = note {
+        text.push_str(note);
+        text.push_str("\n\n");
     }
     text.push_str(&format!("<request>\n{request}\n</request>"));
     text
@@ -447,7 +426,7 @@ impl Coordinator {
             return self.execute(input, sink);
         }
         self.standing.request = input;
-        let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), false);
+        let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), None);
         let handoff = self.plan(turn, sink)?;
         self.execute(handoff, sink)
     }
@@ -461,7 +440,11 @@ impl Coordinator {
         if !input.trim().is_empty() || self.standing.request.is_empty() {
             self.standing.request = input;
         }
-        let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), true);
+        let turn = planner_turn(
+            &self.standing.request,
+            self.standing.report.as_ref(),
+            Some(USER_REPLAN),
+        );
         let handoff = self.plan(turn, sink)?;
         self.execute(handoff, sink)
     }
@@ -492,7 +475,7 @@ impl Coordinator {
                 return Ok(finish);
             }
             replans += 1;
-            let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), false);
+            let turn = planner_turn(&self.standing.request, self.standing.report.as_ref(), None);
             input = self.plan(turn, sink)?;
         }
     }
@@ -506,10 +489,7 @@ impl Coordinator {
 
     /// One planner turn; returns the executor's handoff turn carrying the plan.
     fn plan(&mut self, turn: String, sink: &mut dyn EventSink) -> Result<String, AgentError> {
-        self.ready_planner()?;
-        let Planner::Ready(planner) = &mut self.planner else {
-            return Err(AgentError::Interrupted);
-        };
+        let planner = self.ready_planner()?;
         let model = planner.provider().model().to_string();
         sink.emit(Event::Notice {
             level: NoticeLevel::Info,
@@ -536,32 +516,35 @@ impl Coordinator {
 
     /// Builds the planner on first use and points it at the planner session of the
     /// executor's current session.
-    fn ready_planner(&mut self) -> Result<(), AgentError> {
+    fn ready_planner(&mut self) -> Result<&mut Agent, AgentError> {
         let executor_id = self.executor.session().id().to_string();
-        if self.planner_for.as_deref() == Some(executor_id.as_str()) {
-            return Ok(());
+        if self.planner_for.as_deref() != Some(executor_id.as_str()) {
+            let session = self.planner_session()?;
+            self.planner = match std::mem::replace(&mut self.planner, Planner::Building) {
+                Planner::Pending(parts) => {
+                    let parts = *parts;
+                    Planner::Ready(Box::new(Agent::new(
+                        parts.provider,
+                        parts.tools,
+                        parts.gate,
+                        session,
+                        parts.ctx,
+                        parts.options,
+                    )))
+                }
+                Planner::Ready(mut agent) => {
+                    agent.replace_session(session);
+                    Planner::Ready(agent)
+                }
+                Planner::Building => Planner::Building,
+            };
+            self.planner_for = Some(executor_id);
         }
-        let session = self.planner_session()?;
-        self.planner = match std::mem::replace(&mut self.planner, Planner::Building) {
-            Planner::Pending(parts) => {
-                let parts = *parts;
-                Planner::Ready(Box::new(Agent::new(
-                    parts.provider,
-                    parts.tools,
-                    parts.gate,
-                    session,
-                    parts.ctx,
-                    parts.options,
-                )))
-            }
-            Planner::Ready(mut agent) => {
-                agent.replace_session(session);
-                Planner::Ready(agent)
-            }
-            Planner::Building => return Err(AgentError::Interrupted),
-        };
-        self.planner_for = Some(executor_id);
-        Ok(())
+        match &mut self.planner {
+            Planner::Ready(agent) => Ok(agent),
+            // Only after a panic mid-switch: there is no planner left to ask.
+            _ => Err(AgentError::Interrupted),
+        }
     }
 
     /// Opens the executor's planner session, or forks the one of the session it was forked
@@ -723,7 +706,7 @@ mod tests {
             note: "the API is gone".into(),
         };
         assert_eq!(
-            planner_turn("fix it", Some(&report), true),
+            planner_turn("fix it", Some(&report), Some(USER_REPLAN)),
             "<executor_report status=\"invalidated\">\nthe API is gone\n</executor_report>\n\n\
              <replan>The user asked for a new plan.</replan>\n\n<request>\nfix it\n</request>"
         );

@@ -387,11 +387,16 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     } else {
         assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
     }
+    let mut tool_names = tools.names();
+    if planner.is_some() {
+        // The coordinator gives the executor its report tool.
+        tool_names.push(crate::agent::coordinator::PLAN_STATUS_TOOL.into());
+    }
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),
         provider: settings.name.clone(),
-        tools: tools.names(),
+        tools: tool_names,
         cwd: cwd.display().to_string(),
     });
     if let Some(message) = session.repair_notice() {
