@@ -539,3 +539,36 @@ fn a_failed_planning_leaves_the_next_turn_to_plan() {
         "{asked}"
     );
 }
+
+#[test]
+fn a_forked_session_forks_its_planner_session_too() {
+    let (server, _) = two_model_server();
+    let home = Dir::new();
+    let work = work_dir();
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    let (out, first) = run_json(&home, &work, &[&format!("read the notes {DONE}")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (out, forked) = run_json(&home, &work, &["--continue", "--fork-session", "again"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_ne!(first["session_id"], forked["session_id"]);
+    let planner = bodies(&server, PLANNER);
+    assert_eq!(planner.len(), 4, "planned in both runs");
+    assert_prefix_stable(&planner, "planner");
+    let (sessions, planners) = session_layout(&home);
+    assert_eq!((sessions.len(), planners.len()), (2, 2));
+    let original = first["session_id"].as_str().unwrap();
+    let copy = forked["session_id"].as_str().unwrap();
+    let (header, _) = read_session(
+        &planners
+            .iter()
+            .find(|p| p.to_string_lossy().contains(copy))
+            .expect("the fork's planner session")
+            .clone(),
+    );
+    assert_eq!(header["executor"], copy, "{header}");
+    assert_eq!(
+        header["forked_from"],
+        format!("{original}-planner"),
+        "{header}"
+    );
+}
