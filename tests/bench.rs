@@ -1196,3 +1196,39 @@ fn bench_fleet_against_sequential_tasks() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
 }
+
+/// A 20-turn chat of a planner/executor pair against the fake's DeepSeek-like prefix cache,
+/// one cache per model: the user reports the plan done every fifth turn, so the planner plans
+/// four times and the executor works all twenty turns. Prints each model's cache-hit ratio.
+#[test]
+#[ignore]
+fn bench_coordinator_cache_hits_over_20_turns() {
+    use crate::coordinator::{two_model_config, two_model_server, DONE, EXECUTOR, PLANNER};
+    let (server, tally) = two_model_server();
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write("notes.txt", "hello\n");
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    let turns: String = (1..=20)
+        .map(|n| {
+            let done = if n % 5 == 0 { DONE } else { "" };
+            format!("turn {n}: look at the notes again {done}\n")
+        })
+        .collect();
+    let out = crate::util::piped_chat(&home, work.path(), &[], &turns);
+    assert_eq!(out.code, 0, "{out:?}");
+    let tally = tally.lock().unwrap();
+    println!("coordinator, 20 turns (plan reported done every 5th turn):");
+    for (role, model) in [("planner", PLANNER), ("executor", EXECUTOR)] {
+        let (prompt, hit) = tally.get(model).copied().unwrap_or_default();
+        let requests = server
+            .requests()
+            .iter()
+            .filter(|r| r.body["model"] == model)
+            .count();
+        println!(
+            "  {role:8} {model}: {requests} requests, {prompt} prompt tokens, {hit} cache hits = {:.1}%",
+            hit as f64 * 100.0 / prompt.max(1) as f64
+        );
+    }
+}

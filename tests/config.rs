@@ -899,7 +899,6 @@ approvals_reviewer = "user"
         warnings,
         vec![
             format!("reasonix: warning: {p}:2:1: `language` is not supported yet (ignored)"),
-            format!("reasonix: warning: {p}:5:1: `agent.planner_model` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:8:8: `tools.shell` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:29:1: `plugins[0].approvals_reviewer` is not supported yet (ignored)"),
         ],

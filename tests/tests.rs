@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod config;
 mod context;
+mod coordinator;
 mod demo;
 mod escapes;
 mod fleet;

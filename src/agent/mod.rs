@@ -3,7 +3,9 @@
 
 pub mod autoresearch;
 pub mod compaction;
+pub mod coordinator;
 pub mod dispatch;
+pub mod driver;
 pub mod events;
 pub mod goal;
 pub mod hooks;

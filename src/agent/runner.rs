@@ -260,6 +260,11 @@ impl Agent {
         self.ctx.cancel.clone()
     }
 
+    /// Works under `cancel` from now on: a coordinator's planner shares its executor's token.
+    pub fn set_cancel(&mut self, cancel: CancelToken) {
+        self.ctx.cancel = cancel;
+    }
+
     /// Enters or leaves plan mode between turns (`/plan`, Shift-Tab, `--plan`). The caller
     /// reports the change itself (`Event::PlanMode`); the agent reports the changes it makes
     /// (auto-plan, an approved plan).

@@ -70,6 +70,12 @@ pub struct Header {
     /// The session this one was copied from (`--fork-session`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<String>,
+    /// Two-model collaboration: the planner session that plans for this executor session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<String>,
+    /// Two-model collaboration: the executor session this planner session plans for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<String>,
 }
 
 impl Header {
@@ -83,6 +89,8 @@ impl Header {
             cwd: cwd.display().to_string(),
             started_at: crate::clock::rfc3339(SystemTime::now()),
             forked_from: None,
+            planner: None,
+            executor: None,
         }
     }
 }
@@ -836,7 +844,9 @@ fn summarize(path: &Path) -> Option<Summary> {
         count += 1;
     }
     let (_, first) = first?;
-    let words: Vec<&str> = first.content.split_whitespace().collect();
+    // A planner/executor pair's first turn is a plan handoff: the listing shows its request.
+    let shown = super::coordinator::shown_request(&first.content);
+    let words: Vec<&str> = shown.split_whitespace().collect();
     Some(Summary {
         id: header.id,
         path: path.to_path_buf(),

@@ -11,15 +11,18 @@ use serde_json::Value;
 
 use super::Global;
 use crate::agent::compaction::ContextOptions;
+use crate::agent::coordinator::{self, Coordinator, PlannerGate, PlannerParts};
+use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::plan::PlanSettings;
 use crate::agent::prompt::{self, PromptInputs};
-use crate::agent::runner::Options;
+use crate::agent::runner::{Agent, Options};
 use crate::agent::session::{self, Header, Session};
+use crate::cancel::CancelToken;
 use crate::cli::error::Error;
 use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
-use crate::provider::{Message, ProviderError, ProviderSettings};
+use crate::provider::{self, Message, ProviderError, ProviderSettings};
 use crate::tool::{builtin, Profile, Registry, ToolContext};
 
 /// The canonical working directory (after `-C`).
@@ -156,7 +159,8 @@ pub fn open_session(
     match attach {
         Attach::InPlace => Ok(Session::open(&path)?),
         Attach::Fork => {
-            let header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+            let mut header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+            link_planner(&mut header, config, settings);
             Ok(Session::fork(&path, &dir, header)?)
         }
     }
@@ -182,11 +186,62 @@ pub fn new_session(
     cwd: &Path,
 ) -> Result<Session, Error> {
     let dir = config::paths::sessions_dir(&config.home, cwd);
-    let header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+    let mut header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+    link_planner(&mut header, config, settings);
     let mut session = Session::create(&dir, header)?;
     let system = system_prompt(flags, config, cwd)?;
     session.push(Message::system(system))?;
     Ok(session)
+}
+
+/// A new executor session of a planner/executor pair names its planner session in its header.
+fn link_planner(header: &mut Header, config: &Config, settings: &ProviderSettings) {
+    if matches!(planner_settings(config, settings), Ok(Some(_))) {
+        header.planner = Some(coordinator::planner_id(&header.id));
+    }
+}
+
+/// The planner's model when `agent.planner_model` names one other than the executor's;
+/// `None` keeps the single agent.
+pub fn planner_settings(
+    config: &Config,
+    executor: &ProviderSettings,
+) -> Result<Option<ProviderSettings>, Error> {
+    let reference = config.agent.planner_model.as_deref().map(str::trim);
+    let Some(reference) = reference.filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let settings = config.resolve_model(Some(reference))?;
+    if settings.name == executor.name && settings.model == executor.model {
+        return Ok(None);
+    }
+    check_key(&settings)?;
+    Ok(Some(settings))
+}
+
+/// What `run` and `chat` drive: the agent itself, or, with a planner model, a coordinator
+/// pairing it (as executor) with a read-only planner under the same gate and `cancel`.
+pub fn runner(
+    executor: Agent,
+    planner: Option<&ProviderSettings>,
+    config: &Config,
+    cwd: &Path,
+    gate: &Arc<PolicyGate>,
+    cancel: CancelToken,
+) -> Result<Runner, Error> {
+    let Some(settings) = planner else {
+        return Ok(executor.into());
+    };
+    let mut ctx = tool_context(config, cwd)?;
+    ctx.cancel = cancel;
+    let parts = PlannerParts {
+        provider: provider::build(settings.clone())?,
+        tools: coordinator::research_tools(executor.tools()),
+        gate: Box::new(PlannerGate(Box::new(SharedGate(Arc::clone(gate))))),
+        ctx,
+        options: options(config, settings, None, None),
+    };
+    Ok(Coordinator::new(executor, parts).into())
 }
 
 pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result<String, Error> {

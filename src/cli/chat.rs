@@ -13,6 +13,7 @@ use super::flags::{self, CommonFlags};
 use super::lex::Lexer;
 use super::output::{Format, Output};
 use super::Global;
+use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError};
 use crate::agent::session::{self, Session};
@@ -147,20 +148,22 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     })
 }
 
-/// The agent with the built-in tools and, when already started, the MCP servers' tools.
+/// The agent with the built-in tools and, when already started, the MCP servers' tools; with
+/// `agent.planner_model`, paired with its planner.
 fn build_agent(
     args: &ChatArgs,
     setup: &Setup,
     gate: Arc<PolicyGate>,
     mcp: Option<&McpHandle>,
     sink: &mut dyn EventSink,
-) -> Result<(Agent, crate::tool::ToolContext), Error> {
+) -> Result<(Runner, crate::tool::ToolContext), Error> {
     let Setup {
         config,
         settings,
         cwd,
         ..
     } = setup;
+    let planner = assemble::planner_settings(config, settings)?;
     let provider_handle = provider::build(settings.clone())?;
     let mut tools = assemble::registry(config, sink);
     if let Some(mcp) = mcp {
@@ -198,7 +201,7 @@ fn build_agent(
     let mut agent = Agent::new(
         provider_handle,
         tools,
-        Box::new(SharedGate(gate)),
+        Box::new(SharedGate(Arc::clone(&gate))),
         session,
         ctx.clone(),
         options,
@@ -208,6 +211,8 @@ fn build_agent(
     }
     children.report_to(agent.event_queue());
     crate::cli::hooks::install(&mut agent, &children, config, cwd, sink);
+    let cancel = ctx.cancel.clone();
+    let mut agent = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
     if args.plan {
         agent.set_planning(true);
     }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::stdout_buffer::StdoutBuffer;
 use crate::agent::compaction::Tier;
+use crate::agent::coordinator::ModelStats;
 use crate::agent::events::{Event, EventSink, PrefixChange};
 use crate::cancel::CancelToken;
 use crate::permission::Posture;
@@ -384,6 +385,10 @@ impl Output {
                     line.push_str(&format!(", ${cost:.4}"));
                 }
                 self.err_line(&line);
+                // A planner and an executor: each one's share on its own line.
+                for model in self.models_shown(result) {
+                    self.err_line(&model);
+                }
             }
             Format::Print => {
                 if !result.is_error || !result.result.is_empty() {
@@ -397,6 +402,32 @@ impl Output {
             Format::Json | Format::StreamJson => self.json_line(result.to_json()),
         }
         self.stdout.flush();
+    }
+}
+
+impl Output {
+    /// "  planner deepseek-pro: 2 requests, 3100 in (2900 cached, 94%), 120 out" per model,
+    /// when there is more than one.
+    fn models_shown(&self, result: &RunResult) -> Vec<String> {
+        if result.models.len() < 2 {
+            return Vec::new();
+        }
+        result
+            .models
+            .iter()
+            .map(|m| {
+                format!(
+                    "  {} {}: {} requests, {} in ({} cached{}), {} out",
+                    m.role,
+                    sanitize(&m.model),
+                    m.requests,
+                    m.usage.prompt_tokens,
+                    m.usage.cache_hit_tokens,
+                    percent(m.usage.cache_hit_ratio()),
+                    m.usage.completion_tokens
+                )
+            })
+            .collect()
     }
 }
 
@@ -616,6 +647,9 @@ pub struct RunResult {
     pub usage: Usage,
     /// Goal mode's report (`--goal`): the objective, how it ended, what was verified.
     pub goal: Option<Value>,
+    /// Each model's share (a planner and an executor, or the one agent); subagents count in
+    /// the totals only.
+    pub models: Vec<ModelStats>,
 }
 
 impl RunResult {
@@ -632,7 +666,27 @@ impl RunResult {
             total_cost_usd: None,
             usage: Usage::default(),
             goal: None,
+            models: Vec::new(),
         }
+    }
+
+    /// `{"MODEL": {"role", "requests", "usage", "cost_usd", "cache_hit_ratio"}}`; a cost is
+    /// null when the run's cost is unknown.
+    fn models_json(&self) -> Value {
+        let mut models = serde_json::Map::new();
+        for model in &self.models {
+            models.insert(
+                model.model.clone(),
+                json!({
+                    "role": model.role,
+                    "requests": model.requests,
+                    "usage": usage_json(&model.usage),
+                    "cost_usd": self.total_cost_usd.map(|_| model.cost_usd),
+                    "cache_hit_ratio": model.usage.cache_hit_ratio(),
+                }),
+            );
+        }
+        Value::Object(models)
     }
 
     pub fn to_json(&self) -> Value {
@@ -647,6 +701,7 @@ impl RunResult {
             "total_cost_usd": self.total_cost_usd,
             "usage": usage_json(&self.usage),
             "cache_hit_ratio": self.usage.cache_hit_ratio(),
+            "models": self.models_json(),
         });
         if let Some(error) = &self.error {
             value["error"] = Value::String(error.clone());
@@ -767,6 +822,7 @@ mod tests {
                 ..Usage::default()
             },
             goal: None,
+            models: Vec::new(),
         };
         let v = result.to_json();
         for key in [

@@ -12,6 +12,7 @@ use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
 use super::Global;
+use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Finish};
 use crate::cancel::CancelToken;
@@ -333,6 +334,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     }
     settings.record_file = args.own.record.clone();
     assemble::check_key(&settings)?;
+    // A subagent profile run is one agent; a plain run pairs with the planner model if any.
+    let planner = match &profile {
+        None => assemble::planner_settings(&config, &settings)?,
+        Some(_) => None,
+    };
     let provider_handle = provider::build(settings.clone())?;
     let mut tools = assemble::registry(&config, output);
     let mcp_options = McpOptions {
@@ -398,11 +404,16 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     } else {
         assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
     }
+    let mut tool_names = tools.names();
+    if planner.is_some() {
+        // The coordinator gives the executor its report tool.
+        tool_names.push(crate::agent::coordinator::PLAN_STATUS_TOOL.into());
+    }
     output.emit(Event::Init {
         session_id: session.id().to_string(),
         model: settings.model.clone(),
         provider: settings.name.clone(),
-        tools: tools.names(),
+        tools: tool_names,
         cwd: cwd.display().to_string(),
     });
     if let Some(message) = session.repair_notice() {
@@ -411,10 +422,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message,
         });
     }
+    let cancel = ctx.cancel.clone();
     let mut agent = Agent::new(
         provider_handle,
         tools,
-        Box::new(assemble::SharedGate(gate)),
+        Box::new(assemble::SharedGate(Arc::clone(&gate))),
         session,
         ctx,
         options,
@@ -422,6 +434,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
     children.report_to(agent.event_queue());
     crate::cli::hooks::install(&mut agent, &children, &config, &cwd, output);
+    let mut agent = assemble::runner(agent, planner.as_ref(), &config, &cwd, &gate, cancel)?;
     if args.common.plan {
         agent.set_planning(true);
         output.emit(Event::PlanMode { planning: true });
@@ -441,7 +454,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             (outcome, Some(run))
         }
     };
-    let priced = settings.prices.is_some();
+    let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
     let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
     let ran = Ran {
         outcome,
@@ -497,7 +510,7 @@ struct Ran {
 /// `priced`: the model has prices, so the run's cost is known.
 fn finish(
     args: &RunArgs,
-    agent: &Agent,
+    agent: &Runner,
     children: &Tally,
     ran: Ran,
     priced: bool,
@@ -505,7 +518,7 @@ fn finish(
     output: &mut Output,
 ) -> Result<i32, Error> {
     // The children's usage and cost are part of the run's.
-    let mut stats = agent.stats().clone();
+    let mut stats = agent.total_stats();
     stats.usage.add(&children.usage);
     stats.cost_usd += children.cost_usd;
     // A plan-mode run's answer is its plan, not the model's last words.
@@ -560,6 +573,7 @@ fn finish(
         total_cost_usd: priced.then_some(stats.cost_usd),
         usage: stats.usage,
         goal: goal.map(|g| g.json),
+        models: agent.models(),
     };
     output.finish(&result);
     if output.closed() {

@@ -36,12 +36,13 @@ pub enum Builtin {
     Verbose,
     Plan,
     Goal,
+    Replan,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 17] = [
+    pub const ALL: [Builtin; 18] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -58,6 +59,7 @@ impl Builtin {
         Builtin::Verbose,
         Builtin::Plan,
         Builtin::Goal,
+        Builtin::Replan,
         Builtin::Exit,
     ];
 
@@ -80,6 +82,7 @@ impl Builtin {
             Builtin::Verbose => "verbose",
             Builtin::Plan => "plan",
             Builtin::Goal => "goal",
+            Builtin::Replan => "replan",
             Builtin::Exit => "exit",
         }
     }
@@ -102,6 +105,7 @@ impl Builtin {
             Builtin::Verbose => "Toggle showing reasoning and long tool output",
             Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
             Builtin::Goal => "Work toward an objective until it is done (/goal clear ends it)",
+            Builtin::Replan => "Ask the planner model (agent.planner_model) for a new plan",
             Builtin::Exit => "Leave the chat",
         }
     }
@@ -111,6 +115,7 @@ impl Builtin {
             Builtin::Model => "[provider|model|provider/model]",
             Builtin::Effort => "[low|medium|high|max|default]",
             Builtin::Goal => "[--research|--simple] OBJECTIVE | clear",
+            Builtin::Replan => "[what to plan instead]",
             _ => "",
         }
     }
@@ -132,6 +137,7 @@ impl Builtin {
             | Builtin::Compact
             | Builtin::Resume
             | Builtin::Rewind
+            | Builtin::Replan
             // Plan and goal mode are part of a turn's setup; a running turn keeps its mode.
             | Builtin::Plan
             | Builtin::Goal => true,

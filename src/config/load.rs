@@ -96,7 +96,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "language",
     "ui.shortcut_layout",
     "agent.reasoning_language",
-    "agent.planner_model",
     "tools.shell",
     "serve",
     "plugins.approvals_reviewer",

@@ -164,9 +164,16 @@ impl Transcript {
             NoticeLevel::Info => ("ℹ ", Style::Dim),
             NoticeLevel::Warning => ("⚠ ", Style::Warning),
         };
+        // A notice of several lines (a planner's plan) keeps them, indented under the mark.
+        let mut rows = message.split('\n');
         let mut line = Line::styled(mark, style);
-        line.push(one_row(message), style);
+        line.push(one_row(rows.next().unwrap_or("")), style);
         self.pending.extend(line.wrap(self.width, "  "));
+        for row in rows {
+            let mut line = Line::styled("  ", style);
+            line.push(one_row(row), style);
+            self.pending.extend(line.wrap(self.width, "  "));
+        }
     }
 
     pub fn error(&mut self, message: &str) {

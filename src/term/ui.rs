@@ -43,8 +43,10 @@ use super::modal::Choices;
 use super::screen::Screen;
 use super::sys::{self, RawMode, Signal};
 use super::transcript::{Snapshot, Transcript};
+use crate::agent::coordinator::ModelStats;
+use crate::agent::driver::Runner;
 use crate::agent::events::{Event, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::runner::{AgentError, Finish};
 use crate::agent::session::{self, Session};
 use crate::cancel::CancelToken;
 use crate::command::Catalog;
@@ -89,6 +91,8 @@ pub(super) enum Work {
     Prompt(String),
     /// `/compact`: fold the conversation now.
     Compact,
+    /// `/replan [TEXT]`: a planner/executor pair plans again, then carries on.
+    Replan(String),
 }
 
 /// Everything the UI thread hears about.
@@ -200,7 +204,8 @@ pub trait Services {
 pub struct Parts {
     pub tx: Sender<Msg>,
     pub rx: Receiver<Msg>,
-    pub agent: Agent,
+    /// The agent, or a planner/executor pair (the runner derefs to the executor).
+    pub agent: Runner,
     pub gate: Arc<PolicyGate>,
     /// For `!` commands: the agent's context with its own cancel token per command.
     pub ctx: ToolContext,
@@ -268,6 +273,9 @@ struct Totals {
     priced: bool,
     /// Prompt plus completion tokens of the last request: the context in use.
     context: u64,
+    /// A planner/executor pair's figures per model, as of the last turn's end; empty for a
+    /// single agent.
+    models: Vec<ModelStats>,
 }
 
 struct Turn {
@@ -283,7 +291,7 @@ struct Chat {
     editor: Editor,
     transcript: Transcript,
     tx: Sender<Msg>,
-    agent: Arc<Mutex<Agent>>,
+    agent: Arc<Mutex<Runner>>,
     gate: Arc<PolicyGate>,
     ctx: ToolContext,
     services: Box<dyn Services>,
@@ -421,7 +429,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
 impl Chat {
     /// The agent when no turn holds it. The UI never waits for the lock: a turn may be
     /// waiting for the UI (an approval), so waiting here could deadlock.
-    fn idle_agent(&self) -> Option<MutexGuard<'_, Agent>> {
+    fn idle_agent(&self) -> Option<MutexGuard<'_, Runner>> {
         match self.agent.try_lock() {
             Ok(guard) => Some(guard),
             Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
@@ -430,7 +438,7 @@ impl Chat {
     }
 
     /// [`Chat::idle_agent`] for commands: says so when the agent is busy.
-    fn agent_or_notice(&mut self) -> Option<MutexGuard<'_, Agent>> {
+    fn agent_or_notice(&mut self) -> Option<MutexGuard<'_, Runner>> {
         if self.agent.try_lock().is_err() && !self.agent.is_poisoned() {
             self.transcript.notice(
                 NoticeLevel::Warning,

@@ -69,6 +69,7 @@ impl Chat {
                 self.set_planning(planning);
             }
             Builtin::Goal => self.goal_command(args),
+            Builtin::Replan => self.replan_command(args),
             Builtin::Exit => self.request_exit(0),
         }
         self.transcript.gap();
@@ -280,6 +281,21 @@ impl Chat {
         self.info_lines(lines);
     }
 
+    /// `/replan [TEXT]`: only a planner/executor pair has a planner to ask.
+    fn replan_command(&mut self, args: &str) {
+        let Some(paired) = self.agent_or_notice().map(|a| a.coordinator().is_some()) else {
+            return;
+        };
+        if paired {
+            self.start_work(super::Work::Replan(args.trim().to_string()));
+        } else {
+            self.transcript.notice(
+                NoticeLevel::Warning,
+                "/replan needs a planner model: set agent.planner_model to a model other than this one",
+            );
+        }
+    }
+
     pub(super) fn cost_command(&mut self) {
         let u = &self.totals.usage;
         let mut text = format!(
@@ -293,6 +309,20 @@ impl Chat {
         }
         if u.estimated {
             text.push_str(" (estimated)");
+        }
+        for model in &self.totals.models {
+            text.push_str(&format!(
+                "\n  {} {}: {} requests, {} prompt tokens ({} from cache), {} completion tokens",
+                model.role,
+                model.model,
+                model.requests,
+                model.usage.prompt_tokens,
+                model.usage.cache_hit_tokens,
+                model.usage.completion_tokens
+            ));
+            if self.totals.priced {
+                text.push_str(&format!(", ${:.4}", model.cost_usd));
+            }
         }
         self.transcript.notice(NoticeLevel::Info, &text);
     }

@@ -141,6 +141,12 @@ impl Chat {
         if let Some(ratio) = usage.cache_hit_ratio() {
             parts.push(format!("cache {:.0}%", ratio * 100.0));
         }
+        // A planner/executor pair: each model's cache hits, which is what the pair is for.
+        for model in &self.totals.models {
+            if let Some(ratio) = model.usage.cache_hit_ratio() {
+                parts.push(format!("{} {:.0}%", model.role, ratio * 100.0));
+            }
+        }
         if self.context_window > 0 {
             parts.push(format!(
                 "ctx {:.0}%",

@@ -53,6 +53,9 @@ impl Chat {
                             Ok((finish, agent.stats().final_text.clone()))
                         })
                     }
+                    Work::Replan(text) => agent
+                        .replan(text, &mut sink)
+                        .unwrap_or(Ok(Finish::Answered)),
                     Work::Compact => agent.compact_now(&mut sink).map(|folded| {
                         if !folded {
                             sink.emit(Event::Notice {
@@ -119,6 +122,12 @@ impl Chat {
         } else if let Some(names) = self.idle_agent().map(|agent| tool_names(&agent)) {
             // The turn may have taken in an MCP server's new tool list.
             self.tool_names = names;
+        }
+        if let Some(models) = self
+            .idle_agent()
+            .and_then(|a| a.coordinator().map(|c| c.models()))
+        {
+            self.totals.models = models;
         }
         self.next_in_queue();
     }

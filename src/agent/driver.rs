@@ -1,0 +1,130 @@
+//! The [`Runner`] the front ends drive: one [`Agent`], or a [`Coordinator`] pairing a planner
+//! with an executor (§3.4, §3.5), so `run` and `chat` do not care which. A runner derefs to
+//! the agent the user talks to (the executor of a pair): the model, the session, plan mode,
+//! tools and compaction are that agent's. What a pair does differently (a turn, replanning,
+//! switching or rewinding the session, the cancel token, the per-model figures) is a method
+//! here.
+
+use std::ops::{Deref, DerefMut};
+
+use super::coordinator::{self, Coordinator, ModelStats};
+use super::events::EventSink;
+use super::runner::{Agent, AgentError, Finish, Stats};
+use super::session::Session;
+use crate::cancel::CancelToken;
+
+pub enum Runner {
+    Agent(Box<Agent>),
+    Coordinator(Box<Coordinator>),
+}
+
+impl From<Agent> for Runner {
+    fn from(agent: Agent) -> Runner {
+        Runner::Agent(Box::new(agent))
+    }
+}
+
+impl From<Coordinator> for Runner {
+    fn from(coordinator: Coordinator) -> Runner {
+        Runner::Coordinator(Box::new(coordinator))
+    }
+}
+
+impl Deref for Runner {
+    type Target = Agent;
+
+    fn deref(&self) -> &Agent {
+        match self {
+            Runner::Agent(agent) => agent,
+            Runner::Coordinator(pair) => pair.executor(),
+        }
+    }
+}
+
+impl DerefMut for Runner {
+    fn deref_mut(&mut self) -> &mut Agent {
+        match self {
+            Runner::Agent(agent) => agent,
+            Runner::Coordinator(pair) => pair.executor_mut(),
+        }
+    }
+}
+
+impl Runner {
+    /// Sends `input` as a user turn.
+    pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
+        match self {
+            Runner::Agent(agent) => agent.run(input, sink),
+            Runner::Coordinator(pair) => pair.run(input, sink),
+        }
+    }
+
+    /// `/replan [TEXT]`; `None` when there is no planner to ask.
+    pub fn replan(
+        &mut self,
+        input: String,
+        sink: &mut dyn EventSink,
+    ) -> Option<Result<Finish, AgentError>> {
+        match self {
+            Runner::Agent(_) => None,
+            Runner::Coordinator(pair) => Some(pair.replan(input, sink)),
+        }
+    }
+
+    pub fn coordinator(&self) -> Option<&Coordinator> {
+        match self {
+            Runner::Agent(_) => None,
+            Runner::Coordinator(pair) => Some(pair),
+        }
+    }
+
+    /// A fresh cancel token for the next turn, shared by both models of a pair.
+    pub fn reset_cancel(&mut self) -> CancelToken {
+        match self {
+            Runner::Agent(agent) => agent.reset_cancel(),
+            Runner::Coordinator(pair) => pair.reset_cancel(),
+        }
+    }
+
+    /// Continues in another session; a pair's planner follows (see
+    /// [`Coordinator::replace_session`]).
+    pub fn replace_session(&mut self, session: Session) -> Session {
+        match self {
+            Runner::Agent(agent) => agent.replace_session(session),
+            Runner::Coordinator(pair) => pair.replace_session(session),
+        }
+    }
+
+    /// `/rewind`: keeps the first `to` messages of the conversation.
+    pub fn rewind(&mut self, to: usize) -> Result<(), AgentError> {
+        match self {
+            Runner::Agent(agent) => agent.rewind(to),
+            Runner::Coordinator(pair) => pair.rewind(to),
+        }
+    }
+
+    /// Each model's requests, usage and cost: one entry for an agent, the planner's and the
+    /// executor's for a pair.
+    pub fn models(&self) -> Vec<ModelStats> {
+        match self {
+            Runner::Agent(agent) => vec![coordinator::agent_stats("agent", agent)],
+            Runner::Coordinator(pair) => pair.models(),
+        }
+    }
+
+    /// The run's totals: the talking agent's stats (its answer, context) with the requests,
+    /// usage and cost of every model added up.
+    pub fn total_stats(&self) -> Stats {
+        let mut stats = self.deref().stats().clone();
+        if let Runner::Coordinator(pair) = self {
+            if let Some(planner) = pair.planner() {
+                let theirs = planner.stats();
+                stats.requests += theirs.requests;
+                stats.summary_requests += theirs.summary_requests;
+                stats.usage.add(&theirs.usage);
+                stats.cost_usd += theirs.cost_usd;
+            }
+        }
+        stats
+    }
+}
