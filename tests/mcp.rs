@@ -517,6 +517,13 @@ fn mcp_call_prints_the_result_and_fails_on_tool_errors() {
     let out = run(reasonix(&home, work.path()).args(["mcp", "call", "nope", "echo"]));
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("no MCP server named `nope`"), "{out:?}");
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "ex", "frobnicate"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("has no tool `frobnicate`; it offers: echo, wordcount"),
+        "an unknown tool is not one the server withdrew: {out:?}"
+    );
     let out = run(reasonix(&home, work.path()).args(["mcp", "call", "ex", "echo", "{bad"]));
     assert_eq!(out.code, 2, "{out:?}");
     let out = run(reasonix(&home, work.path()).args(["mcp", "list"]));
@@ -550,7 +557,9 @@ fn stdio_servers_do_not_inherit_provider_keys_unless_their_env_names_them() {
     let out = run(reasonix(&home, work.path())
         .args(["mcp", "list"])
         .env("FAKE_API_KEY", "sk-secret"));
-    assert_eq!(out.code, 0, "{out:?}");
+    // The scripts exit after dumping their environment, so both servers fail to start and
+    // `mcp list` says so with its exit code.
+    assert_eq!(out.code, 1, "{out:?}");
     let plain = work.read("plain.env");
     let named = work.read("named.env");
     assert!(!plain.contains("sk-secret"), "{plain}");
