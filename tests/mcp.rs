@@ -712,6 +712,60 @@ fn interop_server_everything_over_stdio() {
     exercise_everything(&config, home.path());
 }
 
+/// server-filesystem's entry under npm's global root.
+fn server_filesystem() -> Option<String> {
+    let root = Command::new("npm").args(["root", "-g"]).output().ok()?;
+    let entry = PathBuf::from(String::from_utf8_lossy(&root.stdout).trim())
+        .join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    entry
+        .is_file()
+        .then(|| entry.to_string_lossy().into_owned())
+}
+
+/// Regression: reasonix answered `roots/list` with the workspace alone, and server-filesystem
+/// replaces the directories it was started with by the client's roots, so `/X` configured
+/// became "Access denied: /X not in <workspace>".
+#[test]
+fn interop_server_filesystem_keeps_a_configured_directory_outside_the_workspace() {
+    let Some(entry) = server_filesystem() else {
+        return skip_or_fail(
+            "@modelcontextprotocol/server-filesystem",
+            "npm install -g @modelcontextprotocol/server-filesystem",
+        );
+    };
+    let home = Dir::new();
+    let work = Dir::new();
+    let outside = Dir::new();
+    let note = outside.write("note.txt", "kept outside");
+    let dir = outside.path().to_string_lossy().into_owned();
+    home.write(
+        ".reasonix/config.toml",
+        &stdio_plugin("fs", "node", &[&entry, &dir], "sandbox = \"off\""),
+    );
+    for _ in 0..3 {
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "fs",
+            "read_text_file",
+            json!({"path": note.to_string_lossy()}),
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "kept outside\n"),
+            "{out:?}"
+        );
+    }
+    let out = mcp_call(
+        &home,
+        work.path(),
+        "fs",
+        "list_allowed_directories",
+        json!({}),
+    );
+    assert!(out.stdout.contains(&dir), "{out:?}");
+}
+
 /// Forces Node servers onto the loopback interface (server-everything listens on all).
 const LOOPBACK_ONLY: &str = r#"
 const net = require('net');
