@@ -653,6 +653,12 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         .call_tool("get-roots-list", &json!({}), &cancel)
         .unwrap();
     assert!(roots.text.contains("file://"), "{}", roots.text);
+    // The elicitation capability makes the server offer its form; with no one to ask, the
+    // request is declined cleanly and a warning event says so.
+    let asked = server
+        .call_tool("trigger-elicitation-request", &json!({}), &cancel)
+        .unwrap();
+    assert!(asked.text.contains("decline"), "{}", asked.text);
 
     let host = reasonix::mcp::Host::new(handle);
     let turn = |typed: &str| {
@@ -690,11 +696,19 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         )
         .unwrap();
     assert!(done.text.contains("completed"), "{done:?}");
-    let progress: Vec<ServerEvent> = events_rx
-        .try_iter()
+    let events: Vec<ServerEvent> = events_rx.try_iter().collect();
+    let progress: Vec<&ServerEvent> = events
+        .iter()
         .filter(|e| matches!(e, ServerEvent::Progress { .. }))
         .collect();
     assert_eq!(progress.len(), 2, "{progress:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ServerEvent::Log { level, text, .. }
+            if level == "warning" && text.contains("declined a request for input"))),
+        "the decline is reported: {events:?}"
+    );
 }
 
 #[test]

@@ -160,7 +160,7 @@ impl Client {
 
     /// The handshake: `initialize`, version check, `notifications/initialized`.
     pub fn initialize(&self, options: &CallOptions) -> Result<ServerInfo, McpError> {
-        let mut capabilities = json!({"elicitation": {"form": {}}});
+        let mut capabilities = json!({"elicitation": {"form": {}, "url": {}}});
         if !self.inner.options.no_roots {
             capabilities["roots"] = json!({"listChanged": false});
         }
@@ -649,27 +649,31 @@ fn elicitation(inner: &Arc<Inner>, id: Id, params: Value) {
 }
 
 fn answer_elicitation(inner: &Inner, id: Id, params: &Value) {
+    let Some(elicitor) = &inner.options.elicitor else {
+        // No one to ask: decline whatever was asked, and say so.
+        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+        let text = format!(
+            "declined a request for input (no one can answer here): {}",
+            crate::text::one_line(message, 200)
+        );
+        inner.log(&text);
+        inner.emit(ServerEvent::Log {
+            server: inner.options.name.clone(),
+            level: "warning".into(),
+            text,
+        });
+        let response = Message::Response {
+            id,
+            result: Ok(elicit::result(&Answer::Decline)),
+        };
+        if let Err(err) = inner.transport.notify(&response) {
+            inner.log(&format!("could not answer `elicitation/create`: {err}"));
+        }
+        return;
+    };
     let result = match elicit::parse(&inner.options.name, params) {
         Err(why) => Err(RpcError::new(INVALID_PARAMS, why)),
-        Ok(request) => {
-            let answer = match &inner.options.elicitor {
-                Some(elicitor) => elicitor.elicit(&request),
-                None => {
-                    let text = format!(
-                        "declined a request for input (no one can answer here): {}",
-                        crate::text::one_line(&request.message, 200)
-                    );
-                    inner.log(&text);
-                    inner.emit(ServerEvent::Log {
-                        server: inner.options.name.clone(),
-                        level: "warning".into(),
-                        text,
-                    });
-                    Answer::Decline
-                }
-            };
-            Ok(elicit::result(&answer))
-        }
+        Ok(request) => Ok(elicit::result(&elicitor.elicit(&request))),
     };
     let response = Message::Response { id, result };
     if let Err(err) = inner.transport.notify(&response) {
@@ -725,21 +729,22 @@ mod tests {
     }
 
     fn peer(roots: Vec<PathBuf>) -> Peer {
+        peer_with(ClientOptions {
+            name: "t".into(),
+            roots,
+            ..ClientOptions::default()
+        })
+    }
+
+    fn peer_with(options: ClientOptions) -> Peer {
         let (sent_tx, sent_rx) = mpsc::channel();
         let (inbox_tx, inbox_rx) = mpsc::channel();
-        let client = Client::start(
-            ClientOptions {
-                name: "t".into(),
-                roots,
-                ..ClientOptions::default()
-            },
-            |inbox| {
-                inbox_tx.send(inbox).unwrap();
-                Ok(Box::new(Loopback {
-                    sent: Mutex::new(sent_tx),
-                }))
-            },
-        )
+        let client = Client::start(options, |inbox| {
+            inbox_tx.send(inbox).unwrap();
+            Ok(Box::new(Loopback {
+                sent: Mutex::new(sent_tx),
+            }))
+        })
         .unwrap();
         Peer {
             client,
@@ -1025,8 +1030,35 @@ mod tests {
                 result: Ok(json!({"action": "decline"}))
             }
         );
+        // With someone to ask: the form reaches them and their answer goes back; a schema
+        // no form can ask for is invalid params.
+        struct Fills;
+        impl Elicitor for Fills {
+            fn elicit(&self, request: &elicit::Request) -> Answer {
+                let mut content = serde_json::Map::new();
+                content.insert("asked".into(), json!(request.message));
+                Answer::Accept(content)
+            }
+        }
+        let p = peer_with(ClientOptions {
+            name: "t".into(),
+            elicitor: Some(Arc::new(Fills)),
+            ..ClientOptions::default()
+        });
         p.send(Message::request(
             Id::Number(8),
+            "elicitation/create",
+            Some(json!({"message": "Name?", "requestedSchema": {"properties": {}}})),
+        ));
+        assert_eq!(
+            p.next(),
+            Message::Response {
+                id: Id::Number(8),
+                result: Ok(json!({"action": "accept", "content": {"asked": "Name?"}}))
+            }
+        );
+        p.send(Message::request(
+            Id::Number(9),
             "elicitation/create",
             Some(json!({"requestedSchema": {"properties": {"o": {"type": "object"}}}})),
         ));

@@ -1,7 +1,8 @@
 //! Elicitation (`elicitation/create`): a server asking the user for input in the middle of a
 //! request. This file owns the request as parsed (form mode with its flat schema of string,
 //! number, integer, boolean and enum fields, or URL mode), the defaults a form starts from
-//! (SEP-1034), validation of what the user typed against the schema, and the answer's JSON
+//! (SEP-1034), multi-select enums (arrays of enum items), validation of what the user typed
+//! against the schema, and the answer's JSON
 //! (`accept` with content, `decline`, `cancel`). Asking is the front end's job through
 //! [`Elicitor`]; without one (a headless run) every request is declined.
 
@@ -25,6 +26,8 @@ pub enum Kind {
     Integer,
     Boolean,
     Enum(Vec<String>),
+    /// Several of these (`type: array` with enum items).
+    MultiEnum(Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +119,17 @@ fn field(name: &str, property: &Value, required: bool) -> Result<Field, String> 
             })
             .unwrap_or_default()
     };
-    let kind = if let Some(values) = property.get("enum") {
+    let items = property.get("items").unwrap_or(&Value::Null);
+    let kind = if property.get("type").and_then(Value::as_str) == Some("array") {
+        match items
+            .get("enum")
+            .or_else(|| items.get("anyOf"))
+            .or_else(|| items.get("oneOf"))
+        {
+            Some(values) => Kind::MultiEnum(options(values)),
+            None => return Err(format!("field `{name}` is a list without options")),
+        }
+    } else if let Some(values) = property.get("enum") {
         Kind::Enum(options(values))
     } else if let Some(values) = property.get("oneOf") {
         Kind::Enum(options(values))
@@ -173,27 +186,31 @@ pub fn value_of(field: &Field, typed: &str) -> Result<Option<Value>, String> {
             "n" | "no" | "false" => json!(false),
             _ => return Err(format!("`{}` is yes or no", field.title)),
         },
-        Kind::Enum(options) => {
-            // A number picks by position; otherwise the option itself.
-            let picked = typed
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| n.checked_sub(1))
-                .and_then(|i| options.get(i))
-                .or_else(|| options.iter().find(|o| o.as_str() == typed));
-            match picked {
-                Some(option) => json!(option),
-                None => {
-                    return Err(format!(
-                        "`{}` is one of: {}",
-                        field.title,
-                        options.join(", ")
-                    ))
+        Kind::Enum(options) => json!(pick(field, options, typed)?),
+        Kind::MultiEnum(options) => {
+            let mut picked = Vec::new();
+            for part in typed.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let option = pick(field, options, part)?;
+                if !picked.contains(&option) {
+                    picked.push(option);
                 }
             }
+            json!(picked)
         }
     };
     Ok(Some(value))
+}
+
+/// One option, by its 1-based position or as written.
+fn pick(field: &Field, options: &[String], typed: &str) -> Result<String, String> {
+    typed
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| options.get(i))
+        .or_else(|| options.iter().find(|o| o.as_str() == typed))
+        .cloned()
+        .ok_or_else(|| format!("`{}` is one of: {}", field.title, options.join(", ")))
 }
 
 /// The JSON result of an answer.
