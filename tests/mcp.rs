@@ -1615,3 +1615,40 @@ fn mcp_list_shows_each_servers_sandbox() {
         assert!(line.ends_with(&format!("  {sandbox}")), "{name}: {line}");
     }
 }
+
+#[test]
+fn task_only_tools_are_listed_as_such_and_calling_one_says_why() {
+    let (url, _seen) = scripted_http(|req| {
+        if req.method != "POST" {
+            return (405, vec![], String::new());
+        }
+        let result = match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "tasks", "version": "1"}}),
+            "tools/list" => json!({"tools": [
+                {"name": "quick", "inputSchema": {"type": "object"}},
+                {"name": "batch", "inputSchema": {"type": "object"},
+                 "execution": {"taskSupport": "required"}}]}),
+            _ => return (202, vec![], String::new()),
+        };
+        let reply = json!({"jsonrpc": "2.0", "id": req.body["id"], "result": result});
+        (
+            200,
+            vec![("Content-Type".into(), "application/json".into())],
+            reply.to_string(),
+        )
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(".reasonix/config.toml", &http_plugin("t", &url));
+    let out = list(&home, work.path(), &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("t: task-only tools, not offered: batch"),
+        "{out:?}"
+    );
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "t", "batch"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("can only run as a task"), "{out:?}");
+}

@@ -196,6 +196,14 @@ fn listing(handle: &McpHandle) -> String {
         let mut row = vec![name.clone(), status.transport.to_string()];
         match (&status.state, handle.server(&status.name)) {
             (ServerState::Connected, Some(server)) => {
+                let task_only = server.task_only_tools();
+                if !task_only.is_empty() {
+                    let names: Vec<String> = task_only.iter().map(|n| sanitize(n)).collect();
+                    reasons.push(format!(
+                        "{name}: task-only tools, not offered: {}",
+                        names.join(", ")
+                    ));
+                }
                 row.push("connected".into());
                 row.push(server.info().protocol_version.clone());
                 row.push(server.tools().len().to_string());

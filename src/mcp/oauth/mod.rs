@@ -190,6 +190,7 @@ fn saved(target: &Target<'_>, found: &Discovered, client: ClientId, tokens: Toke
         client,
         grant: target.settings.grant.clone(),
         tokens,
+        wanted_scope: None,
     }
 }
 
@@ -281,7 +282,12 @@ fn browser_login(
         ));
     }
     let listener = redirect::Listener::bind(target.settings.callback_port)?;
-    let scope = grant::choose_scope(target.settings.scopes.as_deref(), challenge, found, true);
+    let chosen = grant::choose_scope(target.settings.scopes.as_deref(), challenge, found, true);
+    // A step-up the server asked for earlier (403 insufficient_scope) joins the request.
+    let wanted = TokenStore::new(target.home)
+        .load(target.url)
+        .and_then(|saved| saved.wanted_scope);
+    let scope = grant::union_scope(chosen.as_deref(), wanted.as_deref());
     let client = match configured_client(target.settings, &found.server)? {
         Some(client) => client,
         None => match target.settings.client_metadata_url.as_deref() {
@@ -436,13 +442,19 @@ impl Authorizer {
                 )));
             }
             state.step_ups += 1;
-            if !self.settings.machine() {
-                return Err(self.needs_login(challenge.scope.as_deref()));
-            }
             let scope = grant::union_scope(
                 state.saved.as_ref().and_then(|s| s.tokens.scope.as_deref()),
                 challenge.scope.as_deref(),
             );
+            if !self.settings.machine() {
+                // Only the person can grant more; remember what to ask for at the next login.
+                if let Some(mut saved) = state.saved.clone() {
+                    saved.wanted_scope = scope.clone();
+                    let _ = self.store.save(&saved);
+                    state.saved = Some(saved);
+                }
+                return Err(self.needs_login(scope.as_deref()));
+            }
             return self.machine_token(&mut state, &challenge, scope);
         }
         let refreshable = state
@@ -537,5 +549,158 @@ impl Authorizer {
         state.saved = Some(saved);
         state.generation += 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsutil::scratch::TempDir;
+    use grant::AuthMethod;
+    use web::Reply;
+
+    /// A token endpoint that hands out `at-N` for any refresh, and records every form.
+    struct Endpoint {
+        forms: Mutex<Vec<String>>,
+        refuse: bool,
+    }
+
+    impl Web for std::sync::Arc<Endpoint> {
+        fn get(&self, _: &str) -> Result<Reply, OAuthError> {
+            Ok(Reply {
+                status: 404,
+                ..Reply::default()
+            })
+        }
+        fn post(
+            &self,
+            _: &str,
+            _: &str,
+            body: &str,
+            _: &[(String, String)],
+        ) -> Result<Reply, OAuthError> {
+            let mut forms = self.forms.lock().unwrap();
+            forms.push(body.to_string());
+            let (status, body) = match self.refuse {
+                true => (400, json!({"error": "invalid_grant"})),
+                false => (
+                    200,
+                    json!({"access_token": format!("at-{}", forms.len() + 1), "token_type": "Bearer"}),
+                ),
+            };
+            Ok(Reply {
+                status,
+                body: body.to_string(),
+                ..Reply::default()
+            })
+        }
+    }
+
+    const URL: &str = "https://mcp.example/mcp";
+
+    fn stored(home: &Path, expires_at: Option<u64>) {
+        let saved = Saved {
+            server_url: URL.into(),
+            resource: URL.into(),
+            issuer: "https://auth.example".into(),
+            token_endpoint: "https://auth.example/token".into(),
+            client: ClientId {
+                client_id: "c".into(),
+                client_secret: None,
+                auth_method: AuthMethod::None,
+            },
+            grant: AUTHORIZATION_CODE.into(),
+            tokens: Tokens {
+                access_token: "at-1".into(),
+                refresh_token: Some("rt".into()),
+                expires_at,
+                scope: Some("read".into()),
+            },
+            wanted_scope: None,
+        };
+        TokenStore::new(home).save(&saved).unwrap();
+    }
+
+    fn authorizer(home: &Path, refuse: bool) -> (Authorizer, std::sync::Arc<Endpoint>) {
+        let endpoint = std::sync::Arc::new(Endpoint {
+            forms: Mutex::new(Vec::new()),
+            refuse,
+        });
+        let settings = Settings {
+            grant: AUTHORIZATION_CODE.into(),
+            ..Settings::default()
+        };
+        let auth = Authorizer::with_web("vault", URL, settings, home, Box::new(endpoint.clone()));
+        (auth, endpoint)
+    }
+
+    #[test]
+    fn a_401_refreshes_once_per_token_and_keeps_the_refresh_token() {
+        let home = TempDir::new("oauth-refresh");
+        stored(home.path(), None);
+        let (auth, endpoint) = authorizer(home.path(), false);
+        let (token, generation) = auth.bearer();
+        assert_eq!(token.as_deref(), Some("at-1"));
+        auth.challenged(401, Some("Bearer"), generation).unwrap();
+        // A second request that failed with the same old token just retries.
+        auth.challenged(401, Some("Bearer"), generation).unwrap();
+        assert_eq!(endpoint.forms.lock().unwrap().len(), 1);
+        let form = endpoint.forms.lock().unwrap()[0].clone();
+        assert!(
+            form.contains("grant_type=refresh_token&refresh_token=rt"),
+            "{form}"
+        );
+        assert!(
+            form.contains("resource=https%3A%2F%2Fmcp.example%2Fmcp"),
+            "{form}"
+        );
+        let (token, _) = auth.bearer();
+        assert_eq!(token.as_deref(), Some("at-2"));
+        let saved = TokenStore::new(home.path()).load(URL).unwrap();
+        assert_eq!(saved.tokens.refresh_token.as_deref(), Some("rt"));
+        assert_eq!(saved.tokens.scope.as_deref(), Some("read"));
+    }
+
+    #[test]
+    fn without_a_working_refresh_the_user_is_sent_to_login() {
+        let home = TempDir::new("oauth-login");
+        let (auth, _) = authorizer(home.path(), false);
+        assert_eq!(auth.bearer().0, None);
+        let err = auth.challenged(401, None, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "oauth: the server needs authorization; run `reasonix mcp login vault`"
+        );
+        stored(home.path(), Some(1));
+        let (auth, endpoint) = authorizer(home.path(), true);
+        // Expired and the refresh fails: the old token is still offered, the 401 sends the
+        // user to login.
+        let (token, generation) = auth.bearer();
+        assert_eq!(token.as_deref(), Some("at-1"));
+        assert!(matches!(
+            auth.challenged(401, None, generation),
+            Err(OAuthError::NeedsLogin(_))
+        ));
+        assert_eq!(endpoint.forms.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn step_up_is_remembered_for_the_next_login_and_limited() {
+        let home = TempDir::new("oauth-step-up");
+        stored(home.path(), None);
+        let (auth, _) = authorizer(home.path(), false);
+        let (_, generation) = auth.bearer();
+        let www = Some(r#"Bearer error="insufficient_scope", scope="write""#);
+        let err = auth.challenged(403, www, generation).unwrap_err();
+        assert!(err.to_string().contains("scope `read write`"), "{err}");
+        let saved = TokenStore::new(home.path()).load(URL).unwrap();
+        assert_eq!(saved.wanted_scope.as_deref(), Some("read write"));
+        auth.challenged(403, www, generation).unwrap_err();
+        let err = auth.challenged(403, www, generation).unwrap_err();
+        assert!(err.to_string().contains("after 2 attempts"), "{err}");
+        let plain = auth
+            .challenged(403, Some("Bearer"), generation)
+            .unwrap_err();
+        assert!(plain.to_string().contains("HTTP 403"), "{plain}");
     }
 }

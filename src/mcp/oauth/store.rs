@@ -29,6 +29,10 @@ pub struct Saved {
     /// `authorization_code` or `client_credentials`.
     pub grant: String,
     pub tokens: Tokens,
+    /// Scope the server asked for in a 403 `insufficient_scope` that only a new login can
+    /// grant; the next `reasonix mcp login` asks for it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wanted_scope: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +99,7 @@ mod tests {
                 expires_at: Some(1),
                 scope: None,
             },
+            wanted_scope: None,
         }
     }
 
