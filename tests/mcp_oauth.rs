@@ -432,6 +432,19 @@ fn the_client_credentials_grant_needs_no_browser() {
     assert_eq!(token[0].form()["grant_type"], "client_credentials");
     assert_eq!(token[0].form()["resource"], format!("{base}/mcp"));
     assert!(requests(&seen, "/authorize").is_empty());
+    // The configured secret is not copied next to the tokens.
+    let files = token_files(&home);
+    let stored = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        stored.contains("at-1") && !stored.contains("s3cret"),
+        "{stored}"
+    );
+    // A second run reuses the stored token: no new token request.
+    let out = run(reasonix(&home, work.path())
+        .env("VAULT_SECRET", "s3cret")
+        .args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(requests(&seen, "/token").len(), 1);
 }
 
 #[test]

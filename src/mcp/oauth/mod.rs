@@ -181,7 +181,11 @@ pub fn login(
     })
 }
 
-fn saved(target: &Target<'_>, found: &Discovered, client: ClientId, tokens: Tokens) -> Saved {
+fn saved(target: &Target<'_>, found: &Discovered, mut client: ClientId, tokens: Tokens) -> Saved {
+    // A configured secret stays in the config: the authorizer reads it from there.
+    if target.settings.client_id.as_deref() == Some(client.client_id.as_str()) {
+        client.client_secret = None;
+    }
     Saved {
         server_url: target.url.to_string(),
         resource: found.resource.clone(),
