@@ -517,6 +517,13 @@ fn mcp_call_prints_the_result_and_fails_on_tool_errors() {
     let out = run(reasonix(&home, work.path()).args(["mcp", "call", "nope", "echo"]));
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("no MCP server named `nope`"), "{out:?}");
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "ex", "frobnicate"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("has no tool `frobnicate`; it offers: echo, wordcount"),
+        "an unknown tool is not one the server withdrew: {out:?}"
+    );
     let out = run(reasonix(&home, work.path()).args(["mcp", "call", "ex", "echo", "{bad"]));
     assert_eq!(out.code, 2, "{out:?}");
     let out = run(reasonix(&home, work.path()).args(["mcp", "list"]));
@@ -550,7 +557,9 @@ fn stdio_servers_do_not_inherit_provider_keys_unless_their_env_names_them() {
     let out = run(reasonix(&home, work.path())
         .args(["mcp", "list"])
         .env("FAKE_API_KEY", "sk-secret"));
-    assert_eq!(out.code, 0, "{out:?}");
+    // The scripts exit after dumping their environment, so both servers fail to start and
+    // `mcp list` says so with its exit code.
+    assert_eq!(out.code, 1, "{out:?}");
     let plain = work.read("plain.env");
     let named = work.read("named.env");
     assert!(!plain.contains("sk-secret"), "{plain}");
@@ -644,6 +653,12 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         .call_tool("get-roots-list", &json!({}), &cancel)
         .unwrap();
     assert!(roots.text.contains("file://"), "{}", roots.text);
+    // The elicitation capability makes the server offer its form; with no one to ask, the
+    // request is declined cleanly and a warning event says so.
+    let asked = server
+        .call_tool("trigger-elicitation-request", &json!({}), &cancel)
+        .unwrap();
+    assert!(asked.text.contains("decline"), "{}", asked.text);
 
     let host = reasonix::mcp::Host::new(handle);
     let turn = |typed: &str| {
@@ -681,11 +696,19 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         )
         .unwrap();
     assert!(done.text.contains("completed"), "{done:?}");
-    let progress: Vec<ServerEvent> = events_rx
-        .try_iter()
+    let events: Vec<ServerEvent> = events_rx.try_iter().collect();
+    let progress: Vec<&ServerEvent> = events
+        .iter()
         .filter(|e| matches!(e, ServerEvent::Progress { .. }))
         .collect();
     assert_eq!(progress.len(), 2, "{progress:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ServerEvent::Log { level, text, .. }
+            if level == "warning" && text.contains("declined a request for input"))),
+        "the decline is reported: {events:?}"
+    );
 }
 
 #[test]
@@ -701,6 +724,60 @@ fn interop_server_everything_over_stdio() {
     all.push("stdio");
     let config = everything_config(&home, &stdio_plugin("everything", &program, &all, ""));
     exercise_everything(&config, home.path());
+}
+
+/// server-filesystem's entry under npm's global root.
+fn server_filesystem() -> Option<String> {
+    let root = Command::new("npm").args(["root", "-g"]).output().ok()?;
+    let entry = PathBuf::from(String::from_utf8_lossy(&root.stdout).trim())
+        .join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    entry
+        .is_file()
+        .then(|| entry.to_string_lossy().into_owned())
+}
+
+/// Regression: reasonix answered `roots/list` with the workspace alone, and server-filesystem
+/// replaces the directories it was started with by the client's roots, so `/X` configured
+/// became "Access denied: /X not in <workspace>".
+#[test]
+fn interop_server_filesystem_keeps_a_configured_directory_outside_the_workspace() {
+    let Some(entry) = server_filesystem() else {
+        return skip_or_fail(
+            "@modelcontextprotocol/server-filesystem",
+            "npm install -g @modelcontextprotocol/server-filesystem",
+        );
+    };
+    let home = Dir::new();
+    let work = Dir::new();
+    let outside = Dir::new();
+    let note = outside.write("note.txt", "kept outside");
+    let dir = outside.path().to_string_lossy().into_owned();
+    home.write(
+        ".reasonix/config.toml",
+        &stdio_plugin("fs", "node", &[&entry, &dir], "sandbox = \"off\""),
+    );
+    for _ in 0..3 {
+        let out = mcp_call(
+            &home,
+            work.path(),
+            "fs",
+            "read_text_file",
+            json!({"path": note.to_string_lossy()}),
+        );
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "kept outside\n"),
+            "{out:?}"
+        );
+    }
+    let out = mcp_call(
+        &home,
+        work.path(),
+        "fs",
+        "list_allowed_directories",
+        json!({}),
+    );
+    assert!(out.stdout.contains(&dir), "{out:?}");
 }
 
 /// Forces Node servers onto the loopback interface (server-everything listens on all).
@@ -1537,4 +1614,41 @@ fn mcp_list_shows_each_servers_sandbox() {
         assert!(line.contains("connected"), "{name}: {out:?}");
         assert!(line.ends_with(&format!("  {sandbox}")), "{name}: {line}");
     }
+}
+
+#[test]
+fn task_only_tools_are_listed_as_such_and_calling_one_says_why() {
+    let (url, _seen) = scripted_http(|req| {
+        if req.method != "POST" {
+            return (405, vec![], String::new());
+        }
+        let result = match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "tasks", "version": "1"}}),
+            "tools/list" => json!({"tools": [
+                {"name": "quick", "inputSchema": {"type": "object"}},
+                {"name": "batch", "inputSchema": {"type": "object"},
+                 "execution": {"taskSupport": "required"}}]}),
+            _ => return (202, vec![], String::new()),
+        };
+        let reply = json!({"jsonrpc": "2.0", "id": req.body["id"], "result": result});
+        (
+            200,
+            vec![("Content-Type".into(), "application/json".into())],
+            reply.to_string(),
+        )
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(".reasonix/config.toml", &http_plugin("t", &url));
+    let out = list(&home, work.path(), &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("t: task-only tools, not offered: batch"),
+        "{out:?}"
+    );
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "t", "batch"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("can only run as a task"), "{out:?}");
 }

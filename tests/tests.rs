@@ -18,6 +18,7 @@ mod hooks;
 mod input;
 mod layers;
 mod mcp;
+mod mcp_oauth;
 mod memory_ui;
 mod output;
 mod permissions;

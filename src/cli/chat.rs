@@ -345,6 +345,7 @@ fn mcp_startup(
         interactive: true,
         approver: Some(Arc::new(UiApprover::new(tx.clone())) as Arc<dyn LaunchApprover>),
         events: forward_server_events(tx.clone()),
+        elicitor: Some(Arc::new(ui::UiElicitor::new(UiInteract::new(tx.clone())))),
         ..McpOptions::default()
     };
     let config = setup.config.clone();

@@ -1,9 +1,12 @@
 //! `reasonix mcp`: `list` starts every configured MCP server and prints its transport, status,
-//! protocol version, tool/prompt/resource counts and sandbox; `call SERVER TOOL [JSON]` calls one tool
-//! directly, to debug a server without a model in the loop.
+//! protocol version, tool/prompt/resource counts and sandbox (exiting 1 when one failed);
+//! `call SERVER TOOL [JSON]` calls one tool directly, to debug a server without a model in the
+//! loop; `login SERVER` runs the OAuth flow of an HTTP server (printing the authorization URL
+//! and opening `$BROWSER` when set) and `logout SERVER` forgets its tokens.
 //!
 //! On a terminal, project servers without a grant are offered for approval (once, or always
-//! for this exact command or URL); elsewhere they need `--trust-project-mcp`.
+//! for this exact command or URL); elsewhere they need `--trust-project-mcp`. On a terminal,
+//! a server's request for input (elicitation) is asked field by field on stderr.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -15,13 +18,18 @@ use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
 use crate::config::{self, Config, LoadOptions};
+use crate::mcp::config::{Endpoint, ServerSpec};
+use crate::mcp::elicit::{self, Answer, Elicitor, Mode};
 use crate::mcp::manager::ServerState;
+use crate::mcp::oauth::{self, LoginOutcome};
 use crate::mcp::{self, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
 use crate::term::sanitize::sanitize;
 
 pub const HELP: &str = "\
 Usage: reasonix mcp list [--trust-project-mcp]
        reasonix mcp call [--trust-project-mcp] SERVER TOOL [JSON]
+       reasonix mcp login SERVER
+       reasonix mcp logout SERVER
 
 Manages the MCP servers declared in [[plugins]] and the project's .mcp.json.
 
@@ -29,6 +37,10 @@ Manages the MCP servers declared in [[plugins]] and the project's .mcp.json.
          tools, prompts and resources it offers, and the sandbox a stdio server runs in
   call   Call TOOL of SERVER with the JSON object of arguments (default {}) and print the
          result; exits 1 when the tool reports an error
+  login  Authorize an HTTP server with OAuth: prints the authorization URL (and opens
+         $BROWSER when set), waits for the redirect on 127.0.0.1, stores the tokens in
+         ~/.reasonix/mcp-auth/ (0600); with oauth.grant = \"client_credentials\" no browser
+  logout Forget the stored tokens of SERVER
 
 Flags:
   --trust-project-mcp   Launch servers declared by project files (reasonix.toml, .mcp.json)
@@ -39,6 +51,8 @@ On a terminal, a project server without a grant is offered for approval first.
 
 enum Action {
     List,
+    Login(String),
+    Logout(String),
     Call {
         server: String,
         tool: String,
@@ -72,14 +86,21 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         trust_project,
         interactive,
         approver: interactive.then(|| Arc::new(TerminalApprover) as Arc<dyn LaunchApprover>),
+        elicitor: interactive.then(|| Arc::new(TerminalElicitor) as Arc<dyn Elicitor>),
         ..McpOptions::default()
     };
     match action {
         Action::List => {
             let handle = start(&config, &cwd, options);
             print_out(&listing(&handle));
-            Ok(exit::OK)
+            let failed = handle
+                .statuses()
+                .iter()
+                .any(|s| matches!(s.state, ServerState::Failed(_)));
+            Ok(if failed { exit::FAILURE } else { exit::OK })
         }
+        Action::Login(server) => login(&config, &cwd, &server),
+        Action::Logout(server) => logout(&config, &cwd, &server),
         Action::Call { server, tool, args } => {
             options.only = Some(server.clone());
             let handle = start(&config, &cwd, options);
@@ -99,6 +120,11 @@ fn parse_action(words: Vec<String>) -> Result<Action, Error> {
         || Error::Usage("usage: reasonix mcp list | reasonix mcp call SERVER TOOL [JSON]".into());
     match words.next().as_deref() {
         Some("list") if words.len() == 0 => Ok(Action::List),
+        Some(verb @ ("login" | "logout")) => match (words.next(), words.next()) {
+            (Some(server), None) if verb == "login" => Ok(Action::Login(server)),
+            (Some(server), None) => Ok(Action::Logout(server)),
+            _ => Err(Error::Usage(format!("usage: reasonix mcp {verb} SERVER"))),
+        },
         Some("call") => {
             let (Some(server), Some(tool)) = (words.next(), words.next()) else {
                 return Err(usage());
@@ -120,7 +146,7 @@ fn parse_action(words: Vec<String>) -> Result<Action, Error> {
             Ok(Action::Call { server, tool, args })
         }
         Some(other) if other != "list" => Err(Error::Usage(format!(
-            "unknown `reasonix mcp` action `{other}`; use `list` or `call`"
+            "unknown `reasonix mcp` action `{other}`; use `list`, `call`, `login` or `logout`"
         ))),
         _ => Err(usage()),
     }
@@ -170,6 +196,14 @@ fn listing(handle: &McpHandle) -> String {
         let mut row = vec![name.clone(), status.transport.to_string()];
         match (&status.state, handle.server(&status.name)) {
             (ServerState::Connected, Some(server)) => {
+                let task_only = server.task_only_tools();
+                if !task_only.is_empty() {
+                    let names: Vec<String> = task_only.iter().map(|n| sanitize(n)).collect();
+                    reasons.push(format!(
+                        "{name}: task-only tools, not offered: {}",
+                        names.join(", ")
+                    ));
+                }
                 row.push("connected".into());
                 row.push(server.info().protocol_version.clone());
                 row.push(server.tools().len().to_string());
@@ -242,6 +276,21 @@ fn call(handle: &McpHandle, server_name: &str, tool: &str, args: &Value) -> Resu
         .find(|t| crate::tool::Tool::name(t.as_ref()) == tool)
         .map(|t| t.remote_name().to_string())
         .unwrap_or_else(|| tool.to_string());
+    if !server.tools().iter().any(|t| t.name == raw) {
+        let offered: Vec<String> = server.tools().iter().map(|t| sanitize(&t.name)).collect();
+        let task_only = server.task_only_tools().contains(&raw);
+        return Err(Error::Failed(match task_only {
+            true => format!(
+                "the tool `{}` of `{server_name}` can only run as a task, which reasonix does not support",
+                sanitize(&raw)
+            ),
+            false => format!(
+                "MCP server `{server_name}` has no tool `{}`; it offers: {}",
+                sanitize(&raw),
+                if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+            ),
+        }));
+    }
     let cancel = crate::cancel::CancelToken::new();
     let _ = crate::term::sys::cancel_on_interrupt(cancel.clone());
     match server.call_tool(&raw, args, &cancel) {
@@ -256,6 +305,172 @@ fn call(handle: &McpHandle, server_name: &str, tool: &str, args: &Value) -> Resu
         }
         Err(mcp::McpError::Cancelled) => Err(Error::Interrupted),
         Err(err) => Err(err.into()),
+    }
+}
+
+/// The declared HTTP server named `name`.
+fn http_server(config: &Config, cwd: &Path, name: &str) -> Result<(ServerSpec, String), Error> {
+    let declared = mcp::config::declared(config, cwd);
+    let Some(spec) = declared.servers.into_iter().find(|s| s.name == name) else {
+        return Err(Error::Failed(format!(
+            "no MCP server named `{name}`; `reasonix mcp list` shows the configured ones"
+        )));
+    };
+    match &spec.endpoint {
+        Endpoint::Http { url, .. } => {
+            let url = url.clone();
+            Ok((spec, url))
+        }
+        Endpoint::Stdio { .. } => Err(Error::Failed(format!(
+            "`{name}` is a stdio server; OAuth is for HTTP servers (a stdio server takes its \
+             credentials from its env)"
+        ))),
+    }
+}
+
+fn login(config: &Config, cwd: &Path, name: &str) -> Result<i32, Error> {
+    let (spec, url) = http_server(config, cwd, name)?;
+    let target = oauth::Target {
+        name,
+        url: &url,
+        settings: &spec.oauth,
+        home: &config.home,
+    };
+    let mut show = |address: &str| {
+        eprintln!(
+            "reasonix: open this URL to authorize `{}`:\n{}",
+            sanitize(name),
+            sanitize(address)
+        );
+        open_browser(address);
+    };
+    match oauth::login(&target, &oauth::web::Ureq, &mut show) {
+        Ok(LoginOutcome::NotNeeded) => {
+            print_out(&format!(
+                "`{}` answered without asking for authorization; nothing to do\n",
+                sanitize(name)
+            ));
+            Ok(exit::OK)
+        }
+        Ok(LoginOutcome::LoggedIn { scope }) => {
+            let scope = scope.map(|s| format!(" (scope: {})", sanitize(&s)));
+            print_out(&format!(
+                "Logged in to `{}`{}\n",
+                sanitize(name),
+                scope.unwrap_or_default()
+            ));
+            Ok(exit::OK)
+        }
+        Err(err) => Err(Error::Failed(format!(
+            "login to `{name}` failed: {}",
+            err.to_string().trim_start_matches("oauth: ")
+        ))),
+    }
+}
+
+fn logout(config: &Config, cwd: &Path, name: &str) -> Result<i32, Error> {
+    let (_, url) = http_server(config, cwd, name)?;
+    match oauth::logout(&config.home, &url) {
+        Ok(true) => print_out(&format!("Forgot the tokens of `{}`\n", sanitize(name))),
+        Ok(false) => print_out(&format!("`{}` had no stored tokens\n", sanitize(name))),
+        Err(err) => return Err(Error::Failed(err.to_string())),
+    }
+    Ok(exit::OK)
+}
+
+/// Runs `$BROWSER URL` when the variable is set, without waiting for it (the URL is printed
+/// either way, for a headless machine). Its exit is collected on a thread.
+fn open_browser(address: &str) {
+    let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) else {
+        return;
+    };
+    let spawned = std::process::Command::new(browser)
+        .arg(address)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            let _ = std::thread::Builder::new()
+                .name("browser".into())
+                .spawn(move || child.wait());
+        }
+        Err(e) => eprintln!("reasonix: could not run $BROWSER: {e}"),
+    }
+}
+
+/// Asks a server's questions on the terminal, one field at a time.
+struct TerminalElicitor;
+
+impl Elicitor for TerminalElicitor {
+    fn elicit(&self, request: &elicit::Request) -> Answer {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "MCP server `{}` asks: {}",
+            sanitize(&request.server),
+            sanitize(&request.message)
+        );
+        let fields = match &request.mode {
+            Mode::Url { url } => {
+                let _ = writeln!(err, "Open: {}", sanitize(url));
+                drop(err);
+                open_browser(url);
+                return match read_answer("Done? [y]es / [N]o: ").as_deref() {
+                    Some("y" | "yes") => Answer::Accept(serde_json::Map::new()),
+                    Some(_) => Answer::Decline,
+                    None => Answer::Cancel,
+                };
+            }
+            Mode::Form(fields) => fields,
+        };
+        drop(err);
+        let mut content = serde_json::Map::new();
+        for field in fields {
+            let mut prompt = sanitize(&field.title);
+            if let elicit::Kind::Enum(options) = &field.kind {
+                let listed: Vec<String> = options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| format!("{}) {}", i + 1, sanitize(o)))
+                    .collect();
+                prompt.push_str(&format!(" [{}]", listed.join(" ")));
+            }
+            if let Some(default) = &field.default {
+                prompt.push_str(&format!(" (default {})", sanitize(&default.to_string())));
+            }
+            prompt.push_str(": ");
+            loop {
+                let Some(typed) = read_answer(&prompt) else {
+                    return Answer::Cancel;
+                };
+                match elicit::value_of(field, &typed) {
+                    Ok(Some(value)) => {
+                        content.insert(field.name.clone(), value);
+                        break;
+                    }
+                    Ok(None) => break,
+                    Err(why) => eprintln!("{}", sanitize(&why)),
+                }
+            }
+        }
+        match read_answer("Send this answer? [y]es / [n]o (decline): ").as_deref() {
+            Some("y" | "yes") => Answer::Accept(content),
+            Some(_) => Answer::Decline,
+            None => Answer::Cancel,
+        }
+    }
+}
+
+/// One trimmed line from stdin after `prompt`; `None` at end of input.
+fn read_answer(prompt: &str) -> Option<String> {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_string()),
     }
 }
 

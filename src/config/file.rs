@@ -483,8 +483,32 @@ pub struct PluginConfig {
     /// [`PluginJail`]. Loosening it (`"off"`, `allow_write`) counts only in the user config.
     #[serde(default)]
     pub sandbox: Option<PluginSandbox>,
+    /// Directories offered through `roots/list`; `None` = the workspace plus the absolute
+    /// directories in `args`, `[]` = no roots capability at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roots: Option<Vec<String>>,
+    /// OAuth settings of an HTTP server (`[plugins.oauth]`); discovery needs none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<PluginOAuth>,
     #[serde(skip)]
     pub origin: Layer,
+}
+
+/// `[plugins.oauth]`: a pre-registered client, a Client ID Metadata Document URL, or the
+/// client-credentials grant for machine-to-machine use. `${VAR}` is expanded by the consumer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginOAuth {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// An https URL of a Client ID Metadata Document, used where the server supports them.
+    pub client_metadata_url: Option<String>,
+    /// `authorization_code` (default) or `client_credentials`.
+    pub grant: Option<String>,
+    /// Scopes to ask for instead of the ones the server names.
+    pub scopes: Option<Vec<String>>,
+    /// The loopback port of the redirect listener (0 or unset = any free port).
+    pub callback_port: Option<u16>,
 }
 
 /// `[[plugins]] sandbox`: the string `"off"` or a table of [`PluginJail`] settings.

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::jsonrpc::{Id, Message, RpcError, METHOD_NOT_FOUND};
+use super::elicit::{self, Answer, Elicitor};
+use super::jsonrpc::{Id, Message, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND};
 use super::log::Log;
 use super::transport::{Inbox, Incoming, Transport};
 use super::McpError;
@@ -50,10 +51,14 @@ pub enum ServerEvent {
 pub struct ClientOptions {
     /// The server's name, for messages and logs.
     pub name: String,
-    /// Directories offered to the server through `roots/list` (the workspace).
+    /// Directories offered to the server through `roots/list`.
     pub roots: Vec<PathBuf>,
+    /// Do not declare the roots capability (`roots = []` in the config).
+    pub no_roots: bool,
     pub events: Option<Sender<ServerEvent>>,
     pub log: Log,
+    /// Who answers `elicitation/create`; `None` declines every request (headless runs).
+    pub elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 /// How long a request may take, and what may cancel it.
@@ -155,9 +160,13 @@ impl Client {
 
     /// The handshake: `initialize`, version check, `notifications/initialized`.
     pub fn initialize(&self, options: &CallOptions) -> Result<ServerInfo, McpError> {
+        let mut capabilities = json!({"elicitation": {"form": {}, "url": {}}});
+        if !self.inner.options.no_roots {
+            capabilities["roots"] = json!({"listChanged": false});
+        }
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"roots": {"listChanged": false}},
+            "capabilities": capabilities,
             "clientInfo": {"name": "reasonix", "version": crate::VERSION},
         });
         let result = self
@@ -599,7 +608,13 @@ fn dispatch(inner: Arc<Inner>, inbox: Receiver<Incoming>) {
     for incoming in inbox {
         match incoming {
             Incoming::Message(Message::Response { id, result }) => inner.complete(id, result),
-            Incoming::Message(Message::Request { id, method, .. }) => inner.answer(id, &method),
+            Incoming::Message(Message::Request { id, method, params }) => {
+                if method == "elicitation/create" {
+                    elicitation(&inner, id, params.unwrap_or(Value::Null));
+                } else {
+                    inner.answer(id, &method)
+                }
+            }
             Incoming::Message(Message::Notification { method, params }) => {
                 inner.on_notification(&method, params)
             }
@@ -612,6 +627,57 @@ fn dispatch(inner: Arc<Inner>, inbox: Receiver<Incoming>) {
             }
             Incoming::Shutdown => return,
         }
+    }
+}
+
+/// Answers `elicitation/create` on its own thread, since a person may take a while and the
+/// dispatcher must keep routing replies meanwhile.
+fn elicitation(inner: &Arc<Inner>, id: Id, params: Value) {
+    let worker = Arc::clone(inner);
+    let (thread_id, thread_params) = (id.clone(), params.clone());
+    let spawned = std::thread::Builder::new()
+        .name(super::thread_name(&inner.options.name, "elicit"))
+        .spawn(move || answer_elicitation(&worker, thread_id, &thread_params));
+    if spawned.is_err() {
+        // No thread for a person to answer on: refuse now rather than leave it unanswered.
+        let response = Message::Response {
+            id,
+            result: Ok(elicit::result(&Answer::Decline)),
+        };
+        let _ = inner.transport.notify(&response);
+    }
+}
+
+fn answer_elicitation(inner: &Inner, id: Id, params: &Value) {
+    let Some(elicitor) = &inner.options.elicitor else {
+        // No one to ask: decline whatever was asked, and say so.
+        let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+        let text = format!(
+            "declined a request for input (no one can answer here): {}",
+            crate::text::one_line(message, 200)
+        );
+        inner.log(&text);
+        inner.emit(ServerEvent::Log {
+            server: inner.options.name.clone(),
+            level: "warning".into(),
+            text,
+        });
+        let response = Message::Response {
+            id,
+            result: Ok(elicit::result(&Answer::Decline)),
+        };
+        if let Err(err) = inner.transport.notify(&response) {
+            inner.log(&format!("could not answer `elicitation/create`: {err}"));
+        }
+        return;
+    };
+    let result = match elicit::parse(&inner.options.name, params) {
+        Err(why) => Err(RpcError::new(INVALID_PARAMS, why)),
+        Ok(request) => Ok(elicit::result(&elicitor.elicit(&request))),
+    };
+    let response = Message::Response { id, result };
+    if let Err(err) = inner.transport.notify(&response) {
+        inner.log(&format!("could not answer `elicitation/create`: {err}"));
     }
 }
 
@@ -663,21 +729,22 @@ mod tests {
     }
 
     fn peer(roots: Vec<PathBuf>) -> Peer {
+        peer_with(ClientOptions {
+            name: "t".into(),
+            roots,
+            ..ClientOptions::default()
+        })
+    }
+
+    fn peer_with(options: ClientOptions) -> Peer {
         let (sent_tx, sent_rx) = mpsc::channel();
         let (inbox_tx, inbox_rx) = mpsc::channel();
-        let client = Client::start(
-            ClientOptions {
-                name: "t".into(),
-                roots,
-                ..ClientOptions::default()
-            },
-            |inbox| {
-                inbox_tx.send(inbox).unwrap();
-                Ok(Box::new(Loopback {
-                    sent: Mutex::new(sent_tx),
-                }))
-            },
-        )
+        let client = Client::start(options, |inbox| {
+            inbox_tx.send(inbox).unwrap();
+            Ok(Box::new(Loopback {
+                sent: Mutex::new(sent_tx),
+            }))
+        })
         .unwrap();
         Peer {
             client,
@@ -943,6 +1010,89 @@ mod tests {
             p.answer(id, json!({"tools": []}));
             assert_eq!(call.join().unwrap().unwrap(), json!({"tools": []}));
         });
+    }
+
+    #[test]
+    fn elicitation_is_declared_and_declined_without_anyone_to_ask() {
+        let p = peer(vec![]);
+        p.send(Message::request(
+            Id::Number(7),
+            "elicitation/create",
+            Some(
+                json!({"message": "Your name?", "requestedSchema": {"type": "object",
+                "properties": {"name": {"type": "string"}}}}),
+            ),
+        ));
+        assert_eq!(
+            p.next(),
+            Message::Response {
+                id: Id::Number(7),
+                result: Ok(json!({"action": "decline"}))
+            }
+        );
+        // With someone to ask: the form reaches them and their answer goes back; a schema
+        // no form can ask for is invalid params.
+        struct Fills;
+        impl Elicitor for Fills {
+            fn elicit(&self, request: &elicit::Request) -> Answer {
+                let mut content = serde_json::Map::new();
+                content.insert("asked".into(), json!(request.message));
+                Answer::Accept(content)
+            }
+        }
+        let p = peer_with(ClientOptions {
+            name: "t".into(),
+            elicitor: Some(Arc::new(Fills)),
+            ..ClientOptions::default()
+        });
+        p.send(Message::request(
+            Id::Number(8),
+            "elicitation/create",
+            Some(json!({"message": "Name?", "requestedSchema": {"properties": {}}})),
+        ));
+        assert_eq!(
+            p.next(),
+            Message::Response {
+                id: Id::Number(8),
+                result: Ok(json!({"action": "accept", "content": {"asked": "Name?"}}))
+            }
+        );
+        p.send(Message::request(
+            Id::Number(9),
+            "elicitation/create",
+            Some(json!({"requestedSchema": {"properties": {"o": {"type": "object"}}}})),
+        ));
+        let Message::Response { result: Err(e), .. } = p.next() else {
+            panic!("expected an error response");
+        };
+        assert_eq!(e.code, crate::mcp::jsonrpc::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn roots_can_be_turned_off() {
+        let (sent_tx, sent_rx) = mpsc::channel();
+        let client = Client::start(
+            ClientOptions {
+                name: "t".into(),
+                no_roots: true,
+                ..ClientOptions::default()
+            },
+            |_| {
+                Ok(Box::new(Loopback {
+                    sent: Mutex::new(sent_tx),
+                }))
+            },
+        )
+        .unwrap();
+        let options = CallOptions::timeout(Duration::from_millis(1));
+        let _ = client.initialize(&options);
+        let (_, params) = request_id(&sent_rx.recv().unwrap(), "initialize");
+        let capabilities = &params.unwrap()["capabilities"];
+        assert!(capabilities.get("roots").is_none(), "{capabilities}");
+        assert!(
+            capabilities["elicitation"]["form"].is_object(),
+            "{capabilities}"
+        );
     }
 
     #[test]

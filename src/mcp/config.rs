@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::McpError;
+use super::{oauth, McpError};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -93,6 +93,45 @@ pub struct ServerSpec {
     /// `trusted_read_only_tools`: raw tool names the user audited as read-only, callable
     /// while planning. Only the user config may trust a tool.
     pub trusted_read_only: BTreeSet<String>,
+    /// What `roots/list` offers this server.
+    pub roots: Roots,
+    /// `[plugins.oauth]`, expanded (HTTP servers only).
+    pub oauth: oauth::Settings,
+}
+
+/// The directories offered to a server through `roots/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Roots {
+    /// The workspace plus every absolute directory named in the server's `args`, so a
+    /// server started for `/data` is not told to stay inside the workspace instead.
+    #[default]
+    Default,
+    /// Exactly these; none at all turns the roots capability off.
+    Listed(Vec<PathBuf>),
+}
+
+impl ServerSpec {
+    /// The roots offered, given the workspace; `None` when the capability is off.
+    pub fn offered_roots(&self, workspace: &Path) -> Option<Vec<PathBuf>> {
+        match &self.roots {
+            Roots::Listed(list) if list.is_empty() => None,
+            Roots::Listed(list) => Some(list.clone()),
+            Roots::Default => {
+                let mut roots = vec![workspace.to_path_buf()];
+                if let Endpoint::Stdio { args, .. } = &self.endpoint {
+                    for arg in args {
+                        // `--root=/data` names a directory as much as `/data` does.
+                        let candidate = arg.rsplit_once('=').map_or(arg.as_str(), |(_, v)| v);
+                        let path = PathBuf::from(candidate);
+                        if path.is_absolute() && path.is_dir() && !roots.contains(&path) {
+                            roots.push(path);
+                        }
+                    }
+                }
+                Some(roots)
+            }
+        }
+    }
 }
 
 /// The confinement of a stdio server's process, after the trust rules (see the module doc).
@@ -516,6 +555,70 @@ fn resolve(
             .collect(),
         sandbox: sandbox(plugin, origin, vars, ignored)?,
         trusted_read_only: trusted_read_only(plugin, origin, ignored),
+        roots: roots(plugin, origin, vars, ignored)?,
+        oauth: oauth_settings(plugin, origin, vars)?,
+    })
+}
+
+/// `roots`: a project file may turn them off (`[]`) but not point the server elsewhere.
+fn roots(
+    plugin: &PluginConfig,
+    origin: Origin,
+    vars: &Vars,
+    ignored: &mut Vec<String>,
+) -> Result<Roots, ServerError> {
+    let Some(list) = &plugin.roots else {
+        return Ok(Roots::Default);
+    };
+    if origin.needs_grant() && !list.is_empty() {
+        ignored.push(
+            "`roots` is ignored: only the user config may offer a server other directories \
+             (a project file may set `roots = []`)"
+                .into(),
+        );
+        return Ok(Roots::Default);
+    }
+    let mut roots = Vec::new();
+    for root in list {
+        roots.push(PathBuf::from(vars.expand(root, origin)?));
+    }
+    Ok(Roots::Listed(roots))
+}
+
+/// `[plugins.oauth]` with `${VAR}` expanded; the default is the authorization code flow.
+fn oauth_settings(
+    plugin: &PluginConfig,
+    origin: Origin,
+    vars: &Vars,
+) -> Result<oauth::Settings, ServerError> {
+    let Some(table) = &plugin.oauth else {
+        return Ok(oauth::Settings {
+            grant: oauth::AUTHORIZATION_CODE.into(),
+            ..oauth::Settings::default()
+        });
+    };
+    let expand = |value: &Option<String>| -> Result<Option<String>, ServerError> {
+        match value {
+            Some(text) => Ok(Some(vars.expand(text, origin)?).filter(|v| !v.is_empty())),
+            None => Ok(None),
+        }
+    };
+    let grant = match table.grant.as_deref() {
+        None | Some("authorization_code") => oauth::AUTHORIZATION_CODE,
+        Some("client_credentials") => oauth::CLIENT_CREDENTIALS,
+        Some(_) => {
+            return Err(ServerError::Missing(
+                "`oauth.grant` must be \"authorization_code\" or \"client_credentials\"",
+            ))
+        }
+    };
+    Ok(oauth::Settings {
+        client_id: expand(&table.client_id)?,
+        client_secret: expand(&table.client_secret)?,
+        client_metadata_url: expand(&table.client_metadata_url)?,
+        grant: grant.to_string(),
+        scopes: table.scopes.clone(),
+        callback_port: table.callback_port.unwrap_or(0),
     })
 }
 
@@ -748,6 +851,66 @@ mod tests {
         .unwrap();
         assert_eq!(plain.tool_timeout("any"), Some(Duration::from_secs(300)));
         assert_eq!(plain.startup_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn roots_default_to_the_workspace_and_the_servers_own_directories() {
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let data = std::env::temp_dir();
+        let text = format!(
+            "name = \"fs\"\ncommand = \"x\"\nargs = [\"-y\", \"server-fs\", {:?}, \"--root={}\", \"/no/such/dir\"]\n",
+            data.display().to_string(),
+            data.display()
+        );
+        let spec = resolve(&plugin(&text), Origin::User, &config, &v, &mut Vec::new()).unwrap();
+        let workspace = Path::new("/w");
+        assert_eq!(
+            spec.offered_roots(workspace),
+            Some(vec![workspace.to_path_buf(), data.clone()])
+        );
+        let off = plugin(&format!("{text}roots = []\n"));
+        let spec = resolve(&off, Origin::McpJson, &config, &v, &mut Vec::new()).unwrap();
+        assert_eq!(
+            spec.offered_roots(workspace),
+            None,
+            "a project may turn roots off"
+        );
+        let listed = plugin(&format!("{text}roots = [\"/srv\"]\n"));
+        let spec = resolve(&listed, Origin::User, &config, &v, &mut Vec::new()).unwrap();
+        assert_eq!(
+            spec.offered_roots(workspace),
+            Some(vec![PathBuf::from("/srv")])
+        );
+        let mut ignored = Vec::new();
+        let spec = resolve(&listed, Origin::ProjectToml, &config, &v, &mut ignored).unwrap();
+        assert_eq!(spec.roots, Roots::Default);
+        assert!(ignored[0].contains("`roots` is ignored"), "{ignored:?}");
+    }
+
+    #[test]
+    fn oauth_settings_expand_and_the_grant_is_checked() {
+        std::env::set_var("REASONIX_TEST_MCP_SECRET", "s3");
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let p = plugin("name = \"h\"\ntype = \"http\"\nurl = \"https://x/mcp\"\n[oauth]\nclient_id = \"cid\"\nclient_secret = \"${REASONIX_TEST_MCP_SECRET}\"\ngrant = \"client_credentials\"\n");
+        let spec = resolve(&p, Origin::User, &config, &v, &mut Vec::new()).unwrap();
+        assert_eq!(spec.oauth.client_secret.as_deref(), Some("s3"));
+        assert_eq!(spec.oauth.grant, oauth::CLIENT_CREDENTIALS);
+        let plain = resolve(
+            &plugin("name = \"h\"\ntype = \"http\"\nurl = \"https://x/mcp\"\n"),
+            Origin::User,
+            &config,
+            &v,
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(plain.oauth.grant, oauth::AUTHORIZATION_CODE);
+        let bad = plugin("name = \"h\"\ntype = \"http\"\nurl = \"https://x/mcp\"\noauth = { grant = \"password\" }\n");
+        let err = resolve(&bad, Origin::User, &config, &v, &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("oauth.grant"), "{err}");
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //! reply is then picked up with a GET carrying `Last-Event-ID` after the `retry:` delay. A 404
 //! for a known session id is reported as [`McpError::SessionExpired`] so the client can
 //! initialize again. TLS roots and proxies follow the provider rules (`provider::net`).
+//!
+//! A server behind OAuth gets the bearer token of its [`Authorizer`] on every request; a 401,
+//! or a 403 asking for more scope, is handed to the authorizer and the request repeated once
+//! it has a new token (refreshed or re-requested), a few times at most.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +24,7 @@ use std::time::Duration;
 use ureq::Agent;
 
 use super::jsonrpc::{self, Id, Message};
+use super::oauth::{challenge, Authorizer};
 use super::transport::{Inbox, Incoming, Transport};
 use super::McpError;
 use crate::provider::net::{self, Limits, Net};
@@ -41,6 +46,9 @@ const MAX_IDLE_STREAMS: u32 = 5;
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(30);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Authorization retries of one request (a refresh, then step-ups).
+const MAX_AUTH_RETRIES: u32 = 3;
+
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -52,6 +60,8 @@ pub struct HttpSpec {
     /// Static headers sent on every request (already `${VAR}`-expanded).
     pub headers: Vec<(String, String)>,
     pub connect_timeout: Duration,
+    /// OAuth for this server; `None` when its headers already carry `Authorization`.
+    pub auth: Option<Arc<Authorizer>>,
 }
 
 #[derive(Default)]
@@ -185,19 +195,49 @@ impl Shared {
         let (agent, guard) = self.agent(limits)?;
         let headers = self.headers(ACCEPT_BOTH, None);
         let had_session = headers.iter().any(|(n, _)| n == "Mcp-Session-Id");
-        let mut request = agent
-            .post(&self.spec.url)
-            .header("Content-Type", "application/json");
-        for (name, value) in &headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        let response = request
-            .send(body.as_bytes())
-            .map_err(|e| self.transport_error(&e))?;
+        let response = self.authorized(|bearer| {
+            let mut request = agent
+                .post(&self.spec.url)
+                .header("Content-Type", "application/json");
+            for (name, value) in headers.iter().chain(bearer) {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            request
+                .send(body.as_bytes())
+                .map_err(|e| self.transport_error(&e))
+        })?;
         if let Some(id) = net::header(&response, SESSION_HEADER) {
             self.lock().session_id = Some(id);
         }
         Ok((response, guard, had_session))
+    }
+
+    /// Sends with the authorizer's bearer token (when the server has one) and lets it answer
+    /// a 401, or a 403 asking for more scope, before sending again.
+    fn authorized(
+        &self,
+        send: impl Fn(Option<&(String, String)>) -> Result<ureq::http::Response<ureq::Body>, McpError>,
+    ) -> Result<ureq::http::Response<ureq::Body>, McpError> {
+        let Some(auth) = &self.spec.auth else {
+            return send(None);
+        };
+        let mut retries = 0;
+        loop {
+            let (token, generation) = auth.bearer();
+            let header = token.map(|t| ("Authorization".to_string(), format!("Bearer {t}")));
+            let response = send(header.as_ref())?;
+            let status = response.status().as_u16();
+            let www = net::header(&response, "www-authenticate");
+            let step_up = status == 403
+                && www
+                    .as_deref()
+                    .is_some_and(|h| challenge::parse(h).insufficient_scope());
+            if (status != 401 && !step_up) || retries == MAX_AUTH_RETRIES {
+                return Ok(response);
+            }
+            retries += 1;
+            auth.challenged(status, www.as_deref(), generation)?;
+        }
     }
 
     fn transport_error(&self, err: &ureq::Error) -> McpError {
@@ -389,11 +429,14 @@ impl Shared {
         last_event_id: Option<&str>,
     ) -> Result<(ureq::http::Response<ureq::Body>, AgentGuard), McpError> {
         let (agent, guard) = self.agent(Limits::default())?;
-        let mut request = agent.get(&self.spec.url);
-        for (name, value) in self.headers("text/event-stream", last_event_id) {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        let response = request.call().map_err(|e| self.transport_error(&e))?;
+        let headers = self.headers("text/event-stream", last_event_id);
+        let response = self.authorized(|bearer| {
+            let mut request = agent.get(&self.spec.url);
+            for (name, value) in headers.iter().chain(bearer) {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            request.call().map_err(|e| self.transport_error(&e))
+        })?;
         Ok((response, guard))
     }
 
@@ -453,6 +496,9 @@ impl Shared {
             .header("Mcp-Session-Id", session.as_str());
         for (name, value) in &self.spec.headers {
             request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some((Some(token), _)) = self.spec.auth.as_ref().map(|a| a.bearer()) {
+            request = request.header("Authorization", format!("Bearer {token}"));
         }
         // Servers that do not support deletion answer 405, which is fine.
         let _ = request.call();

@@ -41,6 +41,8 @@ pub struct McpOptions {
     pub events: Option<Sender<ServerEvent>>,
     /// Start only this server (`reasonix mcp call`).
     pub only: Option<String>,
+    /// Who answers servers' requests for input; `None` declines them with a notice.
+    pub elicitor: Option<Arc<dyn crate::mcp::elicit::Elicitor>>,
 }
 
 /// How one declared server fared.
@@ -144,7 +146,10 @@ pub fn start(
             roots: vec![config::workspace_root(config, cwd)],
             events: options.events.clone(),
             log: Log::from_env(),
+            elicitor: options.elicitor.clone(),
+            ..ClientOptions::default()
         },
+        home: config.home.clone(),
     };
     for (spec, result) in connect_all(launch, &shared) {
         match result {

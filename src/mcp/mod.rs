@@ -29,6 +29,7 @@ pub mod adapter;
 pub mod client;
 pub mod config;
 pub mod content;
+pub mod elicit;
 pub mod grants;
 pub mod host;
 pub mod http;
@@ -37,6 +38,7 @@ pub mod jsonrpc;
 pub mod launch;
 pub mod log;
 pub mod manager;
+pub mod oauth;
 pub mod server;
 pub mod stdio;
 pub mod transport;
@@ -81,6 +83,8 @@ pub enum McpError {
     Network(String),
     /// A server the input names is not (or no longer) connected.
     NotConnected(String),
+    /// Authorization failed or needs the user (`reasonix mcp login`).
+    Auth(oauth::OAuthError),
     /// Talking to the server failed below the protocol: a pipe, a socket, a thread.
     Io {
         context: String,
@@ -95,6 +99,12 @@ impl McpError {
             context: context.into(),
             source,
         }
+    }
+}
+
+impl From<oauth::OAuthError> for McpError {
+    fn from(error: oauth::OAuthError) -> McpError {
+        McpError::Auth(error)
     }
 }
 
@@ -127,6 +137,10 @@ impl fmt::Display for McpError {
                 write!(f, "mcp: server `{server}` is not connected")
             }
             McpError::Io { context, source } => write!(f, "mcp: {context}: {source}"),
+            McpError::Auth(error) => {
+                let text = error.to_string();
+                write!(f, "mcp: {}", text.strip_prefix("oauth: ").unwrap_or(&text))
+            }
         }
     }
 }
@@ -136,6 +150,7 @@ impl std::error::Error for McpError {
         match self {
             McpError::Io { source, .. } => Some(source),
             McpError::Rpc(error) => Some(error),
+            McpError::Auth(error) => Some(error),
             _ => None,
         }
     }

@@ -17,6 +17,7 @@ use super::content::{self, ToolOutput};
 use super::http::{HttpSpec, HttpTransport};
 use super::jail::{BaseSettings, ServerJail};
 use super::log::Log;
+use super::oauth::Authorizer;
 use super::stdio::{StdioSpec, StdioTransport};
 use super::transport::Transport;
 use super::McpError;
@@ -28,6 +29,8 @@ pub struct Server {
     client: Client,
     info: ServerInfo,
     tools: Mutex<Vec<RemoteTool>>,
+    /// Tools the server offers only as tasks, which reasonix cannot run.
+    task_only: Mutex<Vec<String>>,
     /// Bumped whenever a listing differs from the one before.
     tools_generation: AtomicU64,
     log: Log,
@@ -44,7 +47,10 @@ pub struct Launch {
     /// The `[sandbox]` settings stdio servers are jailed with, or why they cannot be read
     /// (an unset variable in `forbid_read`): then only unjailed servers start.
     pub sandbox: BaseSettings,
+    /// `client.roots` is the workspace; each server's own roots follow its `roots` setting.
     pub client: ClientOptions,
+    /// The reasonix home, where OAuth tokens are kept.
+    pub home: PathBuf,
 }
 
 impl Server {
@@ -52,8 +58,12 @@ impl Server {
     /// timeout.
     pub fn connect(spec: ServerSpec, launch: &Launch) -> Result<Server, McpError> {
         let started = Instant::now();
+        let workspace = launch.client.roots.first().cloned().unwrap_or_default();
+        let roots = spec.offered_roots(&workspace);
         let options = ClientOptions {
             name: spec.name.clone(),
+            no_roots: roots.is_none(),
+            roots: roots.unwrap_or_default(),
             ..launch.client.clone()
         };
         let log = options.log.clone();
@@ -75,6 +85,7 @@ impl Server {
         };
         let server = Server {
             tools: Mutex::new(Vec::new()),
+            task_only: Mutex::new(Vec::new()),
             tools_generation: AtomicU64::new(0),
             spec,
             client,
@@ -107,21 +118,37 @@ impl Server {
 
     fn set_tools(&self, listed: &[Value]) {
         let mut tools = Vec::new();
+        let mut task_only = Vec::new();
         for value in listed {
             match RemoteTool::parse(value) {
-                Some(tool) if tool.task_only => self.log(&format!(
-                    "skipped tool `{}`: it can only run as a task",
-                    tool.name
-                )),
+                Some(tool) if tool.task_only => {
+                    self.log(&format!(
+                        "skipped tool `{}`: it can only run as a task",
+                        tool.name
+                    ));
+                    task_only.push(tool.name);
+                }
                 Some(tool) => tools.push(tool),
                 None => self.log("skipped a tool without a name"),
             }
         }
+        *self
+            .task_only
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = task_only;
         let mut current = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         if *current != tools {
             *current = tools;
             self.tools_generation.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    /// The tools listed as task-only (not offered to the model).
+    pub fn task_only_tools(&self) -> Vec<String> {
+        self.task_only
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Changes whenever the listed tools change.
@@ -252,10 +279,32 @@ fn open_transport(
                 url: url.clone(),
                 headers: headers.clone(),
                 connect_timeout: spec.connect_timeout,
+                auth: authorizer(spec, url, headers, &launch.home),
             };
             Ok(Box::new(HttpTransport::connect(http, inbox)?))
         }
     }
+}
+
+/// OAuth for a server whose configured headers do not already authorize it.
+fn authorizer(
+    spec: &ServerSpec,
+    url: &str,
+    headers: &[(String, String)],
+    home: &std::path::Path,
+) -> Option<std::sync::Arc<Authorizer>> {
+    if headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    {
+        return None;
+    }
+    Some(std::sync::Arc::new(Authorizer::new(
+        &spec.name,
+        url,
+        spec.oauth.clone(),
+        home,
+    )))
 }
 
 /// Adds the server's last stderr line to a startup error: usually the real reason.

@@ -64,6 +64,7 @@ mod approver;
 mod ask_card;
 mod builtins;
 mod draw;
+mod elicit_form;
 mod event_loop;
 mod goal;
 mod input;
@@ -81,6 +82,7 @@ mod turn;
 
 pub use approver::UiApprover;
 use draw::terminal_screen;
+pub use elicit_form::UiElicitor;
 use event_loop::spawn_input;
 pub use interact::{Reply, UiInteract};
 use servers::tool_names;

@@ -1,0 +1,310 @@
+//! Elicitation (`elicitation/create`): a server asking the user for input in the middle of a
+//! request. This file owns the request as parsed (form mode with its flat schema of string,
+//! number, integer, boolean and enum fields, or URL mode), the defaults a form starts from
+//! (SEP-1034), multi-select enums (arrays of enum items), validation of what the user typed
+//! against the schema, and the answer's JSON
+//! (`accept` with content, `decline`, `cancel`). Asking is the front end's job through
+//! [`Elicitor`]; without one (a headless run) every request is declined.
+
+use serde_json::{json, Map, Value};
+
+/// One field of a form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub kind: Kind,
+    pub required: bool,
+    pub default: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Enum(Vec<String>),
+    /// Several of these (`type: array` with enum items).
+    MultiEnum(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    Form(Vec<Field>),
+    /// Open `url` (out-of-band input such as a payment or a third-party login).
+    Url {
+        url: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub server: String,
+    pub message: String,
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+/// Asks a person.
+pub trait Elicitor: Send + Sync {
+    fn elicit(&self, request: &Request) -> Answer;
+}
+
+/// Parses `elicitation/create` params.
+pub fn parse(server: &str, params: &Value) -> Result<Request, String> {
+    let message = params
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if params.get("mode").and_then(Value::as_str) == Some("url") {
+        let url = params
+            .get("url")
+            .and_then(Value::as_str)
+            .ok_or("a URL elicitation without `url`")?;
+        return Ok(Request {
+            server: server.to_string(),
+            message,
+            mode: Mode::Url {
+                url: url.to_string(),
+            },
+        });
+    }
+    let schema = params.get("requestedSchema").cloned().unwrap_or(json!({}));
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields = Vec::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            fields.push(field(name, property, required.contains(&name.as_str()))?);
+        }
+    }
+    Ok(Request {
+        server: server.to_string(),
+        message,
+        mode: Mode::Form(fields),
+    })
+}
+
+fn field(name: &str, property: &Value, required: bool) -> Result<Field, String> {
+    let text = |key: &str| {
+        property
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let options = |values: &Value| -> Vec<String> {
+        values
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|o| {
+                        o.as_str()
+                            .or_else(|| o.get("const").and_then(Value::as_str))
+                            .map(str::to_string)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let items = property.get("items").unwrap_or(&Value::Null);
+    let kind = if property.get("type").and_then(Value::as_str) == Some("array") {
+        match items
+            .get("enum")
+            .or_else(|| items.get("anyOf"))
+            .or_else(|| items.get("oneOf"))
+        {
+            Some(values) => Kind::MultiEnum(options(values)),
+            None => return Err(format!("field `{name}` is a list without options")),
+        }
+    } else if let Some(values) = property.get("enum") {
+        Kind::Enum(options(values))
+    } else if let Some(values) = property.get("oneOf") {
+        Kind::Enum(options(values))
+    } else {
+        match property.get("type").and_then(Value::as_str) {
+            Some("string") => Kind::String,
+            Some("number") => Kind::Number,
+            Some("integer") => Kind::Integer,
+            Some("boolean") => Kind::Boolean,
+            other => {
+                return Err(format!(
+                    "field `{name}` has type {}, which a form cannot ask for",
+                    other.unwrap_or("(none)")
+                ))
+            }
+        }
+    };
+    Ok(Field {
+        name: name.to_string(),
+        title: match text("title") {
+            t if t.is_empty() => name.to_string(),
+            t => t,
+        },
+        description: text("description"),
+        kind,
+        required,
+        default: property.get("default").cloned(),
+    })
+}
+
+/// Turns what the user typed for `field` into its JSON value; an empty answer takes the
+/// default, or leaves an optional field out (`Ok(None)`).
+pub fn value_of(field: &Field, typed: &str) -> Result<Option<Value>, String> {
+    let typed = typed.trim();
+    if typed.is_empty() {
+        return match (&field.default, field.required) {
+            (Some(default), _) => Ok(Some(default.clone())),
+            (None, false) => Ok(None),
+            (None, true) => Err(format!("`{}` is required", field.title)),
+        };
+    }
+    let value = match &field.kind {
+        Kind::String => json!(typed),
+        Kind::Number => json!(typed
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| format!("`{}` must be a number", field.title))?),
+        Kind::Integer => json!(typed
+            .parse::<i64>()
+            .map_err(|_| format!("`{}` must be a whole number", field.title))?),
+        Kind::Boolean => match typed.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" => json!(true),
+            "n" | "no" | "false" => json!(false),
+            _ => return Err(format!("`{}` is yes or no", field.title)),
+        },
+        Kind::Enum(options) => json!(pick(field, options, typed)?),
+        Kind::MultiEnum(options) => {
+            let mut picked = Vec::new();
+            for part in typed.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let option = pick(field, options, part)?;
+                if !picked.contains(&option) {
+                    picked.push(option);
+                }
+            }
+            json!(picked)
+        }
+    };
+    Ok(Some(value))
+}
+
+/// One option, by its 1-based position or as written.
+fn pick(field: &Field, options: &[String], typed: &str) -> Result<String, String> {
+    typed
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| options.get(i))
+        .or_else(|| options.iter().find(|o| o.as_str() == typed))
+        .cloned()
+        .ok_or_else(|| format!("`{}` is one of: {}", field.title, options.join(", ")))
+}
+
+/// The JSON result of an answer.
+pub fn result(answer: &Answer) -> Value {
+    match answer {
+        Answer::Accept(content) => json!({"action": "accept", "content": content}),
+        Answer::Decline => json!({"action": "decline"}),
+        Answer::Cancel => json!({"action": "cancel"}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form() -> Vec<Field> {
+        let params = json!({"message": "Book a table", "requestedSchema": {"type": "object",
+            "properties": {
+                "name": {"type": "string", "title": "Name"},
+                "guests": {"type": "integer", "default": 2},
+                "tip": {"type": "number"},
+                "outside": {"type": "boolean", "default": false},
+                "time": {"type": "string", "enum": ["18:00", "20:00"]},
+                "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]}
+            }, "required": ["name", "time"]}});
+        let Mode::Form(fields) = parse("srv", &params).unwrap().mode else {
+            panic!("expected a form");
+        };
+        fields
+    }
+
+    fn by_name(fields: &[Field], name: &str) -> Field {
+        fields.iter().find(|f| f.name == name).unwrap().clone()
+    }
+
+    #[test]
+    fn every_field_kind_parses_and_validates() {
+        let fields = form();
+        let name = by_name(&fields, "name");
+        assert!(name.required && name.title == "Name");
+        assert_eq!(value_of(&name, "Ann").unwrap(), Some(json!("Ann")));
+        assert!(value_of(&name, "  ").unwrap_err().contains("required"));
+        let guests = by_name(&fields, "guests");
+        assert_eq!(
+            value_of(&guests, "").unwrap(),
+            Some(json!(2)),
+            "default pre-filled"
+        );
+        assert!(value_of(&guests, "2.5").is_err());
+        assert_eq!(
+            value_of(&by_name(&fields, "tip"), "1.5").unwrap(),
+            Some(json!(1.5))
+        );
+        assert_eq!(value_of(&by_name(&fields, "tip"), "").unwrap(), None);
+        assert!(value_of(&by_name(&fields, "tip"), "NaN").is_err());
+        assert_eq!(
+            value_of(&by_name(&fields, "outside"), "yes").unwrap(),
+            Some(json!(true))
+        );
+        let time = by_name(&fields, "time");
+        assert_eq!(value_of(&time, "2").unwrap(), Some(json!("20:00")));
+        assert_eq!(value_of(&time, "18:00").unwrap(), Some(json!("18:00")));
+        assert!(value_of(&time, "9").unwrap_err().contains("one of"));
+        assert_eq!(
+            by_name(&fields, "size").kind,
+            Kind::Enum(vec!["s".into(), "l".into()])
+        );
+    }
+
+    #[test]
+    fn url_mode_and_unaskable_schemas() {
+        let request = parse(
+            "s",
+            &json!({"mode": "url", "url": "https://x.example/pay", "message": "Pay"}),
+        )
+        .unwrap();
+        assert_eq!(
+            request.mode,
+            Mode::Url {
+                url: "https://x.example/pay".into()
+            }
+        );
+        let err = parse(
+            "s",
+            &json!({"requestedSchema": {"properties": {"o": {"type": "object"}}}}),
+        )
+        .unwrap_err();
+        assert!(err.contains("`o`"), "{err}");
+        assert_eq!(result(&Answer::Decline), json!({"action": "decline"}));
+        let mut content = Map::new();
+        content.insert("a".into(), json!(1));
+        assert_eq!(
+            result(&Answer::Accept(content)),
+            json!({"action": "accept", "content": {"a": 1}})
+        );
+    }
+}

@@ -1,0 +1,500 @@
+//! MCP OAuth end to end: the real `reasonix` binary against a loopback server written here that
+//! is both a protected MCP endpoint and its authorization server (protected resource metadata,
+//! RFC 8414 metadata, dynamic registration, `/authorize`, `/token`). The browser step is the
+//! test itself: it reads the URL `reasonix mcp login` prints, asks `/authorize` for the
+//! redirect and follows it to the loopback listener. Attacks (a foreign `state`, metadata on
+//! another origin, metadata for another resource) must stop the login before any token.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, use_fake_provider, Dir};
+
+/// One request the fake saw.
+#[derive(Debug, Clone)]
+struct Req {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Req {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+    fn form(&self) -> HashMap<String, String> {
+        reasonix::mcp::oauth::url::query_pairs(&self.body)
+            .into_iter()
+            .collect()
+    }
+    fn query(&self) -> HashMap<String, String> {
+        let query = self.target.split_once('?').map_or("", |(_, q)| q);
+        reasonix::mcp::oauth::url::query_pairs(query)
+            .into_iter()
+            .collect()
+    }
+}
+
+type Answer = (u16, Vec<(String, String)>, String);
+
+/// A loopback HTTP server; `handler` gets the base URL and each request. Every request is
+/// recorded.
+fn serve(
+    handler: impl Fn(&str, &Req) -> Answer + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<Req>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (handler, record, url) = (Arc::new(handler), seen.clone(), base.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            let (handler, record, url) = (handler.clone(), record.clone(), url.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(&stream);
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                let mut words = line.split_whitespace();
+                let method = words.next().unwrap_or("").to_string();
+                let target = words.next().unwrap_or("").to_string();
+                let mut headers = Vec::new();
+                loop {
+                    let mut header = String::new();
+                    reader.read_line(&mut header).unwrap();
+                    match header.trim().split_once(':') {
+                        Some((n, v)) => headers.push((n.trim().to_string(), v.trim().to_string())),
+                        None => break,
+                    }
+                }
+                let length = headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |(_, v)| v.parse().unwrap());
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let req = Req {
+                    method,
+                    target,
+                    headers,
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                };
+                let (status, extra, body) = handler(&url, &req);
+                record.lock().unwrap().push(req);
+                let mut head = format!(
+                    "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+                    body.len()
+                );
+                if !extra.iter().any(|(n, _)| n == "Content-Type") {
+                    head.push_str("Content-Type: application/json\r\n");
+                }
+                for (n, v) in extra {
+                    head.push_str(&format!("{n}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let mut stream = &stream;
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(body.as_bytes());
+            });
+        }
+    });
+    (base, seen)
+}
+
+/// What the fake authorization server remembers between requests.
+#[derive(Default)]
+struct AuthState {
+    /// code -> (code_challenge, resource)
+    codes: HashMap<String, (String, String)>,
+    valid: Vec<String>,
+    issued: u32,
+}
+
+/// How the fake misbehaves.
+#[derive(Clone, Default)]
+struct Script {
+    /// Where the 401 says the resource metadata is (default: this server).
+    metadata_link: Option<String>,
+    /// The `resource` the metadata claims (default: this server's `/mcp`).
+    claimed_resource: Option<String>,
+}
+
+fn json_answer(status: u16, body: Value) -> Answer {
+    (status, vec![], body.to_string())
+}
+
+/// A protected MCP endpoint at `/mcp` with its own authorization server.
+fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
+    let state = Arc::new(Mutex::new(AuthState::default()));
+    serve(move |base, req| {
+        let mut state = state.lock().unwrap();
+        match (req.method.as_str(), req.path()) {
+            ("POST", "/mcp") => {
+                let token = req
+                    .header("authorization")
+                    .and_then(|h| h.strip_prefix("Bearer "))
+                    .unwrap_or("");
+                if !state.valid.iter().any(|t| t == token) {
+                    let link = script
+                        .metadata_link
+                        .clone()
+                        .unwrap_or(format!("{base}/.well-known/oauth-protected-resource/mcp"));
+                    let www = format!(r#"Bearer resource_metadata="{link}", scope="mcp:tools""#);
+                    return (401, vec![("WWW-Authenticate".into(), www)], "{}".into());
+                }
+                let message: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+                let id = message["id"].clone();
+                let result = match message["method"].as_str().unwrap_or("") {
+                    "initialize" => json!({"protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "vault", "version": "1"}}),
+                    "tools/list" => json!({"tools": [{"name": "secret_count",
+                        "inputSchema": {"type": "object"}}]}),
+                    "tools/call" => json!({"content": [{"type": "text", "text": "42 secrets"}]}),
+                    _ => return (202, vec![], String::new()),
+                };
+                json_answer(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            }
+            ("GET", "/mcp") | ("DELETE", "/mcp") => (405, vec![], String::new()),
+            ("GET", "/.well-known/oauth-protected-resource/mcp") => json_answer(
+                200,
+                json!({"resource": script.claimed_resource.clone().unwrap_or(format!("{base}/mcp")),
+                       "authorization_servers": [base], "scopes_supported": ["mcp:tools"]}),
+            ),
+            ("GET", "/.well-known/oauth-authorization-server") => json_answer(
+                200,
+                json!({"issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                       "token_endpoint": format!("{base}/token"),
+                       "registration_endpoint": format!("{base}/register"),
+                       "code_challenge_methods_supported": ["S256"],
+                       "scopes_supported": ["mcp:tools", "offline_access"],
+                       "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"]}),
+            ),
+            ("POST", "/register") => json_answer(201, json!({"client_id": "dyn-client"})),
+            ("GET", "/authorize") => {
+                let q = req.query();
+                let code = format!("code-{}", state.codes.len() + 1);
+                state.codes.insert(
+                    code.clone(),
+                    (q["code_challenge"].clone(), q["resource"].clone()),
+                );
+                let location = format!(
+                    "{}?code={code}&state={}&iss={}",
+                    q["redirect_uri"],
+                    reasonix::mcp::oauth::url::encode(&q["state"]),
+                    reasonix::mcp::oauth::url::encode(base)
+                );
+                (302, vec![("Location".into(), location)], String::new())
+            }
+            ("POST", "/token") => {
+                let form = req.form();
+                let grant = form.get("grant_type").cloned().unwrap_or_default();
+                match grant.as_str() {
+                    "authorization_code" => {
+                        let Some((challenge, _)) = state.codes.remove(&form["code"]) else {
+                            return json_answer(400, json!({"error": "invalid_grant"}));
+                        };
+                        let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+                        let expected = reasonix::mcp::oauth::pkce::base64url(
+                            &reasonix::hash::sha256(verifier.as_bytes()),
+                        );
+                        if expected != challenge {
+                            return json_answer(
+                                400,
+                                json!({"error": "invalid_grant", "error_description": "PKCE"}),
+                            );
+                        }
+                    }
+                    "refresh_token"
+                        if form.get("refresh_token").map(String::as_str) == Some("rt-1") => {}
+                    "client_credentials" => {
+                        let basic = reasonix::mcp::oauth::pkce::base64(b"m2m:s3cret");
+                        if req.header("authorization") != Some(&format!("Basic {basic}")) {
+                            return json_answer(401, json!({"error": "invalid_client"}));
+                        }
+                    }
+                    _ => return json_answer(400, json!({"error": "unsupported_grant_type"})),
+                }
+                state.issued += 1;
+                let token = format!("at-{}", state.issued);
+                state.valid.push(token.clone());
+                json_answer(
+                    200,
+                    json!({"access_token": token, "token_type": "Bearer",
+                    "expires_in": 3600, "refresh_token": "rt-1", "scope": "mcp:tools"}),
+                )
+            }
+            _ => (404, vec![], String::new()),
+        }
+    })
+}
+
+fn plugin(url: &str, extra: &str) -> String {
+    format!("[[plugins]]\nname = \"vault\"\ntype = \"http\"\nurl = \"{url}\"\n{extra}\n")
+}
+
+fn requests(seen: &Arc<Mutex<Vec<Req>>>, path: &str) -> Vec<Req> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.path() == path)
+        .cloned()
+        .collect()
+}
+
+/// Starts `reasonix mcp login vault`, plays the browser with `tamper` applied to the redirect
+/// URL, and returns the finished run.
+fn login_via_browser(home: &Dir, cwd: &Path, tamper: impl Fn(&str) -> String) -> crate::util::Run {
+    let mut child = reasonix(home, cwd)
+        .args(["mcp", "login", "vault"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut printed = String::new();
+    let mut address = None;
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        printed.push_str(&line);
+        if line.starts_with("http://") {
+            address = Some(line.trim().to_string());
+            break;
+        }
+    }
+    if let Some(address) = address {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let reply = agent.get(&address).call().unwrap();
+        assert_eq!(reply.status().as_u16(), 302, "{address}");
+        let location = reply.headers()["location"].to_str().unwrap().to_string();
+        let _ = agent.get(&tamper(&location)).call();
+    }
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    crate::util::Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr: printed + &rest,
+    }
+}
+
+fn token_files(home: &Dir) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(home.join(".reasonix/mcp-auth"))
+        .map(|dir| dir.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn login_registers_follows_the_browser_and_runs_use_and_refresh_the_token() {
+    let (base, seen) = protected_server(Script::default());
+    let home = Dir::new();
+    let work = Dir::new();
+    let url = format!("{base}/mcp");
+    home.write(".reasonix/config.toml", &plugin(&url, ""));
+
+    // Before any login: the server is reported as needing one, and `mcp list` fails.
+    let out = run(reasonix(&home, work.path()).args(["mcp", "list"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("reasonix mcp login vault"), "{out:?}");
+    assert!(requests(&seen, "/token").is_empty());
+
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.starts_with("Logged in to `vault`"), "{out:?}");
+    let register = requests(&seen, "/register");
+    assert_eq!(register.len(), 1, "dynamic client registration");
+    let registration: Value = serde_json::from_str(&register[0].body).unwrap();
+    assert!(registration["redirect_uris"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
+    let authorize = requests(&seen, "/authorize")[0].query();
+    assert_eq!(authorize["client_id"], "dyn-client");
+    assert_eq!(authorize["code_challenge_method"], "S256");
+    assert_eq!(authorize["resource"], url, "RFC 8707 audience");
+    assert_eq!(authorize["scope"], "mcp:tools offline_access");
+    let token = requests(&seen, "/token")[0].form();
+    assert_eq!(token["resource"], url);
+    assert_eq!(token["client_id"], "dyn-client");
+
+    // Stored for the user only, never printed.
+    let files = token_files(&home);
+    assert_eq!(files.len(), 1, "{files:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(!out.stdout.contains("at-1") && !out.stderr.contains("at-1"));
+
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "42 secrets\n"),
+        "{out:?}"
+    );
+    assert!(requests(&seen, "/mcp")
+        .iter()
+        .any(|r| r.header("authorization") == Some("Bearer at-1")));
+
+    // An expired access token is refreshed before use.
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let mut saved: Value = serde_json::from_str(&text).unwrap();
+    saved["tokens"]["expires_at"] = json!(1);
+    std::fs::write(&files[0], saved.to_string()).unwrap();
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let refresh = requests(&seen, "/token")
+        .into_iter()
+        .find(|r| r.form()["grant_type"] == "refresh_token")
+        .expect("a refresh grant");
+    assert_eq!(refresh.form()["resource"], url);
+    assert!(requests(&seen, "/mcp")
+        .iter()
+        .any(|r| r.header("authorization") == Some("Bearer at-2")));
+
+    let out = run(reasonix(&home, work.path()).args(["mcp", "logout", "vault"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(token_files(&home).is_empty());
+}
+
+#[test]
+fn a_headless_run_reports_an_unauthorized_server_once_and_goes_on() {
+    let (base, _seen) = protected_server(Script::default());
+    let model = FakeOpenAI::start(vec![Reply::text("done without it")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "done without it\n"),
+        "{out:?}"
+    );
+    assert_eq!(
+        out.stderr.matches("reasonix mcp login vault").count(),
+        1,
+        "{out:?}"
+    );
+}
+
+#[test]
+fn the_client_credentials_grant_needs_no_browser() {
+    let (base, seen) = protected_server(Script::default());
+    let home = Dir::new();
+    let work = Dir::new();
+    let oauth = "[plugins.oauth]\nclient_id = \"m2m\"\nclient_secret = \"${VAULT_SECRET}\"\ngrant = \"client_credentials\"\n";
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), oauth),
+    );
+    let out = run(reasonix(&home, work.path())
+        .env("VAULT_SECRET", "s3cret")
+        .args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "42 secrets\n"),
+        "{out:?}"
+    );
+    let token = requests(&seen, "/token");
+    assert_eq!(token.len(), 1);
+    assert_eq!(token[0].form()["grant_type"], "client_credentials");
+    assert_eq!(token[0].form()["resource"], format!("{base}/mcp"));
+    assert!(requests(&seen, "/authorize").is_empty());
+    // The configured secret is not copied next to the tokens.
+    let files = token_files(&home);
+    let stored = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        stored.contains("at-1") && !stored.contains("s3cret"),
+        "{stored}"
+    );
+    // A second run reuses the stored token: no new token request.
+    let out = run(reasonix(&home, work.path())
+        .env("VAULT_SECRET", "s3cret")
+        .args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(requests(&seen, "/token").len(), 1);
+}
+
+#[test]
+fn a_redirect_with_a_foreign_state_stops_the_login_before_any_token() {
+    let (base, seen) = protected_server(Script::default());
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let out = login_via_browser(&home, work.path(), |location| {
+        let (before, after) = location.split_once("state=").unwrap();
+        let rest = after.split_once('&').map_or("", |(_, r)| r);
+        format!("{before}state=attacker&{rest}")
+    });
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("`state`"), "{out:?}");
+    assert!(
+        requests(&seen, "/token").is_empty(),
+        "no code was exchanged"
+    );
+    assert!(token_files(&home).is_empty());
+}
+
+#[test]
+fn metadata_on_another_origin_or_for_another_resource_is_refused() {
+    let (other, other_seen) = serve(|_, _| json_answer(404, json!({})));
+    for script in [
+        Script {
+            metadata_link: Some(format!("{other}/.well-known/oauth-protected-resource")),
+            ..Script::default()
+        },
+        Script {
+            claimed_resource: Some(format!("{other}/mcp")),
+            ..Script::default()
+        },
+    ] {
+        let (base, seen) = protected_server(script);
+        let home = Dir::new();
+        let work = Dir::new();
+        home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+        let out = run(reasonix(&home, work.path()).args(["mcp", "login", "vault"]));
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stderr.contains("refused"), "{out:?}");
+        assert!(
+            !out.stderr.contains("open this URL"),
+            "no URL shown: {out:?}"
+        );
+        assert!(requests(&seen, "/register").is_empty() && requests(&seen, "/token").is_empty());
+    }
+    assert!(
+        other_seen.lock().unwrap().is_empty(),
+        "the other origin was never asked"
+    );
+}
