@@ -498,3 +498,23 @@ fn metadata_on_another_origin_or_for_another_resource_is_refused() {
         "the other origin was never asked"
     );
 }
+
+#[test]
+fn login_never_contacts_a_project_server_that_has_no_launch_grant() {
+    let (base, seen) = protected_server(Script::default());
+    let home = Dir::new();
+    let work = Dir::new();
+    let url = format!("{base}/mcp");
+    // The repository declares the server; the user never approved it.
+    work.write(
+        ".mcp.json",
+        &format!(r#"{{"mcpServers": {{"vault": {{"type": "http", "url": "{url}"}}}}}}"#),
+    );
+    let out = run(reasonix(&home, work.path())
+        .args(["mcp", "login", "vault"])
+        .stdin(Stdio::null()));
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("launch grant"), "{out:?}");
+    assert!(seen.lock().unwrap().is_empty(), "the server was contacted");
+    assert!(token_files(&home).is_empty());
+}

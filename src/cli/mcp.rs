@@ -330,6 +330,16 @@ fn http_server(config: &Config, cwd: &Path, name: &str) -> Result<(ServerSpec, S
 
 fn login(config: &Config, cwd: &Path, name: &str) -> Result<i32, Error> {
     let (spec, url) = http_server(config, cwd, name)?;
+    // Logging in connects to the server, which a repository's server may only do once the
+    // user has approved it, exactly as for a launch.
+    let grants = mcp::grants::GrantStore::new(&config.home);
+    if spec.origin.needs_grant() && !grants.is_granted(cwd, &spec.name, &spec.identity_hash()) {
+        return Err(Error::Failed(format!(
+            "`{name}` is declared in {} and has no launch grant for this workspace; approve it \
+             first (`reasonix mcp list` on a terminal offers it), then log in",
+            spec.origin.describe()
+        )));
+    }
     let target = oauth::Target {
         name,
         url: &url,
