@@ -393,12 +393,14 @@ fn subagent_try_is_read_only_and_run_has_the_normal_tools() {
     assert_eq!(last_content(&requests[0].body), "where is main");
     let tried_tools = tool_names(&requests[0].body);
     assert!(tried_tools.contains(&"grep".to_string()), "{tried_tools:?}");
-    for writer in ["write_file", "bash", "task"] {
+    for writer in ["write_file", "task"] {
         assert!(
             !tried_tools.contains(&writer.to_string()),
             "{tried_tools:?}"
         );
     }
+    // Its shell is the one that cannot write, as in a read-only child.
+    assert!(bash_description(&requests[0].body).contains("read-only"));
     assert!(system(&requests[1].body).starts_with("You are a code review subagent"));
     let run_tools = tool_names(&requests[1].body);
     assert!(run_tools.contains(&"bash".to_string()), "{run_tools:?}");

@@ -131,11 +131,7 @@ impl Children {
             tools.insert(Arc::new(crate::tool::builtin::skill::SkillTool));
         }
         if read_only {
-            let shell = tools.get("bash").is_some();
-            keep_readers(&mut tools);
-            if shell {
-                tools.insert(Arc::new(crate::tool::builtin::read_only_bash::ReadOnlyBash));
-            }
+            keep_readers_and_shell(&mut tools);
         }
         tools
     }
@@ -393,6 +389,17 @@ pub fn keep_readers(tools: &mut Registry) {
         .filter(|n| tools.get(n).is_some_and(|t| t.read_only()))
         .collect();
     tools.retain(|n| keep.iter().any(|k| k == n));
+}
+
+/// The read-only registry of a subagent: the readers, and in place of `bash` (when it was
+/// enabled) the shell that only runs in a jail with nothing writable. The caller fences the
+/// context's sandbox to no path (`Policy::fenced(&[])`), which that shell requires.
+pub fn keep_readers_and_shell(tools: &mut Registry) {
+    let shell = tools.get("bash").is_some();
+    keep_readers(tools);
+    if shell {
+        tools.insert(Arc::new(crate::tool::builtin::read_only_bash::ReadOnlyBash));
+    }
 }
 
 /// The parent's gate for a child: every check is the parent's, but a child cannot change the

@@ -400,7 +400,12 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     ));
     let tally = Arc::clone(&children.tally);
     if read_only {
-        crate::cli::delegate::keep_readers(&mut tools);
+        crate::cli::delegate::keep_readers_and_shell(&mut tools);
+        let shut = ctx
+            .sandbox
+            .fenced(&[])
+            .map_err(|e| Error::Failed(e.to_string()))?;
+        ctx.sandbox = Arc::new(shut);
     } else {
         assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
     }
