@@ -9,6 +9,7 @@ mod commands;
 mod config;
 mod context;
 mod demo;
+mod dist;
 mod escapes;
 mod hardening;
 mod hooks;
