@@ -386,6 +386,21 @@ fn zsh_completion_is_valid_zsh_naming_every_command_and_flag() {
         .output()
         .unwrap();
     assert!(check.status.success(), "{check:?}");
+    // Sourced (not autoloaded from $fpath), the script registers itself for `reasonix`.
+    let sourced = Command::new("zsh")
+        .arg("-fc")
+        .arg(format!(
+            "autoload -U compinit && compinit -u -D; source {} && print -r -- ${{_comps[reasonix]}}",
+            home.join("_reasonix").display()
+        ))
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&sourced.stdout),
+        "_reasonix\n",
+        "{sourced:?}"
+    );
 }
 
 #[test]

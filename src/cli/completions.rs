@@ -315,7 +315,12 @@ pub fn zsh() -> String {
     s.push_str("    esac\n");
     s.push_str("    return ret\n");
     s.push_str("}\n\n");
-    s.push_str("_reasonix \"$@\"\n");
+    // Autoloaded from $fpath the file is the function's body; sourced, it registers itself.
+    s.push_str("if [ \"$funcstack[1]\" = \"_reasonix\" ]; then\n");
+    s.push_str("    _reasonix \"$@\"\n");
+    s.push_str("else\n");
+    s.push_str("    compdef _reasonix reasonix\n");
+    s.push_str("fi\n");
     s
 }
 
