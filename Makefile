@@ -4,8 +4,18 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
+# The release archives `make dist` writes, one per target.
+DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+# CI fails when the static binary grows past this (5 MiB; it is about 4.97 MB).
+MAX_STATIC_BYTES ?= 5242880
+# What `make install` installs: the release build unless told otherwise.
+BIN ?= target/release/reasonix
+MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
+BASH_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSH_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISH_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: build release static test lint install bench demo clean
+.PHONY: build release static static-size test lint install uninstall dist repro bench demo clean
 
 build:
 	$(CARGO) build
@@ -13,18 +23,27 @@ build:
 release:
 	$(CARGO) build --release
 
-# A fully static, position-independent musl binary. Installs the rustup target and
-# Debian's musl-tools (for ring's C/asm parts) when they are missing.
+# A fully static, position-independent musl binary, built the way the release archives are
+# (scripts/dist.sh: reproducible flags; installs the rustup target and Debian's musl-tools for
+# ring's C/asm parts when they are missing).
 static:
-	@rustup target list --installed 2>/dev/null | grep -qx $(MUSL_TARGET) || rustup target add $(MUSL_TARGET)
-	@command -v musl-gcc >/dev/null 2>&1 || { \
-	  if command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null; \
-	  else echo "static: musl-gcc not found; install musl-tools" >&2; exit 1; fi; }
-	CC_x86_64_unknown_linux_musl=musl-gcc \
-	RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=pie" \
-	  $(CARGO) build --release --target $(MUSL_TARGET)
-	@ls -l $(STATIC_BIN) | awk '{print "static binary: " $$9 " (" $$5 " bytes)"}'
+	scripts/dist.sh build $(MUSL_TARGET)
+	@$(MAKE) --no-print-directory static-size
+
+static-size:
+	@size=$$(stat -c %s $(STATIC_BIN)); echo "static binary: $(STATIC_BIN) ($$size bytes)"; \
+	if [ $$size -gt $(MAX_STATIC_BYTES) ]; then \
+	  echo "static binary is larger than $(MAX_STATIC_BYTES) bytes" >&2; exit 1; fi
+
+# Release archives dist/reasonix-VERSION-TARGET.tar.gz and dist/SHA256SUMS for every target in
+# DIST_TARGETS; each binary is smoke-tested first (under qemu-user when foreign).
+dist:
+	@for t in $(DIST_TARGETS); do scripts/dist.sh build $$t && scripts/dist.sh smoke $$t || exit 1; done
+	scripts/dist.sh package $(DIST_TARGETS)
+
+# Builds the x86_64 archive again in a fresh clone elsewhere and compares it with dist/'s.
+repro:
+	scripts/repro.sh $(MUSL_TARGET)
 
 test:
 	$(CARGO) test --all-targets
@@ -34,8 +53,16 @@ lint:
 	$(CARGO) clippy --all-targets -- -D warnings
 
 install: release
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 target/release/reasonix $(DESTDIR)$(PREFIX)/bin/reasonix
+	install -d $(DESTDIR)$(PREFIX)/bin $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/reasonix
+	$(BIN) man > $(MAN_DIR)/reasonix.1 && chmod 0644 $(MAN_DIR)/reasonix.1
+	$(BIN) completions bash > $(BASH_DIR)/reasonix && chmod 0644 $(BASH_DIR)/reasonix
+	$(BIN) completions zsh > $(ZSH_DIR)/_reasonix && chmod 0644 $(ZSH_DIR)/_reasonix
+	$(BIN) completions fish > $(FISH_DIR)/reasonix.fish && chmod 0644 $(FISH_DIR)/reasonix.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/reasonix $(MAN_DIR)/reasonix.1 $(BASH_DIR)/reasonix \
+	  $(ZSH_DIR)/_reasonix $(FISH_DIR)/reasonix.fish
 
 # The long-session benches compare the static musl binary with the glibc build.
 bench: static
@@ -58,3 +85,4 @@ demo:
 
 clean:
 	$(CARGO) clean
+	rm -rf dist

@@ -1,4 +1,5 @@
-//! Stamps the git commit into the binary so `reasonix --version` names the exact build.
+//! Stamps the git commit and the target triple into the binary so `reasonix --version` names
+//! the exact build.
 use std::process::Command;
 
 fn main() {
@@ -15,6 +16,9 @@ fn main() {
     });
     if let Some(commit) = commit {
         println!("cargo:rustc-env=REASONIX_GIT_COMMIT={commit}");
+    }
+    if let Ok(target) = std::env::var("TARGET") {
+        println!("cargo:rustc-env=REASONIX_TARGET={target}");
     }
     println!("cargo:rerun-if-env-changed=REASONIX_GIT_COMMIT");
     println!("cargo:rerun-if-changed=.git/HEAD");

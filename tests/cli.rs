@@ -16,6 +16,9 @@ fn version_names_version_and_commit() {
             .starts_with(&format!("reasonix {}", env!("CARGO_PKG_VERSION"))),
         "{out:?}"
     );
+    // The target triple, for telling release archives apart.
+    let arch = std::env::consts::ARCH;
+    assert!(out.stdout.contains(&format!(" {arch}-")), "{out:?}");
     let same = run(reasonix(&home, home.path()).arg("version"));
     assert_eq!(same.stdout, out.stdout);
 }

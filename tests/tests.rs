@@ -10,6 +10,7 @@ mod config;
 mod context;
 mod coordinator;
 mod demo;
+mod dist;
 mod escapes;
 mod fleet;
 mod goal;

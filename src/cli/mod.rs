@@ -8,13 +8,16 @@ use crate::cli::error::{exit, Error};
 
 pub mod assemble;
 pub mod chat;
+pub mod completions;
 pub mod delegate;
 pub mod doctor;
 pub mod error;
 pub mod flags;
 pub mod goal;
+pub mod helpdoc;
 pub mod hooks;
 pub mod lex;
+pub mod man;
 pub mod mcp;
 pub mod models;
 pub mod output;
@@ -161,6 +164,18 @@ pub const COMMANDS: &[Command] = &[
         handler: trust::main,
     },
     Command {
+        name: "completions",
+        summary: "Print a shell completion script (bash, zsh or fish)",
+        help: completions::HELP,
+        handler: completions::main,
+    },
+    Command {
+        name: "man",
+        summary: "Print the manual page reasonix(1) as roff",
+        help: man::HELP,
+        handler: man::main,
+    },
+    Command {
         name: "help",
         summary: "Show help for reasonix or one command",
         help: "Usage: reasonix help [COMMAND]\n\nShows the command list, or the full help of COMMAND.\n",
@@ -168,8 +183,8 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "version",
-        summary: "Print the version and git commit",
-        help: "Usage: reasonix version\n\nPrints the version and the git commit of this build.\n",
+        summary: "Print the version, git commit and target",
+        help: "Usage: reasonix version\n\nPrints the version, the git commit and the target triple of this build.\n",
         handler: version_main,
     },
 ];
@@ -183,9 +198,13 @@ Global flags:
 ";
 
 pub fn version_line() -> String {
-    match crate::GIT_COMMIT {
-        Some(commit) => format!("reasonix {} ({commit})", crate::VERSION),
-        None => format!("reasonix {}", crate::VERSION),
+    // The target triple tells a packager which archive a binary came from.
+    let target = option_env!("REASONIX_TARGET");
+    match (crate::GIT_COMMIT, target) {
+        (Some(commit), Some(target)) => format!("reasonix {} ({commit} {target})", crate::VERSION),
+        (Some(commit), None) => format!("reasonix {} ({commit})", crate::VERSION),
+        (None, Some(target)) => format!("reasonix {} ({target})", crate::VERSION),
+        (None, None) => format!("reasonix {}", crate::VERSION),
     }
 }
 
@@ -195,7 +214,7 @@ fn overview() -> String {
         version_line()
     );
     for cmd in COMMANDS {
-        text.push_str(&format!("  {:<9} {}\n", cmd.name, cmd.summary));
+        text.push_str(&format!("  {:<11} {}\n", cmd.name, cmd.summary));
     }
     text.push('\n');
     text.push_str(GLOBAL_HELP);

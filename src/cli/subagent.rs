@@ -54,7 +54,7 @@ symlinked folders or files, and the read-only roots (~/.agents/skills, .claude/s
   --effort E           minimal, low, medium, high, max or xhigh; '' removes it
   --prompt TEXT        The system prompt (the SKILL.md body)
   --prompt-file PATH   The system prompt from a file; - reads stdin
-  --yes, -y            delete without asking; required when stdin is not a terminal
+  -y, --yes            delete without asking; required when stdin is not a terminal
 
 Without --prompt or --prompt-file, create reads the prompt from stdin when stdin is not a
 terminal, and when stdin and stdout are a terminal opens $VISUAL or $EDITOR (else vi) on the

@@ -1,0 +1,408 @@
+//! `reasonix completions bash|zsh|fish`: shell completion scripts written from the same help
+//! texts `reasonix help` prints (through [`super::helpdoc`]): commands, their actions, flags
+//! and flag values. `-m/--model` completes from the config through `--models`, which reads
+//! only local files, so pressing Tab never touches the network.
+
+use std::fmt::Write as _;
+
+use super::helpdoc::{self, CommandDoc, Flag, ValueKind, SHELLS};
+use super::lex::{Arg, Lexer};
+use super::{print_out, unknown_flag, Global};
+use crate::cli::error::{exit, Error};
+
+pub const HELP: &str = "\
+Usage: reasonix completions bash|zsh|fish
+       reasonix completions --models
+
+Prints a completion script for the shell. Load it for this shell with
+`source <(reasonix completions bash)`; `make install` installs all three.
+
+Flags:
+  --models   Print the model references the config defines (provider, model and
+             provider/model), one per line: what the scripts offer for -m/--model
+";
+
+pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let mut shell = None;
+    let mut models = false;
+    while let Some(arg) = lexer.next().map_err(Error::Usage)? {
+        if global.accept(&arg, lexer)? {
+            continue;
+        }
+        match arg {
+            Arg::Long(name) if name == "models" => models = true,
+            Arg::Value(word) if shell.is_none() => shell = Some(word),
+            other => return Err(unknown_flag("completions", &other)),
+        }
+    }
+    if models {
+        let (_, _, loaded) = global.load_workspace()?;
+        print_out(&model_refs(&loaded.config));
+        return Ok(exit::OK);
+    }
+    let script = match shell.as_deref() {
+        Some("bash") => bash(),
+        Some("zsh") => zsh(),
+        Some("fish") => fish(),
+        Some(other) => {
+            return Err(Error::Usage(format!(
+                "no completions for shell `{other}`; choose one of {}",
+                SHELLS.join(", ")
+            )))
+        }
+        None => {
+            return Err(Error::Usage(format!(
+                "name a shell: reasonix completions {}",
+                SHELLS.join("|")
+            )))
+        }
+    };
+    print_out(&script);
+    Ok(exit::OK)
+}
+
+/// Provider names, model names and provider/model references, each once, in config order.
+fn model_refs(config: &crate::config::Config) -> String {
+    let mut refs: Vec<String> = Vec::new();
+    let mut add = |r: String| {
+        if !refs.contains(&r) {
+            refs.push(r);
+        }
+    };
+    for provider in &config.providers {
+        add(provider.name.clone());
+        for model in provider.model_names() {
+            add(model.to_string());
+            add(format!("{}/{model}", provider.name));
+        }
+    }
+    refs.iter().map(|r| format!("{r}\n")).collect()
+}
+
+/// Every long flag of the CLI that takes a value, for skipping values when a script looks for
+/// the command word.
+fn value_flags(docs: &[CommandDoc], global: &[Flag]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for flag in docs.iter().flat_map(|d| d.flags.iter()).chain(global) {
+        if flag.value.is_some() {
+            for spelled in spellings(flag) {
+                if !out.contains(&spelled) {
+                    out.push(spelled);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `-m` and `--model`.
+fn spellings(flag: &Flag) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(c) = flag.short {
+        out.push(format!("-{c}"));
+    }
+    out.push(format!("--{}", flag.long));
+    out
+}
+
+/// The flags a command offers after its name: its own, the global ones and `--help`.
+fn offered(doc: &CommandDoc, global: &[Flag]) -> Vec<Flag> {
+    let mut flags = doc.flags.clone();
+    flags.extend(global.iter().filter(|g| g.long != "version").cloned());
+    flags
+}
+
+/// What bare `reasonix` takes before a command: the global flags and the chat's.
+fn top_level(docs: &[CommandDoc], global: &[Flag]) -> Vec<Flag> {
+    let mut flags = global.to_vec();
+    if let Some(chat) = docs.iter().find(|d| d.name == "chat") {
+        flags.extend(chat.flags.iter().cloned());
+    }
+    flags
+}
+
+fn words(flags: &[Flag]) -> String {
+    flags
+        .iter()
+        .flat_map(spellings)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The words a command's first operand completes to, beyond files.
+fn operand_words(doc: &CommandDoc, docs: &[CommandDoc]) -> Option<String> {
+    if !doc.subcommands.is_empty() {
+        let names: Vec<&str> = doc.subcommands.iter().map(|s| s.name.as_str()).collect();
+        return Some(names.join(" "));
+    }
+    match doc.name {
+        "help" => Some(docs.iter().map(|d| d.name).collect::<Vec<_>>().join(" ")),
+        "completions" => Some(SHELLS.join(" ")),
+        _ => None,
+    }
+}
+
+pub fn bash() -> String {
+    let docs = helpdoc::commands();
+    let global = helpdoc::global_flags();
+    let mut s = String::new();
+    s.push_str("# bash completion for reasonix; generated by `reasonix completions bash`.\n");
+    s.push_str("_reasonix() {\n");
+    s.push_str("    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" cmd=\"\" sub=\"\" i w\n");
+    s.push_str("    [[ $COMP_CWORD -gt 0 ]] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n");
+    s.push_str("    COMPREPLY=()\n");
+    s.push_str("    for ((i = 1; i < COMP_CWORD; i++)); do\n");
+    s.push_str("        w=\"${COMP_WORDS[i]}\"\n");
+    s.push_str("        case \"$w\" in\n");
+    let _ = writeln!(
+        s,
+        "            {}) ((i++)); continue ;;",
+        value_flags(&docs, &global).join("|")
+    );
+    s.push_str("            -*) continue ;;\n");
+    s.push_str("        esac\n");
+    s.push_str(
+        "        if [[ -z $cmd ]]; then cmd=\"$w\"; elif [[ -z $sub ]]; then sub=\"$w\"; fi\n",
+    );
+    s.push_str("    done\n");
+    // A flag's value: fixed choices, models from the config, files or directories.
+    s.push_str("    case \"$prev\" in\n");
+    let mut seen: Vec<String> = Vec::new();
+    for flag in docs.iter().flat_map(|d| d.flags.iter()).chain(&global) {
+        let spelled = spellings(flag).join("|");
+        if flag.value.is_none() || seen.contains(&flag.long) {
+            continue;
+        }
+        seen.push(flag.long.clone());
+        let action = match flag.value_kind() {
+            ValueKind::Choices(values) => {
+                format!("COMPREPLY=($(compgen -W \"{}\" -- \"$cur\"))", values.join(" "))
+            }
+            ValueKind::Model => "COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" completions --models 2>/dev/null)\" -- \"$cur\"))".to_string(),
+            ValueKind::Dir => "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\"))".to_string(),
+            ValueKind::File => "compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\"))".to_string(),
+            ValueKind::Text | ValueKind::None => ":".to_string(),
+        };
+        let _ = writeln!(s, "        {spelled}) {action}; return ;;");
+    }
+    s.push_str("    esac\n");
+    s.push_str("    case \"$cmd\" in\n");
+    let _ = writeln!(
+        s,
+        "        \"\") if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); else COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); fi ;;",
+        words(&top_level(&docs, &global)),
+        docs.iter().map(|d| d.name).collect::<Vec<_>>().join(" ")
+    );
+    for doc in &docs {
+        let flags = words(&offered(doc, &global));
+        let operand = match operand_words(doc, &docs) {
+            Some(list) => format!(
+                "elif [[ -z $sub ]]; then COMPREPLY=($(compgen -W \"{list}\" -- \"$cur\")); "
+            ),
+            None if doc.operands.iter().any(|o| o.contains("DIR")) => {
+                "else compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")); "
+                    .to_string()
+            }
+            None => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "        {}) if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"{flags}\" -- \"$cur\")); {operand}fi ;;",
+            doc.name
+        );
+    }
+    s.push_str("    esac\n");
+    s.push_str("}\n");
+    s.push_str("complete -F _reasonix reasonix\n");
+    s
+}
+
+/// Text for inside a single-quoted zsh `_arguments` spec: `'` closes and reopens the quotes,
+/// `[` and `]` become parentheses and `:` is escaped.
+fn zsh_text(text: &str) -> String {
+    text.replace('\\', "")
+        .replace('\'', "'\\''")
+        .replace('[', "(")
+        .replace(']', ")")
+        .replace(':', "\\:")
+}
+
+fn zsh_spec(flag: &Flag) -> String {
+    let about = zsh_text(&flag.short_about());
+    let action = match flag.value_kind() {
+        ValueKind::None => String::new(),
+        ValueKind::Choices(values) => format!(":{}:({})", flag.long, values.join(" ")),
+        ValueKind::Model => ":model:_reasonix_models".to_string(),
+        ValueKind::Dir => ":directory:_files -/".to_string(),
+        ValueKind::File => ":file:_files".to_string(),
+        ValueKind::Text => format!(":{}: ", zsh_text(flag.value.as_deref().unwrap_or("value"))),
+    };
+    // Repeatable flags (`--allow`, `--deny`) may be given more than once.
+    let repeat = if flag.about.contains("repeatable") {
+        "*"
+    } else {
+        ""
+    };
+    match flag.short {
+        Some(c) => format!(
+            "'(-{c} --{long})'{{-{c},--{long}}}'[{about}]{action}'",
+            long = flag.long
+        ),
+        None => format!("'{repeat}--{}[{about}]{action}'", flag.long),
+    }
+}
+
+pub fn zsh() -> String {
+    let docs = helpdoc::commands();
+    let global = helpdoc::global_flags();
+    let mut s = String::new();
+    s.push_str("#compdef reasonix\n");
+    s.push_str("# zsh completion for reasonix; generated by `reasonix completions zsh`.\n\n");
+    s.push_str("_reasonix_models() {\n");
+    s.push_str("    local -a models\n");
+    s.push_str("    models=(${(f)\"$(reasonix completions --models 2>/dev/null)\"})\n");
+    s.push_str("    compadd -a models\n");
+    s.push_str("}\n\n");
+    s.push_str("_reasonix() {\n");
+    s.push_str("    local curcontext=\"$curcontext\" state line ret=1\n");
+    s.push_str("    local -a commands\n");
+    s.push_str("    commands=(\n");
+    for doc in &docs {
+        let _ = writeln!(s, "        '{}:{}'", doc.name, zsh_text(doc.summary));
+    }
+    s.push_str("    )\n");
+    s.push_str("    _arguments -C \\\n");
+    for flag in top_level(&docs, &global) {
+        let _ = writeln!(s, "        {} \\", zsh_spec(&flag));
+    }
+    s.push_str("        '1: :->command' \\\n");
+    s.push_str("        '*:: :->args' && ret=0\n");
+    s.push_str("    case $state in\n");
+    s.push_str("        command) _describe -t commands 'reasonix command' commands && ret=0 ;;\n");
+    s.push_str("        args)\n");
+    s.push_str("            case $words[1] in\n");
+    for doc in &docs {
+        let _ = writeln!(s, "                {})", doc.name);
+        s.push_str("                    _arguments \\\n");
+        for flag in offered(doc, &global) {
+            let _ = writeln!(s, "                        {} \\", zsh_spec(&flag));
+        }
+        let operand = if !doc.subcommands.is_empty() {
+            let subs: Vec<String> = doc
+                .subcommands
+                .iter()
+                .map(|sub| {
+                    format!(
+                        "{}\\:{}",
+                        sub.name,
+                        zsh_text(&helpdoc::first_sentence(&sub.about))
+                    )
+                })
+                .collect();
+            format!("'1:action:(({}))' '*:argument: '", subs.join(" "))
+        } else {
+            match operand_words(doc, &docs) {
+                Some(list) => format!("'1:argument:({list})'"),
+                None if doc.operands.iter().any(|o| o.contains("DIR")) => {
+                    "'1:directory:_files -/'".to_string()
+                }
+                None => "'*:argument: '".to_string(),
+            }
+        };
+        let _ = writeln!(s, "                        {operand} && ret=0 ;;");
+    }
+    s.push_str("            esac ;;\n");
+    s.push_str("    esac\n");
+    s.push_str("    return ret\n");
+    s.push_str("}\n\n");
+    // Autoloaded from $fpath the file is the function's body; sourced, it registers itself.
+    s.push_str("if [ \"$funcstack[1]\" = \"_reasonix\" ]; then\n");
+    s.push_str("    _reasonix \"$@\"\n");
+    s.push_str("else\n");
+    s.push_str("    compdef _reasonix reasonix\n");
+    s.push_str("fi\n");
+    s
+}
+
+/// Text for inside a single-quoted fish argument.
+fn fish_text(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\'', "\\'")
+}
+
+fn fish_flag(condition: &str, flag: &Flag) -> String {
+    let mut line = format!("complete -c reasonix -n '{condition}'");
+    if let Some(c) = flag.short {
+        let _ = write!(line, " -s {c}");
+    }
+    let _ = write!(line, " -l {}", flag.long);
+    match flag.value_kind() {
+        ValueKind::None => {}
+        ValueKind::Choices(values) => {
+            let _ = write!(line, " -x -a '{}'", values.join(" "));
+        }
+        ValueKind::Model => line.push_str(" -x -a '(reasonix completions --models 2>/dev/null)'"),
+        ValueKind::Dir => line.push_str(" -x -a '(__fish_complete_directories)'"),
+        ValueKind::File => line.push_str(" -r -F"),
+        ValueKind::Text => line.push_str(" -x"),
+    }
+    let _ = writeln!(line, " -d '{}'", fish_text(&flag.short_about()));
+    line
+}
+
+pub fn fish() -> String {
+    let docs = helpdoc::commands();
+    let global = helpdoc::global_flags();
+    let names: Vec<&str> = docs.iter().map(|d| d.name).collect();
+    let mut s = String::new();
+    s.push_str("# fish completion for reasonix; generated by `reasonix completions fish`.\n");
+    s.push_str("complete -c reasonix -f\n");
+    for doc in &docs {
+        let _ = writeln!(
+            s,
+            "complete -c reasonix -n __fish_use_subcommand -a {} -d '{}'",
+            doc.name,
+            fish_text(doc.summary)
+        );
+    }
+    for flag in top_level(&docs, &global) {
+        s.push_str(&fish_flag("__fish_use_subcommand", &flag));
+    }
+    for doc in &docs {
+        let condition = format!("__fish_seen_subcommand_from {}", doc.name);
+        for flag in &doc.flags {
+            s.push_str(&fish_flag(&condition, flag));
+        }
+        if !doc.subcommands.is_empty() {
+            let subs: Vec<&str> = doc
+                .subcommands
+                .iter()
+                .map(|sub| sub.name.as_str())
+                .collect();
+            for sub in &doc.subcommands {
+                let _ = writeln!(
+                    s,
+                    "complete -c reasonix -n '{condition}; and not __fish_seen_subcommand_from {}' -a {} -d '{}'",
+                    subs.join(" "),
+                    sub.name,
+                    fish_text(&helpdoc::first_sentence(&sub.about))
+                );
+            }
+        } else if let Some(list) = operand_words(doc, &docs) {
+            let _ = writeln!(
+                s,
+                "complete -c reasonix -n '{condition}; and not __fish_seen_subcommand_from {list}' -a '{list}'"
+            );
+        } else if doc.operands.iter().any(|o| o.contains("DIR")) {
+            let _ = writeln!(
+                s,
+                "complete -c reasonix -n '{condition}' -a '(__fish_complete_directories)'"
+            );
+        }
+    }
+    // The global flags work after any command.
+    let after_command = format!("__fish_seen_subcommand_from {}", names.join(" "));
+    for flag in global.iter().filter(|g| g.long != "version") {
+        s.push_str(&fish_flag(&after_command, flag));
+    }
+    s
+}
