@@ -16,6 +16,7 @@ mod goal;
 mod hardening;
 mod hooks;
 mod input;
+mod language;
 mod layers;
 mod mcp;
 mod memory_ui;

@@ -9,6 +9,7 @@ use crate::agent::events::NoticeLevel;
 use crate::agent::session::Summary;
 use crate::command::input::{self, Input, Turn};
 use crate::command::{Builtin, CommandError};
+use crate::i18n::{tr, trf, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};
 use crate::term::sanitize::one_row;
@@ -30,7 +31,7 @@ impl Chat {
                 self.transcript.user_message(&typed);
                 self.transcript.notice(
                     NoticeLevel::Warning,
-                    &format!("MCP servers are still starting; send /{name} again once they are up"),
+                    &trf(Ui::ServersStillStarting, &[&name]),
                 );
             }
             Some(Err(err)) => self.transcript.error(&err.to_string()),
@@ -42,10 +43,7 @@ impl Chat {
         if builtin.needs_idle(args) && self.busy() {
             self.transcript.notice(
                 NoticeLevel::Warning,
-                &format!(
-                    "/{} waits for the running turn; press esc to interrupt it",
-                    builtin.name()
-                ),
+                &trf(Ui::WaitsForTurn, &[&builtin.name()]),
             );
             return;
         }
@@ -80,7 +78,7 @@ impl Chat {
     }
 
     pub(super) fn help(&mut self) {
-        let mut lines = vec![Line::styled("Commands", Style::Heading)];
+        let mut lines = vec![Line::styled(tr(Ui::HelpCommands), Style::Heading)];
         let width = self.screen.width();
         for entry in self.catalog.entries() {
             let mut line = Line::styled(format!("  /{}", entry.name), Style::Bold);
@@ -90,10 +88,10 @@ impl Chat {
             line.push(format!("  {}", one_row(&entry.description)), Style::Plain);
             lines.push(line.truncated(width));
         }
-        lines.push(Line::styled("Keys", Style::Heading));
+        lines.push(Line::styled(tr(Ui::HelpKeys), Style::Heading));
         for (keys, what) in KEY_HELP {
             let mut line = Line::styled(format!("  {keys:<22}"), Style::Bold);
-            line.push(*what, Style::Plain);
+            line.push(tr(*what), Style::Plain);
             lines.push(line.truncated(width));
         }
         self.info_lines(lines);
@@ -109,13 +107,8 @@ impl Chat {
                     return;
                 };
                 self.reset_conversation_state();
-                self.transcript.notice(
-                    NoticeLevel::Info,
-                    &format!(
-                        "new conversation; the previous one ({}) is saved, /resume returns to it",
-                        old.id()
-                    ),
-                );
+                self.transcript
+                    .notice(NoticeLevel::Info, &trf(Ui::NewConversation, &[&old.id()]));
             }
             Err(err) => self.transcript.error(&err),
         }
@@ -136,10 +129,8 @@ impl Chat {
                 let _ = std::fs::remove_file(&path);
                 self.forget_snapshots(&id);
                 self.reset_conversation_state();
-                self.transcript.notice(
-                    NoticeLevel::Info,
-                    "conversation cleared; the context is empty",
-                );
+                self.transcript
+                    .notice(NoticeLevel::Info, tr(Ui::ConversationCleared));
             }
             Err(err) => self.transcript.error(&err),
         }
@@ -183,7 +174,7 @@ impl Chat {
                 self.context_window = switch.context_window;
                 self.transcript.notice(
                     NoticeLevel::Info,
-                    &format!("now using {}/{}", self.provider_name, self.model),
+                    &trf(Ui::NowUsing, &[&self.provider_name, &self.model]),
                 );
             }
             Err(err) => self.transcript.error(&err),
@@ -430,7 +421,7 @@ impl Chat {
                 drop(agent);
                 self.reset_conversation_state();
                 self.transcript
-                    .notice(NoticeLevel::Info, &format!("resumed conversation {id}"));
+                    .notice(NoticeLevel::Info, &trf(Ui::ResumedConversation, &[&id]));
                 if let Some(message) = repaired {
                     self.transcript.notice(NoticeLevel::Warning, &message);
                 }
@@ -458,45 +449,34 @@ pub(super) fn prepared(result: Result<Turn, CommandError>) -> Prepared {
     }
 }
 
-const KEY_HELP: &[(&str, &str)] = &[
-    ("enter", "send (queued while a turn runs)"),
-    (
-        "alt-enter, ctrl-j",
-        "new line (shift-enter where the terminal reports it)",
-    ),
-    ("esc", "interrupt the turn · close the menu"),
-    ("ctrl-c", "interrupt · clear the input · twice to exit"),
-    ("ctrl-d", "exit on an empty prompt"),
-    (
-        "shift-tab",
-        "cycle the mode: ask → auto → yolo → plan → ask (a goal → normal)",
-    ),
-    ("ctrl-t", "show or hide the task list above the input"),
-    ("ctrl-o", "toggle verbose (reasoning, long output)"),
-    ("up, down", "move between lines · history"),
-    (
-        "ctrl-a/e/k/u/w",
-        "line start/end · kill to end/start · delete word",
-    ),
-    ("tab", "accept the completion"),
-    ("ctrl-l", "clear the screen"),
-    ("ctrl-z", "suspend"),
-    ("/ @ !", "commands · attach files · run a shell command"),
+const KEY_HELP: &[(&str, Ui)] = &[
+    ("enter", Ui::KeyEnter),
+    ("alt-enter, ctrl-j", Ui::KeyNewLine),
+    ("esc", Ui::KeyEsc),
+    ("ctrl-c", Ui::KeyCtrlC),
+    ("ctrl-d", Ui::KeyCtrlD),
+    ("shift-tab", Ui::KeyShiftTab),
+    ("ctrl-t", Ui::KeyCtrlT),
+    ("ctrl-o", Ui::KeyCtrlO),
+    ("up, down", Ui::KeyUpDown),
+    ("ctrl-a/e/k/u/w", Ui::KeyEditing),
+    ("tab", Ui::KeyTab),
+    ("ctrl-l", Ui::KeyCtrlL),
+    ("ctrl-z", Ui::KeyCtrlZ),
+    ("/ @ !", Ui::KeyPrefixes),
 ];
 fn confirm_clear() -> Choices<bool> {
     Choices {
-        title: "Clear the conversation?".into(),
-        body: vec![Line::plain(
-            "The context is discarded and this conversation is not kept for /resume.",
-        )],
+        title: tr(Ui::ClearTitle).into(),
+        body: vec![Line::plain(tr(Ui::ClearBody))],
         items: vec![
             Choice {
-                label: "Yes, clear it".into(),
+                label: tr(Ui::ClearYes).into(),
                 key: Some('y'),
                 value: true,
             },
             Choice {
-                label: "No".into(),
+                label: tr(Ui::LaunchNo).into(),
                 key: Some('n'),
                 value: false,
             },

@@ -132,8 +132,8 @@ impl Chat {
         lock(&self.goal)
             .as_ref()
             .map(|goal| match goal.research_dir() {
-                Some(_) => "goal (research)",
-                None => "goal",
+                Some(_) => crate::i18n::tr(crate::i18n::Ui::ModeGoalResearch),
+                None => crate::i18n::tr(crate::i18n::Ui::ModeGoal),
             })
     }
 }
