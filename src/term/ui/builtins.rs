@@ -148,17 +148,14 @@ impl Chat {
     pub(super) fn model_command(&mut self, args: &str) {
         if args.is_empty() {
             let current = format!("{}/{}", self.provider_name, self.model);
-            let mut lines = vec![Line::styled("Configured models", Style::Heading)];
+            let mut lines = vec![Line::styled(tr(Ui::ModelsHeading), Style::Heading)];
             for model in self.services.models() {
                 let mark = if model == current { "● " } else { "  " };
                 let mut line = Line::styled(format!("  {mark}"), Style::Accent);
                 line.push(one_row(&model), Style::Plain);
                 lines.push(line);
             }
-            lines.push(Line::styled(
-                "  /model REF switches: a provider name, a model name or provider/model",
-                Style::Dim,
-            ));
+            lines.push(Line::styled(tr(Ui::ModelsHint), Style::Dim));
             self.info_lines(lines);
             return;
         }
@@ -190,8 +187,8 @@ impl Chat {
                 return;
             };
             let text = match current {
-                Some(effort) => format!("reasoning effort: {effort}"),
-                None => "reasoning effort: the model's default".into(),
+                Some(effort) => trf(Ui::EffortIs, &[&effort]),
+                None => tr(Ui::EffortDefault).into(),
             };
             self.transcript.notice(NoticeLevel::Info, &text);
             return;
@@ -201,9 +198,7 @@ impl Chat {
             "default" | "none" | "off" => None,
             "minimal" | "low" | "medium" | "high" | "max" | "xhigh" => Some(value.clone()),
             _ => {
-                self.transcript.error(&format!(
-                    "unknown effort `{value}`; use low, medium, high, max or default"
-                ));
+                self.transcript.error(&trf(Ui::EffortUnknown, &[&value]));
                 return;
             }
         };
@@ -212,23 +207,18 @@ impl Chat {
         };
         agent.options_mut().reasoning_effort = effort;
         drop(agent);
-        self.transcript.notice(
-            NoticeLevel::Info,
-            &format!("reasoning effort set to {value}"),
-        );
+        self.transcript
+            .notice(NoticeLevel::Info, &trf(Ui::EffortSet, &[&value]));
     }
 
     pub(super) fn mcp_command(&mut self) {
         let servers = self.mcp.servers();
         let body: Vec<Line> = if servers.is_empty() && self.starting.is_some() {
-            vec![Line::plain("MCP servers are still starting.")]
+            vec![Line::plain(tr(Ui::McpStarting))]
         } else if servers.is_empty() {
             vec![
-                Line::plain("No MCP servers are connected."),
-                Line::styled(
-                    "Declare them as [[plugins]] in reasonix.toml or in .mcp.json.",
-                    Style::Dim,
-                ),
+                Line::plain(tr(Ui::McpNone)),
+                Line::styled(tr(Ui::McpDeclare), Style::Dim),
             ]
         } else {
             servers
@@ -237,10 +227,7 @@ impl Chat {
                     let mut line = Line::styled(one_row(&s.name), Style::Bold);
                     line.push(format!("  {}", one_row(&s.status)), Style::Dim);
                     line.push(
-                        format!(
-                            "  {} tools · {} prompts · {} resources",
-                            s.tools, s.prompts, s.resources
-                        ),
+                        trf(Ui::McpCounts, &[&s.tools, &s.prompts, &s.resources]),
                         Style::Plain,
                     );
                     line
@@ -248,10 +235,10 @@ impl Chat {
                 .collect()
         };
         self.open_modal(Modal::Info(Choices {
-            title: "MCP servers".into(),
+            title: tr(Ui::McpTitle).into(),
             body,
             items: vec![Choice {
-                label: "Close".into(),
+                label: tr(Ui::Close).into(),
                 key: None,
                 value: (),
             }],
@@ -261,11 +248,11 @@ impl Chat {
     }
 
     pub(super) fn tools_command(&mut self) {
-        let mut lines = vec![Line::styled("Tools", Style::Heading)];
+        let mut lines = vec![Line::styled(tr(Ui::ToolsHeading), Style::Heading)];
         for (name, read_only) in &self.tool_names {
             let mut line = Line::styled(format!("  {}", one_row(name)), Style::Bold);
             if *read_only {
-                line.push("  read-only", Style::Dim);
+                line.push(tr(Ui::ReadOnly), Style::Dim);
             }
             lines.push(line);
         }
@@ -280,10 +267,8 @@ impl Chat {
         if paired {
             self.start_work(super::Work::Replan(args.trim().to_string()));
         } else {
-            self.transcript.notice(
-                NoticeLevel::Warning,
-                "/replan needs a planner model: set agent.planner_model to a model other than this one",
-            );
+            self.transcript
+                .notice(NoticeLevel::Warning, tr(Ui::ReplanNeedsPlanner));
         }
     }
 
@@ -384,10 +369,8 @@ impl Chat {
             .take(20)
             .collect();
         if sessions.is_empty() {
-            self.transcript.notice(
-                NoticeLevel::Info,
-                "no earlier conversations in this workspace",
-            );
+            self.transcript
+                .notice(NoticeLevel::Info, tr(Ui::NoEarlierConversations));
             return;
         }
         let items = sessions
@@ -399,7 +382,7 @@ impl Chat {
             })
             .collect();
         self.open_modal(Modal::Resume(Choices {
-            title: "Resume a conversation".into(),
+            title: tr(Ui::ResumeTitle).into(),
             body: Vec::new(),
             items,
             selected: 0,
