@@ -84,6 +84,9 @@ fn the_chat_speaks_chinese_and_the_model_still_reads_english() {
     pty.wait_text("fake-model · Yolo批准 · 正常模式");
     pty.send("\x1b[Z");
     pty.wait_text("fake-model · Yolo批准 · 计划模式");
+    pty.send("/status\r");
+    pty.wait_text("批准姿态 yolo");
+    assert!(pty.screen().contains("  上下文      "), "{}", pty.screen());
     pty.send("\x04");
     let status = pty.wait_exit();
     assert!(status.success(), "{status:?}\n{}", pty.screen());

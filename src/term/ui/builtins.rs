@@ -274,27 +274,29 @@ impl Chat {
 
     pub(super) fn cost_command(&mut self) {
         let u = &self.totals.usage;
-        let mut text = format!(
-            "this conversation: {} prompt tokens ({} from cache), {} completion tokens",
-            u.prompt_tokens, u.cache_hit_tokens, u.completion_tokens
+        let mut text = trf(
+            Ui::CostTotal,
+            &[&u.prompt_tokens, &u.cache_hit_tokens, &u.completion_tokens],
         );
         if self.totals.priced {
             text.push_str(&format!(", ${:.4}", self.totals.cost));
         } else {
-            text.push_str("; cost unknown (no prices configured for this model)");
+            text.push_str(tr(Ui::CostUnknown));
         }
         if u.estimated {
-            text.push_str(" (estimated)");
+            text.push_str(tr(Ui::CostEstimated));
         }
         for model in &self.totals.models {
-            text.push_str(&format!(
-                "\n  {} {}: {} requests, {} prompt tokens ({} from cache), {} completion tokens",
-                model.role,
-                model.model,
-                model.requests,
-                model.usage.prompt_tokens,
-                model.usage.cache_hit_tokens,
-                model.usage.completion_tokens
+            text.push_str(&trf(
+                Ui::CostModel,
+                &[
+                    &model.role,
+                    &model.model,
+                    &model.requests,
+                    &model.usage.prompt_tokens,
+                    &model.usage.cache_hit_tokens,
+                    &model.usage.completion_tokens,
+                ],
             ));
             if self.totals.priced {
                 text.push_str(&format!(", ${:.4}", model.cost_usd));
@@ -317,40 +319,57 @@ impl Chat {
         };
         let policy = self.gate.policy();
         let rows = [
-            ("model", format!("{}/{}", self.provider_name, self.model)),
-            ("session", format!("{id} ({messages} messages)")),
-            ("file", path),
-            ("directory", self.cwd.display().to_string()),
             (
-                "permissions",
-                format!(
-                    "posture {} · writer fallback {} · {} allow, {} ask, {} deny rules · {} session grants",
-                    self.gate.posture().as_str(),
-                    policy.mode.as_str(),
-                    policy.allow.len(),
-                    policy.ask.len(),
-                    policy.deny.len(),
-                    self.gate.grants().len()
+                Ui::StatusModel,
+                format!("{}/{}", self.provider_name, self.model),
+            ),
+            (
+                Ui::StatusSession,
+                trf(Ui::StatusSessionValue, &[&id, &messages]),
+            ),
+            (Ui::StatusFile, path),
+            (Ui::StatusDirectory, self.cwd.display().to_string()),
+            (
+                Ui::StatusPermissions,
+                trf(
+                    Ui::StatusPermissionsValue,
+                    &[
+                        &self.gate.posture().as_str(),
+                        &policy.mode.as_str(),
+                        &policy.allow.len(),
+                        &policy.ask.len(),
+                        &policy.deny.len(),
+                        &self.gate.grants().len(),
+                    ],
                 ),
             ),
             (
-                "context",
+                Ui::StatusContextRow,
                 if self.context_window > 0 {
-                    format!(
-                        "{} of {} tokens ({:.0}%)",
-                        self.totals.context,
-                        self.context_window,
-                        self.totals.context as f64 * 100.0 / self.context_window as f64
+                    let ratio = self.totals.context as f64 * 100.0 / self.context_window as f64;
+                    trf(
+                        Ui::StatusContextValue,
+                        &[
+                            &self.totals.context,
+                            &self.context_window,
+                            &format!("{ratio:.0}"),
+                        ],
                     )
                 } else {
-                    format!("{} tokens (no context window configured)", self.totals.context)
+                    trf(Ui::StatusContextNoWindow, &[&self.totals.context])
                 },
             ),
-            ("mcp", format!("{} servers", self.mcp.servers().len())),
+            (
+                Ui::StatusMcp,
+                trf(Ui::StatusMcpValue, &[&self.mcp.servers().len()]),
+            ),
         ];
-        let mut lines = vec![Line::styled("Status", Style::Heading)];
+        let mut lines = vec![Line::styled(tr(Ui::StatusHeading), Style::Heading)];
         for (key, value) in rows {
-            let mut line = Line::styled(format!("  {key:<12}"), Style::Bold);
+            // Padded by display width: a Chinese label is two columns a character.
+            let key = tr(key);
+            let pad = " ".repeat(12usize.saturating_sub(crate::term::width::str_width(key)));
+            let mut line = Line::styled(format!("  {key}{pad}"), Style::Bold);
             line.push(one_row(&value), Style::Plain);
             lines.push(line);
         }
