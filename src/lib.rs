@@ -15,6 +15,7 @@ pub mod command;
 pub mod config;
 pub mod fsutil;
 pub mod hash;
+pub mod i18n;
 pub mod mcp;
 pub mod permission;
 pub mod provider;

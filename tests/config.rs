@@ -898,7 +898,6 @@ approvals_reviewer = "user"
     assert_eq!(
         warnings,
         vec![
-            format!("reasonix: warning: {p}:2:1: `language` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:8:8: `tools.shell` is not supported yet (ignored)"),
             format!("reasonix: warning: {p}:29:1: `plugins[0].approvals_reviewer` is not supported yet (ignored)"),
         ],
@@ -932,7 +931,11 @@ fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
     let server = crate::util::fake_openai::FakeOpenAI::start(Vec::new());
     let home = Dir::new();
     let work = Dir::new();
-    crate::util::use_fake_provider(&home, &server.base_url(), "language = \"zh\"");
+    crate::util::use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[ui]\nshortcut_layout = \"desktop\"",
+    );
     work.write("reasonix.toml", "[permissions]\nallow = [\"Bash(ls)\"]\n");
     let mut cmd = reasonix(&home, work.path());
     cmd.arg("chat").env("FAKE_API_KEY", "k");
@@ -945,7 +948,8 @@ fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
     let text = pty.raw_text();
     assert!(status.success(), "{status:?}\n{text}");
     assert_eq!(
-        text.matches("`language` is not supported yet").count(),
+        text.matches("`ui.shortcut_layout` is not supported yet")
+            .count(),
         1,
         "{text}"
     );

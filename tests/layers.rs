@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules by layer, lowest first; a module may use its own layer and those below.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("leaves", &["text", "clock", "cancel", "fsutil", "hash"]),
+    (
+        "leaves",
+        &["text", "clock", "cancel", "fsutil", "hash", "i18n"],
+    ),
     ("provider", &["provider"]),
     ("config", &["config"]),
     ("skill", &["skill"]),

@@ -17,6 +17,7 @@ mod goal;
 mod hardening;
 mod hooks;
 mod input;
+mod language;
 mod layers;
 mod mcp;
 mod mcp_oauth;

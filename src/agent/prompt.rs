@@ -1,6 +1,6 @@
 //! The system prompt: the default coding-agent instructions (or the user's override), a
 //! startup summary of the environment, project instructions (REASONIX.md, AGENTS.md or
-//! CLAUDE.md) and the index of saved memory. It is built once per session and stored as the
+//! CLAUDE.md) and the index of saved memory; `agent.reasoning_language` adds one fixed line. It is built once per session and stored as the
 //! session's first message, so every request and every resume sends the same bytes.
 //!
 //! The memory index (each active fact's name and one-line description) is standing context
@@ -23,6 +23,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
+
+use crate::config::ReasoningLanguage;
 
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +71,20 @@ pub struct PromptInputs<'a> {
     pub writable: &'a [PathBuf],
     /// The saved-memory directory whose index is standing context; `None`: no index.
     pub memory: Option<&'a Path>,
+}
+
+/// The one fixed line asking the model to reason in `language` (`agent.reasoning_language`);
+/// `None` for `auto`. Fixed text, so the system prompt stays byte-stable across turns.
+pub fn reasoning_language_line(language: ReasoningLanguage) -> Option<&'static str> {
+    match language {
+        ReasoningLanguage::Auto => None,
+        ReasoningLanguage::Zh => Some(
+            "Write your reasoning (thinking) in Chinese (简体中文). Tool calls, code and file contents stay as they need to be.",
+        ),
+        ReasoningLanguage::En => Some(
+            "Write your reasoning (thinking) in English. Tool calls, code and file contents stay as they need to be.",
+        ),
+    }
 }
 
 /// Builds the full system prompt text.

@@ -47,7 +47,11 @@ pub fn load_config(global: &Global, cwd: &Path, project: ProjectFlags) -> Result
     let mut options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
     options.trust_project = project.trust;
     options.strict = project.strict;
-    Ok(config::load(&options)?)
+    let loaded = config::load(&options)?;
+    crate::i18n::set(crate::i18n::Lang::from_env(
+        loaded.config.language.as_deref(),
+    ));
+    Ok(loaded)
 }
 
 /// Config warnings on stderr, one line each.
@@ -262,6 +266,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     };
     let mut append: Vec<String> = agent.append_system_prompt.iter().cloned().collect();
     append.extend(flags.append_system_prompt.iter().cloned());
+    append.extend(prompt::reasoning_language_line(agent.reasoning_language).map(String::from));
     let skills = crate::cli::skills::session_store(config, cwd);
     append.extend(crate::skill::index::render(&skills.skills));
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);

@@ -7,6 +7,8 @@ use super::lex::Lexer;
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
 use crate::config::{self, LoadOptions};
+use crate::i18n::{tr, trf, Lang, Ui};
+use crate::term::width::str_width;
 
 pub const HELP: &str = "\
 Usage: reasonix doctor [--model REF]
@@ -29,27 +31,53 @@ enum Status {
 impl Status {
     fn label(self) -> &'static str {
         match self {
-            Status::Pass => "pass",
-            Status::Warn => "warn",
-            Status::Fail => "FAIL",
+            Status::Pass => tr(Ui::DoctorPass),
+            Status::Warn => tr(Ui::DoctorWarn),
+            Status::Fail => tr(Ui::DoctorFail),
         }
     }
 }
 
 struct Row {
-    check: &'static str,
+    check: Ui,
     status: Status,
     detail: String,
 }
 
+/// The rows under a header, columns padded by display width (Chinese labels are two columns
+/// a character).
 fn table(rows: &[Row]) -> String {
-    let width = rows.iter().map(|r| r.check.len()).max().unwrap_or(5).max(5);
-    let mut text = format!("{:<width$}  STATUS  DETAIL\n", "CHECK");
+    let pad = |text: &str, width: usize| {
+        format!(
+            "{text}{}",
+            " ".repeat(width.saturating_sub(str_width(text)))
+        )
+    };
+    let header = tr(Ui::DoctorCheck);
+    let width = rows
+        .iter()
+        .map(|r| str_width(tr(r.check)))
+        .chain([str_width(header)])
+        .max()
+        .unwrap_or(5);
+    let status = tr(Ui::DoctorStatus);
+    let status_width = [Status::Pass, Status::Warn, Status::Fail]
+        .iter()
+        .map(|s| str_width(s.label()))
+        .chain([str_width(status)])
+        .max()
+        .unwrap_or(6);
+    let mut text = format!(
+        "{}  {}  {}\n",
+        pad(header, width),
+        pad(status, status_width),
+        tr(Ui::DoctorDetail)
+    );
     for row in rows {
         text.push_str(&format!(
-            "{:<width$}  {:<6}  {}\n",
-            row.check,
-            row.status.label(),
+            "{}  {}  {}\n",
+            pad(tr(row.check), width),
+            pad(row.status.label(), status_width),
             crate::term::sanitize::sanitize(&row.detail)
         ));
     }
@@ -79,7 +107,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
 
 fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<Row> {
     let mut rows = vec![Row {
-        check: "version",
+        check: Ui::CheckVersion,
         status: Status::Pass,
         detail: super::version_line(),
     }];
@@ -87,7 +115,7 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
         Ok(options) => options,
         Err(err) => {
             rows.push(Row {
-                check: "config",
+                check: Ui::CheckConfig,
                 status: Status::Fail,
                 detail: err.to_string(),
             });
@@ -95,10 +123,13 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
         }
     };
     let loaded = match config::load(&options) {
-        Ok(loaded) => loaded,
+        Ok(loaded) => {
+            crate::i18n::set(Lang::from_env(loaded.config.language.as_deref()));
+            loaded
+        }
         Err(err) => {
             rows.push(Row {
-                check: "config",
+                check: Ui::CheckConfig,
                 status: Status::Fail,
                 detail: err.to_string(),
             });
@@ -106,22 +137,22 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
         }
     };
     rows.push(Row {
-        check: "config",
+        check: Ui::CheckConfig,
         status: if loaded.warnings.is_empty() {
             Status::Pass
         } else {
             Status::Warn
         },
         detail: match loaded.warnings.first() {
-            None => format!("home {}", options.home.display()),
-            Some(first) => format!("{} warning(s); first: {first}", loaded.warnings.len()),
+            None => trf(Ui::DoctorHome, &[&options.home.display()]),
+            Some(first) => trf(Ui::DoctorWarnings, &[&loaded.warnings.len(), first]),
         },
     });
     let settings = match loaded.config.resolve_model(model) {
         Ok(settings) => settings,
         Err(err) => {
             rows.push(Row {
-                check: "model",
+                check: Ui::CheckModel,
                 status: Status::Fail,
                 detail: err.to_string(),
             });
@@ -129,7 +160,7 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
         }
     };
     rows.push(Row {
-        check: "model",
+        check: Ui::CheckModel,
         status: Status::Pass,
         detail: format!(
             "{}/{} ({})",
@@ -141,7 +172,7 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
         match crate::provider::openai::probe(&settings, PROBE_TIMEOUT) {
             Ok(report) => endpoint_row(&report, &settings.api_key_env),
             Err(err) => Row {
-                check: "endpoint",
+                check: Ui::CheckEndpoint,
                 status: Status::Fail,
                 detail: err.to_string(),
             },
@@ -151,12 +182,12 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
     let sessions = config::paths::sessions_dir(&loaded.config.home, &cwd);
     rows.push(match std::fs::create_dir_all(&sessions) {
         Ok(()) => Row {
-            check: "sessions",
+            check: Ui::CheckSessions,
             status: Status::Pass,
             detail: sessions.display().to_string(),
         },
         Err(err) => Row {
-            check: "sessions",
+            check: Ui::CheckSessions,
             status: Status::Fail,
             detail: format!("{}: {err}", sessions.display()),
         },
@@ -171,7 +202,7 @@ fn sandbox_rows(config: &config::Config, cwd: &std::path::Path) -> Vec<Row> {
         Ok(settings) => settings,
         Err(err) => {
             return vec![Row {
-                check: "sandbox",
+                check: Ui::CheckSandbox,
                 status: Status::Fail,
                 detail: err.to_string(),
             }]
@@ -185,7 +216,7 @@ fn sandbox_rows(config: &config::Config, cwd: &std::path::Path) -> Vec<Row> {
         (None, crate::sandbox::BashMode::Enforce) => Status::Fail,
     };
     let mut rows = vec![Row {
-        check: "sandbox",
+        check: Ui::CheckSandbox,
         status,
         detail: report.reason,
     }];
@@ -193,13 +224,13 @@ fn sandbox_rows(config: &config::Config, cwd: &std::path::Path) -> Vec<Row> {
         crate::sandbox::protections_on(&policy, crate::sandbox::Host::current())
     {
         rows.push(Row {
-            check: "jail",
+            check: Ui::CheckJail,
             status: Status::Pass,
             detail: protections.active.join("; "),
         });
         if !protections.gaps.is_empty() {
             rows.push(Row {
-                check: "jail limits",
+                check: Ui::CheckJailLimits,
                 status: Status::Warn,
                 detail: protections.gaps.join("; "),
             });
@@ -215,45 +246,25 @@ fn key_row(settings: &crate::provider::ProviderSettings, home: &std::path::Path)
     let name = &settings.api_key_env;
     let store = config::paths::env_file(home);
     let (status, detail) = match &settings.api_key {
-        Some(_) if std::env::var_os(name).is_some_and(|v| !v.is_empty()) => (
-            Status::Pass,
-            format!("found in the environment variable {name}"),
-        ),
+        Some(_) if std::env::var_os(name).is_some_and(|v| !v.is_empty()) => {
+            (Status::Pass, trf(Ui::KeyFromEnv, &[name]))
+        }
         Some(_) => (
             Status::Pass,
-            format!("found as {name} in {}", store.display()),
+            trf(Ui::KeyFromStore, &[name, &store.display()]),
         ),
-        None if name.is_empty() && local => (
-            Status::Pass,
-            format!(
-                "none needed: provider `{}` has no api_key_env (a local server without auth)",
-                settings.name
-            ),
-        ),
-        None if name.is_empty() => (
-            Status::Fail,
-            format!(
-                "provider `{}` has no api_key_env; name the variable that holds its key in the config",
-                settings.name
-            ),
-        ),
+        None if name.is_empty() && local => {
+            (Status::Pass, trf(Ui::KeyNoneNeeded, &[&settings.name]))
+        }
+        None if name.is_empty() => (Status::Fail, trf(Ui::KeyNoEnvName, &[&settings.name])),
         None if local => (
             Status::Warn,
-            format!(
-                "{name} is not set in the environment or {} (fine for a local server without auth)",
-                store.display()
-            ),
+            trf(Ui::KeyMissingLocal, &[name, &store.display()]),
         ),
-        None => (
-            Status::Fail,
-            format!(
-                "{name} is not set in the environment or {}; export it or run `reasonix setup --api-key-stdin`",
-                store.display()
-            ),
-        ),
+        None => (Status::Fail, trf(Ui::KeyMissing, &[name, &store.display()])),
     };
     Row {
-        check: "api key",
+        check: Ui::CheckApiKey,
         status,
         detail,
     }
@@ -292,7 +303,7 @@ fn endpoint_row(report: &crate::provider::openai::ProbeReport, api_key_env: &str
         detail.push_str(&format!(" ({})", report.message));
     }
     Row {
-        check: "endpoint",
+        check: Ui::CheckEndpoint,
         status,
         detail,
     }

@@ -13,6 +13,7 @@ pub mod words;
 
 use std::fmt;
 
+use crate::i18n::Ui;
 use crate::mcp::host::PromptInfo;
 use crate::mcp::McpError;
 use custom::CustomCommand;
@@ -87,27 +88,28 @@ impl Builtin {
         }
     }
 
+    /// The one-line description in the interface language (`/help`, the command menu).
     pub fn description(self) -> &'static str {
-        match self {
-            Builtin::Help => "Show commands and keys",
-            Builtin::New => "Save this conversation and start a fresh one",
-            Builtin::Clear => "Discard this conversation (asks first)",
-            Builtin::Compact => "Summarise older turns to free context",
-            Builtin::Model => "Show configured models or switch to one",
-            Builtin::Effort => "Show or set the reasoning effort",
-            Builtin::Mcp => "Show MCP servers and what they offer",
-            Builtin::Tools => "List the tools the model can call",
-            Builtin::Cost => "Tokens and cost of this session",
-            Builtin::Status => "Model, session, permissions and context",
-            Builtin::Resume => "Pick an earlier conversation of this workspace",
-            Builtin::Memory => "Browse, search, forget and restore saved memory",
-            Builtin::Rewind => "Go back to before an earlier turn, optionally restoring files",
-            Builtin::Verbose => "Toggle showing reasoning and long tool output",
-            Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
-            Builtin::Goal => "Work toward an objective until it is done (/goal clear ends it)",
-            Builtin::Replan => "Ask the planner model (agent.planner_model) for a new plan",
-            Builtin::Exit => "Leave the chat",
-        }
+        crate::i18n::tr(match self {
+            Builtin::Help => Ui::CmdHelp,
+            Builtin::New => Ui::CmdNew,
+            Builtin::Clear => Ui::CmdClear,
+            Builtin::Compact => Ui::CmdCompact,
+            Builtin::Model => Ui::CmdModel,
+            Builtin::Effort => Ui::CmdEffort,
+            Builtin::Mcp => Ui::CmdMcp,
+            Builtin::Tools => Ui::CmdTools,
+            Builtin::Cost => Ui::CmdCost,
+            Builtin::Status => Ui::CmdStatus,
+            Builtin::Resume => Ui::CmdResume,
+            Builtin::Memory => Ui::CmdMemory,
+            Builtin::Rewind => Ui::CmdRewind,
+            Builtin::Verbose => Ui::CmdVerbose,
+            Builtin::Plan => Ui::CmdPlan,
+            Builtin::Goal => Ui::CmdGoal,
+            Builtin::Replan => Ui::CmdReplan,
+            Builtin::Exit => Ui::CmdExit,
+        })
     }
 
     pub fn argument_hint(self) -> &'static str {

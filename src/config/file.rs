@@ -39,7 +39,8 @@ pub struct Config {
     pub sources: Vec<PathBuf>,
     /// A provider name, a bare model name or `provider/model`.
     pub default_model: Option<String>,
-    /// UI language tag; `None` = detect from `$REASONIX_LANG` / `$LANG`.
+    /// UI language tag (`en`, `zh`); `None` or empty = detect from `$REASONIX_LANG`, then the
+    /// locale (`$LC_ALL`, `$LC_MESSAGES`, `$LANG`). Never changes what the model sees.
     pub language: Option<String>,
     pub ui: UiConfig,
     pub agent: AgentConfig,
@@ -168,12 +169,21 @@ impl Default for AgentConfig {
     }
 }
 
+/// The language the model is asked to reason (think) in: `auto` asks nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningLanguage {
     #[default]
     Auto,
+    #[serde(
+        alias = "chinese",
+        alias = "Chinese",
+        alias = "中文",
+        alias = "zh-CN",
+        alias = "zh_CN"
+    )]
     Zh,
+    #[serde(alias = "english", alias = "English")]
     En,
 }
 

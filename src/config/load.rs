@@ -93,9 +93,7 @@ const RETIRED: &[&str] = &[
 /// warning each, so no key silently does nothing; an issue that implements a key removes it
 /// here. Listed in `reasonix.example.toml` and the README too.
 pub const UNSUPPORTED: &[&str] = &[
-    "language",
     "ui.shortcut_layout",
-    "agent.reasoning_language",
     "tools.shell",
     "serve",
     "plugins.approvals_reviewer",

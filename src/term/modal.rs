@@ -13,6 +13,7 @@ use super::diff;
 use super::keys::Key;
 use super::sanitize::one_row;
 use super::width::truncate;
+use crate::i18n::{tr, trf, Ui};
 use crate::permission::{ApprovalAnswer, ApprovalRequest};
 
 /// Files larger than this are not read for an approval diff.
@@ -115,10 +116,7 @@ impl<T: Clone> Choices<T> {
             );
             out.push(row.truncated(width));
         }
-        out.push(Line::styled(
-            "╰─ ↑↓ to move · enter to choose · esc to cancel",
-            Style::Frame,
-        ));
+        out.push(Line::styled(tr(Ui::ModalFooter), Style::Frame));
         out
     }
 }
@@ -133,14 +131,14 @@ pub fn approval_choices(
     preview_rows: usize,
 ) -> Choices<ApprovalAnswer> {
     let mut items = vec![Choice {
-        label: "Yes".into(),
+        label: tr(Ui::ApproveYes).into(),
         key: Some('y'),
         value: ApprovalAnswer::Once,
     }];
     let default_session = request.session_scope().cloned();
     if let Some(scope) = &default_session {
         items.push(Choice {
-            label: format!("Yes, and allow {} for this session", scope.text()),
+            label: trf(Ui::ApproveSession, &[&scope.text()]),
             key: Some('a'),
             value: ApprovalAnswer::Session(scope.clone()),
         });
@@ -148,7 +146,7 @@ pub fn approval_choices(
     for scope in &request.scopes {
         if Some(scope) != default_session.as_ref() {
             items.push(Choice {
-                label: format!("Yes, and allow {} for this session", scope.text()),
+                label: trf(Ui::ApproveSession, &[&scope.text()]),
                 key: None,
                 value: ApprovalAnswer::Session(scope.clone()),
             });
@@ -156,19 +154,19 @@ pub fn approval_choices(
     }
     if let Some(scope) = request.always_scope() {
         items.push(Choice {
-            label: format!("Always allow {} (saved to ./reasonix.toml)", scope.text()),
+            label: trf(Ui::ApproveAlways, &[&scope.text()]),
             key: Some('p'),
             value: ApprovalAnswer::Always(scope.clone()),
         });
     }
     items.push(Choice {
-        label: "No, and tell the model what to do instead".into(),
+        label: tr(Ui::ApproveNo).into(),
         key: Some('n'),
         value: ApprovalAnswer::Deny,
     });
     let title = match &request.rule {
-        Some(rule) => format!("Allow {}? (rule {rule} asks)", one_row(&request.tool)),
-        None => format!("Allow {}?", one_row(&request.tool)),
+        Some(rule) => trf(Ui::ApproveTitleRule, &[&one_row(&request.tool), rule]),
+        None => trf(Ui::ApproveTitle, &[&one_row(&request.tool)]),
     };
     Choices {
         title,
@@ -208,7 +206,7 @@ pub fn approval_preview(
     if let Some((path, before, after)) = proposed_change(&request.tool, args, cwd) {
         let mut out = vec![Line::styled(one_row(&path), Style::Bold)];
         if before == after {
-            out.push(Line::styled("(no change to the file)", Style::Dim));
+            out.push(Line::styled(tr(Ui::NoChange), Style::Dim));
         } else {
             out.extend(diff::render(&before, &after, width, rows.max(3)));
         }

@@ -16,6 +16,7 @@ use super::markdown::Markdown;
 use super::sanitize::{for_display, one_row};
 use super::width::truncate;
 use crate::agent::events::{Event, NoticeLevel};
+use crate::i18n::{tr, trf, Ui};
 use crate::permission::Resolution;
 use crate::tool::Family;
 
@@ -298,11 +299,9 @@ impl Transcript {
         rule: Option<&str>,
     ) {
         let text = match (allowed, resolution, rule) {
-            (true, Resolution::UserSession, Some(rule)) => {
-                format!("allowed {rule} for this session")
-            }
-            (true, Resolution::UserAlways, Some(rule)) => format!("always allowing {rule}"),
-            (false, Resolution::Rule, Some(rule)) => format!("{tool} blocked by rule {rule}"),
+            (true, Resolution::UserSession, Some(rule)) => trf(Ui::GrantSession, &[&rule]),
+            (true, Resolution::UserAlways, Some(rule)) => trf(Ui::GrantAlways, &[&rule]),
+            (false, Resolution::Rule, Some(rule)) => trf(Ui::BlockedByRule, &[&tool, &rule]),
             _ => return,
         };
         let style = if allowed { Style::Dim } else { Style::Warning };
@@ -315,7 +314,7 @@ impl Transcript {
             self.end_answer();
             let markdown = self.verbose.then(|| {
                 self.pending
-                    .push(Line::styled("✻ Thinking", Style::Thinking));
+                    .push(Line::styled(tr(Ui::Thinking), Style::Thinking));
                 Markdown::new(self.width.saturating_sub(2))
             });
             self.reasoning = Some(Reasoning {
@@ -351,10 +350,7 @@ impl Transcript {
                 self.pending.extend(lines.into_iter().map(thinking_line));
             }
             None => self.pending.push(Line::styled(
-                format!(
-                    "✻ Thought for {} (ctrl-o shows reasoning)",
-                    seconds(reasoning.started.elapsed())
-                ),
+                trf(Ui::ThoughtFor, &[&seconds(reasoning.started.elapsed())]),
                 Style::Thinking,
             )),
         }
@@ -463,7 +459,7 @@ impl Transcript {
         for tool in std::mem::take(&mut self.tools) {
             let mut line = Line::styled("● ", Style::Warning);
             line.extend(tool.title);
-            line.push("  (not finished)", Style::Dim);
+            line.push(tr(Ui::NotFinished), Style::Dim);
             self.pending.push(line.truncated(self.width));
         }
         self.calls.clear();
@@ -472,14 +468,10 @@ impl Transcript {
         self.children.clear();
         match end {
             TurnEnd::Answered => {}
-            TurnEnd::StepLimit => self.notice(
-                NoticeLevel::Warning,
-                "stopped: the step limit was reached; send a message to continue",
-            ),
-            TurnEnd::Interrupted => self.pending.push(Line::styled(
-                "⎿ interrupted — the partial answer is kept; tell the model what to do instead",
-                Style::Warning,
-            )),
+            TurnEnd::StepLimit => self.notice(NoticeLevel::Warning, tr(Ui::StepLimit)),
+            TurnEnd::Interrupted => self
+                .pending
+                .push(Line::styled(tr(Ui::Interrupted), Style::Warning)),
             TurnEnd::Failed(message) => self.error(message),
         }
         self.gap();
@@ -496,9 +488,9 @@ impl Transcript {
                 Some(md) => out.extend(md.live().into_iter().map(thinking_line)),
                 None => {
                     out.push(Line::styled(
-                        format!(
-                            "✻ Thinking… {}",
-                            seconds(now.saturating_duration_since(reasoning.started))
+                        trf(
+                            Ui::ThinkingFor,
+                            &[&seconds(now.saturating_duration_since(reasoning.started))],
                         ),
                         Style::Thinking,
                     ));
@@ -526,9 +518,9 @@ impl Transcript {
         if let Some(started) = turn_started {
             if self.tools.is_empty() {
                 out.push(Line::styled(
-                    format!(
-                        "{frame} Working… {} · esc to interrupt",
-                        seconds(now.saturating_duration_since(started))
+                    trf(
+                        Ui::Working,
+                        &[&frame, &seconds(now.saturating_duration_since(started))],
                     ),
                     Style::Dim,
                 ));
@@ -625,12 +617,19 @@ fn output_body(name: &str, args: &str, output: &str, width: usize, rows: usize) 
     }
     let text = for_display(output);
     if text.trim().is_empty() {
-        return vec![Line::styled("  ⎿ (no output)", Style::Dim)];
+        return vec![Line::styled(tr(Ui::NoOutput), Style::Dim)];
     }
     if name == "read_file" {
         let count = text.lines().count();
         return vec![Line::styled(
-            format!("  ⎿ read {count} line{}", if count == 1 { "" } else { "s" }),
+            trf(
+                if count == 1 {
+                    Ui::ReadOneLine
+                } else {
+                    Ui::ReadLines
+                },
+                &[&count],
+            ),
             Style::Dim,
         )];
     }
@@ -672,7 +671,7 @@ fn fold(text: &str, width: usize, rows: usize, style: Style) -> Vec<Line> {
     }
     if lines.len() > rows {
         out.push(Line::styled(
-            format!("    … {} more lines (ctrl-o for more)", lines.len() - rows),
+            trf(Ui::MoreLines, &[&(lines.len() - rows)]),
             Style::Dim,
         ));
     }

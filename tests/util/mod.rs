@@ -114,6 +114,8 @@ pub fn reasonix_binary(binary: &Path, home: &Dir, cwd: &Path) -> Command {
         .env("REASONIX_HOME", home.join(".reasonix"))
         .env_remove("REASONIX_LOG")
         .env_remove("NO_COLOR")
+        // English whatever the machine's locale; a test of the Chinese UI overrides it.
+        .env("REASONIX_LANG", "en")
         .stdin(Stdio::null());
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().to_string();

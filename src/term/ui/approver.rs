@@ -6,6 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, PoisonError};
 
 use super::Msg;
+use crate::i18n::{tr, trf, Ui};
 use crate::mcp::{LaunchAnswer, LaunchApprover, LaunchRequest};
 use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver};
 use crate::term::ansi::{Line, Style};
@@ -51,13 +52,12 @@ impl LaunchApprover for UiApprover {
 
 pub(super) fn launch_choices(request: &LaunchRequest) -> Choices<LaunchAnswer> {
     Choices {
-        title: format!("Start MCP server {}?", one_row(&request.server)),
+        title: trf(Ui::LaunchTitle, &[&one_row(&request.server)]),
         body: vec![
             Line::styled(
-                format!(
-                    "declared in {} · {}",
-                    one_row(&request.origin),
-                    one_row(&request.transport)
+                trf(
+                    Ui::LaunchDeclared,
+                    &[&one_row(&request.origin), &one_row(&request.transport)],
                 ),
                 Style::Dim,
             ),
@@ -65,17 +65,17 @@ pub(super) fn launch_choices(request: &LaunchRequest) -> Choices<LaunchAnswer> {
         ],
         items: vec![
             Choice {
-                label: "Yes, for this session".into(),
+                label: tr(Ui::LaunchSession).into(),
                 key: Some('y'),
                 value: LaunchAnswer::Session,
             },
             Choice {
-                label: "Yes, and remember it for this workspace".into(),
+                label: tr(Ui::LaunchAlways).into(),
                 key: Some('a'),
                 value: LaunchAnswer::Always,
             },
             Choice {
-                label: "No".into(),
+                label: tr(Ui::LaunchNo).into(),
                 key: Some('n'),
                 value: LaunchAnswer::Deny,
             },

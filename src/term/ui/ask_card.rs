@@ -4,6 +4,7 @@
 //! composer, Enter sends what was typed, Esc goes back to the card. Plain state and key
 //! handling; the chat owns the composer and the reply channel.
 
+use crate::i18n::{tr, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Key;
 use crate::term::modal::{Choice, Choices, Outcome};
@@ -50,14 +51,14 @@ impl AskCard {
             .collect();
         if question.allow_free_text {
             items.push(Choice {
-                label: "Type an answer…".into(),
+                label: tr(Ui::AskTypeAnswer).into(),
                 key: None,
                 value: Pick::Type,
             });
         }
         AskCard {
             choices: Choices {
-                title: "The model asks".into(),
+                title: tr(Ui::AskTitle).into(),
                 body: Vec::new(),
                 items,
                 selected: 0,
@@ -117,12 +118,12 @@ impl AskCard {
             row.truncated(width)
         };
         if self.typing {
-            let mut out = vec![Line::styled("╭─ The model asks", Style::Frame)];
-            out.extend(self.question_lines(width).into_iter().map(bar));
-            out.push(Line::styled(
-                "╰─ type your answer · enter to send · esc back to the choices",
+            let mut out = vec![Line::styled(
+                format!("╭─ {}", tr(Ui::AskTitle)),
                 Style::Frame,
-            ));
+            )];
+            out.extend(self.question_lines(width).into_iter().map(bar));
+            out.push(Line::styled(tr(Ui::AskTextFooter), Style::Frame));
             return out;
         }
         let mut choices = Choices {
@@ -144,10 +145,7 @@ impl AskCard {
             .collect();
         let mut out = choices.render(width);
         out.pop();
-        out.push(Line::styled(
-            "╰─ 1-9 or ↑↓ and enter to answer · esc to dismiss the question",
-            Style::Frame,
-        ));
+        out.push(Line::styled(tr(Ui::AskFooter), Style::Frame));
         out
     }
 }

@@ -9,6 +9,7 @@ use crate::agent::events::NoticeLevel;
 use crate::agent::session::Summary;
 use crate::command::input::{self, Input, Turn};
 use crate::command::{Builtin, CommandError};
+use crate::i18n::{tr, trf, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::modal::{Choice, Choices};
 use crate::term::sanitize::one_row;
@@ -30,7 +31,7 @@ impl Chat {
                 self.transcript.user_message(&typed);
                 self.transcript.notice(
                     NoticeLevel::Warning,
-                    &format!("MCP servers are still starting; send /{name} again once they are up"),
+                    &trf(Ui::ServersStillStarting, &[&name]),
                 );
             }
             Some(Err(err)) => self.transcript.error(&err.to_string()),
@@ -42,10 +43,7 @@ impl Chat {
         if builtin.needs_idle(args) && self.busy() {
             self.transcript.notice(
                 NoticeLevel::Warning,
-                &format!(
-                    "/{} waits for the running turn; press esc to interrupt it",
-                    builtin.name()
-                ),
+                &trf(Ui::WaitsForTurn, &[&builtin.name()]),
             );
             return;
         }
@@ -80,7 +78,7 @@ impl Chat {
     }
 
     pub(super) fn help(&mut self) {
-        let mut lines = vec![Line::styled("Commands", Style::Heading)];
+        let mut lines = vec![Line::styled(tr(Ui::HelpCommands), Style::Heading)];
         let width = self.screen.width();
         for entry in self.catalog.entries() {
             let mut line = Line::styled(format!("  /{}", entry.name), Style::Bold);
@@ -90,10 +88,10 @@ impl Chat {
             line.push(format!("  {}", one_row(&entry.description)), Style::Plain);
             lines.push(line.truncated(width));
         }
-        lines.push(Line::styled("Keys", Style::Heading));
+        lines.push(Line::styled(tr(Ui::HelpKeys), Style::Heading));
         for (keys, what) in KEY_HELP {
             let mut line = Line::styled(format!("  {keys:<22}"), Style::Bold);
-            line.push(*what, Style::Plain);
+            line.push(tr(*what), Style::Plain);
             lines.push(line.truncated(width));
         }
         self.info_lines(lines);
@@ -109,13 +107,8 @@ impl Chat {
                     return;
                 };
                 self.reset_conversation_state();
-                self.transcript.notice(
-                    NoticeLevel::Info,
-                    &format!(
-                        "new conversation; the previous one ({}) is saved, /resume returns to it",
-                        old.id()
-                    ),
-                );
+                self.transcript
+                    .notice(NoticeLevel::Info, &trf(Ui::NewConversation, &[&old.id()]));
             }
             Err(err) => self.transcript.error(&err),
         }
@@ -136,10 +129,8 @@ impl Chat {
                 let _ = std::fs::remove_file(&path);
                 self.forget_snapshots(&id);
                 self.reset_conversation_state();
-                self.transcript.notice(
-                    NoticeLevel::Info,
-                    "conversation cleared; the context is empty",
-                );
+                self.transcript
+                    .notice(NoticeLevel::Info, tr(Ui::ConversationCleared));
             }
             Err(err) => self.transcript.error(&err),
         }
@@ -157,17 +148,14 @@ impl Chat {
     pub(super) fn model_command(&mut self, args: &str) {
         if args.is_empty() {
             let current = format!("{}/{}", self.provider_name, self.model);
-            let mut lines = vec![Line::styled("Configured models", Style::Heading)];
+            let mut lines = vec![Line::styled(tr(Ui::ModelsHeading), Style::Heading)];
             for model in self.services.models() {
                 let mark = if model == current { "● " } else { "  " };
                 let mut line = Line::styled(format!("  {mark}"), Style::Accent);
                 line.push(one_row(&model), Style::Plain);
                 lines.push(line);
             }
-            lines.push(Line::styled(
-                "  /model REF switches: a provider name, a model name or provider/model",
-                Style::Dim,
-            ));
+            lines.push(Line::styled(tr(Ui::ModelsHint), Style::Dim));
             self.info_lines(lines);
             return;
         }
@@ -183,7 +171,7 @@ impl Chat {
                 self.context_window = switch.context_window;
                 self.transcript.notice(
                     NoticeLevel::Info,
-                    &format!("now using {}/{}", self.provider_name, self.model),
+                    &trf(Ui::NowUsing, &[&self.provider_name, &self.model]),
                 );
             }
             Err(err) => self.transcript.error(&err),
@@ -199,8 +187,8 @@ impl Chat {
                 return;
             };
             let text = match current {
-                Some(effort) => format!("reasoning effort: {effort}"),
-                None => "reasoning effort: the model's default".into(),
+                Some(effort) => trf(Ui::EffortIs, &[&effort]),
+                None => tr(Ui::EffortDefault).into(),
             };
             self.transcript.notice(NoticeLevel::Info, &text);
             return;
@@ -210,9 +198,7 @@ impl Chat {
             "default" | "none" | "off" => None,
             "minimal" | "low" | "medium" | "high" | "max" | "xhigh" => Some(value.clone()),
             _ => {
-                self.transcript.error(&format!(
-                    "unknown effort `{value}`; use low, medium, high, max or default"
-                ));
+                self.transcript.error(&trf(Ui::EffortUnknown, &[&value]));
                 return;
             }
         };
@@ -221,23 +207,18 @@ impl Chat {
         };
         agent.options_mut().reasoning_effort = effort;
         drop(agent);
-        self.transcript.notice(
-            NoticeLevel::Info,
-            &format!("reasoning effort set to {value}"),
-        );
+        self.transcript
+            .notice(NoticeLevel::Info, &trf(Ui::EffortSet, &[&value]));
     }
 
     pub(super) fn mcp_command(&mut self) {
         let servers = self.mcp.servers();
         let body: Vec<Line> = if servers.is_empty() && self.starting.is_some() {
-            vec![Line::plain("MCP servers are still starting.")]
+            vec![Line::plain(tr(Ui::McpStarting))]
         } else if servers.is_empty() {
             vec![
-                Line::plain("No MCP servers are connected."),
-                Line::styled(
-                    "Declare them as [[plugins]] in reasonix.toml or in .mcp.json.",
-                    Style::Dim,
-                ),
+                Line::plain(tr(Ui::McpNone)),
+                Line::styled(tr(Ui::McpDeclare), Style::Dim),
             ]
         } else {
             servers
@@ -246,10 +227,7 @@ impl Chat {
                     let mut line = Line::styled(one_row(&s.name), Style::Bold);
                     line.push(format!("  {}", one_row(&s.status)), Style::Dim);
                     line.push(
-                        format!(
-                            "  {} tools · {} prompts · {} resources",
-                            s.tools, s.prompts, s.resources
-                        ),
+                        trf(Ui::McpCounts, &[&s.tools, &s.prompts, &s.resources]),
                         Style::Plain,
                     );
                     line
@@ -257,10 +235,10 @@ impl Chat {
                 .collect()
         };
         self.open_modal(Modal::Info(Choices {
-            title: "MCP servers".into(),
+            title: tr(Ui::McpTitle).into(),
             body,
             items: vec![Choice {
-                label: "Close".into(),
+                label: tr(Ui::Close).into(),
                 key: None,
                 value: (),
             }],
@@ -270,11 +248,11 @@ impl Chat {
     }
 
     pub(super) fn tools_command(&mut self) {
-        let mut lines = vec![Line::styled("Tools", Style::Heading)];
+        let mut lines = vec![Line::styled(tr(Ui::ToolsHeading), Style::Heading)];
         for (name, read_only) in &self.tool_names {
             let mut line = Line::styled(format!("  {}", one_row(name)), Style::Bold);
             if *read_only {
-                line.push("  read-only", Style::Dim);
+                line.push(tr(Ui::ReadOnly), Style::Dim);
             }
             lines.push(line);
         }
@@ -289,36 +267,36 @@ impl Chat {
         if paired {
             self.start_work(super::Work::Replan(args.trim().to_string()));
         } else {
-            self.transcript.notice(
-                NoticeLevel::Warning,
-                "/replan needs a planner model: set agent.planner_model to a model other than this one",
-            );
+            self.transcript
+                .notice(NoticeLevel::Warning, tr(Ui::ReplanNeedsPlanner));
         }
     }
 
     pub(super) fn cost_command(&mut self) {
         let u = &self.totals.usage;
-        let mut text = format!(
-            "this conversation: {} prompt tokens ({} from cache), {} completion tokens",
-            u.prompt_tokens, u.cache_hit_tokens, u.completion_tokens
+        let mut text = trf(
+            Ui::CostTotal,
+            &[&u.prompt_tokens, &u.cache_hit_tokens, &u.completion_tokens],
         );
         if self.totals.priced {
             text.push_str(&format!(", ${:.4}", self.totals.cost));
         } else {
-            text.push_str("; cost unknown (no prices configured for this model)");
+            text.push_str(tr(Ui::CostUnknown));
         }
         if u.estimated {
-            text.push_str(" (estimated)");
+            text.push_str(tr(Ui::CostEstimated));
         }
         for model in &self.totals.models {
-            text.push_str(&format!(
-                "\n  {} {}: {} requests, {} prompt tokens ({} from cache), {} completion tokens",
-                model.role,
-                model.model,
-                model.requests,
-                model.usage.prompt_tokens,
-                model.usage.cache_hit_tokens,
-                model.usage.completion_tokens
+            text.push_str(&trf(
+                Ui::CostModel,
+                &[
+                    &model.role,
+                    &model.model,
+                    &model.requests,
+                    &model.usage.prompt_tokens,
+                    &model.usage.cache_hit_tokens,
+                    &model.usage.completion_tokens,
+                ],
             ));
             if self.totals.priced {
                 text.push_str(&format!(", ${:.4}", model.cost_usd));
@@ -341,40 +319,57 @@ impl Chat {
         };
         let policy = self.gate.policy();
         let rows = [
-            ("model", format!("{}/{}", self.provider_name, self.model)),
-            ("session", format!("{id} ({messages} messages)")),
-            ("file", path),
-            ("directory", self.cwd.display().to_string()),
             (
-                "permissions",
-                format!(
-                    "posture {} · writer fallback {} · {} allow, {} ask, {} deny rules · {} session grants",
-                    self.gate.posture().as_str(),
-                    policy.mode.as_str(),
-                    policy.allow.len(),
-                    policy.ask.len(),
-                    policy.deny.len(),
-                    self.gate.grants().len()
+                Ui::StatusModel,
+                format!("{}/{}", self.provider_name, self.model),
+            ),
+            (
+                Ui::StatusSession,
+                trf(Ui::StatusSessionValue, &[&id, &messages]),
+            ),
+            (Ui::StatusFile, path),
+            (Ui::StatusDirectory, self.cwd.display().to_string()),
+            (
+                Ui::StatusPermissions,
+                trf(
+                    Ui::StatusPermissionsValue,
+                    &[
+                        &self.gate.posture().as_str(),
+                        &policy.mode.as_str(),
+                        &policy.allow.len(),
+                        &policy.ask.len(),
+                        &policy.deny.len(),
+                        &self.gate.grants().len(),
+                    ],
                 ),
             ),
             (
-                "context",
+                Ui::StatusContextRow,
                 if self.context_window > 0 {
-                    format!(
-                        "{} of {} tokens ({:.0}%)",
-                        self.totals.context,
-                        self.context_window,
-                        self.totals.context as f64 * 100.0 / self.context_window as f64
+                    let ratio = self.totals.context as f64 * 100.0 / self.context_window as f64;
+                    trf(
+                        Ui::StatusContextValue,
+                        &[
+                            &self.totals.context,
+                            &self.context_window,
+                            &format!("{ratio:.0}"),
+                        ],
                     )
                 } else {
-                    format!("{} tokens (no context window configured)", self.totals.context)
+                    trf(Ui::StatusContextNoWindow, &[&self.totals.context])
                 },
             ),
-            ("mcp", format!("{} servers", self.mcp.servers().len())),
+            (
+                Ui::StatusMcp,
+                trf(Ui::StatusMcpValue, &[&self.mcp.servers().len()]),
+            ),
         ];
-        let mut lines = vec![Line::styled("Status", Style::Heading)];
+        let mut lines = vec![Line::styled(tr(Ui::StatusHeading), Style::Heading)];
         for (key, value) in rows {
-            let mut line = Line::styled(format!("  {key:<12}"), Style::Bold);
+            // Padded by display width: a Chinese label is two columns a character.
+            let key = tr(key);
+            let pad = " ".repeat(12usize.saturating_sub(crate::term::width::str_width(key)));
+            let mut line = Line::styled(format!("  {key}{pad}"), Style::Bold);
             line.push(one_row(&value), Style::Plain);
             lines.push(line);
         }
@@ -393,10 +388,8 @@ impl Chat {
             .take(20)
             .collect();
         if sessions.is_empty() {
-            self.transcript.notice(
-                NoticeLevel::Info,
-                "no earlier conversations in this workspace",
-            );
+            self.transcript
+                .notice(NoticeLevel::Info, tr(Ui::NoEarlierConversations));
             return;
         }
         let items = sessions
@@ -408,7 +401,7 @@ impl Chat {
             })
             .collect();
         self.open_modal(Modal::Resume(Choices {
-            title: "Resume a conversation".into(),
+            title: tr(Ui::ResumeTitle).into(),
             body: Vec::new(),
             items,
             selected: 0,
@@ -430,7 +423,7 @@ impl Chat {
                 drop(agent);
                 self.reset_conversation_state();
                 self.transcript
-                    .notice(NoticeLevel::Info, &format!("resumed conversation {id}"));
+                    .notice(NoticeLevel::Info, &trf(Ui::ResumedConversation, &[&id]));
                 if let Some(message) = repaired {
                     self.transcript.notice(NoticeLevel::Warning, &message);
                 }
@@ -458,45 +451,34 @@ pub(super) fn prepared(result: Result<Turn, CommandError>) -> Prepared {
     }
 }
 
-const KEY_HELP: &[(&str, &str)] = &[
-    ("enter", "send (queued while a turn runs)"),
-    (
-        "alt-enter, ctrl-j",
-        "new line (shift-enter where the terminal reports it)",
-    ),
-    ("esc", "interrupt the turn · close the menu"),
-    ("ctrl-c", "interrupt · clear the input · twice to exit"),
-    ("ctrl-d", "exit on an empty prompt"),
-    (
-        "shift-tab",
-        "cycle the mode: ask → auto → yolo → plan → ask (a goal → normal)",
-    ),
-    ("ctrl-t", "show or hide the task list above the input"),
-    ("ctrl-o", "toggle verbose (reasoning, long output)"),
-    ("up, down", "move between lines · history"),
-    (
-        "ctrl-a/e/k/u/w",
-        "line start/end · kill to end/start · delete word",
-    ),
-    ("tab", "accept the completion"),
-    ("ctrl-l", "clear the screen"),
-    ("ctrl-z", "suspend"),
-    ("/ @ !", "commands · attach files · run a shell command"),
+const KEY_HELP: &[(&str, Ui)] = &[
+    ("enter", Ui::KeyEnter),
+    ("alt-enter, ctrl-j", Ui::KeyNewLine),
+    ("esc", Ui::KeyEsc),
+    ("ctrl-c", Ui::KeyCtrlC),
+    ("ctrl-d", Ui::KeyCtrlD),
+    ("shift-tab", Ui::KeyShiftTab),
+    ("ctrl-t", Ui::KeyCtrlT),
+    ("ctrl-o", Ui::KeyCtrlO),
+    ("up, down", Ui::KeyUpDown),
+    ("ctrl-a/e/k/u/w", Ui::KeyEditing),
+    ("tab", Ui::KeyTab),
+    ("ctrl-l", Ui::KeyCtrlL),
+    ("ctrl-z", Ui::KeyCtrlZ),
+    ("/ @ !", Ui::KeyPrefixes),
 ];
 fn confirm_clear() -> Choices<bool> {
     Choices {
-        title: "Clear the conversation?".into(),
-        body: vec![Line::plain(
-            "The context is discarded and this conversation is not kept for /resume.",
-        )],
+        title: tr(Ui::ClearTitle).into(),
+        body: vec![Line::plain(tr(Ui::ClearBody))],
         items: vec![
             Choice {
-                label: "Yes, clear it".into(),
+                label: tr(Ui::ClearYes).into(),
                 key: Some('y'),
                 value: true,
             },
             Choice {
-                label: "No".into(),
+                label: tr(Ui::LaunchNo).into(),
                 key: Some('n'),
                 value: false,
             },

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::{Chat, Modal};
 use crate::agent::events::NoticeLevel;
+use crate::i18n::{tr, trf, Ui};
 use crate::permission::Posture;
 use crate::term::ansi::{ColorMode, Line, Palette, Style};
 use crate::term::sanitize::one_row;
@@ -49,8 +50,8 @@ impl Chat {
             .transcript
             .live(now, self.turn.as_ref().map(|t| t.started));
         for (started, what) in [
-            (self.preparing, "preparing the message"),
-            (self.starting, "starting MCP servers"),
+            (self.preparing, tr(Ui::Preparing)),
+            (self.starting, tr(Ui::StartingServers)),
         ] {
             if let Some(started) = started {
                 let waited = transcript::seconds(now - started);
@@ -59,21 +60,17 @@ impl Chat {
         }
         if let Some((_, started, command)) = &self.shell {
             rows.push(Line::styled(
-                format!(
-                    "! {}  {} · esc to interrupt",
-                    one_row(command),
-                    transcript::seconds(now - *started)
+                trf(
+                    Ui::ShellRunning,
+                    &[&one_row(command), &transcript::seconds(now - *started)],
                 ),
                 Style::Dim,
             ));
         }
         for pending in &self.queue {
             rows.push(
-                Line::styled(
-                    format!("  ↳ queued: {}", one_row(&pending.display)),
-                    Style::Dim,
-                )
-                .truncated(width),
+                Line::styled(trf(Ui::Queued, &[&one_row(&pending.display)]), Style::Dim)
+                    .truncated(width),
             );
         }
         let mut cursor = None;
@@ -107,7 +104,7 @@ impl Chat {
                 }
                 if self.editor.is_empty() && !self.busy() {
                     if let Some(first) = rows.last_mut() {
-                        first.push("Ask anything · / commands · @ files · ! shell", Style::Dim);
+                        first.push(tr(Ui::Placeholder), Style::Dim);
                     }
                 }
             }
@@ -124,13 +121,18 @@ impl Chat {
             Posture::Yolo => Style::Error,
         };
         let mut line = Line::styled(format!("{} · ", one_row(&self.model)), Style::Status);
-        line.push(posture.as_str(), posture_style);
-        if self.planning() {
-            line.push(" · ", Style::Status);
-            line.push("plan", Style::Accent);
+        line.push(posture_label(posture), posture_style);
+        let mode = if self.planning() {
+            tr(Ui::ModePlan)
         } else if let Some(goal) = self.goal_label() {
+            goal
+        } else {
+            tr(Ui::ModeNormal)
+        };
+        // English leaves the normal mode unnamed, so its label is empty.
+        if !mode.is_empty() {
             line.push(" · ", Style::Status);
-            line.push(goal, Style::Accent);
+            line.push(mode, Style::Accent);
         }
         let usage = &self.totals.usage;
         let mut parts = vec![format!(
@@ -139,7 +141,7 @@ impl Chat {
             short_count(usage.completion_tokens)
         )];
         if let Some(ratio) = usage.cache_hit_ratio() {
-            parts.push(format!("cache {:.0}%", ratio * 100.0));
+            parts.push(trf(Ui::StatusCache, &[&format!("{:.0}", ratio * 100.0)]));
         }
         // A planner/executor pair: each model's cache hits, which is what the pair is for.
         for model in &self.totals.models {
@@ -148,19 +150,17 @@ impl Chat {
             }
         }
         if self.context_window > 0 {
-            parts.push(format!(
-                "ctx {:.0}%",
-                self.totals.context as f64 * 100.0 / self.context_window as f64
-            ));
+            let ratio = self.totals.context as f64 * 100.0 / self.context_window as f64;
+            parts.push(trf(Ui::StatusContext, &[&format!("{ratio:.0}")]));
         }
         if self.totals.priced {
             parts.push(format!("${:.4}", self.totals.cost));
         }
         line.push(format!(" · {}", parts.join(" · ")), Style::Status);
         if self.exit_armed {
-            line.push("   press Ctrl-C again to exit", Style::Warning);
+            line.push(tr(Ui::StatusExitArmed), Style::Warning);
         } else {
-            line.push("   shift-tab: mode · /help", Style::Dim);
+            line.push(tr(Ui::StatusHint), Style::Dim);
         }
         line.truncated(width.saturating_sub(1))
     }
@@ -178,10 +178,8 @@ impl Chat {
             Style::Dim,
         );
         self.transcript.push_line(title);
-        self.transcript.push_line(Line::styled(
-            "/help for commands · esc interrupts · ctrl-c twice or ctrl-d exits",
-            Style::Dim,
-        ));
+        self.transcript
+            .push_line(Line::styled(tr(Ui::BannerHint), Style::Dim));
         for (level, notice) in notices {
             self.transcript.notice(*level, notice);
         }
@@ -190,6 +188,16 @@ impl Chat {
         }
         self.transcript.gap();
     }
+}
+
+/// The posture's name in the status line (the spec's labels in Chinese).
+pub(super) fn posture_label(posture: Posture) -> &'static str {
+    tr(match posture {
+        Posture::Ask => Ui::PostureAsk,
+        Posture::Auto => Ui::PostureAuto,
+        Posture::Yolo => Ui::PostureYolo,
+        Posture::Strict => Ui::PostureStrict,
+    })
 }
 
 /// A modal in `height` rows at most (only the plan review needs to know).

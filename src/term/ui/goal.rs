@@ -27,21 +27,21 @@ impl Chat {
         if args.is_empty() {
             let active = lock(&self.goal).as_ref().map(|g| g.objective().to_string());
             let text = match active {
-                Some(objective) => format!(
-                    "active goal: {}; /goal clear ends it",
-                    crate::text::one_line(&objective, 200)
+                Some(objective) => crate::i18n::trf(
+                    crate::i18n::Ui::GoalActive,
+                    &[&crate::text::one_line(&objective, 200)],
                 ),
-                None => "no active goal; /goal OBJECTIVE starts one".into(),
+                None => crate::i18n::tr(crate::i18n::Ui::GoalNone).into(),
             };
             self.transcript.notice(NoticeLevel::Info, &text);
             return;
         }
         if args == "clear" {
-            let text = if self.clear_goal() {
-                "goal cleared; back to normal mode"
+            let text = crate::i18n::tr(if self.clear_goal() {
+                crate::i18n::Ui::GoalClearedNormal
             } else {
-                "no active goal"
-            };
+                crate::i18n::Ui::GoalNoneActive
+            });
             self.transcript.notice(NoticeLevel::Info, text);
             return;
         }
@@ -132,8 +132,8 @@ impl Chat {
         lock(&self.goal)
             .as_ref()
             .map(|goal| match goal.research_dir() {
-                Some(_) => "goal (research)",
-                None => "goal",
+                Some(_) => crate::i18n::tr(crate::i18n::Ui::ModeGoalResearch),
+                None => crate::i18n::tr(crate::i18n::Ui::ModeGoal),
             })
     }
 }

@@ -7,6 +7,7 @@ use super::ask_card::CardKey;
 use super::plan_review::PlanKey;
 use super::{Chat, Modal};
 use crate::agent::events::NoticeLevel;
+use crate::i18n::{tr, Ui};
 use crate::permission::{ApprovalAnswer, Posture};
 use crate::term::editor::Editor;
 use crate::term::keys::Key;
@@ -205,7 +206,7 @@ impl Chat {
         // Goal mode steps back to normal, the posture kept.
         if !self.busy() && self.clear_goal() {
             self.transcript
-                .notice(NoticeLevel::Info, "goal cleared; back to normal mode");
+                .notice(NoticeLevel::Info, tr(Ui::GoalClearedNormal));
             return;
         }
         let posture = self.gate.posture();
@@ -235,13 +236,9 @@ impl Chat {
         // Plan and goal are two collaboration modes: entering one leaves the other.
         if planning && self.clear_goal() {
             self.transcript
-                .notice(NoticeLevel::Info, "goal cleared: plan mode replaces it");
+                .notice(NoticeLevel::Info, tr(Ui::GoalClearedPlan));
         }
-        let text = if planning {
-            "plan mode: the model researches and proposes a plan for you to review before it edits"
-        } else {
-            "plan mode off"
-        };
+        let text = tr(if planning { Ui::PlanOn } else { Ui::PlanOff });
         self.transcript.notice(NoticeLevel::Info, text);
         true
     }
@@ -253,11 +250,11 @@ impl Chat {
     pub(super) fn toggle_verbose(&mut self) {
         let verbose = !self.transcript.verbose();
         self.transcript.set_verbose(verbose);
-        let text = if verbose {
-            "verbose: reasoning and long tool output are shown in full"
+        let text = tr(if verbose {
+            Ui::VerboseOn
         } else {
-            "verbose off: reasoning is summarised and long output folded"
-        };
+            Ui::VerboseOff
+        });
         self.transcript.notice(NoticeLevel::Info, text);
     }
 

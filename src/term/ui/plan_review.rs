@@ -6,6 +6,7 @@
 
 use std::cell::Cell;
 
+use crate::i18n::{tr, trf, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Key;
 use crate::term::markdown::Markdown;
@@ -60,20 +61,12 @@ impl PlanCard {
         PlanCard {
             plan,
             choices: Choices {
-                title: "Plan ready for review".into(),
+                title: tr(Ui::PlanTitle).into(),
                 body: Vec::new(),
                 items: vec![
-                    choice("Approve and start", 'y', Pick::Approve),
-                    choice(
-                        "Approve, and auto-accept edits from now on",
-                        'a',
-                        Pick::AcceptEdits,
-                    ),
-                    choice(
-                        "Keep planning (tell the model what to change)",
-                        'n',
-                        Pick::Keep,
-                    ),
+                    choice(tr(Ui::PlanApprove), 'y', Pick::Approve),
+                    choice(tr(Ui::PlanApproveAuto), 'a', Pick::AcceptEdits),
+                    choice(tr(Ui::PlanKeep), 'n', Pick::Keep),
                 ],
                 selected: 0,
                 on_cancel: Some(Pick::Close),
@@ -146,11 +139,8 @@ impl PlanCard {
     pub(super) fn render(&self, width: usize, height: usize) -> Vec<Line> {
         if self.typing {
             return vec![
-                Line::styled("╭─ Keep planning", Style::Frame),
-                Line::styled(
-                    "╰─ type what to change in the plan · enter to send · esc back to the plan",
-                    Style::Frame,
-                ),
+                Line::styled(format!("╭─ {}", tr(Ui::PlanKeepTitle)), Style::Frame),
+                Line::styled(tr(Ui::PlanKeepFooter), Style::Frame),
             ];
         }
         let lines = self.plan_lines(width);
@@ -178,21 +168,20 @@ impl PlanCard {
         };
         if max_scroll > 0 {
             choices.body.push(Line::styled(
-                format!(
-                    "── rows {}-{} of {} · pgup/pgdn to scroll",
-                    scroll + 1,
-                    (scroll + room).min(lines.len()),
-                    lines.len()
+                trf(
+                    Ui::PlanRows,
+                    &[
+                        &(scroll + 1),
+                        &(scroll + room).min(lines.len()),
+                        &lines.len(),
+                    ],
                 ),
                 Style::Dim,
             ));
         }
         let mut out = choices.render(width);
         out.pop();
-        out.push(Line::styled(
-            "╰─ ↑↓ and enter to choose · esc to keep planning",
-            Style::Frame,
-        ));
+        out.push(Line::styled(tr(Ui::PlanFooter), Style::Frame));
         out
     }
 }

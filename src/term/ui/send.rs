@@ -65,7 +65,10 @@ impl Chat {
         }
         if !prepared.attached.is_empty() {
             self.transcript.push_line(Line::styled(
-                format!("  ⎿ attached {}", one_row(&prepared.attached.join(", "))),
+                crate::i18n::trf(
+                    crate::i18n::Ui::Attached,
+                    &[&one_row(&prepared.attached.join(", "))],
+                ),
                 Style::Dim,
             ));
         }

@@ -81,8 +81,10 @@ impl Chat {
         let text = crate::term::sanitize::for_display(text);
         let lines: Vec<&str> = text.trim_end().lines().collect();
         if lines.is_empty() {
-            self.transcript
-                .push_line(Line::styled("  ⎿ (no output)", Style::Dim));
+            self.transcript.push_line(Line::styled(
+                crate::i18n::tr(crate::i18n::Ui::NoOutput),
+                Style::Dim,
+            ));
         }
         let width = self.screen.width();
         for (i, line) in lines.iter().take(rows).enumerate() {
@@ -95,7 +97,7 @@ impl Chat {
         }
         if lines.len() > rows {
             self.transcript.push_line(Line::styled(
-                format!("    … {} more lines (ctrl-o for more)", lines.len() - rows),
+                crate::i18n::trf(crate::i18n::Ui::MoreLines, &[&(lines.len() - rows)]),
                 Style::Dim,
             ));
         }

@@ -7,6 +7,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::i18n::{trf, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::sanitize::one_row;
 use crate::tool::builtin::todo::{TodoItem, TodoStatus};
@@ -54,7 +55,7 @@ impl TodoPanel {
             return Vec::new();
         }
         let mut out = vec![Line::styled(
-            format!("  Tasks {done}/{} · ctrl-t hides", items.len()),
+            trf(Ui::TodoHeader, &[&done, &items.len()]),
             Style::Dim,
         )];
         let (start, end) = window(items);
@@ -78,7 +79,7 @@ impl TodoPanel {
         }
         if hidden_before + hidden_after > 0 {
             out.push(Line::styled(
-                format!("    +{} more", hidden_before + hidden_after),
+                trf(Ui::TodoMore, &[&(hidden_before + hidden_after)]),
                 Style::Dim,
             ));
         }

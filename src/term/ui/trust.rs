@@ -5,6 +5,7 @@
 use std::io;
 
 use super::draw::terminal_screen;
+use crate::i18n::{tr, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Decoder;
 use crate::term::modal::{Choice, Choices, Outcome};
@@ -56,9 +57,9 @@ pub fn ask_trust(untrusted: &[String]) -> io::Result<TrustAnswer> {
         }
     };
     let said = match answer {
-        TrustAnswer::Session => "trusted for this chat",
-        TrustAnswer::Always => "trusted; remembered for this workspace",
-        TrustAnswer::No => "not trusted",
+        TrustAnswer::Session => tr(Ui::TrustedSession),
+        TrustAnswer::Always => tr(Ui::TrustedAlways),
+        TrustAnswer::No => tr(Ui::NotTrusted),
     };
     screen.draw(&[Line::styled(said, Style::Dim)], &[], None)?;
     screen.leave()?;
@@ -68,28 +69,24 @@ pub fn ask_trust(untrusted: &[String]) -> io::Result<TrustAnswer> {
 
 fn trust_choices(untrusted: &[String]) -> Choices<TrustAnswer> {
     Choices {
-        title: "Trust this workspace?".into(),
+        title: tr(Ui::TrustTitle).into(),
         body: vec![
-            Line::styled(
-                "./reasonix.toml wants to loosen your settings; until you trust the workspace \
-                 it may only tighten them. Ignored:",
-                Style::Dim,
-            ),
+            Line::styled(tr(Ui::TrustBody), Style::Dim),
             Line::styled(one_row(&untrusted.join(", ")), Style::Bold),
         ],
         items: vec![
             Choice {
-                label: "Yes, for this session".into(),
+                label: tr(Ui::LaunchSession).into(),
                 key: Some('y'),
                 value: TrustAnswer::Session,
             },
             Choice {
-                label: "Yes, and remember it for this workspace".into(),
+                label: tr(Ui::LaunchAlways).into(),
                 key: Some('a'),
                 value: TrustAnswer::Always,
             },
             Choice {
-                label: "No, keep ignoring those settings".into(),
+                label: tr(Ui::TrustNo).into(),
                 key: Some('n'),
                 value: TrustAnswer::No,
             },

@@ -101,7 +101,7 @@ impl Chat {
         if event == (Event::PlanMode { planning: false }) {
             self.transcript.notice(
                 NoticeLevel::Info,
-                "plan approved: leaving plan mode to carry it out",
+                crate::i18n::tr(crate::i18n::Ui::PlanApproved),
             );
         }
         self.transcript.event(&event);
