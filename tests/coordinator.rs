@@ -232,7 +232,15 @@ fn the_planner_gets_read_only_tools_and_the_executor_gets_the_plan() {
     for body in &planner {
         assert_eq!(
             tool_names(body),
-            ["read_file", "ls", "glob", "grep", "history", "memory"],
+            [
+                "read_file",
+                "ls",
+                "glob",
+                "grep",
+                "view_image",
+                "history",
+                "memory"
+            ],
             "the planner's tools"
         );
     }

@@ -691,7 +691,15 @@ mod tests {
         let names = research_tools(&all).names();
         assert_eq!(
             names,
-            ["read_file", "ls", "glob", "grep", "history", "memory"],
+            [
+                "read_file",
+                "ls",
+                "glob",
+                "grep",
+                "view_image",
+                "history",
+                "memory"
+            ],
             "planner tools"
         );
         let mut some = Registry::new();

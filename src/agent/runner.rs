@@ -188,6 +188,8 @@ impl Agent {
         }
         let planner = Planner::new(options.plan.clone());
         ctx.session_path = Some(session.path().to_path_buf());
+        // A child agent shares its parent's context otherwise: its images are its own.
+        ctx.images = Arc::default();
         Agent {
             provider,
             tools,
@@ -590,6 +592,9 @@ impl Agent {
         sink: &mut dyn EventSink,
     ) -> Result<(), AgentError> {
         let todos = self.todo_items();
+        self.ctx
+            .images
+            .start_round(self.provider.model(), self.provider.vision());
         let mut results: Vec<Option<(Result<String, ToolError>, u64)>> = vec![None; calls.len()];
         let mut runnable = Vec::new();
         let mut runnable_index = Vec::new();
@@ -659,6 +664,10 @@ impl Agent {
             });
             self.session
                 .push(Message::tool_result(call.id.clone(), output))?;
+        }
+        // Images go after every result: a message between the results would break the round.
+        if let Some(images) = self.ctx.images.take_message() {
+            self.session.push(images)?;
         }
         self.drain_hook_events(sink);
         let now = self.todo_items();

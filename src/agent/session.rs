@@ -713,9 +713,12 @@ fn read_line(text: &str, messages: &mut Vec<Message>) -> Result<(), String> {
     }
 }
 
-/// Whether `message` starts a user turn: a user message that is not a compaction digest.
+/// Whether `message` starts a user turn: a user message that is neither a compaction digest
+/// nor the images `view_image` attached after a round's results (part of the turn it is in).
 pub fn is_turn(message: &Message) -> bool {
-    message.role == Role::User && !is_digest(message)
+    message.role == Role::User
+        && !is_digest(message)
+        && !crate::tool::builtin::view_image::is_attachment(message)
 }
 
 /// A point a conversation can be rewound to: the start of one user turn.
@@ -1447,5 +1450,21 @@ mod tests {
         let b = new_id();
         assert_ne!(a, b);
         assert_eq!(a.len(), "20261202T152037-9f3a1c".len());
+    }
+
+    #[test]
+    fn the_images_view_image_attaches_are_not_a_turn() {
+        let history = vec![
+            Message::system("s"),
+            Message::user("look"),
+            Message::assistant("a"),
+        ];
+        assert_eq!(user_turns(&history).len(), 1);
+        let mut attached = Message::user("[view_image: a.png]");
+        attached.images.push("data:image/png;base64,AA==".into());
+        assert!(!is_turn(&attached));
+        let mut with = history.clone();
+        with.insert(2, attached);
+        assert_eq!(user_turns(&with).len(), 1);
     }
 }

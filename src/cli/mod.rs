@@ -22,6 +22,7 @@ pub mod mcp;
 pub mod models;
 pub mod output;
 pub mod run;
+pub mod session_archive;
 pub mod setup;
 pub mod skills;
 mod stdout_buffer;
@@ -156,6 +157,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List the MCP servers or call one of their tools",
         help: mcp::HELP,
         handler: mcp::main,
+    },
+    Command {
+        name: "session",
+        summary: "Export a saved session as a portable JSON archive, or import one",
+        help: session_archive::HELP,
+        handler: session_archive::main,
     },
     Command {
         name: "trust",

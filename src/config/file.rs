@@ -215,6 +215,10 @@ pub struct ProviderConfig {
     /// Tokens; 0 or unset disables compaction for this provider.
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The models accept images (`view_image` sends them as image content parts). Off by
+    /// default: a text-only server rejects a request with an image part outright.
+    #[serde(default)]
+    pub vision: bool,
     #[serde(default)]
     pub model_overrides: BTreeMap<String, ModelOverride>,
     /// Keyed by model ID.
@@ -257,6 +261,15 @@ impl ProviderConfig {
             .or(self.model.as_deref())
             .or(self.models.first().map(String::as_str))
     }
+
+    /// Whether `model` accepts image content parts: its `model_overrides` entry decides when
+    /// it sets `vision`, else the provider-wide `vision`.
+    pub fn vision(&self, model: &str) -> bool {
+        self.model_overrides
+            .get(model)
+            .and_then(|o| o.vision)
+            .unwrap_or(self.vision)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -264,6 +277,8 @@ impl ProviderConfig {
 pub struct ModelOverride {
     /// A positive value replaces the provider-wide `context_window` for this model.
     pub context_window: Option<u64>,
+    /// Replaces the provider-wide `vision` for this model.
+    pub vision: Option<bool>,
 }
 
 /// USD per one million tokens.
@@ -643,6 +658,7 @@ pub fn builtin_provider() -> ProviderConfig {
         default: Some("deepseek-v4-flash".into()),
         api_key_env: Some("DEEPSEEK_API_KEY".into()),
         context_window: Some(1_000_000),
+        vision: false,
         model_overrides: BTreeMap::new(),
         prices: BTreeMap::new(),
         headers: BTreeMap::new(),

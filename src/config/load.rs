@@ -1198,6 +1198,26 @@ mod tests {
     }
 
     #[test]
+    fn vision_is_a_boolean_on_a_provider_and_its_model_overrides() {
+        let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nvision = true\nmodel_overrides = { m = { vision = false } }\n";
+        let (table, warnings) = check(text);
+        assert!(table.is_ok() && warnings.is_empty(), "{warnings:?}");
+        let text =
+            "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nvision = \"yes\"\n";
+        let err = check(text).0.unwrap_err().to_string();
+        assert!(
+            err.starts_with("config: /p/r.toml:5:10: `providers[0].vision`: invalid type"),
+            "{err}"
+        );
+        let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nmodel_overrides = { m = { vision = 1 } }\n";
+        let err = check(text).0.unwrap_err().to_string();
+        assert!(
+            err.contains("`providers[0].model_overrides.m.vision`: invalid type"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unknown_keys_in_nested_maps_are_found_and_pruned() {
         let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nmodel_overrides = { m = { context_window = 5, colour = 1 } }\n[agent]\nmax_steps = 3\n";
         let (table, warnings) = check(text);

@@ -145,6 +145,7 @@ impl Config {
             headers,
             extra_body: toml_table_to_json(&provider.extra_body),
             context_window: context_window(provider, model),
+            vision: provider.vision(model),
             prices: provider.prices.get(model).map(|p| Prices {
                 input: p.input,
                 input_cache_hit: p.input_cache_hit,
@@ -379,5 +380,27 @@ model = "qwen3"
         assert_eq!(s.timeouts, Timeouts::default());
         assert_eq!(s.retry, RetryPolicy::default());
         assert_eq!(cfg.secret_env_names(), vec!["DEEPSEEK_API_KEY".to_string()]);
+    }
+
+    #[test]
+    fn vision_comes_from_the_model_override_else_the_provider() {
+        let mut cfg = config("");
+        let mut provider = builtin_provider();
+        let pro = Some("deepseek/deepseek-v4-pro");
+        cfg.providers.push(provider.clone());
+        assert!(!cfg.resolve_model_with(None, &no_env).unwrap().vision);
+        provider.vision = true;
+        provider.model_overrides.insert(
+            "deepseek-v4-pro".into(),
+            crate::config::file::ModelOverride {
+                vision: Some(false),
+                ..Default::default()
+            },
+        );
+        cfg.providers = vec![provider];
+        assert!(cfg.resolve_model_with(None, &no_env).unwrap().vision);
+        assert!(!cfg.resolve_model_with(pro, &no_env).unwrap().vision);
+        assert!(cfg.providers[0].vision("deepseek-v4-flash"));
+        assert!(!cfg.providers[0].vision("deepseek-v4-pro"));
     }
 }

@@ -38,22 +38,155 @@ pub enum Role {
 
 /// One chat message, serialised exactly as the OpenAI wire format expects it, so the same
 /// bytes serve the request body and the session file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// A message with `images` sends its content as an array of parts (the text, then one
+/// `image_url` part per image); every other message keeps `content` a plain string, so
+/// text-only bodies and session files are byte-for-byte what they were before images existed.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "WireMessage")]
 pub struct Message {
     pub role: Role,
     /// Always sent, `""` when empty: some servers reject a tool-call message whose content is
     /// null or missing.
-    #[serde(default)]
     pub content: String,
+    /// `data:` URLs of images shown to the model after `content` (`view_image`); only user
+    /// messages carry them, since providers reject non-text parts in tool results.
+    pub images: Vec<String>,
     /// DeepSeek thinking mode requires it back on every assistant turn that carries tool calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+/// The wire form a [`Message`] is read from: `content` is a string or an array of parts.
+#[derive(Deserialize)]
+struct WireMessage {
+    role: Role,
+    #[serde(default)]
+    content: Content,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+/// One content part in the OpenAI shape.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize, Deserialize)]
+struct ImageUrl {
+    url: String,
+}
+
+impl From<WireMessage> for Message {
+    fn from(wire: WireMessage) -> Message {
+        let (content, images) = match wire.content {
+            Content::Text(text) => (text, Vec::new()),
+            Content::Parts(parts) => {
+                let mut text = String::new();
+                let mut images = Vec::new();
+                for part in parts {
+                    match part {
+                        Part::Text { text: t } => text.push_str(&t),
+                        Part::ImageUrl { image_url } => images.push(image_url.url),
+                    }
+                }
+                (text, images)
+            }
+        };
+        Message {
+            role: wire.role,
+            content,
+            images,
+            reasoning_content: wire.reasoning_content,
+            tool_calls: wire.tool_calls,
+            tool_call_id: wire.tool_call_id,
+            name: wire.name,
+        }
+    }
+}
+
+/// Borrowed content parts, so serialising a message with images copies nothing.
+struct Parts<'a>(&'a Message);
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum PartRef<'a> {
+            Text { text: &'a str },
+            ImageUrl { image_url: UrlRef<'a> },
+        }
+        #[derive(Serialize)]
+        struct UrlRef<'a> {
+            url: &'a str,
+        }
+        let message = self.0;
+        let mut seq = serializer.serialize_seq(None)?;
+        if !message.content.is_empty() {
+            seq.serialize_element(&PartRef::Text {
+                text: &message.content,
+            })?;
+        }
+        for url in &message.images {
+            seq.serialize_element(&PartRef::ImageUrl {
+                image_url: UrlRef { url },
+            })?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Message {
+    /// The fields in declaration order, optional ones skipped when empty: exactly what the
+    /// derived form wrote before `images` existed.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("Message", 6)?;
+        out.serialize_field("role", &self.role)?;
+        if self.images.is_empty() {
+            out.serialize_field("content", &self.content)?;
+        } else {
+            out.serialize_field("content", &Parts(self))?;
+        }
+        if let Some(reasoning) = &self.reasoning_content {
+            out.serialize_field("reasoning_content", reasoning)?;
+        }
+        if !self.tool_calls.is_empty() {
+            out.serialize_field("tool_calls", &self.tool_calls)?;
+        }
+        if let Some(id) = &self.tool_call_id {
+            out.serialize_field("tool_call_id", id)?;
+        }
+        if let Some(name) = &self.name {
+            out.serialize_field("name", name)?;
+        }
+        out.end()
+    }
 }
 
 impl Message {
@@ -61,6 +194,7 @@ impl Message {
         Message {
             role,
             content: content.into(),
+            images: Vec::new(),
             reasoning_content: None,
             tool_calls: Vec::new(),
             tool_call_id: None,
@@ -238,6 +372,8 @@ pub struct ProviderSettings {
     pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// 0 disables compaction.
     pub context_window: u64,
+    /// The model accepts image content parts (`vision = true` in its provider entry).
+    pub vision: bool,
     pub prices: Option<Prices>,
     pub ca_file: Option<PathBuf>,
     pub timeouts: Timeouts,
@@ -288,6 +424,11 @@ pub trait Provider: Send + Sync {
     /// The instance name, e.g. "deepseek".
     fn name(&self) -> &str;
     fn model(&self) -> &str;
+    /// Whether the model accepts image content parts (`vision = true`); `view_image` refuses
+    /// otherwise, since a text-only server rejects the whole request.
+    fn vision(&self) -> bool {
+        false
+    }
     /// Starts one streamed completion and returns once the reply produced its first chunk.
     /// Errors before that (after any retries) are returned here; later ones arrive through
     /// the stream. Each retry is reported to `on_retry`, on this thread and before its wait:

@@ -59,6 +59,10 @@ impl Provider for ReplayProvider {
         &self.settings.model
     }
 
+    fn vision(&self) -> bool {
+        self.settings.vision
+    }
+
     fn stream(
         &self,
         request: &Request,

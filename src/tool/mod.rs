@@ -67,6 +67,9 @@ pub struct ToolContext {
     /// The id of the call being executed, set only for tools that [`Tool::reports_live`], so
     /// the subagents they start tag their events with it.
     pub call_id: Option<String>,
+    /// The images `view_image` attached this round and whether the model takes them; the
+    /// agent starts each round on it and appends the images after the round's results.
+    pub images: Arc<builtin::view_image::Tray>,
 }
 
 /// What the permission layer denies to a reading tool, asked per path by the walkers (the
@@ -92,6 +95,7 @@ impl ToolContext {
             delegate: None,
             session_path: None,
             call_id: None,
+            images: Arc::default(),
             cwd,
         }
     }

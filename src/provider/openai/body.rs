@@ -252,6 +252,87 @@ mod tests {
     use super::*;
     use crate::provider::ToolCall;
 
+    /// Text-only messages must encode exactly as they did before messages could carry
+    /// images: a changed byte would miss every provider's prompt cache on the first request
+    /// after an upgrade, and resumed session files are replayed as they were written.
+    #[test]
+    fn text_only_bodies_are_byte_identical_to_the_pre_image_encoding() {
+        let settings = ProviderSettings {
+            model: "m".into(),
+            ..ProviderSettings::default()
+        };
+        let mut assistant = Message::assistant("");
+        assistant.tool_calls.push(ToolCall::new("c1", "ls", "{}"));
+        let mut named = Message::user("u \"q\" é");
+        named.name = Some("n".into());
+        let request = Request {
+            messages: vec![
+                Message::system("s"),
+                named,
+                assistant.clone(),
+                Message::tool_result("c1", "x"),
+            ]
+            .into(),
+            ..Request::default()
+        };
+        let expected = concat!(
+            r#"{"messages":[{"content":"s","role":"system"},"#,
+            r#"{"content":"u \"q\" é","name":"n","role":"user"},"#,
+            r#"{"content":"","reasoning_content":"","role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"ls"},"id":"c1","type":"function"}]},"#,
+            r#"{"content":"x","role":"tool","tool_call_id":"c1"}],"#,
+            r#""model":"m","stream":true,"stream_options":{"include_usage":true}}"#
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&write_request_body(&settings, &request).to_vec()),
+            expected
+        );
+        // The session file's line for a message: the fields in declaration order.
+        assert_eq!(
+            serde_json::to_string(&assistant).unwrap(),
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}"#
+        );
+    }
+
+    #[test]
+    fn an_image_message_sends_content_parts_and_decodes_back_to_itself() {
+        let settings = ProviderSettings {
+            model: "m".into(),
+            ..ProviderSettings::default()
+        };
+        let mut image = Message::user("look");
+        image.images.push("data:image/png;base64,AAAA".into());
+        let mut bare = Message::user("");
+        bare.images.push("data:image/gif;base64,R0lG".into());
+        let request = Request {
+            messages: vec![Message::user("hi"), image.clone(), bare.clone()].into(),
+            ..Request::default()
+        };
+        assert_assembled_matches(&settings, &request);
+        let body: Value =
+            serde_json::from_slice(&write_request_body(&settings, &request).to_vec()).unwrap();
+        assert_eq!(body["messages"][0]["content"], "hi");
+        assert_eq!(
+            body["messages"][1]["content"],
+            serde_json::json!([
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+            ])
+        );
+        assert_eq!(
+            body["messages"][2]["content"],
+            serde_json::json!([
+                {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}}
+            ])
+        );
+        // The transcript decodes its bytes, and a session file its lines, to the same messages.
+        assert_eq!(
+            request.messages.messages(),
+            &[Message::user("hi"), image.clone(), bare][..]
+        );
+        let line = serde_json::to_string(&image).unwrap();
+        assert_eq!(serde_json::from_str::<Message>(&line).unwrap(), image);
+    }
+
     #[test]
     fn body_is_byte_stable_and_carries_reasoning_content_on_tool_call_turns() {
         let settings = ProviderSettings {

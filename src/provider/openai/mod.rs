@@ -74,6 +74,10 @@ impl Provider for OpenAiProvider {
         &self.settings.model
     }
 
+    fn vision(&self) -> bool {
+        self.settings.vision
+    }
+
     fn stream(
         &self,
         request: &Request,

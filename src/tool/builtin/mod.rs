@@ -22,6 +22,7 @@ pub mod skill;
 pub mod step;
 pub mod task;
 pub mod todo;
+pub mod view_image;
 pub mod write;
 
 /// Every built-in tool, in the order the model sees them.
@@ -36,6 +37,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(ls::Ls),
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
+        Arc::new(view_image::ViewImage),
         Arc::new(todo::TodoWrite),
         Arc::new(step::CompleteStep),
         Arc::new(ask::Ask),

@@ -1,0 +1,443 @@
+//! `reasonix session export ID` and `reasonix session import FILE`: a saved conversation as
+//! one portable JSON document, the `reasonix-native-session` version 2 envelope, and back.
+//!
+//! The envelope holds the session header (id, provider and model names, working directory,
+//! start time), the messages exactly as the provider was sent them, the composition binding
+//! (`null` for an unbound session) and the retained resources (none without a binding). It
+//! never holds a credential: keys live in the environment and `<home>/.env`, which no session
+//! line contains.
+//!
+//! One decoder ([`decode`]) judges every archive, with fixed limits: at most
+//! [`MAX_ARCHIVE_BYTES`] in all (checked on the file's size before a byte is read), at most
+//! [`MAX_RECORDS`] messages and resources, none larger than [`MAX_RECORD_BYTES`]. A refusal
+//! is one line on stderr, its stable code first, with a status of its own ([`Refusal`]).
+//! Importing writes a new session file in this workspace and nothing else: it trusts no
+//! workspace, creates no grant and starts no program. The imported session is resumed with
+//! `--resume ID` like any other.
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::lex::{Arg, Lexer};
+use super::{print_out, unknown_flag, Global};
+use crate::agent::session::{self, Header, Session};
+use crate::cli::error::{exit, Error};
+use crate::config;
+use crate::provider::Message;
+
+pub const HELP: &str = "\
+Usage: reasonix session export ID > FILE.json
+       reasonix session import FILE.json
+
+Moves a saved conversation between machines or workspaces as one JSON file (the
+reasonix-native-session version 2 envelope: header, messages, composition binding, retained
+resources; never a key).
+
+  export ID     Writes session ID (an id, a unique prefix or a path, as --resume takes) to
+                stdout
+  import FILE   Checks FILE and saves it as a new session of this workspace, then prints
+                its id; continue it with `reasonix --resume ID`. Import trusts nothing and
+                starts nothing
+
+An archive is refused, with one line naming the code first, when it is malformed
+(session.archive_invalid, exit 10), of another version (session.archive_unsupported,
+exit 11), or over the limits (session.archive_too_large, exit 12): 192 MiB in all, 250000
+messages, 64 MiB for one message.
+";
+
+/// The `format` every archive names.
+pub const FORMAT: &str = "reasonix-native-session";
+/// The envelope version written and read.
+pub const VERSION: u64 = 2;
+/// The most bytes an archive may have.
+pub const MAX_ARCHIVE_BYTES: u64 = 192 * 1024 * 1024;
+/// The most messages plus retained resources an archive may hold.
+pub const MAX_RECORDS: usize = 250_000;
+/// The most bytes one message or resource may take, as JSON.
+pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// The exit statuses of the three refusals.
+pub const EXIT_INVALID: i32 = 10;
+pub const EXIT_UNSUPPORTED: i32 = 11;
+pub const EXIT_TOO_LARGE: i32 = 12;
+
+/// The envelope as written.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    format: &'static str,
+    version: u64,
+    session: &'a Header,
+    /// Always present; `null` for a session no composition is bound to.
+    binding: Option<&'a Value>,
+    messages: &'a [Message],
+    resources: &'a [Value],
+}
+
+/// The envelope as read, once its format and version were accepted.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Archive {
+    #[allow(dead_code)]
+    format: String,
+    #[allow(dead_code)]
+    version: u64,
+    session: Header,
+    binding: Value,
+    messages: Vec<Value>,
+    #[serde(default)]
+    resources: Vec<Value>,
+}
+
+/// Just enough of an envelope to tell a wrong format from a wrong version.
+#[derive(Deserialize)]
+struct Probe {
+    format: Option<Value>,
+    version: Option<Value>,
+}
+
+/// Why an archive was refused: the stable code and the detail.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    Invalid(String),
+    Unsupported(String),
+    TooLarge(String),
+}
+
+impl Refusal {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::Invalid(_) => "session.archive_invalid",
+            Refusal::Unsupported(_) => "session.archive_unsupported",
+            Refusal::TooLarge(_) => "session.archive_too_large",
+        }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Refusal::Invalid(_) => EXIT_INVALID,
+            Refusal::Unsupported(_) => EXIT_UNSUPPORTED,
+            Refusal::TooLarge(_) => EXIT_TOO_LARGE,
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (Refusal::Invalid(detail) | Refusal::Unsupported(detail) | Refusal::TooLarge(detail)) =
+            self;
+        write!(f, "{}: {detail}", self.code())
+    }
+}
+
+/// A checked archive: the session it carries.
+#[derive(Debug)]
+pub struct Decoded {
+    pub header: Header,
+    pub messages: Vec<Message>,
+}
+
+pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let mut words: Vec<String> = Vec::new();
+    while let Some(arg) = lexer.next().map_err(Error::Usage)? {
+        if global.accept(&arg, lexer)? {
+            continue;
+        }
+        match arg {
+            Arg::Long(name) if name == "help" => return help(),
+            Arg::Short('h') => return help(),
+            Arg::Value(word) => words.push(word),
+            other => return Err(unknown_flag("session", &other)),
+        }
+    }
+    match words.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["export", reference] => export(&global, reference),
+        ["import", file] => import(&global, Path::new(file)),
+        [] => Err(Error::Usage(
+            "`reasonix session` needs `export ID` or `import FILE`".into(),
+        )),
+        _ => Err(Error::Usage(format!(
+            "unknown `reasonix session {}`; try `export ID` or `import FILE`",
+            words.join(" ")
+        ))),
+    }
+}
+
+fn help() -> Result<i32, Error> {
+    print_out(HELP);
+    Ok(exit::OK)
+}
+
+fn export(global: &Global, reference: &str) -> Result<i32, Error> {
+    let (cwd, _, loaded) = global.load_workspace()?;
+    let path = super::assemble::find_session(reference, &loaded.config, &cwd)?;
+    let (header, messages) = session::load(&path)?;
+    print_out(&encode(&header, &messages));
+    Ok(exit::OK)
+}
+
+/// The envelope of an unbound session, pretty-printed, with a final newline.
+pub fn encode(header: &Header, messages: &[Message]) -> String {
+    let envelope = Envelope {
+        format: FORMAT,
+        version: VERSION,
+        session: header,
+        binding: None,
+        messages,
+        resources: &[],
+    };
+    // Every part is plain data: encoding cannot fail, and `{}` would be refused on import.
+    let mut text = serde_json::to_string_pretty(&envelope).unwrap_or_else(|_| "{}".into());
+    text.push('\n');
+    text
+}
+
+fn import(global: &Global, file: &Path) -> Result<i32, Error> {
+    let (cwd, _, loaded) = global.load_workspace()?;
+    let decoded = match read_archive(file) {
+        Ok(bytes) => decode(&bytes),
+        Err(refusal) => Err(refusal),
+    };
+    let decoded = match decoded {
+        Ok(decoded) => decoded,
+        Err(refusal) => {
+            // One line, the stable code first; the detail may quote the file.
+            eprintln!("{}", crate::term::sanitize::sanitize(&refusal.to_string()));
+            return Ok(refusal.exit_code());
+        }
+    };
+    let dir = config::paths::sessions_dir(&loaded.config.home, &cwd);
+    let id = save(decoded, &dir, &cwd)?;
+    print_out(&format!(
+        "imported session {id}; continue it with `reasonix --resume {id}`\n"
+    ));
+    Ok(exit::OK)
+}
+
+/// The archive's bytes, refused by size before any is read (a sparse file of any size costs
+/// nothing to judge), then read with the same cap in case the size lied.
+fn read_archive(file: &Path) -> Result<Vec<u8>, Refusal> {
+    let io = |e: std::io::Error| Refusal::Invalid(format!("cannot read {}: {e}", file.display()));
+    let mut handle = File::open(file).map_err(io)?;
+    let meta = handle.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(Refusal::Invalid(format!(
+            "{} is not a regular file",
+            file.display()
+        )));
+    }
+    if meta.len() > MAX_ARCHIVE_BYTES {
+        return Err(too_large_file(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    (&mut handle)
+        .take(MAX_ARCHIVE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_ARCHIVE_BYTES {
+        return Err(too_large_file(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+fn too_large_file(len: u64) -> Refusal {
+    Refusal::TooLarge(format!(
+        "the archive has {len} bytes; the limit is {MAX_ARCHIVE_BYTES} (192 MiB)"
+    ))
+}
+
+/// The one decoder for native session archives: format, version, shape, limits, then each
+/// message, then the session id.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, Refusal> {
+    if bytes.len() as u64 > MAX_ARCHIVE_BYTES {
+        return Err(too_large_file(bytes.len() as u64));
+    }
+    let probe: Probe = serde_json::from_slice(bytes)
+        .map_err(|e| Refusal::Invalid(format!("not a JSON object: {e}")))?;
+    match probe.format {
+        Some(Value::String(format)) if format == FORMAT => {}
+        _ => return Err(Refusal::Invalid(format!("`format` is not \"{FORMAT}\""))),
+    }
+    match probe.version.as_ref().and_then(Value::as_u64) {
+        Some(VERSION) => {}
+        Some(other) => {
+            return Err(Refusal::Unsupported(format!(
+                "envelope version {other}; this reasonix reads version {VERSION}"
+            )))
+        }
+        None => return Err(Refusal::Invalid("`version` is not a number".into())),
+    }
+    let archive: Archive =
+        serde_json::from_slice(bytes).map_err(|e| Refusal::Invalid(format!("envelope: {e}")))?;
+    let records = archive.messages.len() + archive.resources.len();
+    if records > MAX_RECORDS {
+        return Err(Refusal::TooLarge(format!(
+            "{records} records; the limit is {MAX_RECORDS}"
+        )));
+    }
+    let oversized = archive
+        .messages
+        .iter()
+        .chain(&archive.resources)
+        .position(|record| encoded_len(record) > MAX_RECORD_BYTES);
+    if let Some(i) = oversized {
+        return Err(Refusal::TooLarge(format!(
+            "record {} is larger than {MAX_RECORD_BYTES} bytes (64 MiB)",
+            i + 1
+        )));
+    }
+    if !archive.binding.is_null() || !archive.resources.is_empty() {
+        return Err(Refusal::Unsupported(
+            "the session is bound to an agent composition, which this reasonix cannot restore"
+                .into(),
+        ));
+    }
+    if archive.session.schema > session::SCHEMA_VERSION || archive.session.kind != "session" {
+        return Err(Refusal::Unsupported(format!(
+            "session schema {}; this reasonix reads up to {}",
+            archive.session.schema,
+            session::SCHEMA_VERSION
+        )));
+    }
+    if !valid_id(&archive.session.id) {
+        return Err(Refusal::Invalid(format!(
+            "session id {:?} is not an id (letters, digits, `-`, `_` and `.`, not leading)",
+            archive.session.id
+        )));
+    }
+    let mut messages = Vec::with_capacity(archive.messages.len());
+    for (i, record) in archive.messages.into_iter().enumerate() {
+        let message: Message = serde_json::from_value(record)
+            .map_err(|e| Refusal::Invalid(format!("message {}: {e}", i + 1)))?;
+        messages.push(message);
+    }
+    Ok(Decoded {
+        header: archive.session,
+        messages,
+    })
+}
+
+/// How many bytes `value` takes as compact JSON, counted without keeping them.
+fn encoded_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// A session id names its file: no path separators, no leading dot, nothing a shell quotes.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Saves `decoded` as a new session of the workspace `cwd` in `dir`, under its own id unless
+/// that is taken (an archive imported twice), and returns the id. The history is repaired the
+/// way a resume would repair it, so what was imported is what `--resume` sends.
+fn save(decoded: Decoded, dir: &Path, cwd: &Path) -> Result<String, Error> {
+    let mut header = decoded.header;
+    if dir.join(format!("{}.jsonl", header.id)).exists() {
+        header.id = session::new_id();
+    }
+    header.cwd = cwd.display().to_string();
+    let id = header.id.clone();
+    let repaired = session::repair(&decoded.messages);
+    let mut session = Session::create(dir, header)?;
+    for message in repaired.messages {
+        session.push(message)?;
+    }
+    session.sync()?;
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header::new("20261203T000000-abcdef".into(), "p", "m", Path::new("/w"))
+    }
+
+    fn code(bytes: &str) -> &'static str {
+        decode(bytes.as_bytes())
+            .map(|_| "ok")
+            .unwrap_or_else(|r| r.code())
+    }
+
+    #[test]
+    fn an_encoded_session_decodes_to_itself() {
+        let mut image = Message::user("see");
+        image.images.push("data:image/png;base64,AA==".into());
+        let messages = vec![Message::system("s"), image, Message::assistant("a")];
+        let header = header();
+        let text = encode(&header, &messages);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["format"], FORMAT);
+        assert_eq!(value["version"], 2);
+        assert!(value["binding"].is_null() && value.get("binding").is_some());
+        assert_eq!(value["resources"], serde_json::json!([]));
+        let decoded = decode(text.as_bytes()).unwrap();
+        assert_eq!(decoded.header, header);
+        assert_eq!(decoded.messages, messages);
+    }
+
+    #[test]
+    fn each_refusal_has_its_code() {
+        let good = encode(&header(), &[Message::user("u")]);
+        assert_eq!(code(&good), "ok");
+        assert_eq!(code("{\"format\":"), "session.archive_invalid");
+        assert_eq!(code("[]"), "session.archive_invalid");
+        assert_eq!(
+            code(&good.replace(FORMAT, "something-else")),
+            "session.archive_invalid"
+        );
+        assert_eq!(
+            code(&good.replace("\"version\": 2", "\"version\": 3")),
+            "session.archive_unsupported"
+        );
+        assert_eq!(
+            code(&good.replace("\"binding\": null", "\"binding\": {\"id\": \"user:x\"}")),
+            "session.archive_unsupported"
+        );
+        assert_eq!(
+            code(&good.replace("\"schema\": 1", "\"schema\": 4")),
+            "session.archive_unsupported"
+        );
+        assert_eq!(
+            code(&good.replace("20261203T000000-abcdef", "../../etc")),
+            "session.archive_invalid"
+        );
+        assert_eq!(
+            code(&good.replace("\"role\": \"user\"", "\"role\": \"root\"")),
+            "session.archive_invalid"
+        );
+        assert_eq!(
+            code(&good.replace("\"resources\": []", "\"resources\": [], \"extra\": 1")),
+            "session.archive_invalid"
+        );
+        let many = format!(
+            "{{\"format\":\"{FORMAT}\",\"version\":2,\"session\":{},\"binding\":null,\"messages\":[{}]}}",
+            serde_json::to_string(&header()).unwrap(),
+            vec!["{}"; MAX_RECORDS + 1].join(",")
+        );
+        assert_eq!(code(&many), "session.archive_too_large");
+    }
+}

@@ -1,0 +1,268 @@
+//! `view_image`: shows the model a PNG, JPEG, GIF or WebP file from the workspace.
+//!
+//! OpenAI-compatible servers accept images only as `image_url` content parts of a user
+//! message: a tool result must stay text (OpenAI allows only text parts there, and many
+//! compatible servers reject anything else). So the tool answers with a short text result and
+//! leaves the image on the [`Tray`]; once every call of the round has its result, the agent
+//! appends one user message carrying the round's images ([`Tray::take_message`]). The history
+//! only grows at its end, so the cached prefix is untouched.
+//!
+//! The file is read through the sandbox (`check_read`, so `forbid_read` and the read roots
+//! hold) and `read_limit` (regular files only), at most [`MAX_IMAGE_BYTES`]; its format is
+//! judged by its first bytes, never by its name. A model not marked `vision = true` gets an
+//! error naming that key: a text-only server would reject the whole request.
+
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{json, Value};
+
+use crate::provider::Message;
+use crate::tool::read_limit::{self, Refusal};
+use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
+
+/// 5 MiB: the per-image limit of Anthropic's API and well under OpenAI's; a larger
+/// screenshot is better scaled down than sent (the base64 form is a third larger again).
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+pub struct ViewImage;
+
+const DESCRIPTION: &str = "\
+Shows you an image file (PNG, JPEG, GIF or WebP, at most 5 MiB) from the workspace: the \
+image is attached to the conversation right after this round's tool results. Use it for \
+screenshots, diagrams and rendered output. Only works when the model accepts images.";
+
+impl Tool for ViewImage {
+    fn name(&self) -> &str {
+        "view_image"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Image file, absolute or relative to the workspace root"
+                }
+            },
+            "required": ["path"]
+        })
+    }
+
+    fn family(&self) -> Family {
+        Family::Reader
+    }
+
+    fn subjects(&self) -> Subjects {
+        Subjects::Paths {
+            keys: &["path"],
+            default: None,
+        }
+    }
+
+    fn execute(&self, args: &Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let shown = args::required_str(args, "path")?;
+        ctx.images.check_vision()?;
+        let path = ctx.resolve_read(shown)?;
+        let capped = read_limit::read_path_capped(&path, MAX_IMAGE_BYTES)
+            .map_err(|refusal| refused(shown, refusal))?;
+        if !capped.complete {
+            return Err(ToolError::Failed(format!(
+                "{shown} is larger than the 5 MiB image limit; scale it down first (for \
+                 example with ImageMagick: `convert {shown} -resize 50% smaller.png`)"
+            )));
+        }
+        let bytes = capped.bytes;
+        let Some(format) = sniff(&bytes) else {
+            return Err(ToolError::Failed(format!(
+                "{shown} is not a PNG, JPEG, GIF or WebP image (judged by its content, not its \
+                 name)"
+            )));
+        };
+        let url = format!("data:{format};base64,{}", base64(&bytes));
+        ctx.images.put(shown, url);
+        Ok(format!(
+            "{shown}: {format}, {} bytes; the image follows in the next message",
+            bytes.len()
+        ))
+    }
+}
+
+fn refused(shown: &str, refusal: Refusal) -> ToolError {
+    ToolError::Failed(match refusal {
+        Refusal::Missing => format!("{shown} does not exist; use glob or ls to find it"),
+        other => other.describe(shown),
+    })
+}
+
+/// The media type the file's first bytes announce, if it is one of the four formats every
+/// vision model takes.
+fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 section 4), as `data:` URLs take it.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let sextet = |shift: u32| char::from(ALPHABET[((n >> shift) & 63) as usize]);
+        out.push(sextet(18));
+        out.push(sextet(12));
+        out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
+        out.push(if chunk.len() > 2 { sextet(0) } else { '=' });
+    }
+    out
+}
+
+/// How the message carrying a round's images begins: it is the tool's, not a user turn.
+const ATTACHMENT_PREFIX: &str = "[view_image: ";
+
+/// Whether `message` is the one [`Tray::take_message`] made: a part of the turn it was
+/// made in, not a turn of its own (rewinding, listing and counting turns skip it).
+pub fn is_attachment(message: &Message) -> bool {
+    message.role == crate::provider::Role::User
+        && !message.images.is_empty()
+        && message.content.starts_with(ATTACHMENT_PREFIX)
+}
+
+/// The images `view_image` calls of the current round attached, and whether the current model
+/// accepts images at all. One per agent (a child agent gets its own), shared by the round's
+/// parallel calls.
+#[derive(Default)]
+pub struct Tray {
+    state: Mutex<TrayState>,
+}
+
+#[derive(Default)]
+struct TrayState {
+    /// The model of the round, and whether it is marked `vision = true`.
+    model: String,
+    vision: bool,
+    /// The path as the model wrote it, and the image's `data:` URL.
+    images: Vec<(String, String)>,
+}
+
+impl Tray {
+    /// Starts a round for `model`: what a failed round left behind is dropped.
+    pub fn start_round(&self, model: &str, vision: bool) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.model.clear();
+        state.model.push_str(model);
+        state.vision = vision;
+        state.images.clear();
+    }
+
+    fn check_vision(&self) -> Result<(), ToolError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.vision {
+            return Ok(());
+        }
+        let model = match state.model.as_str() {
+            "" => "this model".to_string(),
+            name => format!("the model `{name}`"),
+        };
+        Err(ToolError::Failed(format!(
+            "{model} is not marked as accepting images; if it does, set `vision = true` in its \
+             `[[providers]]` entry (or `model_overrides.\"<model>\".vision = true`) of the \
+             reasonix config, otherwise switch to a vision model"
+        )))
+    }
+
+    fn put(&self, shown: &str, url: String) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.images.push((shown.to_string(), url));
+    }
+
+    /// The user message that shows the model the round's images, in call order; `None` when
+    /// there were none.
+    pub fn take_message(&self) -> Option<Message> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.images.is_empty() {
+            return None;
+        }
+        let images = std::mem::take(&mut state.images);
+        let names: Vec<&str> = images.iter().map(|(shown, _)| shown.as_str()).collect();
+        let mut message = Message::user(format!("{ATTACHMENT_PREFIX}{}]", names.join(", ")));
+        message.images = images.into_iter().map(|(_, url)| url).collect();
+        Some(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        for (input, expected) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(input.as_bytes()), expected, "{input:?}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0xfd]), "//79");
+    }
+
+    #[test]
+    fn formats_are_judged_by_their_magic_bytes() {
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest"), Some("image/png"));
+        assert_eq!(sniff(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+        assert_eq!(sniff(b"GIF89a..."), Some("image/gif"));
+        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(sniff(b"RIFF\0\0\0\0WAVE"), None);
+        assert_eq!(sniff(b"<svg xmlns="), None);
+        assert_eq!(sniff(b"\x89PN"), None);
+    }
+
+    #[test]
+    fn the_tray_hands_over_a_rounds_images_once_and_a_new_round_drops_leftovers() {
+        let tray = Tray::default();
+        tray.start_round("m", true);
+        assert!(tray.check_vision().is_ok());
+        assert_eq!(tray.take_message(), None);
+        tray.put("a.png", "data:image/png;base64,AA==".into());
+        tray.put("b.gif", "data:image/gif;base64,BB==".into());
+        let message = tray.take_message().unwrap();
+        assert_eq!(message.content, "[view_image: a.png, b.gif]");
+        assert_eq!(message.images.len(), 2);
+        assert!(is_attachment(&message));
+        assert!(!is_attachment(&Message::user(
+            "[view_image: typed by a person]"
+        )));
+        assert_eq!(tray.take_message(), None);
+        tray.put("c.png", "x".into());
+        tray.start_round("text-only", false);
+        assert_eq!(tray.take_message(), None);
+        let err = tray.check_vision().unwrap_err().to_string();
+        assert!(
+            err.contains("`text-only`") && err.contains("vision = true"),
+            "{err}"
+        );
+    }
+}

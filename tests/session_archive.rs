@@ -1,0 +1,149 @@
+//! `reasonix session export | import` with the real binary: a session exported, imported into
+//! another workspace and resumed against the fake model sends the same history; a broken,
+//! foreign-version or oversize archive is refused with its code on one line and its own exit
+//! status; an import writes one session file and nothing else.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, session_files, use_fake_provider, Dir, Run};
+
+const KEY: &str = "sk-archive-test-secret";
+
+fn reasonix_run(home: &Dir, cwd: &Path, args: &[&str]) -> Run {
+    run(reasonix(home, cwd).args(args).env("FAKE_API_KEY", KEY))
+}
+
+/// Every file under `dir`, sorted.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn an_exported_session_imports_into_another_workspace_and_resumes_with_the_same_history() {
+    let server = FakeOpenAI::start(vec![Reply::text("first answer")]);
+    let (home, work, other) = (Dir::new(), Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = reasonix_run(&home, work.path(), &["run", "remember the word teal"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let sessions = session_files(&home);
+    assert_eq!(sessions.len(), 1);
+    let id = sessions[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+
+    let exported = reasonix_run(&home, work.path(), &["session", "export", &id]);
+    assert_eq!(exported.code, 0, "{exported:?}");
+    assert!(
+        !exported.stdout.contains(KEY),
+        "the key leaked into the archive"
+    );
+    let envelope: Value = serde_json::from_str(&exported.stdout).expect("the archive is JSON");
+    assert_eq!(envelope["format"], "reasonix-native-session");
+    assert_eq!(envelope["version"], 2);
+    assert!(envelope.get("binding").is_some_and(Value::is_null));
+    assert_eq!(envelope["resources"], serde_json::json!([]));
+    assert_eq!(envelope["session"]["id"], id.as_str());
+    let roles: Vec<&str> = envelope["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+
+    let archive = other.join("teal.json");
+    std::fs::write(&archive, &exported.stdout).unwrap();
+    let before = files(home.path());
+    let imported = reasonix_run(&home, other.path(), &["session", "import", "teal.json"]);
+    assert_eq!(imported.code, 0, "{imported:?}");
+    assert_eq!(
+        imported.stdout,
+        format!("imported session {id}; continue it with `reasonix --resume {id}`\n")
+    );
+    // One new file, the session: no trust record, no grant, nothing started.
+    let after = files(home.path());
+    let added: Vec<&PathBuf> = after.iter().filter(|p| !before.contains(p)).collect();
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(added[0].ends_with(format!("{id}.jsonl")), "{added:?}");
+    assert_eq!(server.requests().len(), 1, "import must not call the model");
+
+    server.push(Reply::text("teal"));
+    let resumed = reasonix_run(
+        &home,
+        other.path(),
+        &["run", "--resume", &id, "which word?"],
+    );
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let first = &server.requests()[0].body["messages"];
+    let second = &server.requests()[1].body["messages"];
+    let second = second.as_array().unwrap();
+    assert_eq!(second.len(), 4, "{second:#?}");
+    assert_eq!(
+        &second[..2],
+        &first.as_array().unwrap()[..],
+        "same prefix bytes"
+    );
+    assert_eq!(second[2]["content"], "first answer");
+    assert_eq!(second[3]["content"], "which word?");
+
+    // Importing the same archive again keeps the first copy and saves a second under a new id.
+    let again = reasonix_run(&home, other.path(), &["session", "import", "teal.json"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(!again.stdout.contains(&id), "{again:?}");
+}
+
+#[test]
+fn broken_foreign_and_oversize_archives_are_refused_with_their_codes() {
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    std::fs::write(
+        work.join("broken.json"),
+        "{\"format\": \"reasonix-native-se",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("future.json"),
+        "{\"format\":\"reasonix-native-session\",\"version\":3,\"whatever\":true}",
+    )
+    .unwrap();
+    // 193 MiB, sparse: refused on its size before a byte is read.
+    let big = File::create(work.join("big.json")).unwrap();
+    big.set_len(193 * 1024 * 1024).unwrap();
+    for (file, code, status) in [
+        ("broken.json", "session.archive_invalid", 10),
+        ("future.json", "session.archive_unsupported", 11),
+        ("big.json", "session.archive_too_large", 12),
+        ("missing.json", "session.archive_invalid", 10),
+    ] {
+        let out = reasonix_run(&home, work.path(), &["session", "import", file]);
+        assert_eq!(out.code, status, "{file}: {out:?}");
+        assert!(
+            out.stderr.starts_with(&format!("{code}: ")) && out.stderr.lines().count() == 1,
+            "{file}: {out:?}"
+        );
+        assert_eq!(out.stdout, "", "{file}");
+    }
+    assert!(
+        session_files(&home).is_empty(),
+        "a refused archive saves nothing"
+    );
+}

@@ -1,0 +1,180 @@
+//! `view_image` end to end: the real binary against the fake model. A vision model gets the
+//! image as an `image_url` part of a user message after the round's text tool results; a
+//! text-only model, a file that is not an image, an oversize file and a path `forbid_read`
+//! hides (directly, by symlink or by hard link) are refused with a text result the model can act on.
+
+use std::fs::File;
+
+use serde_json::{json, Value};
+
+use crate::util::fake_openai::{assert_tool_pairing, FakeOpenAI, Reply};
+use crate::util::{reasonix, run, Dir, Run};
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR tiny";
+
+/// Writes a config whose one provider is the fake server, with `provider_extra` inside its
+/// `[[providers]]` table and `tail` appended after it.
+fn config(home: &Dir, base_url: &str, provider_extra: &str, tail: &str) {
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{base_url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n{provider_extra}\n\n[environment]\nenabled = false\n{tail}"
+        ),
+    );
+}
+
+/// One run in which the model calls `view_image` with `args` and then answers; returns the
+/// run and the second request's messages.
+fn view(home: &Dir, work: &Dir, server: &FakeOpenAI, args: Value) -> (Run, Vec<Value>) {
+    server.push(Reply::tool_calls(&[(
+        "c1",
+        "view_image",
+        &args.to_string(),
+    )]));
+    server.push(Reply::text("seen"));
+    let out = run(reasonix(home, work.path())
+        .args(["run", "look at it"])
+        .env("FAKE_API_KEY", "k"));
+    let requests = server.requests();
+    let last = requests.last().expect("a request").body.clone();
+    assert_tool_pairing(&last);
+    let messages = last["messages"].as_array().cloned().unwrap_or_default();
+    (out, messages)
+}
+
+fn tool_result(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_vision_model_gets_the_image_as_a_content_part_after_the_text_result() {
+    let server = FakeOpenAI::start(Vec::new());
+    let (home, work) = (Dir::new(), Dir::new());
+    config(&home, &server.base_url(), "vision = true", "");
+    // The name says JPEG; the bytes say PNG, and the bytes win.
+    std::fs::write(work.join("shot.jpg"), PNG).unwrap();
+    let (out, messages) = view(&home, &work, &server, json!({"path": "shot.jpg"}));
+    assert_eq!(out.code, 0, "{out:?}");
+    // The first request offered the tool.
+    let first = &server.requests()[0].body;
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"view_image"), "{tools:?}");
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "user"],
+        "{messages:#?}"
+    );
+    assert_eq!(
+        tool_result(&messages),
+        format!(
+            "shot.jpg: image/png, {} bytes; the image follows in the next message",
+            PNG.len()
+        )
+    );
+    let image = &messages[4]["content"];
+    assert_eq!(
+        image,
+        &json!([
+            {"type": "text", "text": "[view_image: shot.jpg]"},
+            {"type": "image_url", "image_url": {
+                "url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUiB0aW55"
+            }}
+        ]),
+        "{image:#}"
+    );
+    // The earlier messages are the bytes of the first request: the prefix only grew.
+    let first_messages = first["messages"].as_array().unwrap();
+    assert_eq!(&messages[..first_messages.len()], &first_messages[..]);
+}
+
+#[test]
+fn a_model_without_vision_gets_an_error_naming_the_setting() {
+    let server = FakeOpenAI::start(Vec::new());
+    let (home, work) = (Dir::new(), Dir::new());
+    config(&home, &server.base_url(), "", "");
+    std::fs::write(work.join("shot.png"), PNG).unwrap();
+    let (out, messages) = view(&home, &work, &server, json!({"path": "shot.png"}));
+    assert_eq!(out.code, 0, "{out:?}");
+    let result = tool_result(&messages);
+    assert!(
+        result.starts_with("error: the model `fake-model` is not marked as accepting images")
+            && result.contains("`vision = true`"),
+        "{result}"
+    );
+    assert!(
+        messages.iter().all(|m| m["content"].is_string()),
+        "no image part may reach a text-only model: {messages:#?}"
+    );
+    // A per-model override turns it on for that model only.
+    config(
+        &home,
+        &server.base_url(),
+        "model_overrides = { \"fake-model\" = { vision = true } }",
+        "",
+    );
+    let (_, messages) = view(&home, &work, &server, json!({"path": "shot.png"}));
+    assert!(tool_result(&messages).starts_with("shot.png: image/png"));
+}
+
+#[test]
+fn non_images_oversize_files_and_forbid_read_paths_are_refused() {
+    let server = FakeOpenAI::start(Vec::new());
+    let (home, work) = (Dir::new(), Dir::new());
+    let secret = work.join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::write(secret.join("key.png"), PNG).unwrap();
+    config(
+        &home,
+        &server.base_url(),
+        "vision = true",
+        &format!("\n[sandbox]\nforbid_read = [\"{}\"]\n", secret.display()),
+    );
+    std::fs::write(
+        work.join("fake.png"),
+        "<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+    )
+    .unwrap();
+    // One byte over the 5 MiB cap, sparse so the test writes almost nothing.
+    let big = File::create(work.join("big.png")).unwrap();
+    big.set_len(5 * 1024 * 1024 + 1).unwrap();
+    // Reads are confined by `forbid_read` alone; a symlink or a hard link does not get around it.
+    std::os::unix::fs::symlink(secret.join("key.png"), work.join("link.png")).unwrap();
+    std::fs::hard_link(secret.join("key.png"), work.join("hard.png")).unwrap();
+    let cases = [
+        (
+            "fake.png".to_string(),
+            "is not a PNG, JPEG, GIF or WebP image",
+        ),
+        ("big.png".to_string(), "larger than the 5 MiB image limit"),
+        (secret.join("key.png").display().to_string(), "forbid_read"),
+        ("link.png".to_string(), "forbid_read"),
+        ("hard.png".to_string(), "hard link"),
+    ];
+    for (path, expected) in cases {
+        let (out, messages) = view(&home, &work, &server, json!({ "path": path }));
+        assert_eq!(out.code, 0, "{out:?}");
+        let result = tool_result(&messages);
+        assert!(
+            result.starts_with("error: ") && result.contains(expected),
+            "{path}: expected {expected:?} in {result:?}"
+        );
+        assert!(
+            messages.iter().all(|m| m["content"].is_string()),
+            "{path}: {messages:#?}"
+        );
+    }
+}
