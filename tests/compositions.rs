@@ -518,3 +518,47 @@ fn mcp_contracts_pinned_at_binding_block_calls_after_a_catalog_change() {
     assert!(contracts.contains_key("mcp__local__echo"), "{header}");
     assert!(!contracts.contains_key("mcp__local__reverse"), "{header}");
 }
+
+#[test]
+fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
+    let server = FakeOpenAI::start(vec![Reply::text("Hello there.")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["chat", "--agent-composition", "user:lean"])
+        .env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("fake-model · ask");
+    pty.send("/agent\r");
+    pty.wait_text("bound: user:lean");
+    assert!(pty.screen().contains("builtin:minimal"), "{}", pty.screen());
+    pty.send("/persona prefix Be brief.\r");
+    pty.wait_text("saved [agent] persona_prefix");
+    pty.send("hi\r");
+    pty.wait_text("Hello there.");
+    // The composer's placeholder is back once the turn has ended.
+    pty.wait_text("Ask anything");
+    pty.send("/agent builtin:general\r");
+    pty.wait_text("agent_composition.locked");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let config = home.read(".reasonix/config.toml");
+    assert!(
+        config.contains("persona_prefix = \"Be brief.\""),
+        "{config}"
+    );
+    let requests = server.wait_for_requests(1);
+    assert_eq!(tool_names(&requests[0].body), ["read_file"]);
+    let (header, _) = read_session(&session_files(&home)[0]);
+    assert_eq!(header["composition"]["id"], "user:lean", "{header}");
+}

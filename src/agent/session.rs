@@ -978,6 +978,32 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_header_takes_schema_2_and_a_newer_schema_is_refused() {
+        let dir = TempDir::new("bound-schema");
+        let mut h = header("b1");
+        h.bind(crate::composition::resolve::Binding {
+            id: "user:x".into(),
+            revision: 4,
+            persona: Default::default(),
+            persona_digest: "p".into(),
+            modules: Default::default(),
+            modules_digest: "m".into(),
+            workspace: None,
+            mcp: Default::default(),
+            mcp_contracts: Default::default(),
+        });
+        let s = Session::create(dir.path(), h.clone()).unwrap();
+        let path = s.path().to_path_buf();
+        drop(s);
+        let (loaded, _) = load(&path).unwrap();
+        assert_eq!((loaded.schema, loaded.composition), (2, h.composition));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("\"schema\":2", "\"schema\":3", 1)).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(err.to_string().contains("newer reasonix"), "{err}");
+    }
+
+    #[test]
     fn round_trips_messages_byte_for_byte() {
         let dir = TempDir::new("roundtrip");
         let mut s = Session::create(dir.path(), header("a1")).unwrap();

@@ -526,3 +526,92 @@ pub fn tool_source(
         None => watch,
     }
 }
+
+/// `/agent [ID]` in the chat: the catalog with sources and capabilities (the bound entry
+/// marked `>`), or a choice checked against the catalog. After the first prompt the binding
+/// is locked.
+pub fn slash_agent(
+    config: &Config,
+    cwd: &Path,
+    bound: Option<&str>,
+    args: &str,
+    blank: bool,
+) -> Result<String, String> {
+    let catalog = Catalog::new(&config.home, cwd);
+    let current = bound.unwrap_or("builtin:general");
+    let wanted = args.trim();
+    if wanted.is_empty() {
+        let (entries, problems) = catalog.list();
+        let mut text = format!("bound: {current}\n");
+        text.push_str(&render_list(&entries, catalog.default_id().as_deref()));
+        for problem in problems {
+            text.push_str(&format!("problem: {problem}\n"));
+        }
+        text.push_str("(* = your default; `/agent ID` chooses before the first prompt)\n");
+        return Ok(text);
+    }
+    let chosen = resolve::choose(&catalog, wanted)
+        .map_err(|e| e.to_string())?
+        .map_or_else(|| "builtin:general".to_string(), |(id, _)| id.to_string());
+    if chosen == current {
+        return Ok(format!("this conversation already uses {current}"));
+    }
+    if !blank {
+        return Err(CompositionError::new(
+            Code::Locked,
+            format!(
+                "this conversation is bound to {current} since its first prompt; /new keeps it, \
+                 `reasonix --agent-composition {chosen}` starts one with the other"
+            ),
+        )
+        .to_string());
+    }
+    Err(CompositionError::new(
+        Code::Unavailable,
+        format!(
+            "switching the tool set of a running chat is not supported; start the chat with \
+             `reasonix --agent-composition {chosen}`"
+        ),
+    )
+    .to_string())
+}
+
+/// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona builtin:general
+/// uses, edited in `<home>/config.toml`; the next conversation reads it.
+pub fn slash_persona(config: &Config, args: &str) -> Result<String, String> {
+    let path = crate::config::paths::config_file(&config.home);
+    let args = args.trim();
+    let (word, rest) = args.split_once(' ').unwrap_or((args, ""));
+    let set = |key: &str, value: Option<&str>| {
+        crate::config::edit::set_agent_string(&path, key, value).map_err(|e| e.to_string())
+    };
+    match word {
+        "" => {
+            let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+            Ok(format!(
+                "persona_prefix: {}\npersona_suffix: {}\n(user config {}; `/persona prefix TEXT`, \
+                 `/persona suffix TEXT`, `/persona clear`)",
+                shown(&config.agent.persona_prefix),
+                shown(&config.agent.persona_suffix),
+                path.display()
+            ))
+        }
+        "prefix" | "suffix" => {
+            let key = format!("persona_{word}");
+            let value = rest.trim();
+            set(&key, (!value.is_empty()).then_some(value))?;
+            Ok(format!(
+                "saved [agent] {key} in {}; new conversations use it",
+                path.display()
+            ))
+        }
+        "clear" => {
+            set("persona_prefix", None)?;
+            set("persona_suffix", None)?;
+            Ok(format!("removed the persona from {}", path.display()))
+        }
+        other => Err(format!(
+            "unknown /persona action `{other}`; use prefix TEXT, suffix TEXT or clear"
+        )),
+    }
+}

@@ -489,6 +489,15 @@ impl Services for ChatServices {
     fn open_session(&mut self, path: &Path) -> Result<Session, String> {
         Session::open(path).map_err(|e| e.to_string())
     }
+
+    fn agent(&mut self, args: &str, blank: bool) -> Result<String, String> {
+        let bound = self.binding.as_ref().map(|b| b.id.as_str());
+        super::agent_cmd::slash_agent(&self.config, &self.cwd, bound, args, blank)
+    }
+
+    fn persona(&mut self, args: &str) -> Result<String, String> {
+        super::agent_cmd::slash_persona(&self.config, args)
+    }
 }
 
 /// One turn per line of stdin, printed as text, each line through the chat's input path.

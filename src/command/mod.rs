@@ -37,12 +37,14 @@ pub enum Builtin {
     Plan,
     Goal,
     Replan,
+    Agent,
+    Persona,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 18] = [
+    pub const ALL: [Builtin; 20] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -60,6 +62,8 @@ impl Builtin {
         Builtin::Plan,
         Builtin::Goal,
         Builtin::Replan,
+        Builtin::Agent,
+        Builtin::Persona,
         Builtin::Exit,
     ];
 
@@ -83,6 +87,8 @@ impl Builtin {
             Builtin::Plan => "plan",
             Builtin::Goal => "goal",
             Builtin::Replan => "replan",
+            Builtin::Agent => "agent",
+            Builtin::Persona => "persona",
             Builtin::Exit => "exit",
         }
     }
@@ -106,6 +112,8 @@ impl Builtin {
             Builtin::Plan => "Toggle plan mode: agree a plan before the edits",
             Builtin::Goal => "Work toward an objective until it is done (/goal clear ends it)",
             Builtin::Replan => "Ask the planner model (agent.planner_model) for a new plan",
+            Builtin::Agent => "List agent compositions, or choose one before the first prompt",
+            Builtin::Persona => "Show or edit the persona builtin:general uses (user config)",
             Builtin::Exit => "Leave the chat",
         }
     }
@@ -116,6 +124,8 @@ impl Builtin {
             Builtin::Effort => "[low|medium|high|max|default]",
             Builtin::Goal => "[--research|--simple] OBJECTIVE | clear",
             Builtin::Replan => "[what to plan instead]",
+            Builtin::Agent => "[ID]",
+            Builtin::Persona => "[prefix TEXT | suffix TEXT | clear]",
             _ => "",
         }
     }
@@ -142,6 +152,7 @@ impl Builtin {
             | Builtin::Plan
             | Builtin::Goal => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
+            Builtin::Agent | Builtin::Persona => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp
             | Builtin::Tools
