@@ -562,3 +562,55 @@ fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     let (header, _) = read_session(&session_files(&home)[0]);
     assert_eq!(header["composition"]["id"], "user:lean", "{header}");
 }
+
+#[test]
+fn no_selection_drops_the_safety_hooks_or_a_deny_rule() {
+    let calls = [
+        ("c1", "bash", r#"{"command":"echo ran > ran.txt"}"#),
+        ("c2", "bash", r#"{"command":"rm -f keep.txt"}"#),
+    ];
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&calls),
+        Reply::text("bound done"),
+        Reply::tool_calls(&calls),
+        Reply::text("plain done"),
+    ]);
+    let home = Dir::new();
+    let config = "[permissions]\ndeny = [\"Bash(rm:*)\"]\n\n\
+        [[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"Bash\"\n\
+        command = '''grep -q 'ran.txt' && { echo 'no ran.txt' >&2; exit 2; }; exit 0'''\n\n\
+        [[hooks]]\nevent = \"Stop\"\nmatcher = \"\"\ncommand = '''touch stopped.txt'''\n";
+    use_fake_provider(&home, &server.base_url(), config);
+    let bound = Dir::new();
+    let out = agent(
+        &home,
+        bound.path(),
+        &["create", "user:bare", "--tools", "bash", "--hooks", ""],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let plain = Dir::new();
+    for (dir, flags) in [
+        (&bound, vec!["--agent-composition", "user:bare"]),
+        (&plain, vec![]),
+    ] {
+        dir.write("keep.txt", "keep");
+        let mut args = flags;
+        args.extend(["--permission-mode", "yolo", "go"]);
+        let out = bound_run(&home, dir.path(), &args);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(
+            !dir.join("ran.txt").exists(),
+            "the PreToolUse guard was dropped"
+        );
+        assert!(dir.join("keep.txt").exists(), "the deny rule was dropped");
+    }
+    // The optional Stop hook runs unbound and is left out by the empty hook selection.
+    assert!(
+        plain.join("stopped.txt").exists(),
+        "the control run's Stop hook ran"
+    );
+    assert!(
+        !bound.join("stopped.txt").exists(),
+        "a deselected Stop hook ran"
+    );
+}

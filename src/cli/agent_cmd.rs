@@ -400,7 +400,6 @@ pub fn prepare(
     cwd: &Path,
 ) -> Result<Option<Binding>, Error> {
     let catalog = Catalog::new(&config.home, cwd);
-    let available = available(config, cwd);
     let existing = match choice {
         SessionChoice::New => None,
         SessionChoice::Newest => {
@@ -428,7 +427,8 @@ pub fn prepare(
                 }
                 resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
                     .map_err(|e| history_only(&header.id, e))?;
-                resolve::apply(&binding, config, &available.skills);
+                let skills = available(config, cwd).skills;
+                resolve::apply(&binding, config, &skills);
                 Ok(Some(binding))
             }
             None if chosen.is_some_and(|c| c != general) => {
@@ -443,6 +443,8 @@ pub fn prepare(
     let Some((id, definition)) = resolve::choose(&catalog, flag)? else {
         return Ok(None);
     };
+    // Gathered only for a binding: an ordinary run reads no extra directories.
+    let available = available(config, cwd);
     let binding = resolve::bind(&id, &definition, &available, cwd)?;
     resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)?;
     if let Selection::Only(tools) = &binding.modules.tools {
