@@ -12,6 +12,7 @@ pub mod cancel;
 pub mod cli;
 pub mod clock;
 pub mod command;
+pub mod composition;
 pub mod config;
 pub mod fsutil;
 pub mod hash;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tool", &["tool"]),
     ("permission", &["permission"]),
     ("mcp", &["mcp"]),
+    ("composition", &["composition"]),
     ("agent", &["agent"]),
     ("command", &["command"]),
     ("term", &["term"]),

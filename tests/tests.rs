@@ -6,6 +6,7 @@ mod util;
 mod bench;
 mod cli;
 mod commands;
+mod compositions;
 mod config;
 mod context;
 mod coordinator;

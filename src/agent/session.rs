@@ -32,6 +32,10 @@ use crate::provider::{Message, Role, Transcript};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The schema of a session bound to an agent composition: readers that do not know it
+/// refuse the file instead of continuing it with another tool set.
+pub const BOUND_SCHEMA_VERSION: u32 = 2;
+
 /// The `type` of a rewind marker line.
 const REWIND: &str = "rewind";
 
@@ -76,6 +80,9 @@ pub struct Header {
     /// Two-model collaboration: the executor session this planner session plans for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executor: Option<String>,
+    /// The agent composition this conversation is bound to: local metadata, never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composition: Option<crate::composition::resolve::Binding>,
 }
 
 impl Header {
@@ -91,7 +98,14 @@ impl Header {
             forked_from: None,
             planner: None,
             executor: None,
+            composition: None,
         }
+    }
+
+    /// Binds the session to a composition, which takes the bound schema.
+    pub fn bind(&mut self, binding: crate::composition::resolve::Binding) {
+        self.composition = Some(binding);
+        self.schema = BOUND_SCHEMA_VERSION;
     }
 }
 
@@ -244,6 +258,10 @@ impl Session {
     pub fn fork(source: &Path, dir: &Path, mut header: Header) -> Result<Session, SessionError> {
         let (original, messages) = load(source)?;
         header.forked_from = Some(original.id);
+        // A copy keeps the exact binding rather than today's default.
+        if let Some(binding) = original.composition {
+            header.bind(binding);
+        }
         let repaired = repair(&messages);
         let mut session = Session::create(dir, header)?;
         for message in repaired.messages {
@@ -668,8 +686,17 @@ fn read(file: &File, path: &Path) -> Result<(Header, Vec<Message>, u64), Session
         let text = line.trim_end();
         let parsed = if header.is_none() {
             serde_json::from_str::<Header>(text)
-                .map(|h| header = Some(h))
                 .map_err(|err| err.to_string())
+                .and_then(|h| {
+                    if h.schema > BOUND_SCHEMA_VERSION {
+                        return Err(format!(
+                            "session schema {} was written by a newer reasonix; this one reads up to {BOUND_SCHEMA_VERSION}",
+                            h.schema
+                        ));
+                    }
+                    header = Some(h);
+                    Ok(())
+                })
         } else {
             read_line(text, &mut messages)
         };
@@ -951,6 +978,33 @@ mod tests {
 
     fn header(id: &str) -> Header {
         Header::new(id.into(), "fake", "m", Path::new("/w"))
+    }
+
+    #[test]
+    fn a_bound_header_takes_schema_2_and_a_newer_schema_is_refused() {
+        let dir = TempDir::new("bound-schema");
+        let mut h = header("b1");
+        h.bind(crate::composition::resolve::Binding {
+            id: "user:x".into(),
+            revision: 4,
+            persona: Default::default(),
+            persona_digest: "p".into(),
+            modules: Default::default(),
+            modules_digest: "m".into(),
+            workspace: None,
+            mcp: Default::default(),
+            mcp_contracts: Default::default(),
+            needs_vision: false,
+        });
+        let s = Session::create(dir.path(), h.clone()).unwrap();
+        let path = s.path().to_path_buf();
+        drop(s);
+        let (loaded, _) = load(&path).unwrap();
+        assert_eq!((loaded.schema, loaded.composition), (2, h.composition));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("\"schema\":2", "\"schema\":3", 1)).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(err.to_string().contains("newer reasonix"), "{err}");
     }
 
     #[test]

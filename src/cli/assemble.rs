@@ -136,6 +136,8 @@ impl Attach {
 pub struct PromptFlags {
     pub system_prompt: Option<String>,
     pub append_system_prompt: Vec<String>,
+    /// The agent composition a new session is bound to (header metadata only).
+    pub binding: Option<crate::composition::resolve::Binding>,
 }
 
 /// The session a run or chat works in: new, or an existing one continued in place (locked)
@@ -192,6 +194,9 @@ pub fn new_session(
     let dir = config::paths::sessions_dir(&config.home, cwd);
     let mut header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
     link_planner(&mut header, config, settings);
+    if let Some(binding) = &flags.binding {
+        header.bind(binding.clone());
+    }
     let mut session = Session::create(&dir, header)?;
     let system = system_prompt(flags, config, cwd)?;
     session.push(Message::system(system))?;
@@ -272,7 +277,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
     let memory = config::paths::state_dir(&config.home).join("memory");
-    Ok(prompt::system_prompt(&PromptInputs {
+    let prompt = prompt::system_prompt(&PromptInputs {
         base,
         append,
         cwd,
@@ -281,7 +286,35 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         extra_tools: &config.environment.tools,
         writable: &writable,
         memory: Some(&memory),
-    }))
+    });
+    Ok(with_persona(prompt, config))
+}
+
+/// `[agent] persona_prefix` / `persona_suffix` around the first-party prompt: they
+/// supplement it, never replace it.
+fn with_persona(prompt: String, config: &Config) -> String {
+    fn part(p: &Option<String>) -> Option<&str> {
+        p.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
+    match (
+        part(&config.agent.persona_prefix),
+        part(&config.agent.persona_suffix),
+    ) {
+        (None, None) => prompt,
+        (prefix, suffix) => {
+            let mut text = String::new();
+            if let Some(prefix) = prefix {
+                text.push_str(prefix);
+                text.push_str("\n\n");
+            }
+            text.push_str(&prompt);
+            if let Some(suffix) = suffix {
+                text.push_str("\n\n");
+                text.push_str(suffix);
+            }
+            text
+        }
+    }
 }
 
 /// The tool context from `[tools]` (bash timeout) and the secret variable names, without a

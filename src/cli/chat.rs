@@ -50,6 +50,9 @@ Flags:
       --trust-project          Believe ./reasonix.toml for this chat as if the workspace were
                                trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without asking
+      --agent-composition ID   Bind a new conversation to an agent composition (builtin:minimal,
+                               user:NAME, project:NAME, or `default`: your saved default);
+                               see `reasonix agent`
       --plan                   Start in plan mode: the model researches and proposes a plan
                                for you to approve before it changes anything
 
@@ -92,6 +95,8 @@ struct Setup {
     untrusted: Vec<String>,
     /// The config's warnings, for the caller to print.
     warnings: Vec<String>,
+    /// The agent composition the conversation is bound to (already applied to `config`).
+    binding: Option<crate::composition::resolve::Binding>,
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
@@ -129,10 +134,22 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         strict: false,
     };
     let loaded = assemble::load_config(&args.global, &cwd, project)?;
-    let config = loaded.config;
+    let mut config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
     assemble::check_key(&settings)?;
+    let binding = super::agent_cmd::prepare(
+        args.agent_composition.as_deref(),
+        &args.session(),
+        &mut config,
+        &settings,
+        &cwd,
+    )?;
     let mut commands = custom::load_for(&config.home, &cwd);
+    if let Some(binding) = &binding {
+        commands
+            .commands
+            .retain(|c| binding.modules.commands.keeps(&c.name));
+    }
     crate::cli::skills::add_commands(
         &mut commands,
         &crate::cli::skills::session_store(&config, &cwd),
@@ -145,6 +162,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         trusted: loaded.trusted,
         untrusted: loaded.untrusted,
         warnings: loaded.warnings,
+        binding,
     })
 }
 
@@ -166,14 +184,21 @@ fn build_agent(
     let planner = assemble::planner_settings(config, settings)?;
     let provider_handle = provider::build(settings.clone())?;
     let mut tools = assemble::registry(config, sink);
+    let mut binding = setup.binding.clone();
     if let Some(mcp) = mcp {
         mcp.register(&mut tools);
+        if let Some(binding) = binding.as_mut() {
+            super::agent_cmd::pin_mcp(binding, args.resume.is_none(), &tools)?;
+        }
     }
     let choice = args.resume.clone().unwrap_or(SessionChoice::New);
     let session = assemble::open_session(
         &choice,
         args.attach,
-        &PromptFlags::default(),
+        &PromptFlags {
+            binding: binding.clone(),
+            ..PromptFlags::default()
+        },
         config,
         settings,
         cwd,
@@ -198,6 +223,12 @@ fn build_agent(
     );
     let children = Arc::new(children);
     assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
+    if let Some(binding) = &binding {
+        crate::composition::resolve::restrict(binding, &mut tools)?;
+    }
+    let source = mcp.map(|mcp| {
+        super::agent_cmd::tool_source(binding.as_ref(), Box::new(mcp.tool_watch()), &mut tools)
+    });
     let mut agent = Agent::new(
         provider_handle,
         tools,
@@ -206,8 +237,8 @@ fn build_agent(
         ctx.clone(),
         options,
     );
-    if let Some(mcp) = mcp {
-        agent.set_tool_source(Box::new(mcp.tool_watch()));
+    if let Some(source) = source {
+        agent.set_tool_source(source);
     }
     children.report_to(agent.event_queue());
     crate::cli::hooks::install(&mut agent, &children, config, cwd, sink);
@@ -282,6 +313,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             config: setup.config.clone(),
             cwd: setup.cwd.clone(),
             settings: setup.settings.clone(),
+            binding: setup.binding.clone(),
         }),
         catalog,
         mcp: Arc::new(NoMcp),
@@ -403,6 +435,8 @@ struct ChatServices {
     config: Config,
     cwd: PathBuf,
     settings: ProviderSettings,
+    /// A new conversation of a bound chat keeps the chat's composition.
+    binding: Option<crate::composition::resolve::Binding>,
 }
 
 impl Services for ChatServices {
@@ -438,7 +472,10 @@ impl Services for ChatServices {
 
     fn new_session(&mut self) -> Result<Session, String> {
         assemble::new_session(
-            &PromptFlags::default(),
+            &PromptFlags {
+                binding: self.binding.clone(),
+                ..PromptFlags::default()
+            },
             &self.config,
             &self.settings,
             &self.cwd,
@@ -452,6 +489,15 @@ impl Services for ChatServices {
 
     fn open_session(&mut self, path: &Path) -> Result<Session, String> {
         Session::open(path).map_err(|e| e.to_string())
+    }
+
+    fn agent(&mut self, args: &str, blank: bool) -> Result<String, String> {
+        let bound = self.binding.as_ref().map(|b| b.id.as_str());
+        super::agent_cmd::slash_agent(&self.config, &self.cwd, bound, args, blank)
+    }
+
+    fn persona(&mut self, args: &str) -> Result<String, String> {
+        super::agent_cmd::slash_persona(&self.config, args)
     }
 }
 

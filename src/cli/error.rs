@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::agent::session::SessionError;
+use crate::composition::CompositionError;
 use crate::config::ConfigError;
 use crate::mcp::McpError;
 use crate::provider::ProviderError;
@@ -17,6 +18,8 @@ pub mod exit {
     pub const MAX_STEPS: i32 = 4;
     /// The progress lease ran out: a todo was active and rounds went by with nothing new.
     pub const NO_PROGRESS: i32 = 5;
+    /// An agent composition refused (`agent_composition.*` codes).
+    pub const COMPOSITION: i32 = 6;
     pub const INTERRUPTED: i32 = crate::cancel::INTERRUPTED_EXIT;
     /// Stdout was a pipe whose reader went away (`reasonix run ... | head -1`): the run
     /// stopped quietly, with the status a shell shows for a command killed by SIGPIPE.
@@ -33,6 +36,8 @@ pub enum Error {
     Session(SessionError),
     /// An MCP server that failed a request the command depended on.
     Mcp(McpError),
+    /// An agent composition refusal, printed as `code: message`.
+    Composition(CompositionError),
     /// A file or other I/O failure, with what we were doing.
     Io {
         context: String,
@@ -49,6 +54,7 @@ impl Error {
             Error::Usage(_) | Error::Config(_) => exit::USAGE,
             Error::Provider(err) => provider_exit_code(err),
             Error::Interrupted => exit::INTERRUPTED,
+            Error::Composition(_) => exit::COMPOSITION,
             Error::Mcp(McpError::Cancelled) => exit::INTERRUPTED,
             Error::Io { .. } | Error::Failed(_) | Error::Session(_) | Error::Mcp(_) => {
                 exit::FAILURE
@@ -82,6 +88,7 @@ impl fmt::Display for Error {
             Error::Provider(err) => write!(f, "{err}"),
             Error::Session(err) => write!(f, "{err}"),
             Error::Mcp(err) => write!(f, "{err}"),
+            Error::Composition(err) => write!(f, "{err}"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Failed(detail) => write!(f, "{detail}"),
             Error::Interrupted => write!(f, "interrupted"),
@@ -96,6 +103,7 @@ impl std::error::Error for Error {
             Error::Provider(err) => Some(err),
             Error::Session(err) => Some(err),
             Error::Mcp(err) => Some(err),
+            Error::Composition(err) => Some(err),
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
@@ -119,6 +127,7 @@ wrap_errors! {
     ProviderError => Provider,
     SessionError => Session,
     McpError => Mcp,
+    CompositionError => Composition,
 }
 
 #[cfg(test)]

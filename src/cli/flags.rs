@@ -30,6 +30,8 @@ pub struct CommonFlags {
     pub trust_project_mcp: bool,
     /// `--plan`: start in plan mode.
     pub plan: bool,
+    /// `--agent-composition ID`: the composition a new conversation is bound to.
+    pub agent_composition: Option<String>,
 }
 
 impl CommonFlags {
@@ -59,6 +61,7 @@ impl CommonFlags {
             Arg::Long(n) if n == "trust-project" => self.trust_project = true,
             Arg::Long(n) if n == "trust-project-mcp" => self.trust_project_mcp = true,
             Arg::Long(n) if n == "plan" => self.plan = true,
+            Arg::Long(n) if n == "agent-composition" => self.agent_composition = Some(value()?),
             _ => return Ok(false),
         }
         Ok(true)

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::cli::error::{exit, Error};
 
+pub mod agent_cmd;
 pub mod assemble;
 pub mod chat;
 pub mod completions;
@@ -151,6 +152,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "List subagent profiles, or run one on a task (try: read-only)",
         help: subagent::HELP,
         handler: subagent::main,
+    },
+    Command {
+        name: "agent",
+        summary: "Manage agent compositions (persona + tool selection): list, show, create, ...",
+        help: agent_cmd::HELP,
+        handler: agent_cmd::main,
     },
     Command {
         name: "mcp",

@@ -50,6 +50,9 @@ Flags:
       --trust-project          Believe ./reasonix.toml for this run as if the workspace were
                                trusted (`reasonix trust`); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
+      --agent-composition ID   Bind a new conversation to an agent composition (builtin:minimal,
+                               user:NAME, project:NAME, or `default`: your saved default);
+                               see `reasonix agent`
 
 Plan mode:
       --plan                   Start in plan mode: the model researches (MCP writers and
@@ -89,7 +92,7 @@ Permissions (no one can be asked in a headless run):
 
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
 failure, 4 --max-steps or a goal's continuation limit reached, 5 no progress or a
-goal blocked, 130 interrupted, 141 stdout closed (a pipe whose reader
+goal blocked, 6 an agent composition refused (agent_composition.*), 130 interrupted, 141 stdout closed (a pipe whose reader
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
@@ -231,9 +234,13 @@ fn prepare_prompt(
     cwd: &Path,
     home: &Path,
     mcp: &dyn McpHost,
+    keep: Option<&crate::composition::Selection>,
     sink: &mut dyn EventSink,
 ) -> Result<String, Error> {
-    let commands = custom::load_for(home, cwd);
+    let mut commands = custom::load_for(home, cwd);
+    if let Some(keep) = keep {
+        commands.commands.retain(|c| keep.keeps(&c.name));
+    }
     let catalog = Catalog::new(commands.commands, mcp.prompts());
     let prepared = match input::interpret(prompt, &catalog) {
         Some(Ok(Input::Message(message))) => message.prepare(cwd, mcp),
@@ -305,7 +312,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     };
     let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
     assemble::print_warnings(&loaded.warnings);
-    let config = loaded.config;
+    let mut config = loaded.config;
     let profile = match &args.profile {
         Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
         None => None,
@@ -334,6 +341,13 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     }
     settings.record_file = args.own.record.clone();
     assemble::check_key(&settings)?;
+    let mut binding = super::agent_cmd::prepare(
+        args.common.agent_composition.as_deref(),
+        &args.common.session(),
+        &mut config,
+        &settings,
+        &cwd,
+    )?;
     // A subagent profile run is one agent; a plain run pairs with the planner model if any.
     let planner = match &profile {
         None => assemble::planner_settings(&config, &settings)?,
@@ -351,11 +365,18 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message,
         })
     };
-    let handle = mcp::start(&config, &cwd, mcp_options, &mut warn);
+    let handle = match &binding {
+        Some(b) if !b.uses_mcp() => mcp::McpHandle::default(),
+        _ => mcp::start(&config, &cwd, mcp_options, &mut warn),
+    };
     handle.register(&mut tools);
+    if let Some(binding) = binding.as_mut() {
+        super::agent_cmd::pin_mcp(binding, args.common.resume.is_none(), &tools)?;
+    }
     let mcp = mcp::Host::new(handle);
     let typed = prompt.clone();
-    let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, output)?;
+    let keep = binding.as_ref().map(|b| &b.modules.commands);
+    let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, keep, output)?;
     let choice = args.common.session();
     let flags = PromptFlags {
         system_prompt: args
@@ -364,6 +385,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             .clone()
             .or_else(|| profile.as_ref().map(|p| p.body.trim().to_string())),
         append_system_prompt: args.own.append_system_prompt.clone(),
+        binding: binding.clone(),
     };
     let session = assemble::open_session(
         &choice,
@@ -409,6 +431,14 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     } else {
         assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
     }
+    if let Some(binding) = &binding {
+        crate::composition::resolve::restrict(binding, &mut tools)?;
+    }
+    let source = super::agent_cmd::tool_source(
+        binding.as_ref(),
+        Box::new(mcp.handle().tool_watch()),
+        &mut tools,
+    );
     let mut tool_names = tools.names();
     if planner.is_some() {
         // The coordinator gives the executor its report tool.
@@ -436,7 +466,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         ctx,
         options,
     );
-    agent.set_tool_source(Box::new(mcp.handle().tool_watch()));
+    agent.set_tool_source(source);
     children.report_to(agent.event_queue());
     crate::cli::hooks::install(&mut agent, &children, &config, &cwd, output);
     let mut agent = assemble::runner(agent, planner.as_ref(), &config, &cwd, &gate, cancel)?;

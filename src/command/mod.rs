@@ -38,12 +38,14 @@ pub enum Builtin {
     Plan,
     Goal,
     Replan,
+    Agent,
+    Persona,
     Exit,
 }
 
 impl Builtin {
     /// Every built-in, in the order `/help` lists them.
-    pub const ALL: [Builtin; 18] = [
+    pub const ALL: [Builtin; 20] = [
         Builtin::Help,
         Builtin::New,
         Builtin::Clear,
@@ -61,6 +63,8 @@ impl Builtin {
         Builtin::Plan,
         Builtin::Goal,
         Builtin::Replan,
+        Builtin::Agent,
+        Builtin::Persona,
         Builtin::Exit,
     ];
 
@@ -84,6 +88,8 @@ impl Builtin {
             Builtin::Plan => "plan",
             Builtin::Goal => "goal",
             Builtin::Replan => "replan",
+            Builtin::Agent => "agent",
+            Builtin::Persona => "persona",
             Builtin::Exit => "exit",
         }
     }
@@ -108,6 +114,8 @@ impl Builtin {
             Builtin::Plan => Ui::CmdPlan,
             Builtin::Goal => Ui::CmdGoal,
             Builtin::Replan => Ui::CmdReplan,
+            Builtin::Agent => Ui::CmdAgent,
+            Builtin::Persona => Ui::CmdPersona,
             Builtin::Exit => Ui::CmdExit,
         })
     }
@@ -118,6 +126,8 @@ impl Builtin {
             Builtin::Effort => "[low|medium|high|max|default]",
             Builtin::Goal => "[--research|--simple] OBJECTIVE | clear",
             Builtin::Replan => "[what to plan instead]",
+            Builtin::Agent => "[ID]",
+            Builtin::Persona => "[prefix TEXT | suffix TEXT | clear]",
             _ => "",
         }
     }
@@ -144,6 +154,7 @@ impl Builtin {
             | Builtin::Plan
             | Builtin::Goal => true,
             Builtin::Model | Builtin::Effort => !args.is_empty(),
+            Builtin::Agent | Builtin::Persona => !args.is_empty(),
             Builtin::Help
             | Builtin::Mcp
             | Builtin::Tools

@@ -92,6 +92,81 @@ pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<Str
     Ok(removed)
 }
 
+/// Sets the string key `[agent] KEY` in the TOML file at `path` to `value`, or removes it
+/// with `None` (`/persona`), creating the file or the table when missing and keeping every
+/// other line. The result is parsed back before it atomically replaces the file.
+pub fn set_agent_string(path: &Path, key: &str, value: Option<&str>) -> Result<(), ConfigError> {
+    let original = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let dotted = format!("agent.{key}");
+    let (mut edited, _) = without_keys(&original, &[dotted.as_str()]);
+    if let Some(value) = value {
+        let line = format!("{key} = {}\n", serde_json::Value::String(value.to_string()));
+        edited = insert_in_table(&edited, "agent", &line);
+    }
+    let now = toml::from_str::<toml::Table>(&edited).ok().map(|t| {
+        t.get("agent")
+            .and_then(|a| a.get(key))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    });
+    if now != Some(value.map(str::to_string)) {
+        return Err(ConfigError::Invalid(format!(
+            "could not set [agent] {key} in {} automatically; edit it yourself",
+            path.display()
+        )));
+    }
+    if let Some(dir) = path.parent() {
+        crate::fsutil::create_private_dir(dir).map_err(|source| ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    crate::fsutil::write_atomic(path, edited.as_bytes(), None).map_err(|source| {
+        ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// `line` put right under the `[table]` header, or a new table at the end.
+fn insert_in_table(text: &str, table: &str, line: &str) -> String {
+    let header = format!("[{table}]");
+    let mut out = String::with_capacity(text.len() + line.len() + header.len() + 2);
+    let mut done = false;
+    for current in text.split_inclusive('\n') {
+        out.push_str(current);
+        if !done && current.split('#').next().unwrap_or("").trim() == header {
+            if !current.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(line);
+            done = true;
+        }
+    }
+    if !done {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&header);
+        out.push('\n');
+        out.push_str(line);
+    }
+    out
+}
+
 fn remove_dotted(table: &mut toml::Table, parts: &[&str]) {
     match parts {
         [] => {}
@@ -362,6 +437,37 @@ mod tests {
         assert!(
             persist_allow_rule(&missing, "X").is_err(),
             "no parent directory"
+        );
+    }
+
+    #[test]
+    fn the_persona_keys_are_set_replaced_and_removed_in_place() {
+        let dir = crate::fsutil::scratch::TempDir::new("persona-edit");
+        let path = dir.join("config.toml");
+        std::fs::write(
+            &path,
+            "# mine\n[agent]\ntemperature = 0.5\n\n[tools]\nenabled = []\n",
+        )
+        .unwrap();
+        set_agent_string(&path, "persona_prefix", Some("Be \"terse\".")).unwrap();
+        set_agent_string(&path, "persona_prefix", Some("Be kind.")).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "# mine\n[agent]\npersona_prefix = \"Be kind.\"\ntemperature = 0.5\n\n[tools]\nenabled = []\n"
+        );
+        set_agent_string(&path, "persona_prefix", None).unwrap();
+        set_agent_string(&path, "persona_suffix", Some("Bye.")).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("persona_prefix") && text.contains("persona_suffix = \"Bye.\""),
+            "{text}"
+        );
+        let fresh = dir.join("new/config.toml");
+        set_agent_string(&fresh, "persona_suffix", Some("x")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&fresh).unwrap(),
+            "[agent]\npersona_suffix = \"x\"\n"
         );
     }
 }

@@ -139,6 +139,11 @@ pub struct AgentConfig {
     pub plan_mode_allowed_tools: Vec<String>,
     /// Legacy; decoded for config round trips only, it grants and revokes nothing.
     pub plan_mode_read_only_commands: Vec<String>,
+    /// Put before the first-party system prompt (the persona builtin:general inherits;
+    /// `/persona` edits it).
+    pub persona_prefix: Option<String>,
+    /// Put after the first-party system prompt.
+    pub persona_suffix: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -165,6 +170,8 @@ impl Default for AgentConfig {
             auto_plan: false,
             plan_mode_allowed_tools: Vec::new(),
             plan_mode_read_only_commands: Vec::new(),
+            persona_prefix: None,
+            persona_suffix: None,
         }
     }
 }

@@ -295,6 +295,8 @@ catalog! {
     CmdPlan => "Toggle plan mode: agree a plan before the edits",
     CmdGoal => "Work toward an objective until it is done (/goal clear ends it)",
     CmdReplan => "Ask the planner model (agent.planner_model) for a new plan",
+    CmdAgent => "List agent compositions, or choose one before the first prompt",
+    CmdPersona => "Show or edit the persona builtin:general uses (user config)",
     CmdExit => "Leave the chat",
     // `reasonix doctor`.
     DoctorCheck => "CHECK",

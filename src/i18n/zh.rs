@@ -201,6 +201,11 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (CmdPlan, "切换计划模式：先商定计划再编辑"),
     (CmdGoal, "朝一个目标持续工作直到完成（/goal clear 结束）"),
     (CmdReplan, "请规划模型（agent.planner_model）给出新计划"),
+    (CmdAgent, "列出 Agent 组合，或在第一条消息之前选择一个"),
+    (
+        CmdPersona,
+        "查看或编辑 builtin:general 使用的人设（用户配置）",
+    ),
     (CmdExit, "离开对话"),
     (DoctorCheck, "检查项"),
     (DoctorStatus, "状态"),

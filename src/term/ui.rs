@@ -200,6 +200,14 @@ pub trait Services {
     /// This workspace's sessions, newest first.
     fn sessions(&self) -> Vec<session::Summary>;
     fn open_session(&mut self, path: &Path) -> Result<Session, String>;
+    /// `/agent [ID]`: the composition catalog, or choosing one (`blank`: no prompt yet).
+    fn agent(&mut self, _args: &str, _blank: bool) -> Result<String, String> {
+        Err("agent compositions are not available in this chat".into())
+    }
+    /// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona.
+    fn persona(&mut self, _args: &str) -> Result<String, String> {
+        Err("the persona cannot be edited in this chat".into())
+    }
 }
 
 /// The parts the CLI assembles for a chat.

@@ -68,6 +68,17 @@ impl Chat {
             }
             Builtin::Goal => self.goal_command(args),
             Builtin::Replan => self.replan_command(args),
+            Builtin::Agent => {
+                let blank = self.agent_or_notice().map(|a| a.session().turns() == 0);
+                if let Some(blank) = blank {
+                    let answer = self.services.agent(args, blank);
+                    self.service_answer(answer);
+                }
+            }
+            Builtin::Persona => {
+                let answer = self.services.persona(args);
+                self.service_answer(answer);
+            }
             Builtin::Exit => self.request_exit(0),
         }
         self.transcript.gap();
@@ -245,6 +256,17 @@ impl Chat {
             selected: 0,
             on_cancel: Some(()),
         }));
+    }
+
+    /// The text a service answered (`/agent`, `/persona`), one line each, or its error.
+    fn service_answer(&mut self, answer: Result<String, String>) {
+        match answer {
+            Ok(text) => {
+                let lines = text.lines().map(|l| Line::plain(one_row(l))).collect();
+                self.info_lines(lines);
+            }
+            Err(err) => self.transcript.error(&err),
+        }
     }
 
     pub(super) fn tools_command(&mut self) {

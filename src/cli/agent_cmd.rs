@@ -1,0 +1,619 @@
+//! `reasonix agent list | show | create | edit | delete | export | import | default`: the
+//! agent composition catalog from the command line, and the binding step `run` and `chat`
+//! share for `--agent-composition ID` (choose, resolve against this machine, check it can
+//! run, apply it to the configuration; or restore a resumed session's binding).
+
+use std::path::Path;
+
+use super::assemble::{self, SessionChoice};
+use super::lex::{Arg, Lexer};
+use super::{print_out, unknown_flag, Global};
+use crate::agent::session;
+use crate::cli::error::{exit, Error};
+use crate::composition::resolve::{self, Available, Binding};
+use crate::composition::store::{self, Catalog};
+use crate::composition::{Code, CompositionError, Definition, Id, Scope, Selection};
+use crate::config::Config;
+use crate::provider::ProviderSettings;
+use crate::tool::Registry;
+
+pub const HELP: &str = "\
+Usage: reasonix agent list
+       reasonix agent show ID
+       reasonix agent create ID [--from ID | --file FILE] [DEFINITION FLAGS]
+       reasonix agent edit ID [--revision N] [DEFINITION FLAGS]
+       reasonix agent delete ID [--revision N]
+       reasonix agent export ID
+       reasonix agent import FILE [--as ID]
+       reasonix agent default [ID]
+
+Agent compositions bind a persona and a selection of tools, skills, MCP servers, hooks and
+commands to a conversation (`reasonix --agent-composition ID`, `reasonix run
+--agent-composition ID`). IDs are builtin:NAME (shipped, read-only: builtin:general,
+builtin:minimal), user:NAME (<home>/agent-presets/definitions/NAME.json) and project:NAME
+(.reasonix/agent-presets/definitions/NAME.json in the workspace, untrusted repository files).
+
+  list      The catalog with sources, revisions and capabilities; the default is marked
+  show      A definition with its revision, as JSON
+  create    A new user: or project: definition (revision 1)
+  edit      Changes a definition; --revision N refuses the save if it is no longer N
+  delete    Removes a definition; bound conversations keep their binding
+  export    Portable JSON (credentials stay ${NAME} references)
+  import    Previews a definition file with its diagnostics; --as ID saves it. Never starts
+            a program and never records an authorisation
+  default   Shows, or sets, the composition `--agent-composition default` chooses
+
+Definition flags:
+  --name TEXT, --description TEXT
+  --persona-prefix TEXT, --persona-suffix TEXT
+  --tools LIST, --skills LIST, --mcp-servers LIST, --hooks LIST, --commands LIST
+                 `inherit`, or comma-separated IDs; an empty value disables the group
+  --file FILE    The whole definition as JSON (`-` reads stdin)
+  --from ID      Start from a copy of another entry (e.g. builtin:minimal)
+
+Refusals print `agent_composition.CODE: message` and exit with status 6 (codes: invalid,
+not_found, read_only, conflict, locked, unavailable).
+";
+
+pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let mut words: Vec<String> = Vec::new();
+    let mut flags = Flags::default();
+    while let Some(arg) = lexer.next().map_err(Error::Usage)? {
+        if global.accept(&arg, lexer)? {
+            continue;
+        }
+        match &arg {
+            Arg::Value(word) => words.push(word.clone()),
+            _ if flags.accept(&arg, lexer)? => {}
+            _ => return Err(unknown_flag("agent", &arg)),
+        }
+    }
+    let (cwd, home, loaded) = global.load_workspace()?;
+    let catalog = Catalog::new(&home, &cwd);
+    let word = |i: usize, what: &str| {
+        words
+            .get(i)
+            .cloned()
+            .ok_or_else(|| Error::Usage(format!("`reasonix agent {}` needs {what}", words[0])))
+    };
+    let Some(action) = words.first().cloned() else {
+        print_out(HELP);
+        return Ok(exit::OK);
+    };
+    match action.as_str() {
+        "list" => list(&catalog),
+        "show" => {
+            let id = Id::parse(&word(1, "an ID")?)?;
+            let definition = catalog.get(&id)?;
+            print_out(&format!("# {id}\n{}", json(&definition)));
+            Ok(exit::OK)
+        }
+        "create" => {
+            let id = Id::parse(&word(1, "an ID")?)?;
+            let base = match (&flags.from, &flags.file) {
+                (Some(from), _) => catalog.get(&Id::parse(from)?)?,
+                (None, Some(file)) => crate::composition::parse(&read_file(file)?)?,
+                (None, None) => Definition {
+                    schema_version: crate::composition::SCHEMA_VERSION,
+                    ..Definition::default()
+                },
+            };
+            let definition = flags.apply(base);
+            let saved = catalog.save(&id, definition, None)?;
+            print_out(&format!("created {id} (revision {})\n", saved.revision));
+            Ok(exit::OK)
+        }
+        "edit" => {
+            let id = Id::parse(&word(1, "an ID")?)?;
+            let current = catalog.get(&id)?;
+            if id.scope == Scope::Builtin {
+                return Err(CompositionError::new(
+                    Code::ReadOnly,
+                    format!("{id} is a shipped template; `reasonix agent create user:NAME --from {id}` copies it"),
+                )
+                .into());
+            }
+            let expected = flags.revision.unwrap_or(current.revision);
+            let base = match &flags.file {
+                Some(file) => crate::composition::parse(&read_file(file)?)?,
+                None => current,
+            };
+            let saved = catalog.save(&id, flags.apply(base), Some(expected))?;
+            print_out(&format!("saved {id} (revision {})\n", saved.revision));
+            Ok(exit::OK)
+        }
+        "delete" => {
+            let id = Id::parse(&word(1, "an ID")?)?;
+            catalog.delete(&id, flags.revision)?;
+            print_out(&format!("deleted {id}\n"));
+            Ok(exit::OK)
+        }
+        "export" => {
+            let id = Id::parse(&word(1, "an ID")?)?;
+            print_out(&store::export(&catalog.get(&id)?));
+            Ok(exit::OK)
+        }
+        "import" => {
+            let text = read_file(&word(1, "a FILE")?)?;
+            let scope = match &flags.save_as {
+                Some(id) => Id::parse(id)?.scope,
+                None => Scope::User,
+            };
+            let available = available(&loaded.config, &cwd);
+            let (definition, diagnostics) = store::preview(&text, scope, &available)?;
+            for line in &diagnostics {
+                print_out(&format!("diagnostic: {line}\n"));
+            }
+            match &flags.save_as {
+                None => {
+                    print_out(&format!(
+                        "preview only ({} diagnostic(s)); add --as user:NAME to save it\n{}",
+                        diagnostics.len(),
+                        json(&definition)
+                    ));
+                }
+                Some(id) => {
+                    let id = Id::parse(id)?;
+                    let saved = catalog.save(&id, definition, None)?;
+                    print_out(&format!("imported {id} (revision {})\n", saved.revision));
+                }
+            }
+            Ok(exit::OK)
+        }
+        "default" => match words.get(1) {
+            None => {
+                let shown = catalog
+                    .default_id()
+                    .unwrap_or_else(|| "builtin:general (nothing saved)".into());
+                print_out(&format!("{shown}\n"));
+                Ok(exit::OK)
+            }
+            Some(text) => {
+                let id = Id::parse(text)?;
+                catalog.set_default(&id)?;
+                print_out(&format!("default: {id}\n"));
+                Ok(exit::OK)
+            }
+        },
+        other => Err(Error::Usage(format!(
+            "unknown action `{other}`; use list, show, create, edit, delete, export, import or default"
+        ))),
+    }
+}
+
+fn json(definition: &Definition) -> String {
+    serde_json::to_string_pretty(definition).unwrap_or_default() + "\n"
+}
+
+fn read_file(path: &str) -> Result<String, Error> {
+    if path == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| Error::io("reading the definition from stdin", e))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {path}"), e))
+}
+
+/// The catalog as a table: ID, source, revision, capabilities, name.
+fn list(catalog: &Catalog) -> Result<i32, Error> {
+    let (entries, problems) = catalog.list();
+    let default = catalog.default_id();
+    print_out(&render_list(&entries, default.as_deref()));
+    for problem in problems {
+        eprintln!("reasonix: warning: {problem}");
+    }
+    Ok(exit::OK)
+}
+
+/// The `/agent` and `reasonix agent list` table.
+pub fn render_list(entries: &[store::Entry], default: Option<&str>) -> String {
+    let mut text = String::new();
+    for entry in entries {
+        let id = entry.id.to_string();
+        let mark = if default == Some(id.as_str()) {
+            "*"
+        } else {
+            " "
+        };
+        let source = match entry.id.scope {
+            Scope::Builtin => "built-in",
+            Scope::User => "personal",
+            Scope::Project => "project",
+        };
+        text.push_str(&format!(
+            "{mark} {id:<24} {source:<9} r{:<3} {:<40} {}\n",
+            entry.definition.revision,
+            capabilities(&entry.definition),
+            entry.definition.name
+        ));
+    }
+    text
+}
+
+fn capabilities(definition: &Definition) -> String {
+    let group = |name: &str, s: &Selection| match s {
+        Selection::Inherit => None,
+        Selection::Only(ids) if ids.is_empty() => Some(format!("no {name}")),
+        Selection::Only(ids) => Some(format!("{name}: {}", ids.join(","))),
+    };
+    let m = &definition.modules;
+    let parts: Vec<String> = [
+        group("tools", &m.tools),
+        group("skills", &m.skills),
+        group("mcp", &m.mcp_servers),
+        group("hooks", &m.hooks),
+        group("commands", &m.commands),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        "inherits the configuration".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+#[derive(Debug, Default)]
+struct Flags {
+    name: Option<String>,
+    description: Option<String>,
+    prefix: Option<String>,
+    suffix: Option<String>,
+    tools: Option<Selection>,
+    skills: Option<Selection>,
+    mcp_servers: Option<Selection>,
+    hooks: Option<Selection>,
+    commands: Option<Selection>,
+    file: Option<String>,
+    from: Option<String>,
+    revision: Option<u64>,
+    save_as: Option<String>,
+}
+
+fn selection(text: &str) -> Selection {
+    if text.trim() == "inherit" {
+        return Selection::Inherit;
+    }
+    Selection::Only(
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+impl Flags {
+    fn accept(&mut self, arg: &Arg, lexer: &mut Lexer) -> Result<bool, Error> {
+        let Arg::Long(name) = arg else {
+            return Ok(false);
+        };
+        let flag = arg.shown();
+        let mut value = || lexer.value(&flag).map_err(Error::Usage);
+        match name.as_str() {
+            "name" => self.name = Some(value()?),
+            "description" => self.description = Some(value()?),
+            "persona-prefix" => self.prefix = Some(value()?),
+            "persona-suffix" => self.suffix = Some(value()?),
+            "tools" => self.tools = Some(selection(&value()?)),
+            "skills" => self.skills = Some(selection(&value()?)),
+            "mcp-servers" => self.mcp_servers = Some(selection(&value()?)),
+            "hooks" => self.hooks = Some(selection(&value()?)),
+            "commands" => self.commands = Some(selection(&value()?)),
+            "file" => self.file = Some(value()?),
+            "from" => self.from = Some(value()?),
+            "as" => self.save_as = Some(value()?),
+            "revision" => {
+                let text = value()?;
+                self.revision = Some(text.parse().map_err(|_| {
+                    Error::Usage(format!("--revision needs a whole number, got `{text}`"))
+                })?);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn apply(&self, mut d: Definition) -> Definition {
+        let set = |slot: &mut String, v: &Option<String>| {
+            if let Some(v) = v {
+                *slot = v.clone();
+            }
+        };
+        set(&mut d.name, &self.name);
+        set(&mut d.description, &self.description);
+        set(&mut d.persona.prefix, &self.prefix);
+        set(&mut d.persona.suffix, &self.suffix);
+        let m = &mut d.modules;
+        for (slot, v) in [
+            (&mut m.tools, &self.tools),
+            (&mut m.skills, &self.skills),
+            (&mut m.mcp_servers, &self.mcp_servers),
+            (&mut m.hooks, &self.hooks),
+            (&mut m.commands, &self.commands),
+        ] {
+            if let Some(v) = v {
+                *slot = v.clone();
+            }
+        }
+        d
+    }
+}
+
+/// What this machine offers a composition: the enabled tools, skills, MCP servers (with
+/// whether the user authorised each), hook events and custom commands.
+pub fn available(config: &Config, cwd: &Path) -> Available {
+    let enabled = &config.tools.enabled;
+    let wanted = |name: &str| enabled.is_empty() || enabled.iter().any(|n| n == name);
+    let skills = crate::cli::skills::session_store(config, cwd);
+    let mut tools: Vec<String> = crate::tool::builtin::all()
+        .iter()
+        .map(|t| t.name().to_string())
+        .chain(
+            ["task", "read_only_task", "fleet", "parallel_tasks"]
+                .into_iter()
+                .map(str::to_string),
+        )
+        .filter(|n| wanted(n))
+        .collect();
+    if !skills.skills.is_empty() {
+        tools.push("skill".into());
+        if wanted("read_only_skill") {
+            tools.push("read_only_skill".into());
+        }
+    }
+    let declared = crate::mcp::config::declared(config, cwd);
+    let mut hooks: Vec<String> = Vec::new();
+    for hook in &config.hooks {
+        if !hooks.contains(&hook.event) {
+            hooks.push(hook.event.clone());
+        }
+    }
+    Available {
+        tools,
+        skills: skills.skills.iter().map(|s| s.name.clone()).collect(),
+        mcp_servers: declared
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), !s.origin.needs_grant()))
+            .collect(),
+        hooks,
+        commands: crate::command::custom::load_for(&config.home, cwd)
+            .commands
+            .into_iter()
+            .map(|c| c.name)
+            .collect(),
+    }
+}
+
+/// The binding of the run or chat about to start, applied to `config`: a resumed session's
+/// retained binding, or the one `--agent-composition` chooses for a new session. `None`: the
+/// ordinary configuration. A resumed conversation keeps its binding (a different choice is
+/// `agent_composition.locked`); one that cannot run here is `agent_composition.unavailable`.
+pub fn prepare(
+    flag: Option<&str>,
+    choice: &SessionChoice,
+    config: &mut Config,
+    settings: &ProviderSettings,
+    cwd: &Path,
+) -> Result<Option<Binding>, Error> {
+    let catalog = Catalog::new(&config.home, cwd);
+    let existing = match choice {
+        SessionChoice::New => None,
+        SessionChoice::Newest => {
+            session::latest(&crate::config::paths::sessions_dir(&config.home, cwd))
+        }
+        SessionChoice::Reference(reference) => {
+            Some(assemble::find_session(reference, config, cwd)?)
+        }
+    };
+    if let Some(path) = existing {
+        let (header, _) = session::load(&path)?;
+        // What the flag names; `builtin:general` stands for no binding.
+        let general = format!("builtin:{}", crate::composition::builtin::GENERAL);
+        let chosen = match flag {
+            Some(flag) => Some(
+                resolve::choose(&catalog, flag)?
+                    .map_or_else(|| general.clone(), |(id, _)| id.to_string()),
+            ),
+            None => None,
+        };
+        return match header.composition {
+            Some(binding) => {
+                if chosen.as_ref().is_some_and(|c| *c != binding.id) {
+                    return Err(locked(&binding.id));
+                }
+                resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
+                    .map_err(|e| history_only(&header.id, e))?;
+                let skills = available(config, cwd).skills;
+                resolve::apply(&binding, config, &skills);
+                Ok(Some(binding))
+            }
+            None if chosen.is_some_and(|c| c != general) => {
+                Err(locked("the ordinary configuration (no composition)"))
+            }
+            None => Ok(None),
+        };
+    }
+    let Some(flag) = flag else {
+        return Ok(None);
+    };
+    let Some((id, definition)) = resolve::choose(&catalog, flag)? else {
+        return Ok(None);
+    };
+    // Gathered only for a binding: an ordinary run reads no extra directories.
+    let available = available(config, cwd);
+    let binding = resolve::bind(&id, &definition, &available, cwd)?;
+    resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)?;
+    if let Selection::Only(tools) = &binding.modules.tools {
+        if let Some(missing) = tools.iter().find(|t| !available.tools.contains(t)) {
+            return Err(CompositionError::new(
+                Code::Unavailable,
+                format!(
+                    "{id}: selects the tool `{missing}`, which this reasonix or its [tools] \
+                     configuration does not offer; no other tool set is substituted"
+                ),
+            )
+            .into());
+        }
+    }
+    resolve::apply(&binding, config, &available.skills);
+    Ok(Some(binding))
+}
+
+fn locked(bound: &str) -> Error {
+    CompositionError::new(
+        Code::Locked,
+        format!(
+            "this conversation is bound to {bound}; a binding is chosen before the first prompt \
+             and kept. Start a new conversation with another composition"
+        ),
+    )
+    .into()
+}
+
+fn history_only(session: &str, err: CompositionError) -> Error {
+    CompositionError::new(
+        err.code,
+        format!(
+            "{}; session {session} can be read as history but cannot continue",
+            err.message
+        ),
+    )
+    .into()
+}
+
+/// After the MCP tools are registered: a new binding pins their contracts; a restored one
+/// refuses to continue when they changed since.
+pub fn pin_mcp(binding: &mut Binding, fresh: bool, tools: &Registry) -> Result<(), Error> {
+    let now = crate::composition::pin::contracts(tools);
+    let now: std::collections::BTreeMap<String, String> = now
+        .into_iter()
+        .filter(|(name, _)| {
+            resolve::mcp_server_of(name).is_some_and(|s| binding.modules.mcp_servers.keeps(s))
+        })
+        .collect();
+    if fresh {
+        binding.mcp_contracts = now;
+        return Ok(());
+    }
+    if now != binding.mcp_contracts {
+        return Err(CompositionError::new(
+            Code::Unavailable,
+            format!(
+                "{}: the MCP tool contracts changed since this conversation was bound; it can be \
+                 read as history but cannot continue. Start a new conversation",
+                binding.id
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The MCP tool source of a run: a bound conversation's is pinned to its contracts.
+pub fn tool_source(
+    binding: Option<&Binding>,
+    watch: Box<dyn crate::tool::source::ToolSource>,
+    tools: &mut Registry,
+) -> Box<dyn crate::tool::source::ToolSource> {
+    match binding {
+        Some(binding) => Box::new(crate::composition::pin::PinnedSource::guard(
+            watch,
+            tools,
+            binding.modules.mcp_servers.clone(),
+        )),
+        None => watch,
+    }
+}
+
+/// `/agent [ID]` in the chat: the catalog with sources and capabilities (the bound entry
+/// marked `>`), or a choice checked against the catalog. After the first prompt the binding
+/// is locked.
+pub fn slash_agent(
+    config: &Config,
+    cwd: &Path,
+    bound: Option<&str>,
+    args: &str,
+    blank: bool,
+) -> Result<String, String> {
+    let catalog = Catalog::new(&config.home, cwd);
+    let current = bound.unwrap_or("builtin:general");
+    let wanted = args.trim();
+    if wanted.is_empty() {
+        let (entries, problems) = catalog.list();
+        let mut text = format!("bound: {current}\n");
+        text.push_str(&render_list(&entries, catalog.default_id().as_deref()));
+        for problem in problems {
+            text.push_str(&format!("problem: {problem}\n"));
+        }
+        text.push_str("(* = your default; `/agent ID` chooses before the first prompt)\n");
+        return Ok(text);
+    }
+    let chosen = resolve::choose(&catalog, wanted)
+        .map_err(|e| e.to_string())?
+        .map_or_else(|| "builtin:general".to_string(), |(id, _)| id.to_string());
+    if chosen == current {
+        return Ok(format!("this conversation already uses {current}"));
+    }
+    if !blank {
+        return Err(CompositionError::new(
+            Code::Locked,
+            format!(
+                "this conversation is bound to {current} since its first prompt; /new keeps it, \
+                 `reasonix --agent-composition {chosen}` starts one with the other"
+            ),
+        )
+        .to_string());
+    }
+    Err(CompositionError::new(
+        Code::Unavailable,
+        format!(
+            "switching the tool set of a running chat is not supported; start the chat with \
+             `reasonix --agent-composition {chosen}`"
+        ),
+    )
+    .to_string())
+}
+
+/// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona builtin:general
+/// uses, edited in `<home>/config.toml`; the next conversation reads it.
+pub fn slash_persona(config: &Config, args: &str) -> Result<String, String> {
+    let path = crate::config::paths::config_file(&config.home);
+    let args = args.trim();
+    let (word, rest) = args.split_once(' ').unwrap_or((args, ""));
+    let set = |key: &str, value: Option<&str>| {
+        crate::config::edit::set_agent_string(&path, key, value).map_err(|e| e.to_string())
+    };
+    match word {
+        "" => {
+            let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+            Ok(format!(
+                "persona_prefix: {}\npersona_suffix: {}\n(user config {}; `/persona prefix TEXT`, \
+                 `/persona suffix TEXT`, `/persona clear`)",
+                shown(&config.agent.persona_prefix),
+                shown(&config.agent.persona_suffix),
+                path.display()
+            ))
+        }
+        "prefix" | "suffix" => {
+            let key = format!("persona_{word}");
+            let value = rest.trim();
+            set(&key, (!value.is_empty()).then_some(value))?;
+            Ok(format!(
+                "saved [agent] {key} in {}; new conversations use it",
+                path.display()
+            ))
+        }
+        "clear" => {
+            set("persona_prefix", None)?;
+            set("persona_suffix", None)?;
+            Ok(format!("removed the persona from {}", path.display()))
+        }
+        other => Err(format!(
+            "unknown /persona action `{other}`; use prefix TEXT, suffix TEXT or clear"
+        )),
+    }
+}

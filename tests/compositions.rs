@@ -1,0 +1,638 @@
+//! Agent compositions end to end through the real binary: the `reasonix agent` catalog
+//! (scopes, revisions, stale saves, refusal codes), the authority table for project files,
+//! binding a run (`--agent-composition`) into the session header, the lock after the first
+//! prompt, the request bytes of a bound run, builtin:minimal's vision dependency, and MCP
+//! tool contracts pinned at binding against the example server's `--dynamic-tools`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{read_session, reasonix, run, session_files, use_fake_provider, Dir, Run};
+
+/// The exit status of every `agent_composition.*` refusal.
+const REFUSED: i32 = 6;
+
+fn agent(home: &Dir, work: &Path, args: &[&str]) -> Run {
+    run(reasonix(home, work).arg("agent").args(args))
+}
+
+fn bound_run(home: &Dir, work: &Path, args: &[&str]) -> Run {
+    run(reasonix(home, work)
+        .arg("run")
+        .args(args)
+        .env("FAKE_API_KEY", "k"))
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn refused(out: &Run, code: &str) {
+    assert_eq!(out.code, REFUSED, "{out:?}");
+    assert!(
+        out.stderr.contains(&format!("agent_composition.{code}: ")),
+        "{code}: {out:?}"
+    );
+}
+
+#[test]
+fn the_catalog_keeps_scopes_apart_counts_revisions_and_refuses_a_stale_save() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    for id in ["user:mine", "project:mine"] {
+        let out = agent(
+            &home,
+            work.path(),
+            &["create", id, "--name", "Mine", "--tools", "bash,read_file"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(out.stdout.contains("revision 1"), "{out:?}");
+    }
+    assert!(home
+        .join(".reasonix/agent-presets/definitions/mine.json")
+        .exists());
+    assert!(work
+        .join(".reasonix/agent-presets/definitions/mine.json")
+        .exists());
+    let list = agent(&home, work.path(), &["list"]);
+    assert_eq!(list.code, 0, "{list:?}");
+    for id in [
+        "builtin:general",
+        "builtin:minimal",
+        "user:mine",
+        "project:mine",
+    ] {
+        assert!(list.stdout.contains(id), "{id}: {list:?}");
+    }
+    assert!(list.stdout.contains("tools: bash,view_image"), "{list:?}");
+    // Two editors read revision 1; the second save is refused and loses nothing.
+    let first = agent(
+        &home,
+        work.path(),
+        &[
+            "edit",
+            "user:mine",
+            "--revision",
+            "1",
+            "--persona-prefix",
+            "First",
+        ],
+    );
+    assert_eq!(first.code, 0, "{first:?}");
+    let stale = agent(
+        &home,
+        work.path(),
+        &[
+            "edit",
+            "user:mine",
+            "--revision",
+            "1",
+            "--persona-prefix",
+            "Stale",
+        ],
+    );
+    refused(&stale, "conflict");
+    let show = agent(&home, work.path(), &["show", "user:mine"]);
+    assert!(
+        show.stdout.contains("\"revision\": 2") && show.stdout.contains("First"),
+        "{show:?}"
+    );
+    assert!(!show.stdout.contains("Stale"), "{show:?}");
+    // The project entry of the same name is untouched.
+    let project = agent(&home, work.path(), &["show", "project:mine"]);
+    assert!(project.stdout.contains("\"revision\": 1"), "{project:?}");
+    refused(
+        &agent(
+            &home,
+            work.path(),
+            &["edit", "builtin:minimal", "--name", "x"],
+        ),
+        "read_only",
+    );
+    refused(
+        &agent(&home, work.path(), &["delete", "builtin:general"]),
+        "read_only",
+    );
+    refused(
+        &agent(&home, work.path(), &["show", "user:nope"]),
+        "not_found",
+    );
+    refused(&agent(&home, work.path(), &["show", "team:x"]), "invalid");
+    refused(
+        &agent(
+            &home,
+            work.path(),
+            &["delete", "user:mine", "--revision", "1"],
+        ),
+        "conflict",
+    );
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["delete", "user:mine", "--revision", "2"]
+        )
+        .code,
+        0
+    );
+    refused(
+        &agent(&home, work.path(), &["show", "user:mine"]),
+        "not_found",
+    );
+}
+
+#[test]
+fn a_project_definition_trying_each_forbidden_override_is_refused() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let server = FakeOpenAI::start(vec![]);
+    use_fake_provider(&home, &server.base_url(), "");
+    let overrides = [
+        ("args", r#"{"args":["--evil"]}"#),
+        ("empty-args", r#"{"args":[]}"#),
+        ("url", r#"{"url":"https://evil.test/mcp"}"#),
+        ("env", r#"{"env":{"TOKEN":"${TOKEN}"}}"#),
+        ("empty-env", r#"{"env":{}}"#),
+        ("headers", r#"{"headers":{"Authorization":"${AUTH}"}}"#),
+        ("empty-headers", r#"{"headers":{}}"#),
+        ("command", r#"{"command":"/bin/sh"}"#),
+    ];
+    for (name, params) in overrides {
+        work.write(
+            &format!(".reasonix/agent-presets/definitions/{name}.json"),
+            &format!(r#"{{"schemaVersion":1,"modules":{{"mcpServers":["docs"]}},"mcp":{{"docs":{params}}}}}"#),
+        );
+        let id = format!("project:{name}");
+        refused(&agent(&home, work.path(), &["show", &id]), "invalid");
+        let out = bound_run(&home, work.path(), &["--agent-composition", &id, "hi"]);
+        refused(&out, "invalid");
+    }
+    // Timeouts are the one thing a project may set.
+    work.write(
+        ".reasonix/agent-presets/definitions/slow.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"callTimeoutSeconds":90}}}"#,
+    );
+    let out = agent(&home, work.path(), &["show", "project:slow"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // A user definition may set launch parameters, but credentials only as references.
+    refused(&agent(&home, work.path(), &["import", "-"]), "invalid");
+    home.write(
+        "cred.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"env":{"TOKEN":"sk-live-1"}}}}"#,
+    );
+    let out = agent(
+        &home,
+        work.path(),
+        &["import", &home.join("cred.json").display().to_string()],
+    );
+    refused(&out, "invalid");
+    assert!(out.stderr.contains("references"), "{out:?}");
+    assert!(server.requests().is_empty(), "nothing reached the model");
+}
+
+#[test]
+fn import_previews_diagnostics_and_saves_only_when_asked() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    let file = home.write(
+        "portable.json",
+        r#"{"schemaVersion":1,"name":"Port","modules":{"tools":["bash","nonesuch"],"mcpServers":["absent"]}}"#,
+    );
+    let file = file.display().to_string();
+    let preview = agent(&home, work.path(), &["import", &file]);
+    assert_eq!(preview.code, 0, "{preview:?}");
+    assert!(
+        preview.stdout.contains("missing tool `nonesuch`"),
+        "{preview:?}"
+    );
+    assert!(
+        preview.stdout.contains("missing MCP server `absent`"),
+        "{preview:?}"
+    );
+    assert!(
+        !home.join(".reasonix/agent-presets").exists(),
+        "a preview writes nothing"
+    );
+    let saved = agent(&home, work.path(), &["import", &file, "--as", "user:port"]);
+    assert_eq!(saved.code, 0, "{saved:?}");
+    let export = agent(&home, work.path(), &["export", "user:port"]);
+    let value: Value = serde_json::from_str(&export.stdout).expect("export is JSON");
+    assert_eq!(value["name"], "Port");
+    assert_eq!(value["revision"], 0, "exports carry no local revision");
+}
+
+#[test]
+fn a_bound_run_records_its_binding_locally_and_sends_the_bytes_of_an_equal_unbound_run() {
+    let server = FakeOpenAI::start(vec![Reply::text("bound"), Reply::text("plain")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = agent(
+        &home,
+        work.path(),
+        &[
+            "create",
+            "user:tess",
+            "--name",
+            "Tess",
+            "--persona-prefix",
+            "You are Tess.",
+            "--tools",
+            "bash,read_file",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:tess", "hello"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let sessions = session_files(&home);
+    let (header, _) = read_session(&sessions[0]);
+    assert_eq!(
+        header["schema"], 2,
+        "bound sessions use the new schema: {header}"
+    );
+    let binding = &header["composition"];
+    assert_eq!(binding["id"], "user:tess");
+    assert_eq!(binding["revision"], 1);
+    assert_eq!(binding["persona"]["prefix"], "You are Tess.");
+    assert_eq!(
+        binding["modules"]["tools"],
+        serde_json::json!(["bash", "read_file"])
+    );
+    assert!(binding["persona_digest"]
+        .as_str()
+        .is_some_and(|d| d.len() == 16));
+    assert!(binding["modules_digest"]
+        .as_str()
+        .is_some_and(|d| d.len() == 16));
+    // The same persona and tools by plain configuration.
+    let extra = home.write(
+        "same.toml",
+        "[agent]\npersona_prefix = \"You are Tess.\"\n\n[tools]\nenabled = [\"bash\", \"read_file\"]\n",
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--config", &extra.display().to_string(), "hello"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(2);
+    let bound = serde_json::to_string(&requests[0].body).unwrap();
+    let plain = serde_json::to_string(&requests[1].body).unwrap();
+    assert_eq!(tool_names(&requests[0].body), ["read_file", "bash"]);
+    assert!(bound.contains("You are Tess."), "{bound}");
+    assert!(
+        !bound.contains("user:tess") && !bound.contains("\"Tess\""),
+        "{bound}"
+    );
+    assert_eq!(
+        bound, plain,
+        "a binding adds nothing to the provider request"
+    );
+    let (plain_header, _) = read_session(&session_files(&home)[1]);
+    assert_eq!(plain_header["schema"], 1, "{plain_header}");
+    assert!(plain_header.get("composition").is_none());
+}
+
+#[test]
+fn a_binding_is_locked_after_the_first_prompt_and_kept_on_resume() {
+    let server = FakeOpenAI::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // Another composition for the same conversation is refused before any request.
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--continue", "--agent-composition", "builtin:general", "x"],
+    );
+    refused(&out, "locked");
+    // Continuing keeps the binding, even after the definition changed.
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["edit", "user:lean", "--tools", "read_file,bash"]
+        )
+        .code,
+        0
+    );
+    let out = bound_run(&home, work.path(), &["--continue", "second"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(2);
+    assert_eq!(tool_names(&requests[1].body), ["read_file"]);
+    // An unbound conversation cannot be bound after its first prompt either.
+    let out = bound_run(&home, work.path(), &["plain"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--continue", "--agent-composition", "user:lean", "x"],
+    );
+    refused(&out, "locked");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn minimal_requires_a_vision_model_and_its_copy_binds_exactly_its_tools() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "builtin:minimal", "hi"],
+    );
+    refused(&out, "unavailable");
+    assert!(out.stderr.contains("vision"), "{out:?}");
+    assert!(session_files(&home).is_empty(), "no session was started");
+    // A copy with the image tool taken out keeps the rest of minimal: persona, no skills,
+    // no MCP, no subagents.
+    let out = agent(
+        &home,
+        work.path(),
+        &[
+            "create",
+            "user:lite",
+            "--from",
+            "builtin:minimal",
+            "--tools",
+            "bash",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lite", "hi"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(1);
+    assert_eq!(tool_names(&requests[0].body), ["bash"]);
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        system.starts_with("You are a concise software engineer."),
+        "{system}"
+    );
+}
+
+#[test]
+fn the_saved_default_is_chosen_only_when_asked_for() {
+    let server = FakeOpenAI::start(vec![Reply::text("a"), Reply::text("b")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:dflt", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    refused(
+        &agent(&home, work.path(), &["default", "user:absent"]),
+        "not_found",
+    );
+    assert_eq!(agent(&home, work.path(), &["default", "user:dflt"]).code, 0);
+    assert!(agent(&home, work.path(), &["default"])
+        .stdout
+        .contains("user:dflt"));
+    assert_eq!(bound_run(&home, work.path(), &["plain"]).code, 0);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "default", "chosen"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(2);
+    assert!(
+        tool_names(&requests[0].body).len() > 1,
+        "a saved default never activates itself"
+    );
+    assert_eq!(tool_names(&requests[1].body), ["read_file"]);
+}
+
+#[test]
+fn mcp_contracts_pinned_at_binding_block_calls_after_a_catalog_change() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__local__enable_extra", "{}")]),
+        Reply::tool_calls(&[("c2", "mcp__local__echo", r#"{"text":"hi"}"#)]),
+        Reply::text("done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let plugin = format!(
+        "[[plugins]]\nname = \"local\"\ncommand = \"{}\"\nargs = [\"--dynamic-tools\"]\n",
+        env!("CARGO_BIN_EXE_reasonix-plugin-example")
+    );
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    let out = agent(
+        &home,
+        work.path(),
+        &["create", "user:pinned", "--mcp-servers", "local"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &[
+            "--agent-composition",
+            "user:pinned",
+            "--output-format",
+            "stream-json",
+            "go",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("agent_composition.unavailable"),
+        "{out:?}"
+    );
+    let requests = server.wait_for_requests(3);
+    let first = tool_names(&requests[0].body);
+    assert!(first.iter().any(|n| n == "mcp__local__echo"), "{first:?}");
+    assert_eq!(
+        tool_names(&requests[1].body),
+        first,
+        "no schema was swapped in"
+    );
+    assert_eq!(tool_names(&requests[2].body), first);
+    let results: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        results[1].contains("agent_composition.unavailable"),
+        "{results:?}"
+    );
+    assert!(
+        !results[1].contains("hi\n") && results[1] != "hi",
+        "{results:?}"
+    );
+    let (header, _) = read_session(&session_files(&home)[0]);
+    let contracts = header["composition"]["mcp_contracts"]
+        .as_object()
+        .expect("pinned");
+    assert!(contracts.contains_key("mcp__local__echo"), "{header}");
+    assert!(!contracts.contains_key("mcp__local__reverse"), "{header}");
+}
+
+#[test]
+fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
+    let server = FakeOpenAI::start(vec![Reply::text("Hello there.")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["chat", "--agent-composition", "user:lean"])
+        .env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("fake-model · ask");
+    pty.send("/agent\r");
+    pty.wait_text("bound: user:lean");
+    assert!(pty.screen().contains("builtin:minimal"), "{}", pty.screen());
+    pty.send("/persona prefix Be brief.\r");
+    pty.wait_text("saved [agent] persona_prefix");
+    pty.send("hi\r");
+    pty.wait_text("Hello there.");
+    // The composer's placeholder is back once the turn has ended.
+    pty.wait_text("Ask anything");
+    pty.send("/agent builtin:general\r");
+    pty.wait_text("agent_composition.locked");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let config = home.read(".reasonix/config.toml");
+    assert!(
+        config.contains("persona_prefix = \"Be brief.\""),
+        "{config}"
+    );
+    let requests = server.wait_for_requests(1);
+    assert_eq!(tool_names(&requests[0].body), ["read_file"]);
+    let (header, _) = read_session(&session_files(&home)[0]);
+    assert_eq!(header["composition"]["id"], "user:lean", "{header}");
+}
+
+#[test]
+fn no_selection_drops_the_safety_hooks_or_a_deny_rule() {
+    let calls = [
+        ("c1", "bash", r#"{"command":"echo ran > ran.txt"}"#),
+        ("c2", "bash", r#"{"command":"rm -f keep.txt"}"#),
+    ];
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&calls),
+        Reply::text("bound done"),
+        Reply::tool_calls(&calls),
+        Reply::text("plain done"),
+    ]);
+    let home = Dir::new();
+    let config = "[permissions]\ndeny = [\"Bash(rm:*)\"]\n\n\
+        [[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"Bash\"\n\
+        command = '''grep -q 'ran.txt' && { echo 'no ran.txt' >&2; exit 2; }; exit 0'''\n\n\
+        [[hooks]]\nevent = \"Stop\"\nmatcher = \"\"\ncommand = '''touch stopped.txt'''\n";
+    use_fake_provider(&home, &server.base_url(), config);
+    let bound = Dir::new();
+    let out = agent(
+        &home,
+        bound.path(),
+        &["create", "user:bare", "--tools", "bash", "--hooks", ""],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let plain = Dir::new();
+    for (dir, flags) in [
+        (&bound, vec!["--agent-composition", "user:bare"]),
+        (&plain, vec![]),
+    ] {
+        dir.write("keep.txt", "keep");
+        let mut args = flags;
+        args.extend(["--permission-mode", "yolo", "go"]);
+        let out = bound_run(&home, dir.path(), &args);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(
+            !dir.join("ran.txt").exists(),
+            "the PreToolUse guard was dropped"
+        );
+        assert!(dir.join("keep.txt").exists(), "the deny rule was dropped");
+    }
+    // The optional Stop hook runs unbound and is left out by the empty hook selection.
+    assert!(
+        plain.join("stopped.txt").exists(),
+        "the control run's Stop hook ran"
+    );
+    assert!(
+        !bound.join("stopped.txt").exists(),
+        "a deselected Stop hook ran"
+    );
+}
+
+#[test]
+fn minimal_on_a_vision_model_offers_exactly_bash_and_view_image() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    // Mark the fake provider's model as reading images.
+    let config = home.read(".reasonix/config.toml").replace(
+        "model = \"fake-model\"\n",
+        "model = \"fake-model\"\nvision = true\n",
+    );
+    home.write(".reasonix/config.toml", &config);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "builtin:minimal", "hi"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(1);
+    assert_eq!(tool_names(&requests[0].body), ["bash", "view_image"]);
+}
