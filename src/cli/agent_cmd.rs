@@ -44,12 +44,17 @@ builtin:minimal), user:NAME (<home>/agent-presets/definitions/NAME.json) and pro
   default   Shows, or sets, the composition `--agent-composition default` chooses
 
 Definition flags:
-  --name TEXT, --description TEXT
-  --persona-prefix TEXT, --persona-suffix TEXT
-  --tools LIST, --skills LIST, --mcp-servers LIST, --hooks LIST, --commands LIST
-                 `inherit`, or comma-separated IDs; an empty value disables the group
-  --file FILE    The whole definition as JSON (`-` reads stdin)
-  --from ID      Start from a copy of another entry (e.g. builtin:minimal)
+  --name TEXT             The display name
+  --description TEXT      One line on what it is for
+  --persona-prefix TEXT   Text put before the system prompt
+  --persona-suffix TEXT   Text put after the system prompt
+  --tools LIST            Tools: `inherit`, or comma-separated IDs (empty disables)
+  --skills LIST           Skills, the same way
+  --mcp-servers LIST      MCP servers, the same way
+  --hooks LIST            Hooks, the same way (the safety hooks always stay)
+  --commands LIST         Custom commands, the same way
+  --file FILE             The whole definition as JSON (`-` reads stdin)
+  --from ID               Start from a copy of another entry (e.g. builtin:minimal)
 
 Refusals print `agent_composition.CODE: message` and exit with status 6 (codes: invalid,
 not_found, read_only, conflict, locked, unavailable).

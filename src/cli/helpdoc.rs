@@ -405,14 +405,17 @@ mod tests {
             .iter()
             .map(|s| s.name.as_str())
             .collect();
-        assert_eq!(names, vec!["list", "try", "run"]);
+        assert_eq!(
+            names,
+            vec!["list", "try", "run", "create", "edit", "delete"]
+        );
         assert!(subagent.subcommands[1].about.starts_with("Runs TASK"));
         assert!(
             longs(&subagent).contains(&"output-format"),
             "inherits run's flags"
         );
         let mcp = command("mcp");
-        assert_eq!(mcp.subcommands.len(), 2);
+        assert_eq!(mcp.subcommands.len(), 4);
         assert!(command("trust").subcommands.is_empty());
         assert_eq!(command("trust").operands, vec!["DIR"]);
         assert_eq!(command("chat").operands, Vec::<String>::new());
