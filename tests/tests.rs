@@ -26,6 +26,7 @@ mod provider;
 mod rewind;
 mod run;
 mod sandbox;
+mod serve;
 mod sessions;
 mod skills;
 mod subagent_manage;

@@ -97,7 +97,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "ui.shortcut_layout",
     "agent.reasoning_language",
     "tools.shell",
-    "serve",
     "plugins.approvals_reviewer",
 ];
 
@@ -112,6 +111,7 @@ pub const USER_ONLY: &[&str] = &[
     "sandbox.backend",
     "tools.shell.path",
     "tools.shell.prefer",
+    "serve",
 ];
 
 /// Provider keys a project file may not set.
