@@ -14,9 +14,9 @@ use crate::util::{reasonix, run, spawn_piped, use_fake_provider, Dir};
 /// A published bcrypt vector (Openwall's crypt_blowfish set): the password is `U*U`.
 const VECTOR_HASH: &str = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
 
-struct Server {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
     /// The URL line printed at startup.
     url: String,
     _stdout: BufReader<ChildStdout>,
@@ -33,7 +33,7 @@ impl Drop for Server {
 
 /// Starts `reasonix serve --listen 127.0.0.1:0 <args>` with `extra` appended to the config
 /// and waits for its URL line.
-fn start(fake: &FakeOpenAI, extra: &str, args: &[&str]) -> Server {
+pub(crate) fn start(fake: &FakeOpenAI, extra: &str, args: &[&str]) -> Server {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &fake.base_url(), extra);
@@ -62,8 +62,8 @@ fn start(fake: &FakeOpenAI, extra: &str, args: &[&str]) -> Server {
     }
 }
 
-struct Response {
-    status: u16,
+pub(crate) struct Response {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: String,
 }
@@ -133,7 +133,7 @@ fn origin(server: &Server) -> String {
     format!("http://{}", server.addr)
 }
 
-fn post(server: &Server, path: &str, body: Value) -> Response {
+pub(crate) fn post(server: &Server, path: &str, body: Value) -> Response {
     let origin = origin(server);
     request(
         server.addr,
@@ -145,12 +145,12 @@ fn post(server: &Server, path: &str, body: Value) -> Response {
 }
 
 /// An open event stream, read one `data:` event at a time.
-struct Events {
+pub(crate) struct Events {
     reader: BufReader<TcpStream>,
 }
 
 impl Events {
-    fn open(server: &Server, session: &str) -> Events {
+    pub(crate) fn open(server: &Server, session: &str) -> Events {
         let mut stream = TcpStream::connect(server.addr).expect("connect");
         write!(
             stream,
@@ -188,7 +188,7 @@ impl Events {
     }
 
     /// Events up to and including the first of type `kind`.
-    fn until(&mut self, kind: &str) -> Vec<Value> {
+    pub(crate) fn until(&mut self, kind: &str) -> Vec<Value> {
         let mut seen = Vec::new();
         loop {
             let event = self.next();
@@ -201,7 +201,7 @@ impl Events {
     }
 }
 
-fn text_of(events: &[Value]) -> String {
+pub(crate) fn text_of(events: &[Value]) -> String {
     events
         .iter()
         .filter(|e| e["type"] == "text")
@@ -209,7 +209,7 @@ fn text_of(events: &[Value]) -> String {
         .collect()
 }
 
-fn new_session(server: &Server) -> String {
+pub(crate) fn new_session(server: &Server) -> String {
     let created = post(server, "/api/sessions", json!({}));
     assert_eq!(created.status, 201, "{}", created.body);
     created.json()["id"].as_str().expect("an id").to_string()
@@ -545,4 +545,67 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     let status = server.child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
+}
+
+/// Whether Chromium, ChromeDriver and Selenium are here; `.ci/run` installs them and sets
+/// `REASONIX_REQUIRE_BROWSER=1`, so in CI their absence fails instead of skipping.
+fn browser_available() -> bool {
+    let found = std::path::Path::new("/usr/bin/chromium").exists()
+        && std::path::Path::new("/usr/bin/chromedriver").exists()
+        && std::process::Command::new("python3")
+            .args(["-c", "import selenium"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("REASONIX_REQUIRE_BROWSER").is_none(),
+            "REASONIX_REQUIRE_BROWSER is set but chromium, chromedriver or selenium is missing"
+        );
+        eprintln!("skipping the browser test: install chromium, chromium-driver and `pip install selenium`");
+    }
+    found
+}
+
+#[test]
+fn browser_end_to_end() {
+    if !browser_available() {
+        return;
+    }
+    let (stall, _release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("Hello from the fake model"),
+        Reply::tool_calls(&[(
+            "c1",
+            "write_file",
+            r#"{"path":"note.txt","content":"approved\n"}"#,
+        )]),
+        Reply::text("wrote it"),
+        stall,
+    ]);
+    let server = start(
+        &fake,
+        "",
+        &["--auth", "password", "--password", "s3cret pass"],
+    );
+    let shot = server.work.join("serve-e2e.png");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/serve_e2e.py");
+    let out = run(std::process::Command::new("python3").args([
+        script,
+        &server.url,
+        "s3cret pass",
+        shot.to_str().unwrap(),
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("browser e2e: ok"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("note.txt")).unwrap(),
+        "approved\n"
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 1000,
+        "a screenshot was taken"
+    );
+    if let Some(dir) = std::env::var_os("REASONIX_BROWSER_SCREENSHOT_DIR") {
+        let _ = std::fs::copy(&shot, std::path::Path::new(&dir).join("serve-e2e.png"));
+    }
 }

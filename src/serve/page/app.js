@@ -130,6 +130,9 @@ function markdown(source) {
 
 // ---- Diffs of file-writing tool calls, from their arguments.
 function diffLines(oldText, newText) {
+  // A file's final newline is not a line of its own.
+  oldText = (oldText || "").replace(/\n$/, "");
+  newText = (newText || "").replace(/\n$/, "");
   const node = el("div", { class: "diff" });
   for (const line of (oldText || "").split("\n")) if (oldText) node.append(el("span", { class: "del", text: "- " + line }));
   for (const line of (newText || "").split("\n")) if (newText) node.append(el("span", { class: "add", text: "+ " + line }));
