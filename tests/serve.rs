@@ -37,6 +37,11 @@ pub(crate) fn start(fake: &FakeOpenAI, extra: &str, args: &[&str]) -> Server {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &fake.base_url(), extra);
+    start_in(home, work, args)
+}
+
+/// [`start`] in a given home and workspace (a restart of the same server).
+fn start_in(home: Dir, work: Dir, args: &[&str]) -> Server {
     let mut child = spawn_piped(
         reasonix(&home, work.path())
             .args(["serve", "--listen", "127.0.0.1:0"])
@@ -608,4 +613,104 @@ fn browser_end_to_end() {
     if let Some(dir) = std::env::var_os("REASONIX_BROWSER_SCREENSHOT_DIR") {
         let _ = std::fs::copy(&shot, std::path::Path::new(&dir).join("serve-e2e.png"));
     }
+}
+
+#[test]
+fn the_page_switches_posture_and_plan_mode() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "write_file",
+            r#"{"path":"free.txt","content":"yolo\n"}"#,
+        )]),
+        Reply::text("done"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let mode = format!("/api/sessions/{id}/mode");
+    assert_eq!(
+        post(&server, &mode, json!({"posture": "strict"})).status,
+        400
+    );
+    assert_eq!(post(&server, &mode, json!({"posture": "yolo"})).status, 200);
+    assert_eq!(events.until("posture").last().unwrap()["posture"], "yolo");
+    let described = request(server.addr, "GET", &format!("/api/sessions/{id}"), &[], "").json();
+    assert_eq!(described["posture"], "yolo");
+    // Under yolo the write needs no approval.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write"}),
+    );
+    let seen = events.until("turn_end");
+    assert!(!seen.iter().any(|e| e["type"] == "approval"), "{seen:?}");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("free.txt")).unwrap(),
+        "yolo\n"
+    );
+    assert_eq!(post(&server, &mode, json!({"planning": true})).status, 200);
+    assert_eq!(events.until("plan_mode").last().unwrap()["planning"], true);
+    let described = request(server.addr, "GET", &format!("/api/sessions/{id}"), &[], "").json();
+    assert_eq!(described["planning"], true);
+}
+
+#[test]
+fn a_stored_session_resumes_after_a_restart() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "remember me"}),
+    );
+    events.until("turn_end");
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(server.child.wait().unwrap().code(), Some(0));
+
+    let home = std::mem::replace(&mut server._home, Dir::new());
+    let work = std::mem::replace(&mut server.work, Dir::new());
+    drop(server);
+    let server = start_in(home, work, &[]);
+    let listed = request(server.addr, "GET", "/api/sessions", &[], "").json();
+    let stored = listed["stored"].as_array().unwrap();
+    assert!(
+        stored
+            .iter()
+            .any(|s| s["id"] == id.as_str() && s["preview"] == "remember me"),
+        "{listed}"
+    );
+    let resumed = post(&server, "/api/sessions", json!({"resume": id}));
+    assert_eq!(resumed.status, 201, "{}", resumed.body);
+    let history = resumed.json()["history"].clone();
+    let contents: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        contents.contains(&"remember me") && contents.contains(&"first answer"),
+        "{history}"
+    );
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "and now?"}),
+    );
+    assert_eq!(text_of(&events.until("turn_end")), "second answer");
+    // The second request carried the first turn.
+    let last = &fake.requests()[1].body;
+    assert!(last.to_string().contains("remember me"), "{last}");
 }

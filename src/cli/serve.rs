@@ -12,7 +12,6 @@ use super::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::Global;
-use crate::agent::driver::Runner;
 use crate::agent::events::Event;
 use crate::agent::runner::Agent;
 use crate::agent::session::{self, Summary};
@@ -20,7 +19,7 @@ use crate::cli::error::Error;
 use crate::config::{AuthMode, Config};
 use crate::permission::{Approver, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings};
-use crate::serve::{self, auth, bcrypt, Factory};
+use crate::serve::{self, auth, bcrypt, Built, Factory};
 use crate::tool::collab::Interact;
 
 pub const HELP: &str = "\
@@ -246,7 +245,7 @@ impl ServeFactory {
         resume: Option<&str>,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
-    ) -> Result<Runner, Error> {
+    ) -> Result<Built, Error> {
         let (config, settings, cwd) = (&self.config, &self.settings, &self.cwd);
         let policy = assemble::permission_policy(config, cwd)?;
         let gate = Arc::new(PolicyGate::new(policy, self.posture, Some(approver)));
@@ -290,7 +289,7 @@ impl ServeFactory {
         let cancel = ctx.cancel.clone();
         let mut runner = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
         runner.set_interact(interact);
-        Ok(runner)
+        Ok(Built { runner, gate })
     }
 }
 
@@ -300,7 +299,7 @@ impl Factory for ServeFactory {
         resume: Option<&str>,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
-    ) -> Result<Runner, String> {
+    ) -> Result<Built, String> {
         self.build_runner(resume, approver, interact)
             .map_err(|e| e.to_string())
     }

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::agent::driver::Runner;
 use crate::agent::session::Summary;
 use crate::cancel::CancelToken;
-use crate::permission::Approver;
+use crate::permission::{Approver, PolicyGate};
 use crate::tool::collab::Interact;
 
 /// Builds the agents the server's sessions run, the way the chat builds its own.
@@ -33,13 +33,19 @@ pub trait Factory: Send + Sync {
         resume: Option<&str>,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
-    ) -> Result<Runner, String>;
+    ) -> Result<Built, String>;
     /// The stored sessions of the workspace, newest first.
     fn stored(&self) -> Vec<Summary>;
     /// The models the user can pick, and the current one.
     fn models(&self) -> Value;
     /// The declared MCP servers.
     fn mcp(&self) -> Value;
+}
+
+/// A session's agent and the gate it asks, whose posture the page can switch.
+pub struct Built {
+    pub runner: Runner,
+    pub gate: Arc<PolicyGate>,
 }
 
 pub struct Options {

@@ -229,6 +229,21 @@ impl Router {
                 Some(text) if !text.trim().is_empty() => respond(ok(live.send(text.to_string()))),
                 _ => respond(Response::error(400, "send {\"text\": \"…\"}")),
             },
+            ("POST", ["mode"]) => {
+                if let Some(posture) = body.get("posture").and_then(Value::as_str) {
+                    let result = crate::permission::parse_posture(posture)
+                        .and_then(|posture| live.set_posture(posture));
+                    if let Err(err) = result {
+                        return respond(Response::error(400, &err));
+                    }
+                }
+                if let Some(planning) = body.get("planning").and_then(Value::as_bool) {
+                    if let Err(err) = live.set_planning(planning) {
+                        return respond(Response::error(409, &err));
+                    }
+                }
+                respond(Response::json(200, &json!({"ok": true})))
+            }
             ("POST", ["interrupt"]) => respond(Response::json(
                 200,
                 &json!({"interrupted": live.interrupt()}),

@@ -4,18 +4,37 @@
 //! pool once its headers are sent (the session writes to it from then on). Shutdown stops the
 //! acceptor; the caller then stops the sessions.
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::http::{self, Limits, Response};
 use super::routes::{Reply, Router};
 
-/// How long an idle keep-alive connection or a slow request may hold a worker.
+/// How long a connection may take to send its next request, idle wait included: a client
+/// that trickles bytes (slowloris) loses its worker when this runs out, not per byte.
 const IDLE: Duration = Duration::from_secs(30);
+
+/// A reader that fails with `TimedOut` once its deadline has passed.
+struct Deadline<R> {
+    inner: R,
+    until: Instant,
+}
+
+impl<R: Read> Read for Deadline<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if Instant::now() >= self.until {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the request took too long",
+            ));
+        }
+        self.inner.read(buf)
+    }
+}
 
 pub struct Pool {
     pub workers: usize,
@@ -89,10 +108,14 @@ fn connection(stream: TcpStream, peer: SocketAddr, router: &Router) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
-    let mut reader = BufReader::new(read_half);
+    let mut reader = BufReader::new(Deadline {
+        inner: read_half,
+        until: Instant::now() + IDLE,
+    });
     let mut out = stream;
     let limits = Limits::default();
     loop {
+        reader.get_mut().until = Instant::now() + IDLE;
         let request = match http::read_request(&mut reader, &limits) {
             Ok(Some(request)) => request,
             Ok(None) => return,
@@ -128,5 +151,22 @@ fn connection(stream: TcpStream, peer: SocketAddr, router: &Router) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passed_deadline_fails_the_read() {
+        let mut reader = Deadline {
+            inner: &b"GET / HTTP/1.1\r\n"[..],
+            until: Instant::now(),
+        };
+        let err = reader.read(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        reader.until = Instant::now() + Duration::from_secs(60);
+        assert_eq!(reader.read(&mut [0u8; 3]).unwrap(), 3);
     }
 }

@@ -20,7 +20,7 @@ use super::Factory;
 use crate::agent::events::Event;
 use crate::agent::runner::AgentError;
 use crate::cancel::CancelToken;
-use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver};
+use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver, PolicyGate, Posture};
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
 /// Events a session keeps for subscribers that join late or reconnect.
@@ -37,6 +37,8 @@ enum Pending {
 
 enum Command {
     Send(String),
+    /// Enter or leave plan mode (between turns).
+    Planning(bool),
     Quit,
 }
 
@@ -53,6 +55,7 @@ struct State {
     history: Vec<Value>,
     /// The latest figures: tokens, cache hits, context, cost.
     status: Value,
+    planning: bool,
 }
 
 /// One session the server has open.
@@ -62,6 +65,7 @@ pub struct Live {
     state: Mutex<State>,
     commands: Mutex<Sender<Command>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    gate: Arc<PolicyGate>,
 }
 
 impl Live {
@@ -125,6 +129,8 @@ impl Live {
             "pending": pending,
             "history": state.history,
             "status": state.status,
+            "posture": self.gate.posture().as_str(),
+            "planning": state.planning,
             "last_event": state.next_event.checked_sub(1),
         })
     }
@@ -149,6 +155,25 @@ impl Live {
             return Err("the session has stopped".into());
         }
         Ok(())
+    }
+
+    /// Switches the approval posture now (the gate is shared with the agent's thread).
+    pub fn set_posture(&self, posture: Posture) -> Result<(), String> {
+        if posture == Posture::Strict {
+            return Err("strict is for `reasonix run`; use ask, auto or yolo".into());
+        }
+        self.gate.set_posture(posture);
+        self.publish(json!({"type": "posture", "posture": posture.as_str()}));
+        Ok(())
+    }
+
+    /// Enters or leaves plan mode; applied by the agent's thread before its next turn.
+    pub fn set_planning(&self, planning: bool) -> Result<(), String> {
+        self.commands
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(Command::Planning(planning))
+            .map_err(|_| "the session has stopped".to_string())
     }
 
     /// Interrupts the running turn: its token is cancelled and every waiting question is
@@ -412,8 +437,8 @@ fn agent_thread(
     let slot: Arc<Mutex<Weak<Live>>> = Arc::new(Mutex::new(Weak::new()));
     let approver = Box::new(SlotApprover(Arc::clone(&slot)));
     let interact = Arc::new(SlotInteract(Arc::clone(&slot)));
-    let mut runner = match factory.build(resume.as_deref(), approver, interact) {
-        Ok(runner) => runner,
+    let (mut runner, gate) = match factory.build(resume.as_deref(), approver, interact) {
+        Ok(built) => (built.runner, built.gate),
         Err(err) => {
             let _ = ready.send(Err(err));
             return;
@@ -431,10 +456,12 @@ fn agent_thread(
         state: Mutex::new(State {
             history,
             status: status(&runner),
+            planning: runner.planning(),
             ..State::default()
         }),
         commands: Mutex::new(commands),
         thread: Mutex::new(None),
+        gate,
     });
     *slot.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&live);
     if ready.send(Ok(Arc::clone(&live))).is_err() {
@@ -442,10 +469,32 @@ fn agent_thread(
     }
     let weak = Arc::downgrade(&live);
     drop(live);
-    while let Ok(Command::Send(text)) = rx.recv() {
+    loop {
+        let text = match rx.recv() {
+            Ok(Command::Send(text)) => text,
+            Ok(Command::Planning(planning)) => {
+                let Some(live) = weak.upgrade() else { break };
+                runner.set_planning(planning);
+                live.lock().planning = runner.planning();
+                live.publish(json!({"type": "plan_mode", "planning": runner.planning()}));
+                continue;
+            }
+            Ok(Command::Quit) | Err(_) => break,
+        };
         let Some(live) = weak.upgrade() else { break };
         let cancel = runner.reset_cancel();
-        live.lock().running = Some(cancel);
+        {
+            // An interrupt that came between `send` and here cancelled the placeholder token.
+            let mut state = live.lock();
+            if state
+                .running
+                .as_ref()
+                .is_some_and(CancelToken::is_cancelled)
+            {
+                cancel.cancel();
+            }
+            state.running = Some(cancel);
+        }
         live.publish(json!({"type": "turn_start", "text": text}));
         let mut sink = |event: Event| {
             if let Some(value) = crate::cli::output::stream_json(&event) {
@@ -464,6 +513,7 @@ fn agent_thread(
             state.running = None;
             state.pending.clear();
             state.status = figures.clone();
+            state.planning = runner.planning();
         }
         live.publish(
             json!({"type": "turn_end", "outcome": outcome, "error": error, "status": figures}),

@@ -59,6 +59,9 @@ def main():
         prompt.send_keys("hello")
         prompt.send_keys(Keys.ENTER)
         wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".msg.assistant"), "Hello from the fake model"))
+        # The turn is over once Interrupt is disabled again (a prompt sent earlier gets 409).
+        interrupt = driver.find_element(By.ID, "interrupt")
+        wait.until(lambda d: not interrupt.is_enabled())
         wait.until(lambda d: "tokens" in d.find_element(By.ID, "status").text)
 
         # A write waits for approval; the card shows the diff; approve it with the keyboard.
@@ -72,13 +75,13 @@ def main():
         button.send_keys("y")
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".card.approval").get_attribute("data-answered") == "true")
         wait.until(lambda d: any("wrote it" in m.text for m in d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))
+        wait.until(lambda d: not interrupt.is_enabled())
         tool = driver.find_element(By.CSS_SELECTOR, '.card.tool[data-tool="write_file"]')
         assert "+ approved" in tool.find_element(By.CSS_SELECTOR, ".diff").text
 
         # A turn that hangs, interrupted with the button.
         prompt.send_keys("wait forever")
         prompt.send_keys(Keys.ENTER)
-        interrupt = driver.find_element(By.ID, "interrupt")
         wait.until(lambda d: interrupt.is_enabled())
         interrupt.click()
         wait.until(lambda d: any("Interrupted" in n.text for n in d.find_elements(By.CSS_SELECTOR, ".notice")))

@@ -42,6 +42,14 @@ const MESSAGES = {
     "status.context": "context {tokens}",
     "status.cost": "${cost}",
     "error.request": "Request failed: {error}",
+    "mode.posture": "Approvals",
+    "mode.ask": "Ask",
+    "mode.auto": "Auto",
+    "mode.yolo": "YOLO",
+    "mode.planning": "Plan mode",
+    "mode.changed": "Approvals: {posture}",
+    "mode.plan_on": "Plan mode on: the agent researches and proposes a plan first.",
+    "mode.plan_off": "Plan mode off.",
   },
 };
 
@@ -341,6 +349,14 @@ function handle(event) {
       if (event.outcome === "error") notice(t("turn.error", { error: event.error || "" }));
       for (const card of transcript().querySelectorAll(".card[data-id]:not([data-answered])")) answeredCard(card);
       break;
+    case "posture":
+      $("posture").value = event.posture;
+      notice(t("mode.changed", { posture: t("mode." + event.posture) }));
+      break;
+    case "plan_mode":
+      $("planning").checked = event.planning;
+      notice(t(event.planning ? "mode.plan_on" : "mode.plan_off"));
+      break;
     case "shutdown": notice(t("server.shutdown")); setRunning(false); break;
     default: break;
   }
@@ -369,6 +385,8 @@ async function openSession(described) {
   $("session-title").textContent = described.id;
   $("status").textContent = formatStatus(described.status);
   renderHistory(described.history);
+  if (described.posture) $("posture").value = described.posture;
+  $("planning").checked = !!described.planning;
   setRunning(described.running);
   state.source = new EventSource("/api/sessions/" + described.id + "/events");
   state.source.onmessage = (message) => {
@@ -423,6 +441,9 @@ function labelPage(mode) {
   $("prompt").setAttribute("aria-label", t("composer.placeholder"));
   $("send").textContent = t("composer.send");
   $("interrupt").textContent = t("composer.interrupt") + " (Esc)";
+  $("posture-label").textContent = t("mode.posture") + " ";
+  for (const option of $("posture").options) option.textContent = t("mode." + option.value);
+  $("planning-label").textContent = t("mode.planning");
 }
 
 async function showApp() {
@@ -452,6 +473,12 @@ async function start() {
   $("new-session").addEventListener("click", newSession);
   $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
   $("interrupt").addEventListener("click", interrupt);
+  const setMode = async (body) => {
+    if (!state.session) return;
+    try { await api("POST", "/api/sessions/" + state.session + "/mode", body); } catch (error) { notice(t("error.request", { error: error.message })); }
+  };
+  $("posture").addEventListener("change", () => setMode({ posture: $("posture").value }));
+  $("planning").addEventListener("change", () => setMode({ planning: $("planning").checked }));
   $("toggle-sidebar").addEventListener("click", () => $("sidebar").classList.toggle("open"));
   $("prompt").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
