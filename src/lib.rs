@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod permission;
 pub mod provider;
 pub mod sandbox;
+pub mod serve;
 pub mod skill;
 pub mod term;
 pub mod text;

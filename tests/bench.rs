@@ -1232,3 +1232,114 @@ fn bench_coordinator_cache_hits_over_20_turns() {
         );
     }
 }
+
+/// The server's resident set now and at its peak, in MiB (`VmRSS`, `VmHWM`).
+fn serve_memory(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[test]
+#[ignore]
+fn bench_serve_fifty_sse_clients_on_one_session() {
+    const CLIENTS: usize = 50;
+    let answer = "word ".repeat(400);
+    let fake = FakeOpenAI::start(vec![Reply::text(&answer)]);
+    let server = crate::serve::start(&fake, "", &[]);
+    let id = crate::serve::new_session(&server);
+    let (idle, _) = serve_memory(server.child.id());
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| crate::serve::Events::open(&server, &id))
+        .collect();
+    let started = Instant::now();
+    let readers: Vec<_> = clients
+        .into_iter()
+        .map(|mut events| {
+            std::thread::spawn(move || {
+                let seen = events.until("turn_end");
+                (started.elapsed(), crate::serve::text_of(&seen).len())
+            })
+        })
+        .collect();
+    let sent = crate::serve::post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        serde_json::json!({"text": "go"}),
+    );
+    assert_eq!(sent.status, 200);
+    let mut latencies = Vec::new();
+    for reader in readers {
+        let (latency, chars) = reader.join().unwrap();
+        assert_eq!(chars, answer.len());
+        latencies.push(latency);
+    }
+    let (now, peak) = serve_memory(server.child.id());
+    latencies.sort();
+    println!(
+        "serve: {CLIENTS} SSE clients on one session, {} text events each: turn end seen after median {:.1} ms, max {:.1} ms; RSS {:.1} MiB idle, {:.1} MiB after, peak {:.1} MiB",
+        answer.len().div_ceil(4),
+        ms(latencies[latencies.len() / 2]),
+        ms(latencies[latencies.len() - 1]),
+        idle,
+        now,
+        peak
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_serve_twenty_sessions_at_once() {
+    const SESSIONS: usize = 20;
+    let answer = "word ".repeat(100);
+    let fake = FakeOpenAI::start((0..SESSIONS).map(|_| Reply::text(&answer)).collect());
+    let server = crate::serve::start(&fake, "", &[]);
+    let (idle, _) = serve_memory(server.child.id());
+    let ids: Vec<String> = (0..SESSIONS)
+        .map(|_| crate::serve::new_session(&server))
+        .collect();
+    let started = Instant::now();
+    let readers: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let mut events = crate::serve::Events::open(&server, id);
+            std::thread::spawn(move || {
+                let seen = events.until("turn_end");
+                (started.elapsed(), seen.last().unwrap()["outcome"] == "done")
+            })
+        })
+        .collect();
+    for id in &ids {
+        let sent = crate::serve::post(
+            &server,
+            &format!("/api/sessions/{id}/messages"),
+            serde_json::json!({"text": "go"}),
+        );
+        assert_eq!(sent.status, 200);
+    }
+    let mut latencies = Vec::new();
+    for reader in readers {
+        let (latency, done) = reader.join().unwrap();
+        assert!(done);
+        latencies.push(latency);
+    }
+    let wall = started.elapsed();
+    let (now, peak) = serve_memory(server.child.id());
+    latencies.sort();
+    println!(
+        "serve: {SESSIONS} sessions, one turn each at once: all done in {:.1} ms (median turn {:.1} ms, max {:.1} ms); RSS {:.1} MiB idle, {:.1} MiB with {SESSIONS} sessions, peak {:.1} MiB",
+        ms(wall),
+        ms(latencies[latencies.len() / 2]),
+        ms(latencies[latencies.len() - 1]),
+        idle,
+        now,
+        peak
+    );
+}

@@ -24,7 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("agent", &["agent"]),
     ("command", &["command"]),
     ("term", &["term"]),
-    ("cli", &["cli"]),
+    ("cli", &["cli", "serve"]),
 ];
 
 /// Items of the crate root (`lib.rs`) that any module may use.

@@ -31,6 +31,7 @@ mod rewind;
 mod run;
 mod sandbox;
 mod session_archive;
+mod serve;
 mod sessions;
 mod skills;
 mod subagent_manage;

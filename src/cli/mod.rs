@@ -24,6 +24,7 @@ pub mod models;
 pub mod output;
 pub mod run;
 pub mod session_archive;
+pub mod serve;
 pub mod setup;
 pub mod skills;
 mod stdout_buffer;
@@ -116,6 +117,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "Run the agent on one task without a chat (for CI and scripts)",
         help: run::HELP,
         handler: run::main,
+    },
+    Command {
+        name: "serve",
+        summary: "Serve the agent to a browser (token or password auth beyond localhost)",
+        help: serve::HELP,
+        handler: serve::main,
     },
     Command {
         name: "setup",

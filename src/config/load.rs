@@ -95,7 +95,6 @@ const RETIRED: &[&str] = &[
 pub const UNSUPPORTED: &[&str] = &[
     "ui.shortcut_layout",
     "tools.shell",
-    "serve",
     "plugins.approvals_reviewer",
 ];
 
@@ -110,6 +109,7 @@ pub const USER_ONLY: &[&str] = &[
     "sandbox.backend",
     "tools.shell.path",
     "tools.shell.prefer",
+    "serve",
 ];
 
 /// Provider keys a project file may not set.

@@ -1,0 +1,337 @@
+//! `reasonix serve`: the flags, the auth mode from flags and `[serve]`, `--hash-password`,
+//! and the [`Factory`] that builds each browser session's agent the way the chat does (the
+//! built-in tools, skills, subagents, hooks, the planner pair). The server itself is
+//! `crate::serve`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
+use super::flags::{self, CommonFlags};
+use super::lex::{Arg, Lexer};
+use super::Global;
+use crate::agent::events::Event;
+use crate::agent::runner::Agent;
+use crate::agent::session::{self, Summary};
+use crate::cli::error::Error;
+use crate::config::{AuthMode, Config};
+use crate::permission::{Approver, PolicyGate, Posture};
+use crate::provider::{self, ProviderSettings};
+use crate::serve::{self, auth, bcrypt, Built, Factory};
+use crate::tool::collab::Interact;
+
+pub const HELP: &str = "\
+Usage: reasonix serve [--listen ADDR] [--auth none|token|password] [--password P] [FLAGS]
+       reasonix serve --hash-password --password P [--cost N]
+
+Serves the agent to a browser: open the printed URL. Each conversation in the page is a
+session of this workspace, with the same tools, approvals, plan mode and `ask` cards as the
+chat. Ctrl-C (or SIGTERM) interrupts running turns and stops; the sessions are saved.
+
+Flags:
+      --listen ADDR            Address to listen on (default 127.0.0.1:8787; port 0 picks one)
+      --auth MODE              none (loopback only), token or password; default [serve] auth_mode
+      --password P             Password for password mode (instead of [serve] password_hash)
+      --hash-password          Print a bcrypt hash of --password for [serve] password_hash
+      --cost N                 bcrypt cost for --hash-password (10 to 31, default 12)
+  -m, --model REF              Model: provider name, model name or provider/model
+      --effort LEVEL           Reasoning effort sent to the model
+      --permission-mode MODE   ask (default), auto or yolo
+      --trust-project          Believe ./reasonix.toml as if the workspace were trusted
+
+Binding an address other than loopback needs --auth token or --auth password. In token mode
+the token is [serve] token or a random one, printed once inside the URL to open. Behind a
+TLS reverse proxy set [serve] behind_proxy = true so cookies are marked Secure and the
+client address comes from X-Forwarded-For.
+";
+
+#[derive(Default)]
+struct ServeArgs {
+    common: CommonFlags,
+    listen: Option<String>,
+    auth: Option<String>,
+    password: Option<String>,
+    hash_password: bool,
+    cost: Option<u32>,
+}
+
+fn parse(global: Global, lexer: &mut Lexer) -> Result<ServeArgs, Error> {
+    let mut args = ServeArgs {
+        common: CommonFlags {
+            global,
+            ..CommonFlags::default()
+        },
+        ..ServeArgs::default()
+    };
+    let mut own = ServeArgs::default();
+    flags::parse("serve", &mut args.common, lexer, |arg, lexer| {
+        let Arg::Long(name) = arg else {
+            return Ok(false);
+        };
+        let mut value = || lexer.value(&arg.shown()).map_err(Error::Usage);
+        match name.as_str() {
+            "listen" => own.listen = Some(value()?),
+            "auth" => own.auth = Some(value()?),
+            "password" => own.password = Some(value()?),
+            "hash-password" => own.hash_password = true,
+            "cost" => {
+                let cost = value()?;
+                own.cost = Some(
+                    cost.parse()
+                        .ok()
+                        .filter(|c| (bcrypt::MIN_COST..=31).contains(c))
+                        .ok_or_else(|| Error::Usage(format!("--cost {cost}: use 10 to 31")))?,
+                );
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    if args.common.resume.is_some() || args.common.plan {
+        return Err(Error::Usage(
+            "serve opens and resumes sessions from the page; --continue, --resume and --plan do not apply".into(),
+        ));
+    }
+    if args.common.posture == Some(Posture::Strict) {
+        return Err(Error::Usage(
+            "--permission-mode strict is for `reasonix run`".into(),
+        ));
+    }
+    args.listen = own.listen;
+    args.auth = own.auth;
+    args.password = own.password;
+    args.hash_password = own.hash_password;
+    args.cost = own.cost;
+    Ok(args)
+}
+
+pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let args = parse(global, lexer)?;
+    if args.hash_password {
+        let Some(password) = &args.password else {
+            return Err(Error::Usage(
+                "--hash-password needs --password '...'".into(),
+            ));
+        };
+        let salt = auth::random_salt().map_err(|e| Error::io("reading /dev/urandom", e))?;
+        let cost = args.cost.unwrap_or(bcrypt::DEFAULT_COST);
+        super::print_out(&format!(
+            "{}\n",
+            bcrypt::hash_with_salt(password.as_bytes(), &salt, cost)
+        ));
+        return Ok(super::error::exit::OK);
+    }
+    args.common.global.enter_dir()?;
+    let cwd = assemble::working_dir()?;
+    let project = assemble::ProjectFlags {
+        trust: args.common.trust_project,
+        strict: false,
+    };
+    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
+    assemble::print_warnings(&loaded.warnings);
+    let config = loaded.config;
+    let settings = config.resolve_model(args.common.model.as_deref())?;
+    assemble::check_key(&settings)?;
+    let listen = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| "127.0.0.1:8787".into());
+    let listen = resolve_listen(&listen)?;
+    let mode = auth_mode(&args, &config)?;
+    let options = serve::Options {
+        listen,
+        mode: mode.clone(),
+        behind_proxy: config.serve.behind_proxy,
+        workers: 16,
+        queue: 64,
+        max_sessions: 64,
+    };
+    let bound = serve::bind(&options).map_err(Error::Usage)?;
+    let url = match &mode {
+        auth::Mode::Token(token) => format!("http://{}/?token={token}", bound.addr),
+        _ => format!("http://{}/", bound.addr),
+    };
+    super::print_out(&format!(
+        "reasonix serve: open {url} (auth: {})\n",
+        mode.name()
+    ));
+    let stop = crate::cancel::CancelToken::new();
+    if let Err(err) = crate::term::sys::cancel_on_interrupt(stop.clone()) {
+        eprintln!(
+            "reasonix: warning: cannot install signal handlers ({err}); Ctrl-C will not save state"
+        );
+    }
+    let factory = Arc::new(ServeFactory {
+        config,
+        settings,
+        cwd,
+        posture: args.common.posture.unwrap_or(Posture::Ask),
+        effort: args.common.effort.clone(),
+    });
+    serve::run(bound, options, factory, stop);
+    Ok(super::error::exit::OK)
+}
+
+/// `HOST:PORT` (a name such as `localhost` is looked up) into one socket address.
+fn resolve_listen(text: &str) -> Result<std::net::SocketAddr, Error> {
+    use std::net::ToSocketAddrs;
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--listen {text}: expected HOST:PORT such as 127.0.0.1:8787"
+            ))
+        })
+}
+
+/// The auth mode from `--auth`/`--password` and `[serve]`.
+fn auth_mode(args: &ServeArgs, config: &Config) -> Result<auth::Mode, Error> {
+    let mode = match args.auth.as_deref() {
+        Some("none") => AuthMode::NoAuth,
+        Some("token") => AuthMode::Token,
+        Some("password") => AuthMode::Password,
+        Some(other) => {
+            return Err(Error::Usage(format!(
+                "--auth {other}: use none, token or password"
+            )))
+        }
+        None if args.password.is_some() => AuthMode::Password,
+        None => config.serve.auth_mode,
+    };
+    Ok(match mode {
+        AuthMode::NoAuth => auth::Mode::None,
+        AuthMode::Token => {
+            let configured = config.serve.token.clone().filter(|t| !t.trim().is_empty());
+            let token = match configured {
+                Some(token) => token,
+                None => auth::random_hex(24).map_err(|e| Error::io("reading /dev/urandom", e))?,
+            };
+            auth::Mode::Token(token)
+        }
+        AuthMode::Password => {
+            if let Some(password) = &args.password {
+                if password.is_empty() {
+                    return Err(Error::Usage("--password must not be empty".into()));
+                }
+                auth::Mode::Password(auth::Secret::Plain(password.clone()))
+            } else if let Some(hash) = config.serve.password_hash.clone().filter(|h| !h.is_empty())
+            {
+                bcrypt::check(&hash)
+                    .map_err(|e| Error::Usage(format!("[serve] password_hash: {e}")))?;
+                auth::Mode::Password(auth::Secret::Hash(hash))
+            } else {
+                return Err(Error::Usage(
+                    "password mode needs --password '...' or [serve] password_hash (make one with `reasonix serve --hash-password --password '...'`)".into(),
+                ));
+            }
+        }
+    })
+}
+
+struct ServeFactory {
+    config: Config,
+    settings: ProviderSettings,
+    cwd: PathBuf,
+    posture: Posture,
+    effort: Option<String>,
+}
+
+impl ServeFactory {
+    fn build_runner(
+        &self,
+        resume: Option<&str>,
+        approver: Box<dyn Approver>,
+        interact: Arc<dyn Interact>,
+    ) -> Result<Built, Error> {
+        let (config, settings, cwd) = (&self.config, &self.settings, &self.cwd);
+        let policy = assemble::permission_policy(config, cwd)?;
+        let gate = Arc::new(PolicyGate::new(policy, self.posture, Some(approver)));
+        let mut ignore = |_: Event| {};
+        let planner = assemble::planner_settings(config, settings)?;
+        let provider_handle = provider::build(settings.clone())?;
+        let mut tools = assemble::registry(config, &mut ignore);
+        let choice = resume.map_or(SessionChoice::New, |r| {
+            SessionChoice::Reference(r.to_string())
+        });
+        let session = assemble::open_session(
+            &choice,
+            Attach::InPlace,
+            &PromptFlags::default(),
+            config,
+            settings,
+            cwd,
+            "serve",
+        )?;
+        let mut ctx = assemble::tool_context(config, cwd)?;
+        assemble::add_skill_tool(&mut tools, &ctx);
+        let options = assemble::options(config, settings, None, self.effort.clone());
+        let children = Arc::new(crate::cli::delegate::Children::new(
+            config,
+            settings,
+            options.reasoning_effort.clone(),
+            Arc::clone(&gate),
+            &session,
+        ));
+        assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
+        let mut agent = Agent::new(
+            provider_handle,
+            tools,
+            Box::new(SharedGate(Arc::clone(&gate))),
+            session,
+            ctx.clone(),
+            options,
+        );
+        children.report_to(agent.event_queue());
+        crate::cli::hooks::install(&mut agent, &children, config, cwd, &mut ignore);
+        let cancel = ctx.cancel.clone();
+        let mut runner = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
+        runner.set_interact(interact);
+        Ok(Built { runner, gate })
+    }
+}
+
+impl Factory for ServeFactory {
+    fn build(
+        &self,
+        resume: Option<&str>,
+        approver: Box<dyn Approver>,
+        interact: Arc<dyn Interact>,
+    ) -> Result<Built, String> {
+        self.build_runner(resume, approver, interact)
+            .map_err(|e| e.to_string())
+    }
+
+    fn stored(&self) -> Vec<Summary> {
+        session::list(&crate::config::paths::sessions_dir(
+            &self.config.home,
+            &self.cwd,
+        ))
+    }
+
+    fn models(&self) -> Value {
+        let mut models = Vec::new();
+        for provider in &self.config.providers {
+            for model in provider.model_names() {
+                models.push(format!("{}/{model}", provider.name));
+            }
+        }
+        json!({
+            "current": format!("{}/{}", self.settings.name, self.settings.model),
+            "models": models,
+            "context_window": self.settings.context_window,
+        })
+    }
+
+    fn mcp(&self) -> Value {
+        let declared = crate::mcp::config::declared(&self.config, &self.cwd);
+        let servers: Vec<Value> = declared
+            .servers
+            .iter()
+            .map(|s| json!({"name": s.name, "started": false}))
+            .collect();
+        json!({"servers": servers, "problems": declared.problems, "note": "MCP servers are not started by serve yet"})
+    }
+}

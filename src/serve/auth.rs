@@ -1,0 +1,374 @@
+//! Who may use the server: the auth mode (none on loopback only, a token, a password), the
+//! session cookies a login hands out, the CSRF check on state-changing requests, the login
+//! rate limit, constant-time comparison and the random bytes tokens are made of. Forwarded
+//! headers (`X-Forwarded-For`, `X-Forwarded-Proto`) count only with `behind_proxy`.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::bcrypt;
+use super::http::Request;
+
+/// The cookie holding a logged-in browser's session.
+pub const COOKIE: &str = "reasonix_session";
+/// Failed logins a client may make per window before it must wait.
+pub const MAX_FAILURES: u32 = 5;
+const WINDOW: Duration = Duration::from_secs(60);
+/// How long a login lasts.
+const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Logins kept at once; the oldest goes first.
+const MAX_SESSIONS: usize = 256;
+
+/// The configured way in.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// Anyone who can connect: loopback only.
+    None,
+    /// The token, from the printed URL or an `Authorization: Bearer` header.
+    Token(String),
+    /// A password given at startup, or a stored bcrypt hash.
+    Password(Secret),
+}
+
+#[derive(Debug, Clone)]
+pub enum Secret {
+    Plain(String),
+    Hash(String),
+}
+
+impl Mode {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::Token(_) => "token",
+            Mode::Password(_) => "password",
+        }
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= x ^ y;
+    }
+    diff == 0
+}
+
+/// `n` random bytes from the kernel, as lower-case hex.
+pub fn random_hex(n: usize) -> std::io::Result<String> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// 16 random bytes for a bcrypt salt.
+pub fn random_salt() -> std::io::Result<[u8; 16]> {
+    let mut salt = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut salt)?;
+    Ok(salt)
+}
+
+/// What a login attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Login {
+    /// The new session id for the cookie.
+    Ok(String),
+    Wrong,
+    /// Too many failures from this client; retry after this many seconds.
+    Limited(u64),
+}
+
+/// The server's authentication state.
+pub struct Auth {
+    pub mode: Mode,
+    pub behind_proxy: bool,
+    sessions: Mutex<HashMap<String, Instant>>,
+    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+impl Auth {
+    pub fn new(mode: Mode, behind_proxy: bool) -> Auth {
+        Auth {
+            mode,
+            behind_proxy,
+            sessions: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The client's address: the peer, or with `behind_proxy` the address the proxy appended
+    /// last to `X-Forwarded-For`.
+    pub fn client_ip(&self, request: &Request, peer: SocketAddr) -> IpAddr {
+        if self.behind_proxy {
+            let forwarded = request
+                .header("x-forwarded-for")
+                .and_then(|v| v.rsplit(',').next());
+            if let Some(ip) = forwarded.and_then(|v| v.trim().parse().ok()) {
+                return ip;
+            }
+        }
+        peer.ip()
+    }
+
+    /// Whether the browser reached us over TLS (only a trusted proxy can say so).
+    pub fn is_https(&self, request: &Request) -> bool {
+        self.behind_proxy
+            && request
+                .header("x-forwarded-proto")
+                .is_some_and(|p| p.eq_ignore_ascii_case("https"))
+    }
+
+    /// Whether the request may use the API.
+    pub fn allowed(&self, request: &Request) -> bool {
+        match &self.mode {
+            Mode::None => true,
+            Mode::Token(_) => self.bearer_ok(request) || self.cookie_ok(request),
+            Mode::Password(_) => self.cookie_ok(request),
+        }
+    }
+
+    /// A token-mode request carrying the token as `Authorization: Bearer`: not ambient
+    /// authority, so it needs no CSRF check.
+    pub fn bearer_ok(&self, request: &Request) -> bool {
+        let Mode::Token(token) = &self.mode else {
+            return false;
+        };
+        request
+            .header("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| same(given.trim().as_bytes(), token.as_bytes()))
+    }
+
+    fn cookie_ok(&self, request: &Request) -> bool {
+        let Some(id) = cookie(request, COOKIE) else {
+            return false;
+        };
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.retain(|_, created| created.elapsed() < SESSION_TTL);
+        // Compare against each in constant time rather than a hash lookup keyed by the secret.
+        sessions
+            .keys()
+            .any(|known| same(known.as_bytes(), id.as_bytes()))
+    }
+
+    /// Checks a password or token, counting failures per client.
+    pub fn login(&self, client: IpAddr, given: &str) -> Login {
+        {
+            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+            failures.retain(|_, (_, since)| since.elapsed() < WINDOW);
+            if let Some((count, since)) = failures.get(&client) {
+                if *count >= MAX_FAILURES {
+                    let left = WINDOW.saturating_sub(since.elapsed()).as_secs().max(1);
+                    return Login::Limited(left);
+                }
+            }
+        }
+        let right = match &self.mode {
+            Mode::None => true,
+            Mode::Token(token) => same(given.as_bytes(), token.as_bytes()),
+            Mode::Password(Secret::Plain(password)) => same(given.as_bytes(), password.as_bytes()),
+            Mode::Password(Secret::Hash(hash)) => {
+                bcrypt::verify(given.as_bytes(), hash).unwrap_or(false)
+            }
+        };
+        if !right {
+            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = failures.entry(client).or_insert((0, Instant::now()));
+            entry.0 += 1;
+            return Login::Wrong;
+        }
+        let Ok(id) = random_hex(32) else {
+            return Login::Wrong;
+        };
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if sessions.len() >= MAX_SESSIONS {
+            if let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, t)| **t)
+                .map(|(k, _)| k.clone())
+            {
+                sessions.remove(&oldest);
+            }
+        }
+        sessions.insert(id.clone(), Instant::now());
+        Login::Ok(id)
+    }
+
+    /// Ends the login the request's cookie holds.
+    pub fn logout(&self, request: &Request) {
+        if let Some(id) = cookie(request, COOKIE) {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            sessions.retain(|known, _| !same(known.as_bytes(), id.as_bytes()));
+        }
+    }
+
+    /// The `Set-Cookie` value for a new login.
+    pub fn set_cookie(&self, request: &Request, id: &str) -> String {
+        let secure = if self.is_https(request) {
+            "; Secure"
+        } else {
+            ""
+        };
+        format!(
+            "{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+            SESSION_TTL.as_secs()
+        )
+    }
+
+    /// The `Set-Cookie` value that clears the login.
+    pub fn clear_cookie(&self, request: &Request) -> String {
+        let secure = if self.is_https(request) {
+            "; Secure"
+        } else {
+            ""
+        };
+        format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
+    }
+}
+
+/// The value of cookie `name` in the request.
+pub fn cookie<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "cookie")
+        .flat_map(|(_, v)| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == name).then_some(value)
+        })
+}
+
+/// The CSRF check for a state-changing request from a browser: its `Origin` (or, failing that,
+/// `Referer`) must name the host the request was sent to. A browser always sends `Origin` on
+/// a cross-site `fetch`/form POST, so a page elsewhere cannot drive the API with our cookie.
+pub fn same_origin(request: &Request) -> bool {
+    let Some(host) = request.header("host") else {
+        return false;
+    };
+    let origin = request
+        .header("origin")
+        .filter(|o| *o != "null")
+        .or_else(|| request.header("referer"));
+    let Some(origin) = origin else {
+        return false;
+    };
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    authority.eq_ignore_ascii_case(host)
+}
+
+/// Whether `Host` names this machine's loopback interface, for auth mode none: a page on
+/// another site that rebinds its DNS name to 127.0.0.1 sends its own name as Host.
+pub fn loopback_host(request: &Request) -> bool {
+    let Some(host) = request.header("host") else {
+        return false;
+    };
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(headers: &[(&str, &str)]) -> Request {
+        Request {
+            method: "POST".into(),
+            path: "/api/x".into(),
+            query: None,
+            minor: 1,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn comparison_is_exact() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+        assert!(!same(b"", b"a"));
+        assert!(same(b"", b""));
+    }
+
+    #[test]
+    fn origin_must_match_host() {
+        let ok = request(&[
+            ("host", "127.0.0.1:8787"),
+            ("origin", "http://127.0.0.1:8787"),
+        ]);
+        assert!(same_origin(&ok));
+        let evil = request(&[
+            ("host", "127.0.0.1:8787"),
+            ("origin", "http://evil.example"),
+        ]);
+        assert!(!same_origin(&evil));
+        let none = request(&[("host", "127.0.0.1:8787")]);
+        assert!(!same_origin(&none));
+        let referer = request(&[("host", "h:1"), ("referer", "https://h:1/page")]);
+        assert!(same_origin(&referer));
+        let null = request(&[("host", "h:1"), ("origin", "null")]);
+        assert!(!same_origin(&null));
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in ["127.0.0.1:8787", "localhost:1", "[::1]:80", "localhost"] {
+            assert!(loopback_host(&request(&[("host", host)])), "{host}");
+        }
+        for host in ["evil.example:8787", "10.0.0.1:80", "[2001:db8::1]:80"] {
+            assert!(!loopback_host(&request(&[("host", host)])), "{host}");
+        }
+    }
+
+    #[test]
+    fn failures_are_rate_limited_per_client() {
+        let auth = Auth::new(Mode::Token("secret".into()), false);
+        let client: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..MAX_FAILURES {
+            assert_eq!(auth.login(client, "nope"), Login::Wrong);
+        }
+        assert!(matches!(auth.login(client, "secret"), Login::Limited(_)));
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        assert!(matches!(auth.login(other, "secret"), Login::Ok(_)));
+    }
+
+    #[test]
+    fn forwarded_headers_count_only_behind_a_proxy() {
+        let req = request(&[
+            ("x-forwarded-for", "1.2.3.4, 5.6.7.8"),
+            ("x-forwarded-proto", "https"),
+        ]);
+        let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let direct = Auth::new(Mode::None, false);
+        assert_eq!(direct.client_ip(&req, peer), peer.ip());
+        assert!(!direct.is_https(&req));
+        assert!(!direct.set_cookie(&req, "x").contains("Secure"));
+        let proxied = Auth::new(Mode::None, true);
+        assert_eq!(
+            proxied.client_ip(&req, peer),
+            "5.6.7.8".parse::<IpAddr>().unwrap()
+        );
+        assert!(proxied.set_cookie(&req, "x").ends_with("; Secure"));
+    }
+}

@@ -1,0 +1,493 @@
+// The reasonix browser page: login, the conversation list, and one conversation driven by
+// the server's event stream (the same events as `--output-format stream-json`). Plain DOM,
+// no framework, no inline script (the CSP forbids it). Every user-visible string comes from
+// MESSAGES below, keyed by message id, so a translation is one more table.
+"use strict";
+
+const MESSAGES = {
+  en: {
+    "login.password": "Password",
+    "login.token": "Access token",
+    "login.submit": "Log in",
+    "login.wrong": "Wrong password or token.",
+    "login.limited": "Too many attempts; wait a minute and try again.",
+    "sessions.new": "New conversation",
+    "sessions.live": "Open",
+    "sessions.stored": "Earlier",
+    "sessions.untitled": "(new conversation)",
+    "composer.placeholder": "Ask reasonix… (Enter sends, Shift+Enter for a new line, Esc interrupts)",
+    "composer.send": "Send",
+    "composer.interrupt": "Interrupt",
+    "approval.title": "Allow {tool}?",
+    "approval.once": "Allow once",
+    "approval.session": "Allow for this session",
+    "approval.always": "Always allow",
+    "approval.deny": "Deny",
+    "approval.answered": "Answered.",
+    "ask.title": "The agent asks",
+    "ask.answer": "Answer",
+    "ask.dismiss": "Dismiss",
+    "plan.title": "Proposed plan",
+    "plan.approve": "Approve",
+    "plan.approve_edits": "Approve and auto-accept edits",
+    "plan.keep": "Keep planning",
+    "plan.feedback": "What should change?",
+    "tool.running": "running…",
+    "tool.error": "error",
+    "turn.interrupted": "Interrupted.",
+    "turn.error": "The turn failed: {error}",
+    "server.shutdown": "The server stopped.",
+    "status.tokens": "{tokens} tokens",
+    "status.cache": "cache {ratio}",
+    "status.context": "context {tokens}",
+    "status.cost": "${cost}",
+    "error.request": "Request failed: {error}",
+    "mode.posture": "Approvals",
+    "mode.ask": "Ask",
+    "mode.auto": "Auto",
+    "mode.yolo": "YOLO",
+    "mode.planning": "Plan mode",
+    "mode.changed": "Approvals: {posture}",
+    "mode.plan_on": "Plan mode on: the agent researches and proposes a plan first.",
+    "mode.plan_off": "Plan mode off.",
+  },
+};
+
+function pickLanguage() {
+  const wanted = (document.documentElement.lang || navigator.language || "en").toLowerCase();
+  return Object.keys(MESSAGES).find((l) => wanted.startsWith(l)) || "en";
+}
+const LANG = pickLanguage();
+
+function t(id, args) {
+  const table = MESSAGES[LANG] || MESSAGES.en;
+  let text = table[id] !== undefined ? table[id] : MESSAGES.en[id] !== undefined ? MESSAGES.en[id] : id;
+  for (const [key, value] of Object.entries(args || {})) text = text.split("{" + key + "}").join(String(value));
+  return text;
+}
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "text") node.textContent = value;
+    else if (key === "html") node.innerHTML = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children || []) if (child) node.append(child);
+  return node;
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  let data = null;
+  try { data = await response.json(); } catch (_) { data = null; }
+  if (!response.ok) {
+    const error = new Error((data && data.error) || response.status + "");
+    error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+// ---- Markdown: escape first, then a small safe subset (fences, inline code, bold, italics,
+// headings, lists). No raw HTML from the model ever reaches the page.
+function escapeHtml(text) {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function inline(text) {
+  return text
+    .replace(/`([^`]+)`/g, "<code>$1</code>")
+    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>");
+}
+
+function markdown(source) {
+  const out = [];
+  const parts = escapeHtml(source).split(/^```.*$/m);
+  parts.forEach((part, i) => {
+    if (i % 2 === 1) {
+      out.push("<pre><code>" + part.replace(/^\n/, "") + "</code></pre>");
+      return;
+    }
+    let list = null;
+    for (const line of part.split("\n")) {
+      const item = line.match(/^\s*(?:[-*]|\d+\.)\s+(.*)$/);
+      if (item) {
+        if (!list) { list = []; }
+        list.push("<li>" + inline(item[1]) + "</li>");
+        continue;
+      }
+      if (list) { out.push("<ul>" + list.join("") + "</ul>"); list = null; }
+      const heading = line.match(/^(#{1,4})\s+(.*)$/);
+      if (heading) out.push("<h" + (heading[1].length + 2) + ">" + inline(heading[2]) + "</h" + (heading[1].length + 2) + ">");
+      else if (line.trim()) out.push("<p>" + inline(line) + "</p>");
+    }
+    if (list) out.push("<ul>" + list.join("") + "</ul>");
+  });
+  return out.join("");
+}
+
+// ---- Diffs of file-writing tool calls, from their arguments.
+function diffLines(oldText, newText) {
+  // A file's final newline is not a line of its own.
+  oldText = (oldText || "").replace(/\n$/, "");
+  newText = (newText || "").replace(/\n$/, "");
+  const node = el("div", { class: "diff" });
+  for (const line of (oldText || "").split("\n")) if (oldText) node.append(el("span", { class: "del", text: "- " + line }));
+  for (const line of (newText || "").split("\n")) if (newText) node.append(el("span", { class: "add", text: "+ " + line }));
+  return node;
+}
+
+function diffOf(name, input) {
+  if (!input || typeof input !== "object") return null;
+  if (name === "write_file") return diffLines("", input.content || "");
+  if (name === "edit_file") return diffLines(input.old_string || "", input.new_string || "");
+  if (name === "multi_edit" && Array.isArray(input.edits)) {
+    const box = el("div");
+    for (const edit of input.edits) box.append(diffLines(edit.old_string || "", edit.new_string || ""));
+    return box;
+  }
+  return null;
+}
+
+// ---- State of the open conversation.
+const state = { session: null, source: null, assistant: null, reasoning: null, tools: {}, running: false };
+
+function transcript() { return $("transcript"); }
+
+function scrollDown() {
+  const box = transcript();
+  box.scrollTop = box.scrollHeight;
+}
+
+function add(node) {
+  transcript().append(node);
+  scrollDown();
+  return node;
+}
+
+function notice(text) { add(el("p", { class: "notice", role: "status", text })); }
+
+function setRunning(running) {
+  state.running = running;
+  $("interrupt").disabled = !running;
+}
+
+function formatStatus(status) {
+  if (!status) return "";
+  const parts = [];
+  const tokens = (status.prompt_tokens || 0) + (status.completion_tokens || 0);
+  parts.push(t("status.tokens", { tokens }));
+  if (status.cache_hit !== null && status.cache_hit !== undefined) parts.push(t("status.cache", { ratio: Math.round(status.cache_hit * 100) + "%" }));
+  if (status.context_tokens) parts.push(t("status.context", { tokens: status.context_tokens }));
+  if (status.cost_usd) parts.push(t("status.cost", { cost: status.cost_usd.toFixed(4) }));
+  return parts.join(" · ");
+}
+
+function assistantBlock() {
+  if (!state.assistant) {
+    const node = add(el("div", { class: "msg assistant" }));
+    state.assistant = { node, text: "" };
+  }
+  return state.assistant;
+}
+
+function appendText(text) {
+  const block = assistantBlock();
+  block.text += text;
+  block.node.innerHTML = markdown(block.text);
+  scrollDown();
+}
+
+function appendReasoning(text) {
+  if (!state.reasoning) {
+    const body = el("div", { class: "reasoning" });
+    const node = add(el("details", { class: "msg" }, [el("summary", { text: "…" }), body]));
+    state.reasoning = { node, body, text: "" };
+  }
+  state.reasoning.text += text;
+  state.reasoning.body.textContent = state.reasoning.text;
+}
+
+function endBlocks() { state.assistant = null; state.reasoning = null; }
+
+function toolCard(id, name, input) {
+  endBlocks();
+  const summary = typeof input === "object" && input !== null ? (input.path || input.command || input.pattern || "") : String(input || "");
+  const output = el("div", { class: "output", text: t("tool.running") });
+  const card = add(el("div", { class: "card tool", "data-tool": name }, [
+    el("h3", {}, [el("code", { text: name }), document.createTextNode(" " + summary)]),
+    diffOf(name, input),
+    output,
+  ]));
+  state.tools[id] = { card, output };
+}
+
+function toolResult(event) {
+  const tool = state.tools[event.id];
+  if (!tool) return;
+  tool.output.textContent = event.content || "";
+  if (event.is_error) tool.card.classList.add("error");
+}
+
+function actions(buttons) {
+  return el("div", { class: "actions" }, buttons);
+}
+
+function answeredCard(card) {
+  for (const button of card.querySelectorAll("button, textarea, input")) button.disabled = true;
+  card.dataset.answered = "true";
+}
+
+async function answer(path, body, card) {
+  try {
+    await api("POST", "/api/sessions/" + state.session + path, body);
+    answeredCard(card);
+  } catch (error) {
+    notice(t("error.request", { error: error.message }));
+  }
+}
+
+function approvalCard(event) {
+  endBlocks();
+  const card = el("div", { class: "card approval", "data-id": String(event.id), role: "group" });
+  const send = (choice) => answer("/approvals/" + event.id, { answer: choice }, card);
+  const once = el("button", { class: "primary", type: "button", "data-answer": "once", text: t("approval.once") + " (y)", onclick: () => send("once") });
+  card.append(
+    el("h3", { text: t("approval.title", { tool: event.tool }) + (event.subject ? " " + event.subject : "") }),
+    diffOf(event.tool, event.args) || el("pre", { text: JSON.stringify(event.args, null, 2) }),
+    actions([
+      once,
+      event.session_scope ? el("button", { type: "button", "data-answer": "session", text: t("approval.session") + " (s)", onclick: () => send("session") }) : null,
+      event.always_scope ? el("button", { type: "button", "data-answer": "always", text: t("approval.always") + " (a)", onclick: () => send("always") }) : null,
+      el("button", { type: "button", "data-answer": "deny", text: t("approval.deny") + " (n)", onclick: () => send("deny") }),
+    ]),
+  );
+  card.addEventListener("keydown", (e) => {
+    const keys = { y: "once", s: "session", a: "always", n: "deny" };
+    if (keys[e.key] && !card.dataset.answered) { e.preventDefault(); send(keys[e.key]); }
+  });
+  add(card);
+  once.focus();
+}
+
+function askCard(event) {
+  endBlocks();
+  const card = el("div", { class: "card ask", "data-id": String(event.id) });
+  const buttons = (event.options || []).map((option, i) =>
+    el("button", { type: "button", text: (i + 1) + ". " + option, onclick: () => answer("/asks/" + event.id, { option: i }, card) }));
+  const free = event.allow_free_text ? el("input", { type: "text", "aria-label": t("ask.answer") }) : null;
+  if (free) free.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); answer("/asks/" + event.id, { text: free.value }, card); } });
+  card.append(
+    el("h3", { text: t("ask.title") }),
+    el("div", { html: markdown(event.question || "") }),
+    actions(buttons),
+    free,
+    actions([
+      free ? el("button", { class: "primary", type: "button", text: t("ask.answer"), onclick: () => answer("/asks/" + event.id, { text: free.value }, card) }) : null,
+      el("button", { type: "button", text: t("ask.dismiss"), onclick: () => answer("/asks/" + event.id, {}, card) }),
+    ]),
+  );
+  add(card);
+  (buttons[0] || free || card).focus();
+}
+
+function planCard(event) {
+  endBlocks();
+  const card = el("div", { class: "card plan", "data-id": String(event.id) });
+  const feedback = el("textarea", { rows: "2", placeholder: t("plan.feedback"), "aria-label": t("plan.feedback") });
+  const decide = (decision) => answer("/plans/" + event.id, { decision, feedback: feedback.value }, card);
+  const approve = el("button", { class: "primary", type: "button", text: t("plan.approve"), onclick: () => decide("approve") });
+  card.append(
+    el("h3", { text: t("plan.title") }),
+    el("div", { html: markdown(event.plan || "") }),
+    actions([
+      approve,
+      el("button", { type: "button", text: t("plan.approve_edits"), onclick: () => decide("approve_accept_edits") }),
+    ]),
+    feedback,
+    actions([el("button", { type: "button", text: t("plan.keep"), onclick: () => decide("keep_planning") })]),
+  );
+  add(card);
+  approve.focus();
+}
+
+function handle(event) {
+  switch (event.type) {
+    case "turn_start":
+      endBlocks();
+      add(el("div", { class: "msg user", text: event.text }));
+      setRunning(true);
+      break;
+    case "text": appendText(event.text); break;
+    case "reasoning": appendReasoning(event.text); break;
+    case "tool_use": toolCard(event.id, event.name, event.input); break;
+    case "tool_result": toolResult(event); break;
+    case "approval": approvalCard(event); break;
+    case "ask_request": askCard(event); break;
+    case "plan_review": planCard(event); break;
+    case "answered": {
+      const card = transcript().querySelector('[data-id="' + event.id + '"]');
+      if (card) answeredCard(card);
+      break;
+    }
+    case "notice": notice(event.message); break;
+    case "turn_end":
+      endBlocks();
+      setRunning(false);
+      $("status").textContent = formatStatus(event.status);
+      if (event.outcome === "interrupted") notice(t("turn.interrupted"));
+      if (event.outcome === "error") notice(t("turn.error", { error: event.error || "" }));
+      for (const card of transcript().querySelectorAll(".card[data-id]:not([data-answered])")) answeredCard(card);
+      break;
+    case "posture":
+      $("posture").value = event.posture;
+      notice(t("mode.changed", { posture: t("mode." + event.posture) }));
+      break;
+    case "plan_mode":
+      $("planning").checked = event.planning;
+      notice(t(event.planning ? "mode.plan_on" : "mode.plan_off"));
+      break;
+    case "shutdown": notice(t("server.shutdown")); setRunning(false); break;
+    default: break;
+  }
+}
+
+function renderHistory(messages) {
+  for (const message of messages || []) {
+    if (message.role === "user") add(el("div", { class: "msg user", text: message.content }));
+    else if (message.role === "assistant") {
+      if (message.content) { appendText(message.content); endBlocks(); }
+      for (const call of message.tool_calls || []) {
+        let input = call.function && call.function.arguments;
+        try { input = JSON.parse(input); } catch (_) { /* shown as text */ }
+        toolCard(call.id, call.function && call.function.name, input);
+      }
+    } else if (message.role === "tool") toolResult({ id: message.tool_call_id, content: message.content });
+  }
+}
+
+async function openSession(described) {
+  if (state.source) state.source.close();
+  state.session = described.id;
+  state.tools = {};
+  endBlocks();
+  transcript().replaceChildren();
+  $("session-title").textContent = described.id;
+  $("status").textContent = formatStatus(described.status);
+  renderHistory(described.history);
+  if (described.posture) $("posture").value = described.posture;
+  $("planning").checked = !!described.planning;
+  setRunning(described.running);
+  state.source = new EventSource("/api/sessions/" + described.id + "/events");
+  state.source.onmessage = (message) => {
+    try { handle(JSON.parse(message.data)); } catch (error) { notice(String(error)); }
+  };
+  $("sidebar").classList.remove("open");
+  $("prompt").focus();
+  refreshSessions();
+}
+
+async function refreshSessions() {
+  let listed;
+  try { listed = await api("GET", "/api/sessions"); } catch (_) { return; }
+  const live = listed.live.map((s) => s.id);
+  const item = (id, label, onclick) => el("li", {}, [el("button", { type: "button", text: label, title: id, "aria-current": String(id === state.session), onclick })]);
+  $("live-list").replaceChildren(...listed.live.map((s) =>
+    item(s.id, s.id, async () => openSession(await api("GET", "/api/sessions/" + s.id)))));
+  $("stored-list").replaceChildren(...listed.stored.filter((s) => !live.includes(s.id)).map((s) =>
+    item(s.id, (s.preview || t("sessions.untitled")) + " · " + s.started, async () => {
+      try { openSession(await api("POST", "/api/sessions", { resume: s.id })); } catch (error) { notice(t("error.request", { error: error.message })); }
+    })));
+}
+
+async function newSession() {
+  try { openSession(await api("POST", "/api/sessions", {})); } catch (error) { notice(t("error.request", { error: error.message })); }
+}
+
+async function send() {
+  const prompt = $("prompt");
+  const text = prompt.value;
+  if (!text.trim() || !state.session) return;
+  try {
+    await api("POST", "/api/sessions/" + state.session + "/messages", { text });
+    prompt.value = "";
+  } catch (error) {
+    notice(t("error.request", { error: error.message }));
+  }
+}
+
+async function interrupt() {
+  if (!state.session) return;
+  try { await api("POST", "/api/sessions/" + state.session + "/interrupt", {}); } catch (error) { notice(t("error.request", { error: error.message })); }
+}
+
+function labelPage(mode) {
+  $("secret-label").textContent = mode === "token" ? t("login.token") : t("login.password");
+  $("login-button").textContent = t("login.submit");
+  $("new-session").textContent = t("sessions.new");
+  $("live-title").textContent = t("sessions.live");
+  $("stored-title").textContent = t("sessions.stored");
+  $("prompt").placeholder = t("composer.placeholder");
+  $("prompt").setAttribute("aria-label", t("composer.placeholder"));
+  $("send").textContent = t("composer.send");
+  $("interrupt").textContent = t("composer.interrupt") + " (Esc)";
+  $("posture-label").textContent = t("mode.posture") + " ";
+  for (const option of $("posture").options) option.textContent = t("mode." + option.value);
+  $("planning-label").textContent = t("mode.planning");
+}
+
+async function showApp() {
+  $("login").hidden = true;
+  $("app").hidden = false;
+  await refreshSessions();
+  const live = (await api("GET", "/api/sessions")).live;
+  if (live.length) openSession(await api("GET", "/api/sessions/" + live[0].id));
+  else newSession();
+}
+
+async function start() {
+  const auth = await api("GET", "/api/auth");
+  labelPage(auth.mode);
+  $("login-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const secret = $("secret").value;
+    const body = auth.mode === "token" ? { token: secret } : { password: secret };
+    try {
+      await api("POST", "/api/login", body);
+      $("login-error").textContent = "";
+      showApp();
+    } catch (error) {
+      $("login-error").textContent = error.status === 429 ? t("login.limited") : t("login.wrong");
+    }
+  });
+  $("new-session").addEventListener("click", newSession);
+  $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+  $("interrupt").addEventListener("click", interrupt);
+  const setMode = async (body) => {
+    if (!state.session) return;
+    try { await api("POST", "/api/sessions/" + state.session + "/mode", body); } catch (error) { notice(t("error.request", { error: error.message })); }
+  };
+  $("posture").addEventListener("change", () => setMode({ posture: $("posture").value }));
+  $("planning").addEventListener("change", () => setMode({ planning: $("planning").checked }));
+  $("toggle-sidebar").addEventListener("click", () => $("sidebar").classList.toggle("open"));
+  $("prompt").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && state.running) { e.preventDefault(); interrupt(); }
+  });
+  if (auth.authenticated) showApp();
+  else $("login").hidden = false;
+}
+
+start();

@@ -1,0 +1,575 @@
+//! The live sessions of the server: each has its agent on a thread of its own, a log of the
+//! events it produced (as stream-json values, so the browser reads what `--output-format
+//! stream-json` prints), the SSE subscribers that receive them, and the questions waiting for
+//! a person (tool approvals, `ask` cards, plan reviews). A turn runs exactly as in the chat:
+//! `Runner::run` with an event sink; approvals and questions block the agent's thread until
+//! an answer comes over HTTP or the turn is interrupted.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Factory;
+use crate::agent::events::Event;
+use crate::agent::runner::AgentError;
+use crate::cancel::CancelToken;
+use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver, PolicyGate, Posture};
+use crate::tool::collab::{Answer, Interact, PlanReview, Question};
+
+/// Events a session keeps for subscribers that join late or reconnect.
+const LOG_LIMIT: usize = 20_000;
+/// How long one write to a subscriber may block before it is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A question waiting for the person, with the channel its answer goes back on.
+enum Pending {
+    Approval(ApprovalRequest, Sender<ApprovalAnswer>),
+    Ask(Sender<Answer>),
+    Plan(Sender<PlanReview>),
+}
+
+enum Command {
+    Send(String),
+    /// Enter or leave plan mode (between turns).
+    Planning(bool),
+    Quit,
+}
+
+#[derive(Default)]
+struct State {
+    log: VecDeque<(u64, String)>,
+    next_event: u64,
+    subscribers: Vec<TcpStream>,
+    /// The running turn's cancel token.
+    running: Option<CancelToken>,
+    pending: HashMap<u64, Pending>,
+    next_pending: u64,
+    /// The conversation as it was when the server opened it, for the page to show.
+    history: Vec<Value>,
+    /// The latest figures: tokens, cache hits, context, cost.
+    status: Value,
+    planning: bool,
+}
+
+/// One session the server has open.
+pub struct Live {
+    pub id: String,
+    pub path: PathBuf,
+    state: Mutex<State>,
+    commands: Mutex<Sender<Command>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    gate: Arc<PolicyGate>,
+}
+
+impl Live {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends an event to the log and sends it to every subscriber; one whose socket fails
+    /// or stalls is dropped.
+    pub fn publish(&self, value: Value) {
+        let mut state = self.lock();
+        let id = state.next_event;
+        state.next_event += 1;
+        let frame = format!("id: {id}\ndata: {value}\n\n");
+        state.subscribers.retain_mut(|s| {
+            s.write_all(frame.as_bytes())
+                .and_then(|_| s.flush())
+                .is_ok()
+        });
+        state.log.push_back((id, frame));
+        if state.log.len() > LOG_LIMIT {
+            state.log.pop_front();
+        }
+    }
+
+    /// Sends the events after `after` to a new subscriber and keeps it for the rest, with no
+    /// gap and no repeat (both under the one lock `publish` takes).
+    pub fn subscribe(&self, mut stream: TcpStream, after: Option<u64>) {
+        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+        let mut state = self.lock();
+        let mut ok = true;
+        for (id, frame) in &state.log {
+            if after.is_none_or(|after| *id > after) && ok {
+                ok = stream.write_all(frame.as_bytes()).is_ok();
+            }
+        }
+        if ok && stream.flush().is_ok() {
+            state.subscribers.push(stream);
+        }
+    }
+
+    /// A comment line to every subscriber, so dead connections are noticed and proxies keep
+    /// the stream open.
+    pub fn ping(&self) {
+        self.lock()
+            .subscribers
+            .retain_mut(|s| s.write_all(b": ping\n\n").and_then(|_| s.flush()).is_ok());
+    }
+
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().subscribers.len()
+    }
+
+    /// The session's summary for the API.
+    pub fn describe(&self) -> Value {
+        let state = self.lock();
+        let pending: Vec<u64> = state.pending.keys().copied().collect();
+        json!({
+            "id": self.id,
+            "running": state.running.is_some(),
+            "pending": pending,
+            "history": state.history,
+            "status": state.status,
+            "posture": self.gate.posture().as_str(),
+            "planning": state.planning,
+            "last_event": state.next_event.checked_sub(1),
+        })
+    }
+
+    /// Queues a user message; refused while a turn runs.
+    pub fn send(&self, text: String) -> Result<(), String> {
+        {
+            let mut state = self.lock();
+            if state.running.is_some() {
+                return Err("a turn is running; interrupt it or wait".into());
+            }
+            // Marked running now so a second send cannot slip in before the thread starts.
+            state.running = Some(CancelToken::new());
+        }
+        let sent = self
+            .commands
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(Command::Send(text));
+        if sent.is_err() {
+            self.lock().running = None;
+            return Err("the session has stopped".into());
+        }
+        Ok(())
+    }
+
+    /// Switches the approval posture now (the gate is shared with the agent's thread).
+    pub fn set_posture(&self, posture: Posture) -> Result<(), String> {
+        if posture == Posture::Strict {
+            return Err("strict is for `reasonix run`; use ask, auto or yolo".into());
+        }
+        self.gate.set_posture(posture);
+        self.publish(json!({"type": "posture", "posture": posture.as_str()}));
+        Ok(())
+    }
+
+    /// Enters or leaves plan mode; applied by the agent's thread before its next turn.
+    pub fn set_planning(&self, planning: bool) -> Result<(), String> {
+        self.commands
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(Command::Planning(planning))
+            .map_err(|_| "the session has stopped".to_string())
+    }
+
+    /// Interrupts the running turn: its token is cancelled and every waiting question is
+    /// answered "no" (their channels close). Whether a turn was running.
+    pub fn interrupt(&self) -> bool {
+        let mut state = self.lock();
+        state.pending.clear();
+        match &state.running {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Answers a waiting approval; `false` when there is no such approval.
+    pub fn answer_approval(&self, id: u64, answer: &str) -> Result<(), String> {
+        let mut state = self.lock();
+        let Some(Pending::Approval(request, reply)) = state.pending.remove(&id) else {
+            return Err(format!("no approval {id} is waiting"));
+        };
+        let answer = match answer {
+            "once" => ApprovalAnswer::Once,
+            "session" => match request.session_scope() {
+                Some(rule) => ApprovalAnswer::Session(rule.clone()),
+                None => ApprovalAnswer::Once,
+            },
+            "always" => match request.always_scope() {
+                Some(rule) => ApprovalAnswer::Always(rule.clone()),
+                None => ApprovalAnswer::Once,
+            },
+            "deny" => ApprovalAnswer::Deny,
+            other => {
+                state.pending.insert(id, Pending::Approval(request, reply));
+                return Err(format!(
+                    "unknown answer {other:?}: once, session, always or deny"
+                ));
+            }
+        };
+        let _ = reply.send(answer);
+        drop(state);
+        self.publish(json!({"type": "answered", "id": id}));
+        Ok(())
+    }
+
+    pub fn answer_ask(&self, id: u64, answer: Answer) -> Result<(), String> {
+        let mut state = self.lock();
+        let Some(Pending::Ask(reply)) = state.pending.remove(&id) else {
+            return Err(format!("no question {id} is waiting"));
+        };
+        let _ = reply.send(answer);
+        drop(state);
+        self.publish(json!({"type": "answered", "id": id}));
+        Ok(())
+    }
+
+    pub fn answer_plan(&self, id: u64, review: PlanReview) -> Result<(), String> {
+        let mut state = self.lock();
+        let Some(Pending::Plan(reply)) = state.pending.remove(&id) else {
+            return Err(format!("no plan review {id} is waiting"));
+        };
+        let _ = reply.send(review);
+        drop(state);
+        self.publish(json!({"type": "answered", "id": id}));
+        Ok(())
+    }
+
+    /// Registers a question and publishes it; the receiver gets the answer, or closes when the
+    /// turn is interrupted.
+    fn wait_for<A>(
+        &self,
+        make: impl FnOnce(Sender<A>) -> Pending,
+        mut event: Value,
+    ) -> Receiver<A> {
+        let (tx, rx) = mpsc::channel();
+        let id = {
+            let mut state = self.lock();
+            let id = state.next_pending;
+            state.next_pending += 1;
+            state.pending.insert(id, make(tx));
+            id
+        };
+        event["id"] = json!(id);
+        self.publish(event);
+        rx
+    }
+}
+
+/// The gate's approver for one session: the request becomes an `approval` event and the
+/// agent's thread waits for the answer. No answer (interrupt, shutdown) denies.
+struct WebApprover(Weak<Live>);
+
+impl Approver for WebApprover {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        let Some(live) = self.0.upgrade() else {
+            return ApprovalAnswer::Deny;
+        };
+        let event = json!({
+            "type": "approval",
+            "tool": request.tool,
+            "subject": request.subject,
+            "args": request.args,
+            "rule": request.rule,
+            "session_scope": request.session_scope().map(|r| r.to_string()),
+            "always_scope": request.always_scope().map(|r| r.to_string()),
+        });
+        let rx = live.wait_for(|tx| Pending::Approval(request.clone(), tx), event);
+        drop(live);
+        rx.recv().unwrap_or(ApprovalAnswer::Deny)
+    }
+}
+
+/// `ask` cards and plan reviews for one session, answered over HTTP.
+struct WebInteract(Weak<Live>);
+
+/// Waits for an answer while watching the turn's cancel token.
+fn wait<A>(rx: Receiver<A>, cancel: &CancelToken) -> Option<A> {
+    loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(answer) => return Some(answer),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => return None,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+impl Interact for WebInteract {
+    fn ask(&self, question: &Question, cancel: &CancelToken) -> Option<Answer> {
+        let live = self.0.upgrade()?;
+        let event = json!({
+            "type": "ask_request",
+            "question": question.question,
+            "options": question.options,
+            "allow_free_text": question.allow_free_text,
+        });
+        let rx = live.wait_for(Pending::Ask, event);
+        drop(live);
+        wait(rx, cancel)
+    }
+
+    fn review_plan(&self, plan: &str, cancel: &CancelToken) -> Option<PlanReview> {
+        let live = self.0.upgrade()?;
+        let rx = live.wait_for(Pending::Plan, json!({"type": "plan_review", "plan": plan}));
+        drop(live);
+        wait(rx, cancel)
+    }
+}
+
+/// All live sessions.
+pub struct Hub {
+    factory: Arc<dyn Factory>,
+    lives: Mutex<HashMap<String, Arc<Live>>>,
+    pub max_sessions: usize,
+}
+
+impl Hub {
+    pub fn new(factory: Arc<dyn Factory>, max_sessions: usize) -> Hub {
+        Hub {
+            factory,
+            lives: Mutex::new(HashMap::new()),
+            max_sessions,
+        }
+    }
+
+    pub fn factory(&self) -> &dyn Factory {
+        self.factory.as_ref()
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Live>> {
+        self.lives
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Live>> {
+        let lives = self.lives.lock().unwrap_or_else(PoisonError::into_inner);
+        lives.values().cloned().collect()
+    }
+
+    /// Opens a session: new (`resume` is `None`) or a stored one by id or path. A stored
+    /// session already open is returned as it is.
+    pub fn open(&self, resume: Option<&str>) -> Result<Arc<Live>, String> {
+        if let Some(reference) = resume {
+            if let Some(live) = self.all().into_iter().find(|l| l.id == reference) {
+                return Ok(live);
+            }
+        }
+        if self.all().len() >= self.max_sessions {
+            return Err(format!(
+                "{} sessions are open; that is the limit",
+                self.max_sessions
+            ));
+        }
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Arc<Live>, String>>();
+        let (commands, rx) = mpsc::channel();
+        let factory = Arc::clone(&self.factory);
+        let resume = resume.map(str::to_string);
+        let handle = std::thread::Builder::new()
+            .name("serve-session".into())
+            .spawn(move || agent_thread(factory, resume, commands, rx, ready_tx))
+            .map_err(|e| format!("cannot start a session thread: {e}"))?;
+        let live = ready_rx
+            .recv()
+            .map_err(|_| "the session thread stopped".to_string())??;
+        *live.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        self.lives
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(live.id.clone(), Arc::clone(&live));
+        Ok(live)
+    }
+
+    /// Interrupts every turn, stops every agent thread and waits for them: the sessions'
+    /// files are complete when this returns.
+    pub fn shutdown(&self) {
+        let lives: Vec<Arc<Live>> = self
+            .lives
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, l)| l)
+            .collect();
+        for live in &lives {
+            live.interrupt();
+            let _ = live
+                .commands
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .send(Command::Quit);
+        }
+        for live in &lives {
+            let handle = live
+                .thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
+            live.publish(json!({"type": "shutdown"}));
+            live.lock().subscribers.clear();
+        }
+    }
+}
+
+/// The agent's thread: builds the runner, announces the session, then runs one turn per
+/// command until told to quit.
+fn agent_thread(
+    factory: Arc<dyn Factory>,
+    resume: Option<String>,
+    commands: Sender<Command>,
+    rx: Receiver<Command>,
+    ready: Sender<Result<Arc<Live>, String>>,
+) {
+    // The approver and the `ask` handler are handed over before the session exists; they
+    // reach it through a slot filled in right after.
+    let slot: Arc<Mutex<Weak<Live>>> = Arc::new(Mutex::new(Weak::new()));
+    let approver = Box::new(SlotApprover(Arc::clone(&slot)));
+    let interact = Arc::new(SlotInteract(Arc::clone(&slot)));
+    let (mut runner, gate) = match factory.build(resume.as_deref(), approver, interact) {
+        Ok(built) => (built.runner, built.gate),
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    let history = runner
+        .session()
+        .messages()
+        .iter()
+        .filter_map(|m| serde_json::to_value(m).ok())
+        .collect();
+    let live = Arc::new(Live {
+        id: runner.session().id().to_string(),
+        path: runner.session().path().to_path_buf(),
+        state: Mutex::new(State {
+            history,
+            status: status(&runner),
+            planning: runner.planning(),
+            ..State::default()
+        }),
+        commands: Mutex::new(commands),
+        thread: Mutex::new(None),
+        gate,
+    });
+    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&live);
+    if ready.send(Ok(Arc::clone(&live))).is_err() {
+        return;
+    }
+    let weak = Arc::downgrade(&live);
+    drop(live);
+    loop {
+        let text = match rx.recv() {
+            Ok(Command::Send(text)) => text,
+            Ok(Command::Planning(planning)) => {
+                let Some(live) = weak.upgrade() else { break };
+                runner.set_planning(planning);
+                live.lock().planning = runner.planning();
+                live.publish(json!({"type": "plan_mode", "planning": runner.planning()}));
+                continue;
+            }
+            Ok(Command::Quit) | Err(_) => break,
+        };
+        let Some(live) = weak.upgrade() else { break };
+        let cancel = runner.reset_cancel();
+        {
+            // An interrupt that came between `send` and here cancelled the placeholder token.
+            let mut state = live.lock();
+            if state
+                .running
+                .as_ref()
+                .is_some_and(CancelToken::is_cancelled)
+            {
+                cancel.cancel();
+            }
+            state.running = Some(cancel);
+        }
+        live.publish(json!({"type": "turn_start", "text": text}));
+        let mut sink = |event: Event| {
+            if let Some(value) = crate::cli::output::stream_json(&event) {
+                live.publish(value);
+            }
+        };
+        let outcome = runner.run(text, &mut sink);
+        let (outcome, error) = match outcome {
+            Ok(_) => ("done", None),
+            Err(AgentError::Interrupted) => ("interrupted", None),
+            Err(err) => ("error", Some(err.to_string())),
+        };
+        let figures = status(&runner);
+        {
+            let mut state = live.lock();
+            state.running = None;
+            state.pending.clear();
+            state.status = figures.clone();
+            state.planning = runner.planning();
+        }
+        live.publish(
+            json!({"type": "turn_end", "outcome": outcome, "error": error, "status": figures}),
+        );
+    }
+}
+
+/// The status line's figures: tokens, cache hit ratio, context size, cost.
+fn status(runner: &crate::agent::driver::Runner) -> Value {
+    let stats = runner.total_stats();
+    let usage = &stats.usage;
+    let prompt = usage.cache_hit_tokens + usage.cache_miss_tokens;
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cache_hit_tokens": usage.cache_hit_tokens,
+        "cache_hit": if prompt > 0 { Some(usage.cache_hit_tokens as f64 / prompt as f64) } else { None },
+        "context_tokens": stats.context_tokens,
+        "cost_usd": stats.cost_usd,
+        "requests": stats.requests,
+    })
+}
+
+/// The approver handed to the factory before the session exists; it reaches the session
+/// through a slot filled in right after.
+struct SlotApprover(Arc<Mutex<Weak<Live>>>);
+
+impl Approver for SlotApprover {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        let weak = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        WebApprover(weak).approve(request)
+    }
+}
+
+struct SlotInteract(Arc<Mutex<Weak<Live>>>);
+
+impl Interact for SlotInteract {
+    fn ask(&self, question: &Question, cancel: &CancelToken) -> Option<Answer> {
+        let weak = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        WebInteract(weak).ask(question, cancel)
+    }
+
+    fn review_plan(&self, plan: &str, cancel: &CancelToken) -> Option<PlanReview> {
+        let weak = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        WebInteract(weak).review_plan(plan, cancel)
+    }
+}

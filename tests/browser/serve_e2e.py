@@ -1,0 +1,103 @@
+"""End-to-end test of the `reasonix serve` page in a real headless Chromium, driven with
+Selenium. Started by tests/serve.rs (`browser_end_to_end`) against a running server whose
+fake model answers, in order: a greeting, a write_file call then "wrote it", and a request
+that never answers (to be interrupted).
+
+Usage: serve_e2e.py URL PASSWORD SCREENSHOT
+"""
+
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+URL, PASSWORD, SCREENSHOT = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1100,900",
+    ]:
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def main():
+    driver = browser()
+    # Generous: the server is a debug build on a shared machine. Waits end as soon as the
+    # condition holds.
+    wait = WebDriverWait(driver, 60)
+    try:
+        driver.get(URL)
+        # Log in.
+        secret = wait.until(ec.visibility_of_element_located((By.ID, "secret")))
+        secret.send_keys("wrong")
+        secret.send_keys(Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.ID, "login-error"), "Wrong"))
+        secret.clear()
+        secret.send_keys(PASSWORD)
+        secret.send_keys(Keys.ENTER)
+        prompt = wait.until(ec.visibility_of_element_located((By.ID, "prompt")))
+        wait.until(lambda d: d.find_element(By.ID, "session-title").text.strip() != "")
+
+        # A prompt, and its streamed answer.
+        prompt.send_keys("hello")
+        prompt.send_keys(Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".msg.assistant"), "Hello from the fake model"))
+        # The turn is over once Interrupt is disabled again (a prompt sent earlier gets 409).
+        interrupt = driver.find_element(By.ID, "interrupt")
+        wait.until(lambda d: not interrupt.is_enabled())
+        wait.until(lambda d: "tokens" in d.find_element(By.ID, "status").text)
+
+        # A write waits for approval; the card shows the diff; approve it with the keyboard.
+        prompt.send_keys("write a note")
+        prompt.send_keys(Keys.ENTER)
+        card = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".card.approval")))
+        diff = card.find_element(By.CSS_SELECTOR, ".diff .add").text
+        assert "+ approved" in diff, diff
+        button = card.find_element(By.CSS_SELECTOR, 'button[data-answer="once"]')
+        assert driver.switch_to.active_element == button, "the approval's first choice has focus"
+        button.send_keys("y")
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".card.approval").get_attribute("data-answered") == "true")
+        wait.until(lambda d: any("wrote it" in m.text for m in d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))
+        wait.until(lambda d: not interrupt.is_enabled())
+        tool = driver.find_element(By.CSS_SELECTOR, '.card.tool[data-tool="write_file"]')
+        assert "+ approved" in tool.find_element(By.CSS_SELECTOR, ".diff").text
+
+        # A turn that hangs, interrupted with the button.
+        prompt.send_keys("wait forever")
+        prompt.send_keys(Keys.ENTER)
+        wait.until(lambda d: interrupt.is_enabled())
+        interrupt.click()
+        wait.until(lambda d: any("Interrupted" in n.text for n in d.find_elements(By.CSS_SELECTOR, ".notice")))
+        wait.until(lambda d: not interrupt.is_enabled())
+
+        # Phone width: the page still fits without horizontal scrolling.
+        driver.set_window_size(390, 844)
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        viewport = driver.execute_script("return window.innerWidth")
+        assert width <= viewport, (width, viewport)
+        driver.set_window_size(1100, 900)
+        driver.save_screenshot(SCREENSHOT)
+        print("browser e2e: ok")
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    main()

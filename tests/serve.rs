@@ -1,0 +1,716 @@
+//! `reasonix serve` end to end: the real binary on a loopback port, a plain HTTP client
+//! written here, and the fake OpenAI server behind it. Auth modes, cookies, CSRF, the login
+//! rate limit, the event stream of a real turn, approvals over HTTP, interrupt, shutdown.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, ChildStdout};
+
+use serde_json::{json, Value};
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, spawn_piped, use_fake_provider, Dir};
+
+/// A published bcrypt vector (Openwall's crypt_blowfish set): the password is `U*U`.
+const VECTOR_HASH: &str = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
+
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
+    /// The URL line printed at startup.
+    url: String,
+    _stdout: BufReader<ChildStdout>,
+    work: Dir,
+    _home: Dir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `reasonix serve --listen 127.0.0.1:0 <args>` with `extra` appended to the config
+/// and waits for its URL line.
+pub(crate) fn start(fake: &FakeOpenAI, extra: &str, args: &[&str]) -> Server {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &fake.base_url(), extra);
+    start_in(home, work, args)
+}
+
+/// [`start`] in a given home and workspace (a restart of the same server).
+fn start_in(home: Dir, work: Dir, args: &[&str]) -> Server {
+    let mut child = spawn_piped(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("FAKE_API_KEY", "k"),
+    );
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("the URL line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+    Server {
+        child,
+        addr: authority.parse().expect("an address"),
+        url,
+        _stdout: stdout,
+        work,
+        _home: home,
+    }
+}
+
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+}
+
+/// One request on its own connection; `headers` are added to Content-Length (and Host, unless
+/// they name one).
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Response {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let mut text = format!(
+        "{method} {path} HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a response head");
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Response {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// The Origin a same-site page on the server sends.
+fn origin(server: &Server) -> String {
+    format!("http://{}", server.addr)
+}
+
+pub(crate) fn post(server: &Server, path: &str, body: Value) -> Response {
+    let origin = origin(server);
+    request(
+        server.addr,
+        "POST",
+        path,
+        &[("Origin", &origin)],
+        &body.to_string(),
+    )
+}
+
+/// An open event stream, read one `data:` event at a time.
+pub(crate) struct Events {
+    reader: BufReader<TcpStream>,
+}
+
+impl Events {
+    pub(crate) fn open(server: &Server, session: &str) -> Events {
+        let mut stream = TcpStream::connect(server.addr).expect("connect");
+        write!(
+            stream,
+            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+            server.addr
+        )
+        .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if line.to_ascii_lowercase().starts_with("content-type") {
+                assert!(line.contains("text/event-stream"), "{line}");
+            }
+        }
+        Events { reader }
+    }
+
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.reader.read_line(&mut line).expect("read the stream");
+            assert!(n > 0, "the event stream ended");
+            if let Some(data) = line.strip_prefix("data: ") {
+                return serde_json::from_str(data.trim_end()).expect("JSON event");
+            }
+        }
+    }
+
+    /// Events up to and including the first of type `kind`.
+    pub(crate) fn until(&mut self, kind: &str) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let event = self.next();
+            let done = event["type"] == kind;
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+pub(crate) fn text_of(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect()
+}
+
+pub(crate) fn new_session(server: &Server) -> String {
+    let created = post(server, "/api/sessions", json!({}));
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.json()["id"].as_str().expect("an id").to_string()
+}
+
+#[test]
+fn no_auth_is_refused_beyond_loopback() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    let out = run(reasonix(&home, work.path())
+        .args(["serve", "--listen", "0.0.0.0:0", "--auth", "none"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("refusing to serve 0.0.0.0:0 without authentication"),
+        "{out:?}"
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+}
+
+#[test]
+fn token_mode_needs_the_token_and_sets_a_strict_cookie() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &["--auth", "token"]);
+    let token = server
+        .url
+        .split("token=")
+        .nth(1)
+        .expect("a token in the URL")
+        .to_string();
+    assert!(token.len() >= 32, "{token}");
+    assert_eq!(
+        request(server.addr, "GET", "/api/sessions", &[], "").status,
+        401
+    );
+    let bearer = format!("Bearer {token}");
+    let ok = request(
+        server.addr,
+        "GET",
+        "/api/sessions",
+        &[("Authorization", &bearer)],
+        "",
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let wrong = request(
+        server.addr,
+        "GET",
+        "/api/sessions",
+        &[("Authorization", "Bearer nope")],
+        "",
+    );
+    assert_eq!(wrong.status, 401);
+
+    let login = request(server.addr, "GET", &format!("/?token={token}"), &[], "");
+    assert_eq!(login.status, 303);
+    assert_eq!(login.header("Location"), Some("/"));
+    let cookie = login.header("Set-Cookie").expect("a cookie").to_string();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(flag), "{cookie}");
+    }
+    assert!(
+        !cookie.contains("Secure"),
+        "no TLS in front, so no Secure: {cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let listed = request(
+        server.addr,
+        "GET",
+        "/api/sessions",
+        &[("Cookie", &pair)],
+        "",
+    );
+    assert_eq!(listed.status, 200);
+
+    // CSRF: a cookie alone does not make a state-changing request.
+    let origin = origin(&server);
+    let bare = request(
+        server.addr,
+        "POST",
+        "/api/sessions",
+        &[("Cookie", &pair)],
+        "{}",
+    );
+    assert_eq!(bare.status, 403, "{}", bare.body);
+    let cross = request(
+        server.addr,
+        "POST",
+        "/api/sessions",
+        &[("Cookie", &pair), ("Origin", "http://evil.example")],
+        "{}",
+    );
+    assert_eq!(cross.status, 403, "{}", cross.body);
+    let same = request(
+        server.addr,
+        "POST",
+        "/api/sessions",
+        &[("Cookie", &pair), ("Origin", &origin)],
+        "{}",
+    );
+    assert_eq!(same.status, 201, "{}", same.body);
+}
+
+#[test]
+fn every_response_carries_the_security_headers() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    for path in ["/", "/app.js", "/api/auth", "/nope"] {
+        let response = request(server.addr, "GET", path, &[], "");
+        let csp = response
+            .header("Content-Security-Policy")
+            .unwrap_or_default()
+            .to_string();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{path}: {csp}"
+        );
+        assert_eq!(response.header("X-Frame-Options"), Some("DENY"), "{path}");
+        assert_eq!(
+            response.header("X-Content-Type-Options"),
+            Some("nosniff"),
+            "{path}"
+        );
+    }
+    let page = request(server.addr, "GET", "/", &[], "");
+    assert!(
+        page.body.contains("<script src=\"/app.js\">"),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("<script>"),
+        "no inline script: {}",
+        page.body
+    );
+    // No auth answers only to a loopback Host (DNS rebinding).
+    let rebound = request(
+        server.addr,
+        "GET",
+        "/api/sessions",
+        &[("Host", "evil.example")],
+        "",
+    );
+    assert_eq!(rebound.status, 403, "{}", rebound.body);
+}
+
+#[test]
+fn password_mode_checks_a_stored_bcrypt_hash_and_rate_limits_failures() {
+    let fake = FakeOpenAI::start(vec![]);
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{VECTOR_HASH}\"\n");
+    let server = start(&fake, &extra, &[]);
+    assert_eq!(
+        request(server.addr, "GET", "/api/sessions", &[], "").status,
+        401
+    );
+    let ok = post(&server, "/api/login", json!({"password": "U*U"}));
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let cookie = ok.header("Set-Cookie").expect("a cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    assert_eq!(
+        request(
+            server.addr,
+            "GET",
+            "/api/sessions",
+            &[("Cookie", &pair)],
+            ""
+        )
+        .status,
+        200
+    );
+    for _ in 0..5 {
+        assert_eq!(
+            post(&server, "/api/login", json!({"password": "U*U*"})).status,
+            401
+        );
+    }
+    let limited = post(&server, "/api/login", json!({"password": "U*U"}));
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert!(limited.header("Retry-After").is_some());
+    // A login from another site is refused before the password is looked at.
+    let cross = request(
+        server.addr,
+        "POST",
+        "/api/login",
+        &[("Origin", "http://evil.example")],
+        r#"{"password":"U*U"}"#,
+    );
+    assert_eq!(cross.status, 403);
+}
+
+#[test]
+fn hash_password_prints_a_hash_that_logs_in() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let out = run(reasonix(&home, work.path()).args([
+        "serve",
+        "--hash-password",
+        "--password",
+        "correct horse",
+        "--cost",
+        "10",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let hash = out.stdout.trim().to_string();
+    assert!(hash.starts_with("$2b$10$") && hash.len() == 60, "{hash}");
+    let fake = FakeOpenAI::start(vec![]);
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
+    let server = start(&fake, &extra, &[]);
+    assert_eq!(
+        post(&server, "/api/login", json!({"password": "correct horse"})).status,
+        200
+    );
+    assert_eq!(
+        post(&server, "/api/login", json!({"password": "correct horsE"})).status,
+        401
+    );
+}
+
+#[test]
+fn a_prompt_streams_its_answer_over_server_sent_events() {
+    let fake = FakeOpenAI::start(vec![Reply::text("Hello from the fake model")]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let sent = post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "hi"}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let seen = events.until("turn_end");
+    assert_eq!(text_of(&seen), "Hello from the fake model");
+    let end = seen.last().unwrap();
+    assert_eq!(end["outcome"], "done", "{end}");
+    assert!(end["status"]["requests"].as_u64() >= Some(1), "{end}");
+    // The session is listed and holds the turn on disk.
+    let listed = request(server.addr, "GET", "/api/sessions", &[], "").json();
+    assert!(
+        listed["live"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id.as_str()),
+        "{listed}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn a_write_waits_for_approval_over_http() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "write_file",
+            r#"{"path":"note.txt","content":"approved\n"}"#,
+        )]),
+        Reply::text("wrote it"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write"}),
+    );
+    let seen = events.until("approval");
+    let approval = seen.last().unwrap();
+    assert_eq!(approval["tool"], "write_file", "{approval}");
+    assert!(
+        !server.work.join("note.txt").exists(),
+        "nothing written before the answer"
+    );
+    let n = approval["id"].as_u64().unwrap();
+    let bad = post(
+        &server,
+        &format!("/api/sessions/{id}/approvals/{n}"),
+        json!({"answer": "maybe"}),
+    );
+    assert_eq!(bad.status, 409);
+    let answered = post(
+        &server,
+        &format!("/api/sessions/{id}/approvals/{n}"),
+        json!({"answer": "once"}),
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let rest = events.until("turn_end");
+    assert_eq!(rest.last().unwrap()["outcome"], "done");
+    assert_eq!(text_of(&rest), "wrote it");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("note.txt")).unwrap(),
+        "approved\n"
+    );
+}
+
+#[test]
+fn interrupt_ends_a_running_turn_and_shutdown_saves() {
+    let (stall, _release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![stall]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "wait"}),
+    );
+    events.until("turn_start");
+    let busy = post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "again"}),
+    );
+    assert_eq!(busy.status, 409, "{}", busy.body);
+    let stopped = post(&server, &format!("/api/sessions/{id}/interrupt"), json!({}));
+    assert_eq!(stopped.json()["interrupted"], true);
+    let end = events.until("turn_end");
+    assert_eq!(end.last().unwrap()["outcome"], "interrupted");
+
+    // SIGTERM: the server stops its sessions and exits cleanly.
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = server.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
+}
+
+/// Whether Chromium, ChromeDriver and Selenium are here; `.ci/run` installs them and sets
+/// `REASONIX_REQUIRE_BROWSER=1`, so in CI their absence fails instead of skipping.
+fn browser_available() -> bool {
+    let found = std::path::Path::new("/usr/bin/chromium").exists()
+        && std::path::Path::new("/usr/bin/chromedriver").exists()
+        && std::process::Command::new("python3")
+            .args(["-c", "import selenium"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("REASONIX_REQUIRE_BROWSER").is_none(),
+            "REASONIX_REQUIRE_BROWSER is set but chromium, chromedriver or selenium is missing"
+        );
+        eprintln!("skipping the browser test: install chromium, chromium-driver and `pip install selenium`");
+    }
+    found
+}
+
+#[test]
+fn browser_end_to_end() {
+    if !browser_available() {
+        return;
+    }
+    let (stall, _release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("Hello from the fake model"),
+        Reply::tool_calls(&[(
+            "c1",
+            "write_file",
+            r#"{"path":"note.txt","content":"approved\n"}"#,
+        )]),
+        Reply::text("wrote it"),
+        stall,
+    ]);
+    let server = start(
+        &fake,
+        "",
+        &["--auth", "password", "--password", "s3cret pass"],
+    );
+    let shot = server.work.join("serve-e2e.png");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/serve_e2e.py");
+    let out = run(std::process::Command::new("python3").args([
+        script,
+        &server.url,
+        "s3cret pass",
+        shot.to_str().unwrap(),
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("browser e2e: ok"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("note.txt")).unwrap(),
+        "approved\n"
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 1000,
+        "a screenshot was taken"
+    );
+    if let Some(dir) = std::env::var_os("REASONIX_BROWSER_SCREENSHOT_DIR") {
+        let _ = std::fs::copy(&shot, std::path::Path::new(&dir).join("serve-e2e.png"));
+    }
+}
+
+#[test]
+fn the_page_switches_posture_and_plan_mode() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "write_file",
+            r#"{"path":"free.txt","content":"yolo\n"}"#,
+        )]),
+        Reply::text("done"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let mode = format!("/api/sessions/{id}/mode");
+    assert_eq!(
+        post(&server, &mode, json!({"posture": "strict"})).status,
+        400
+    );
+    assert_eq!(post(&server, &mode, json!({"posture": "yolo"})).status, 200);
+    assert_eq!(events.until("posture").last().unwrap()["posture"], "yolo");
+    let described = request(server.addr, "GET", &format!("/api/sessions/{id}"), &[], "").json();
+    assert_eq!(described["posture"], "yolo");
+    // Under yolo the write needs no approval.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write"}),
+    );
+    let seen = events.until("turn_end");
+    assert!(!seen.iter().any(|e| e["type"] == "approval"), "{seen:?}");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("free.txt")).unwrap(),
+        "yolo\n"
+    );
+    assert_eq!(post(&server, &mode, json!({"planning": true})).status, 200);
+    assert_eq!(events.until("plan_mode").last().unwrap()["planning"], true);
+    let described = request(server.addr, "GET", &format!("/api/sessions/{id}"), &[], "").json();
+    assert_eq!(described["planning"], true);
+}
+
+#[test]
+fn a_stored_session_resumes_after_a_restart() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "remember me"}),
+    );
+    events.until("turn_end");
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(server.child.wait().unwrap().code(), Some(0));
+
+    let home = std::mem::replace(&mut server._home, Dir::new());
+    let work = std::mem::replace(&mut server.work, Dir::new());
+    drop(server);
+    let server = start_in(home, work, &[]);
+    let listed = request(server.addr, "GET", "/api/sessions", &[], "").json();
+    let stored = listed["stored"].as_array().unwrap();
+    assert!(
+        stored
+            .iter()
+            .any(|s| s["id"] == id.as_str() && s["preview"] == "remember me"),
+        "{listed}"
+    );
+    let resumed = post(&server, "/api/sessions", json!({"resume": id}));
+    assert_eq!(resumed.status, 201, "{}", resumed.body);
+    let history = resumed.json()["history"].clone();
+    let contents: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        contents.contains(&"remember me") && contents.contains(&"first answer"),
+        "{history}"
+    );
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "and now?"}),
+    );
+    assert_eq!(text_of(&events.until("turn_end")), "second answer");
+    // The second request carried the first turn.
+    let last = &fake.requests()[1].body;
+    assert!(last.to_string().contains("remember me"), "{last}");
+}
