@@ -153,6 +153,10 @@ pub struct Agent {
     options: Options,
     stats: Stats,
     malformed: Option<(String, String, u32)>,
+    /// The provider has sent reasoning (in this run or in the history): its tool-call turns
+    /// then carry `reasoning_content`, empty when a reply had none, as DeepSeek's thinking
+    /// mode requires. Set when learned and never cleared, so no message already sent changes.
+    reasoning_echo: bool,
     warned_estimated_usage: bool,
     meter: Meter,
     /// The one "context half full" notice of a run was given.
@@ -202,6 +206,7 @@ impl Agent {
         }
         let planner = Planner::new(options.plan.clone());
         ctx.session_path = Some(session.path().to_path_buf());
+        let reasoning_echo = session.transcript().has_reasoning();
         Agent {
             provider,
             tools,
@@ -212,6 +217,7 @@ impl Agent {
             planner,
             stats: Stats::default(),
             malformed: None,
+            reasoning_echo,
             warned_estimated_usage: false,
             meter: Meter::new(),
             warned_half_full: false,
@@ -332,6 +338,7 @@ impl Agent {
         self.malformed = None;
         self.ctx.session_path = Some(session.path().to_path_buf());
         let old = std::mem::replace(&mut self.session, session);
+        self.reasoning_echo |= self.session.transcript().has_reasoning();
         self.session_changed();
         old
     }
@@ -606,8 +613,11 @@ impl Agent {
 
     fn record_reply(&mut self, reply: Reply) -> Result<(), AgentError> {
         self.stats.final_text = reply.text.clone();
+        self.reasoning_echo |= !reply.reasoning.is_empty();
+        let echo = self.reasoning_echo && !reply.calls.is_empty();
         let mut message = Message::assistant(reply.text);
-        message.reasoning_content = (!reply.reasoning.is_empty()).then_some(reply.reasoning);
+        message.reasoning_content =
+            (echo || !reply.reasoning.is_empty()).then_some(reply.reasoning);
         message.tool_calls = reply.calls;
         self.session.push(message)?;
         Ok(())
