@@ -27,6 +27,7 @@ mod output;
 mod permissions;
 mod plan;
 mod provider;
+mod provider_edges;
 mod rewind;
 mod run;
 mod sandbox;

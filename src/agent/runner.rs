@@ -37,6 +37,15 @@ use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
 /// The same malformed call this many times in a row ends the run.
 const MALFORMED_REPEAT_LIMIT: u32 = 3;
 
+/// The `finish_reason` of a reply the output token limit cut short.
+const CUT_BY_LENGTH: &str = "length";
+
+/// The result a cut tool call gets instead of running: its arguments may parse and still be
+/// missing their end (half a file's content), so it is malformed whatever they look like.
+const CUT_CALL: &str = "this call was cut off at the output token limit (finish_reason \
+`length`), so its arguments are incomplete and it was not run; send it again, smaller (for \
+example, write a long file in several parts)";
+
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Bound on tool rounds; `None` means unbounded.
@@ -130,6 +139,9 @@ pub struct Stats {
     pub compactions: u32,
     /// Prompt tokens of the last request, as measured before sending it.
     pub context_tokens: u64,
+    /// The provider's `finish_reason` for the last reply (`length`: cut at the output token
+    /// limit); `None` before the first reply.
+    pub finish_reason: Option<String>,
 }
 
 pub struct Agent {
@@ -141,6 +153,10 @@ pub struct Agent {
     options: Options,
     stats: Stats,
     malformed: Option<(String, String, u32)>,
+    /// The provider has sent reasoning (in this run or in the history): its tool-call turns
+    /// then carry `reasoning_content`, empty when a reply had none, as DeepSeek's thinking
+    /// mode requires. Set when learned and never cleared, so no message already sent changes.
+    reasoning_echo: bool,
     warned_estimated_usage: bool,
     meter: Meter,
     /// The one "context half full" notice of a run was given.
@@ -170,6 +186,8 @@ struct Reply {
     reasoning: String,
     calls: Vec<ToolCall>,
     usage: Option<Usage>,
+    /// As the provider sent it; empty when the reply did not finish.
+    finish_reason: String,
 }
 
 impl Agent {
@@ -190,6 +208,7 @@ impl Agent {
         ctx.session_path = Some(session.path().to_path_buf());
         // A child agent shares its parent's context otherwise: its images are its own.
         ctx.images = Arc::default();
+        let reasoning_echo = session.transcript().has_reasoning();
         Agent {
             provider,
             tools,
@@ -200,6 +219,7 @@ impl Agent {
             planner,
             stats: Stats::default(),
             malformed: None,
+            reasoning_echo,
             warned_estimated_usage: false,
             meter: Meter::new(),
             warned_half_full: false,
@@ -320,6 +340,7 @@ impl Agent {
         self.malformed = None;
         self.ctx.session_path = Some(session.path().to_path_buf());
         let old = std::mem::replace(&mut self.session, session);
+        self.reasoning_echo |= self.session.transcript().has_reasoning();
         self.session_changed();
         old
     }
@@ -364,7 +385,22 @@ impl Agent {
             self.maintain_context(sink)?;
             let reply = self.request(sink)?;
             let calls = reply.calls.clone();
+            let cut = reply.finish_reason == CUT_BY_LENGTH;
+            self.stats.finish_reason = Some(reply.finish_reason.clone());
             self.record_reply(reply)?;
+            if cut {
+                let message = if calls.is_empty() {
+                    "the answer was cut off at the output token limit (finish_reason `length`); \
+                     raise agent.max_tokens or ask for a shorter answer"
+                } else {
+                    "a tool call was cut off at the output token limit (finish_reason `length`); \
+                     it was not run, and the model is told to send it again in smaller parts"
+                };
+                sink.emit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    message: message.into(),
+                });
+            }
             if calls.is_empty() {
                 if self.hook_stop(sink)? {
                     continue;
@@ -387,7 +423,7 @@ impl Agent {
                 return Ok(Finish::StepLimit);
             }
             self.stats.tool_rounds += 1;
-            self.execute_round(&calls, sink)?;
+            self.execute_round(&calls, cut, sink)?;
             self.session.sync()?;
             let planned = self.planner.after_round(
                 &self.ctx.workflow,
@@ -500,6 +536,7 @@ impl Agent {
             reasoning: String::new(),
             calls: Vec::new(),
             usage: None,
+            finish_reason: String::new(),
         };
         let outcome = self.stream_into(&request, &mut reply, sink);
         match outcome {
@@ -550,7 +587,7 @@ impl Agent {
                 }
                 Chunk::ToolCall(call) => reply.calls.push(call),
                 Chunk::Usage(usage) => reply.usage = Some(usage),
-                Chunk::Done { .. } => {}
+                Chunk::Done { finish_reason } => reply.finish_reason = finish_reason,
             }
         }
         Ok(())
@@ -578,17 +615,22 @@ impl Agent {
 
     fn record_reply(&mut self, reply: Reply) -> Result<(), AgentError> {
         self.stats.final_text = reply.text.clone();
+        self.reasoning_echo |= !reply.reasoning.is_empty();
+        let echo = self.reasoning_echo && !reply.calls.is_empty();
         let mut message = Message::assistant(reply.text);
-        message.reasoning_content = (!reply.reasoning.is_empty()).then_some(reply.reasoning);
+        message.reasoning_content =
+            (echo || !reply.reasoning.is_empty()).then_some(reply.reasoning);
         message.tool_calls = reply.calls;
         self.session.push(message)?;
         Ok(())
     }
 
-    /// Validates, gates and runs one round of calls; every call gets exactly one result.
+    /// Validates, gates and runs one round of calls; every call gets exactly one result. The
+    /// calls of a reply `cut` at the token limit are all malformed: none runs.
     fn execute_round(
         &mut self,
         calls: &[ToolCall],
+        cut: bool,
         sink: &mut dyn EventSink,
     ) -> Result<(), AgentError> {
         let todos = self.todo_items();
@@ -609,7 +651,12 @@ impl Agent {
                 arguments: call.arguments().to_string(),
                 family,
             });
-            match self.prepare(call, sink) {
+            let prepared = if cut {
+                Err(ToolError::InvalidArgs(CUT_CALL.into()))
+            } else {
+                self.prepare(call, sink)
+            };
+            match prepared {
                 Ok(prepared) => {
                     runnable.push(prepared);
                     runnable_index.push(i);
@@ -927,6 +974,7 @@ impl Agent {
                     reasoning: String::new(),
                     calls: Vec::new(),
                     usage,
+                    finish_reason: String::new(),
                 };
                 self.account_usage(&request, &reply, sink);
                 if !text.trim().is_empty() {

@@ -54,6 +54,11 @@ pub struct Output {
     in_reasoning: bool,
     /// The final report was given (`finish` or `abort`): there is exactly one.
     finished: bool,
+    /// Whether the run's `init` line was written: a stream-json consumer reads it first.
+    init_written: bool,
+    /// Stream-json lines of events that came before `init` (start-up warnings), written
+    /// right after it, or before the result if `init` never comes.
+    held: Vec<Value>,
     stdout: StdoutBuffer,
 }
 
@@ -67,6 +72,8 @@ impl Output {
             stdout_ends_with_newline: true,
             in_reasoning: false,
             finished: false,
+            init_written: false,
+            held: Vec::new(),
             stdout: StdoutBuffer::new(!stdout_tty),
         }
     }
@@ -354,6 +361,7 @@ impl Output {
     pub fn abort(&mut self, result: &RunResult) {
         self.finished = true;
         self.end_reasoning();
+        self.write_held();
         if matches!(self.format, Format::Json | Format::StreamJson) {
             self.json_line(result.to_json());
         }
@@ -399,9 +407,35 @@ impl Output {
                     self.out(&text);
                 }
             }
-            Format::Json | Format::StreamJson => self.json_line(result.to_json()),
+            Format::Json | Format::StreamJson => {
+                self.write_held();
+                self.json_line(result.to_json());
+            }
         }
         self.stdout.flush();
+    }
+
+    /// One stream-json event: `init` first, whatever came before it right after.
+    fn stream_json_event(&mut self, event: &Event) {
+        let Some(value) = stream_json(event) else {
+            return;
+        };
+        if matches!(event, Event::Init { .. }) {
+            self.json_line(value);
+            self.init_written = true;
+            self.write_held();
+        } else if self.init_written {
+            self.json_line(value);
+        } else {
+            self.held.push(value);
+        }
+    }
+
+    /// Writes the held pre-`init` lines (a run that failed before `init` still reports them).
+    fn write_held(&mut self) {
+        for value in std::mem::take(&mut self.held) {
+            self.json_line(value);
+        }
     }
 }
 
@@ -438,11 +472,7 @@ impl EventSink for Output {
         let boundary = !matches!(event, Event::TextDelta(_) | Event::ReasoningDelta(_));
         match self.format {
             Format::Text => self.text_event(event),
-            Format::StreamJson => {
-                if let Some(value) = stream_json(&event) {
-                    self.json_line(value);
-                }
-            }
+            Format::StreamJson => self.stream_json_event(&event),
             Format::Json | Format::Print => {}
         }
         if boundary {
@@ -592,6 +622,17 @@ pub fn stream_json(event: &Event) -> Option<Value> {
     })
 }
 
+/// Claude Code's `stop_reason` for an OpenAI `finish_reason`; another reason passes as is.
+fn stop_reason(finish_reason: &str) -> &str {
+    match finish_reason {
+        "stop" => "end_turn",
+        "length" => "max_tokens",
+        "tool_calls" | "function_call" => "tool_use",
+        "content_filter" => "refusal",
+        other => other,
+    }
+}
+
 fn prefix_changed_message(reason: PrefixChange, first_changed: usize) -> String {
     format!(
         "cache prefix changed from message {first_changed} ({}); the provider's prompt cache restarts there",
@@ -650,6 +691,9 @@ pub struct RunResult {
     /// Each model's share (a planner and an executor, or the one agent); subagents count in
     /// the totals only.
     pub models: Vec<ModelStats>,
+    /// The provider's `finish_reason` for the run's last reply, when the run ended with one;
+    /// reported as Claude Code's `stop_reason`.
+    pub finish_reason: Option<String>,
 }
 
 impl RunResult {
@@ -667,6 +711,7 @@ impl RunResult {
             usage: Usage::default(),
             goal: None,
             models: Vec::new(),
+            finish_reason: None,
         }
     }
 
@@ -702,6 +747,7 @@ impl RunResult {
             "usage": usage_json(&self.usage),
             "cache_hit_ratio": self.usage.cache_hit_ratio(),
             "models": self.models_json(),
+            "stop_reason": self.finish_reason.as_deref().map(stop_reason),
         });
         if let Some(error) = &self.error {
             value["error"] = Value::String(error.clone());
@@ -823,8 +869,10 @@ mod tests {
             },
             goal: None,
             models: Vec::new(),
+            finish_reason: Some("length".into()),
         };
         let v = result.to_json();
+        assert_eq!(v["stop_reason"], "max_tokens");
         for key in [
             "type",
             "subtype",

@@ -609,6 +609,7 @@ fn finish(
         usage: stats.usage,
         goal: goal.map(|g| g.json),
         models: agent.models(),
+        finish_reason: outcome.is_ok().then_some(stats.finish_reason).flatten(),
     };
     output.finish(&result);
     if output.closed() {

@@ -539,6 +539,10 @@ pub enum ProviderError {
     },
     /// Connection, DNS or TLS failure, after retries.
     Connect(Detail),
+    /// The connection was made and the request sent, then it broke before the reply began
+    /// (reset, closed, timed out waiting), after retries: the server is there, so it is not a
+    /// failure to connect.
+    Dropped(Detail),
     /// Refused or not resolvable on first contact, after the quick retries: the server is
     /// not running or the address is wrong, and waiting out the backoff would not help.
     Unreachable {
@@ -623,6 +627,10 @@ impl fmt::Display for ProviderError {
                 write!(f, "provider: HTTP {status}: {message}")
             }
             ProviderError::Connect(detail) => write!(f, "provider: cannot connect: {detail}"),
+            ProviderError::Dropped(detail) => write!(
+                f,
+                "provider: the connection dropped before the reply: {detail}"
+            ),
             ProviderError::Unreachable { .. } => {
                 let detail = self.connect_detail().unwrap_or_default();
                 write!(f, "provider: cannot connect to {detail}")
@@ -648,6 +656,7 @@ impl std::error::Error for ProviderError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ProviderError::Connect(detail)
+            | ProviderError::Dropped(detail)
             | ProviderError::Stream(detail)
             | ProviderError::Config(detail)
             | ProviderError::Record(detail) => detail.cause.as_deref().map(Cause::as_error),

@@ -200,7 +200,7 @@ impl Net {
         exchange: &Exchange<'_>,
         policy: &RetryPolicy,
         cancel: &CancelToken,
-        on_retry: &mut dyn FnMut(Retry),
+        on_retry: &mut dyn FnMut(Retry, &Failure),
     ) -> Result<OpenBody, Failure> {
         let mut attempt = 0u32;
         loop {
@@ -223,7 +223,7 @@ impl Net {
                     agent.shutdown()
                 })
             };
-            let (reason, retry_after) = match send_once(&agent, exchange) {
+            let (failed, retry_after) = match send_once(&agent, exchange) {
                 Ok(response) if response.status().is_success() => {
                     self.contacted.store(true, Ordering::Relaxed);
                     return Ok(open_body(response, agent, guard));
@@ -235,7 +235,8 @@ impl Net {
                     if !retry::is_retryable_status(status) || attempt >= policy.max_retries {
                         return Err(gave_up(failed.into_failure(), attempt));
                     }
-                    (failed.error, failed.retry_after)
+                    let retry_after = failed.retry_after.clone();
+                    (failed.into_failure(), retry_after)
                 }
                 Err(_) if cancel.is_cancelled() => {
                     return Err(Failure::without_response(ProviderError::Cancelled));
@@ -263,23 +264,26 @@ impl Net {
                 Err(err) => {
                     let retryable = is_retryable_transport_error(&err);
                     let detail = describe_transport_error(&err, exchange.url);
-                    let failure = Failure::without_response(ProviderError::Connect(
-                        Detail::caused(detail, err),
-                    ));
+                    let error = match is_dropped_after_connect(&err) {
+                        true => ProviderError::Dropped(Detail::caused(detail, err)),
+                        false => ProviderError::Connect(Detail::caused(detail, err)),
+                    };
+                    let failure = Failure::without_response(error);
                     if !retryable || attempt >= policy.max_retries {
                         return Err(gave_up(failure, attempt));
                     }
-                    (failure.error, None)
+                    (failure, None)
                 }
             };
             drop(guard);
             let wait = retry::delay(policy, attempt, retry_after.as_deref(), SystemTime::now());
-            on_retry(Retry {
+            let retry = Retry {
                 attempt: attempt + 2,
                 max_attempts: policy.max_retries.saturating_add(1),
                 wait,
-                reason: reason.to_string(),
-            });
+                reason: failed.error.to_string(),
+            };
+            on_retry(retry, &failed);
             if retry::sleep(wait, cancel).is_err() {
                 return Err(Failure::without_response(ProviderError::Cancelled));
             }
@@ -481,6 +485,10 @@ fn gave_up(mut failure: Failure, retries: u32) -> Failure {
             text: detail.text + &suffix,
             cause: detail.cause,
         }),
+        ProviderError::Dropped(detail) => ProviderError::Dropped(Detail {
+            text: detail.text + &suffix,
+            cause: detail.cause,
+        }),
         other => other,
     };
     failure
@@ -499,6 +507,27 @@ pub(crate) fn is_name_error(err: &ureq::Error) -> bool {
     match err {
         ureq::Error::HostNotFound => true,
         ureq::Error::Io(io) => io.to_string().starts_with("failed to lookup address"),
+        _ => false,
+    }
+}
+
+/// The connection was up when it failed: the peer closed or reset it, or the wait for the
+/// reply timed out. A refused connection, a failed lookup or handshake is not.
+fn is_dropped_after_connect(err: &ureq::Error) -> bool {
+    use std::io::ErrorKind;
+    use ureq::Timeout;
+    match err {
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            ErrorKind::UnexpectedEof
+                | ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::BrokenPipe
+        ),
+        ureq::Error::Timeout(t) => matches!(
+            t,
+            Timeout::SendRequest | Timeout::SendBody | Timeout::RecvResponse
+        ),
         _ => false,
     }
 }

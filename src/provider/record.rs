@@ -1,7 +1,9 @@
 //! The recording format shared by `--record` and the `replay` provider: one JSON object per
 //! line, `{"request": <body sent>, "status": <u16>, "response": "<raw reply body>"}`, plus
-//! `"error"` when no HTTP response arrived (status 0). Lines are appended and fsynced one
-//! exchange at a time so a killed run keeps everything it had received.
+//! `"error"` when no HTTP response arrived (status 0), and `"retried": true` on an attempt
+//! that failed and was tried again (every attempt is kept; a replay skips those). Lines are
+//! appended and fsynced one exchange at a time so a killed run keeps everything it had
+//! received.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -26,6 +28,10 @@ pub struct RecordedExchange {
     pub response: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// This attempt failed and the request was sent again: kept for the record, skipped by a
+    /// replay, which serves the attempt that counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retried: bool,
 }
 
 /// Appends exchanges to a recording file; shared by every stream of one provider.

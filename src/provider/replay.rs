@@ -36,7 +36,8 @@ impl ReplayProvider {
                 .into(),
             )
         })?;
-        let exchanges = record::read(&path)?;
+        let mut exchanges = record::read(&path)?;
+        exchanges.retain(|exchange| !exchange.retried);
         Ok(ReplayProvider {
             settings,
             exchanges,
@@ -250,6 +251,7 @@ mod tests {
             status,
             response: response.into(),
             error: error.map(str::to_string),
+            retried: false,
         };
         let err = replay_exchange(
             &exchange(401, r#"{"error":{"message":"bad key"}}"#, None),

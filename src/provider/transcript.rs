@@ -17,7 +17,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::openai::message_json;
-use super::{Message, Role};
+use super::Message;
 use crate::hash::fnv_continue;
 
 /// A history shared cheaply between the session and the request being sent: cloning it
@@ -35,9 +35,6 @@ struct Encoded {
     bytes: Vec<u8>,
     /// Where each message's JSON ends in `bytes` (its comma, if any, comes after).
     ends: Vec<usize>,
-    /// Per message: the encoding added an empty `reasoning_content` the message did not have
-    /// (see `message_json`), so decoding must take it out again.
-    filled: Vec<bool>,
     /// The structured messages, once someone asked for them; from then on kept in step with
     /// `bytes`, so asking every round costs only what was appended.
     decoded: OnceLock<Vec<Message>>,
@@ -57,7 +54,6 @@ impl Clone for Encoded {
         Encoded {
             bytes: self.bytes.clone(),
             ends: self.ends.clone(),
-            filled: self.filled.clone(),
             decoded: self.decoded.clone(),
             chain: Mutex::new(
                 self.chain
@@ -67,13 +63,6 @@ impl Clone for Encoded {
             ),
         }
     }
-}
-
-/// Whether `message_json` adds a `reasoning_content` that `message` lacks.
-fn fills_reasoning(message: &Message) -> bool {
-    message.role == Role::Assistant
-        && !message.tool_calls.is_empty()
-        && message.reasoning_content.is_none()
 }
 
 /// Appends `message`'s request JSON to `bytes`.
@@ -91,7 +80,6 @@ impl Encoded {
         }
         encode(&mut self.bytes, &message);
         self.ends.push(self.bytes.len());
-        self.filled.push(fills_reasoning(&message));
         if let Some(decoded) = self.decoded.get_mut() {
             shrink(&mut message);
             decoded.push(message);
@@ -104,7 +92,6 @@ impl Encoded {
             return;
         }
         self.ends.truncate(len);
-        self.filled.truncate(len);
         self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
         if let Some(decoded) = self.decoded.get_mut() {
             decoded.truncate(len);
@@ -123,10 +110,9 @@ impl Encoded {
         &self.bytes[start..self.ends[i]]
     }
 
-    /// Whether message `i` is `message`, judged by its encoding (which tells messages apart,
-    /// given the `filled` mark).
+    /// Whether message `i` is `message`, judged by its encoding (which tells messages apart).
     fn holds(&self, i: usize, message: &Message, scratch: &mut Vec<u8>) -> bool {
-        if i >= self.ends.len() || self.filled[i] != fills_reasoning(message) {
+        if i >= self.ends.len() {
             return false;
         }
         scratch.clear();
@@ -137,12 +123,7 @@ impl Encoded {
     fn decode(&self, i: usize) -> Message {
         // The bytes are a `Message` serialised by us, so they always decode; should that
         // ever fail, an empty system message beats a panic.
-        let mut message: Message =
-            serde_json::from_slice(self.slice(i)).unwrap_or_else(|_| Message::system(""));
-        if self.filled[i] {
-            message.reasoning_content = None;
-        }
-        message
+        serde_json::from_slice(self.slice(i)).unwrap_or_else(|_| Message::system(""))
     }
 
     fn messages(&self) -> &[Message] {
@@ -219,6 +200,14 @@ impl Transcript {
         self.0.ends.is_empty()
     }
 
+    /// Whether a message carries `reasoning_content` (even empty): the provider that answered
+    /// it sent reasoning. Read from the bytes, where only a key has the quotes unescaped, so
+    /// the history is not decoded for it.
+    pub fn has_reasoning(&self) -> bool {
+        let key = b"\"reasoning_content\":";
+        self.0.bytes.windows(key.len()).any(|w| w == key)
+    }
+
     /// The inside of the body's `messages` array: every message's JSON, comma-separated.
     pub fn bytes(&self) -> &[u8] {
         &self.0.bytes
@@ -267,11 +256,9 @@ impl From<Vec<Message>> for Transcript {
 }
 
 impl PartialEq for Transcript {
-    /// Equal encodings (with equal `filled` marks) are equal messages.
+    /// Equal encodings are equal messages.
     fn eq(&self, other: &Self) -> bool {
-        self.0.bytes == other.0.bytes
-            && self.0.ends == other.0.ends
-            && self.0.filled == other.0.filled
+        self.0.bytes == other.0.bytes && self.0.ends == other.0.ends
     }
 }
 
@@ -324,19 +311,25 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_is_found_as_a_key_never_in_text() {
+        assert!(Transcript::from(history()).has_reasoning());
+        let mut without = history();
+        without.retain(|m| m.reasoning_content.is_none());
+        without.push(Message::user("\"reasoning_content\": in a message"));
+        assert!(!Transcript::from(without).has_reasoning());
+    }
+
+    #[test]
     fn replace_keeps_the_bytes_of_the_unchanged_prefix_and_tells_none_from_empty_reasoning() {
         let mut transcript = Transcript::from(history());
         let before = transcript.bytes().to_vec();
-        // Message 4 differs from message 2 only in `Some("")` against `None`, which encode
-        // alike: replacing one with the other must still count as a change.
+        // Message 4 differs from message 2 only in `Some("")` against `None`.
         let mut changed = history();
         changed[4].reasoning_content = None;
         transcript.replace(changed.clone());
-        assert_eq!(
-            transcript.bytes(),
-            &before[..],
-            "same bytes, other messages"
-        );
+        let prefix = transcript.0.ends[3];
+        assert_eq!(transcript.bytes()[..prefix], before[..prefix]);
+        assert_ne!(transcript.bytes(), &before[..]);
         assert_eq!(transcript.messages(), &changed[..]);
         assert_ne!(transcript, Transcript::from(history()));
         let mut shorter = history();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value};
 
 use super::super::transcript::Transcript;
-use super::super::{Message, ProviderSettings, Request, Role, ToolSchema};
+use super::super::{Message, ProviderSettings, Request, ToolSchema};
 use crate::hash::{fnv_continue, FNV_OFFSET};
 
 /// The exact request body: model, messages, tools, streaming options, sampling settings,
@@ -62,7 +62,18 @@ fn envelope(settings: &ProviderSettings, request: &Request) -> Map<String, Value
     for (key, value) in &settings.extra_body {
         body.insert(key.clone(), value.clone());
     }
+    // Servers reject `stream_options` on a request that does not stream, unless the user
+    // set it on purpose.
+    if !streams(settings) && !settings.extra_body.contains_key("stream_options") {
+        body.remove("stream_options");
+    }
     body
+}
+
+/// Whether the request asks for a streamed reply: yes unless `extra_body` sets `"stream":
+/// false` (the reply is then one `chat.completion` object, which the parser also reads).
+pub(super) fn streams(settings: &ProviderSettings) -> bool {
+    settings.extra_body.get("stream") != Some(&Value::Bool(false))
 }
 
 /// A request body as sent: `head`, the transcript's cached message bytes, `tail`. Sending it
@@ -224,16 +235,11 @@ fn write_json(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
+/// A message as the request carries it: as the session keeps it. `reasoning_content` goes
+/// only where the message has one (the agent gives a thinking provider's tool-call turns an
+/// empty one), so a provider that never sent reasoning never sees the field.
 pub(crate) fn message_json(message: &Message) -> Value {
-    let mut value = serde_json::to_value(message).unwrap_or(Value::Null);
-    // DeepSeek's thinking mode rejects an assistant tool-call turn without it.
-    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
-        if let Value::Object(map) = &mut value {
-            map.entry("reasoning_content")
-                .or_insert_with(|| Value::String(String::new()));
-        }
-    }
-    value
+    serde_json::to_value(message).unwrap_or(Value::Null)
 }
 
 /// FNV-1a: a fixed, dependency-free hash so synthetic tool-call ids are the same for the same
@@ -278,7 +284,8 @@ mod tests {
         let expected = concat!(
             r#"{"messages":[{"content":"s","role":"system"},"#,
             r#"{"content":"u \"q\" é","name":"n","role":"user"},"#,
-            r#"{"content":"","reasoning_content":"","role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"ls"},"id":"c1","type":"function"}]},"#,
+            // No `reasoning_content` here: it is sent only to a provider that sent some.
+            r#"{"content":"","role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"ls"},"id":"c1","type":"function"}]},"#,
             r#"{"content":"x","role":"tool","tool_call_id":"c1"}],"#,
             r#""model":"m","stream":true,"stream_options":{"include_usage":true}}"#
         );
@@ -334,7 +341,7 @@ mod tests {
     }
 
     #[test]
-    fn body_is_byte_stable_and_carries_reasoning_content_on_tool_call_turns() {
+    fn body_is_byte_stable_and_carries_reasoning_content_only_where_the_message_has_it() {
         let settings = ProviderSettings {
             model: "m".into(),
             extra_body: serde_json::from_str(r#"{"tool_choice":"auto","temperature":0.1}"#)
@@ -343,11 +350,15 @@ mod tests {
         };
         let mut assistant = Message::assistant("");
         assistant.tool_calls.push(ToolCall::new("c1", "ls", "{}"));
+        let mut thinking = assistant.clone();
+        thinking.reasoning_content = Some(String::new());
         let request = Request {
             messages: vec![
                 Message::user("hi"),
-                assistant,
+                thinking,
                 Message::tool_result("c1", "x"),
+                assistant,
+                Message::tool_result("c1", "y"),
             ]
             .into(),
             temperature: Some(0.7),
@@ -362,6 +373,10 @@ mod tests {
         assert_eq!(body["messages"][1]["reasoning_content"], "");
         assert_eq!(body["messages"][1]["content"], "");
         assert!(body["messages"][0].get("reasoning_content").is_none());
+        assert!(
+            body["messages"][3].get("reasoning_content").is_none(),
+            "a tool-call turn without reasoning gets none"
+        );
         assert!(body.get("tools").is_none());
         // extra_body wins over our own keys.
         assert_eq!(body["temperature"], 0.1);

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::super::net::{Exchange, Limits, Method, Net, OpenBody};
+use super::super::net::{Exchange, Failure, Limits, Method, Net, OpenBody};
 use super::super::record::{self, RecordedExchange, Recorder};
 use super::super::retry;
 use super::super::{Chunk, ChunkStream, Detail, ProviderError, Retry, RetryPolicy};
@@ -255,7 +255,7 @@ impl Job {
             })
         };
         let mut empty_retries = 0u32;
-        let mut report = |retry| {
+        let report = |retry| {
             let _ = tx.send(Msg::Retry(retry));
         };
         loop {
@@ -274,18 +274,21 @@ impl Job {
                     api_key_env: &self.api_key_env,
                     provider: &self.provider,
                 };
+                let mut retried = |retry, failed: &Failure| {
+                    self.record_retried(failed.status, failed.body.as_bytes(), error_text(failed));
+                    report(retry);
+                };
                 self.net
-                    .send(&exchange, &self.policy, &self.abort, &mut report)
+                    .send(&exchange, &self.policy, &self.abort, &mut retried)
             };
             match sent {
                 Err(failure) => {
-                    let error_text = (failure.status == 0).then(|| match &failure.error {
-                        ProviderError::Cancelled => record::CANCELLED.to_string(),
-                        // Replayed as Connect(detail), which adds its own prefix.
-                        other => other.connect_detail().unwrap_or_else(|| other.to_string()),
-                    });
                     // The exchange's own error matters more than a failure to record it.
-                    let _ = self.record(failure.status, failure.body.as_bytes(), error_text);
+                    let _ = self.record(
+                        failure.status,
+                        failure.body.as_bytes(),
+                        error_text(&failure),
+                    );
                     self.release_body();
                     let _ = tx.send(Msg::Failed(failure.error));
                     break;
@@ -360,8 +363,7 @@ impl Job {
         let silent = !forwarded && out.is_empty();
         if may_retry && silent {
             if let Err(empty @ ProviderError::EmptyReply { .. }) = result {
-                // Not recorded: a recording keeps the exchange that counted, as with HTTP
-                // retries.
+                self.record_retried(open.status, &raw, None);
                 return BodyEnd::Empty(empty);
             }
         }
@@ -425,8 +427,32 @@ impl Job {
             status,
             response: String::from_utf8_lossy(raw).into_owned(),
             error,
+            retried: false,
         })
     }
+
+    /// Records an attempt that failed and is about to be sent again. A failure to write it
+    /// is left to the attempt that counts, which writes to the same file.
+    fn record_retried(&self, status: u16, raw: &[u8], error: Option<String>) {
+        if let Some(recorder) = &self.recorder {
+            let _ = recorder.append(&RecordedExchange {
+                request: self.body_json.clone().unwrap_or_default(),
+                status,
+                response: String::from_utf8_lossy(raw).into_owned(),
+                error,
+                retried: true,
+            });
+        }
+    }
+}
+
+/// What a recording keeps as `error` for a failure without a response (status 0).
+fn error_text(failure: &Failure) -> Option<String> {
+    (failure.status == 0).then(|| match &failure.error {
+        ProviderError::Cancelled => record::CANCELLED.to_string(),
+        // Replayed as Connect(detail), which adds its own prefix.
+        other => other.connect_detail().unwrap_or_else(|| other.to_string()),
+    })
 }
 
 /// Sends every pending chunk; false once the consumer has hung up.

@@ -15,7 +15,7 @@ use super::net::{self, Method, Net};
 use super::record::Recorder;
 use super::{ChunkStream, Provider, ProviderError, ProviderSettings, Request, Retry};
 use crate::cancel::CancelToken;
-use body::estimate_tokens;
+use body::{estimate_tokens, streams};
 use exchange::{await_start, Job, Workers};
 
 mod body;
@@ -171,7 +171,11 @@ fn request_headers(
     match method {
         Method::Post => {
             set("Content-Type", "application/json".into());
-            set("Accept", "text/event-stream".into());
+            let accept = match streams(settings) {
+                true => "text/event-stream",
+                false => "application/json",
+            };
+            set("Accept", accept.into());
         }
         Method::Get => set("Accept", "application/json".into()),
     }

@@ -32,7 +32,7 @@ pub fn list_models(
     );
     let open = endpoint
         .net
-        .send(&exchange, &settings.retry, cancel, &mut |retry| {
+        .send(&exchange, &settings.retry, cancel, &mut |retry, _| {
             on_retry(&retry)
         })
         .map_err(|failure| failure.error)?;
@@ -141,7 +141,7 @@ pub fn probe(settings: &ProviderSettings, timeout: Duration) -> Result<ProbeRepo
     let (status, raw) =
         match endpoint
             .net
-            .send(&exchange, &no_retries, &CancelToken::new(), &mut |_| {})
+            .send(&exchange, &no_retries, &CancelToken::new(), &mut |_, _| {})
         {
             Ok(open) => {
                 let mut raw = Vec::new();
