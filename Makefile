@@ -6,7 +6,7 @@ MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
 # The release archives `make dist` writes, one per target.
 DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
-# CI fails when the static binary grows past this (6 MiB). It is about 5.65 MB since the
+# CI fails when the static binary grows past this (6 MiB). It is about 5.83 MB since the
 # browser frontend, MCP OAuth, compositions and the message catalog landed; the target of
 # 3.5 MB (issue 19) is not met yet.
 MAX_STATIC_BYTES ?= 6291456
