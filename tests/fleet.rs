@@ -326,29 +326,13 @@ fn an_interrupt_ends_every_child_of_a_fleet_and_keeps_their_sessions() {
     }
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let sessions = crate::util::session_files(&home);
-    let children: Vec<_> = walk(&home.join(".reasonix"))
-        .into_iter()
-        .filter(|p| p.parent().is_some_and(|d| d.ends_with("children")))
-        .collect();
+    let children = crate::subagents::child_sessions(&home.join(".reasonix"));
     assert_eq!(children.len(), 2, "{children:?}");
     for file in children.iter().chain(&sessions).filter(|f| f.is_file()) {
         for line in std::fs::read_to_string(file).unwrap().lines() {
             serde_json::from_str::<Value>(line).expect("a whole JSON line");
         }
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(walk(&path));
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            found.push(path);
-        }
-    }
-    found
 }
 
 #[test]

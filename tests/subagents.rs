@@ -41,7 +41,7 @@ fn system(body: &Value) -> String {
 }
 
 /// Every `*.jsonl` below a `children` directory under `dir`.
-fn child_sessions(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn child_sessions(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
