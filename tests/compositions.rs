@@ -636,3 +636,127 @@ fn minimal_on_a_vision_model_offers_exactly_bash_and_view_image() {
     let requests = server.wait_for_requests(1);
     assert_eq!(tool_names(&requests[0].body), ["bash", "view_image"]);
 }
+
+#[test]
+fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__local__enable_extra", "{}")]),
+        Reply::tool_calls(&[("c2", "mcp__local__echo", r#"{"text":"hi"}"#)]),
+        Reply::text("all done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
+    let plugin = format!(
+        "[[plugins]]\nname = \"local\"\ncommand = \"{example}\"\nargs = [\"--dynamic-tools\"]\n"
+    );
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    // A project server the composition does not select: launching it leaves a marker.
+    let launch = format!("touch launched-proj; exec {example}");
+    work.write(
+        ".mcp.json",
+        &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
+            .to_string(),
+    );
+    let out = agent(
+        &home,
+        work.path(),
+        &["create", "user:pinned", "--mcp-servers", "local"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args([
+        "chat",
+        "--agent-composition",
+        "user:pinned",
+        "--permission-mode",
+        "yolo",
+        "--trust-project-mcp",
+    ])
+    .env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("fake-model · yolo");
+    pty.send("go\r");
+    pty.wait_text("all done");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let requests = server.wait_for_requests(3);
+    let first = tool_names(&requests[0].body);
+    assert!(first.iter().any(|n| n == "mcp__local__echo"), "{first:?}");
+    assert!(
+        !first.iter().any(|n| n.starts_with("mcp__proj__")),
+        "{first:?}"
+    );
+    assert_eq!(
+        tool_names(&requests[1].body),
+        first,
+        "no schema was swapped in"
+    );
+    assert_eq!(tool_names(&requests[2].body), first);
+    let results: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        results[1].contains("agent_composition.unavailable"),
+        "{results:?}"
+    );
+    assert!(
+        !work.join("launched-proj").exists(),
+        "an unselected server was launched"
+    );
+}
+
+#[test]
+fn an_explicit_mcp_selection_never_launches_unselected_servers() {
+    let server = FakeOpenAI::start(vec![Reply::text("bound"), Reply::text("plain")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
+    let plugin = format!("[[plugins]]\nname = \"local\"\ncommand = \"{example}\"\n");
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    let launch = format!("touch launched-proj; exec {example}");
+    work.write(
+        ".mcp.json",
+        &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
+            .to_string(),
+    );
+    let out = agent(
+        &home,
+        work.path(),
+        &["create", "user:one", "--mcp-servers", "local"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &[
+            "--agent-composition",
+            "user:one",
+            "--trust-project-mcp",
+            "hi",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        !work.join("launched-proj").exists(),
+        "an unselected server was launched"
+    );
+    // The control: the same server, trusted and unbound, does launch and leave its marker.
+    let out = bound_run(&home, work.path(), &["--trust-project-mcp", "hi"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(work.join("launched-proj").exists(), "the control launched");
+    let requests = server.wait_for_requests(2);
+    let bound = tool_names(&requests[0].body);
+    assert!(bound.iter().any(|n| n == "mcp__local__echo"), "{bound:?}");
+    assert!(
+        !bound.iter().any(|n| n.starts_with("mcp__proj__")),
+        "{bound:?}"
+    );
+    assert!(tool_names(&requests[1].body)
+        .iter()
+        .any(|n| n.starts_with("mcp__proj__")));
+}

@@ -147,3 +147,106 @@ fn broken_foreign_and_oversize_archives_are_refused_with_their_codes() {
         "a refused archive saves nothing"
     );
 }
+
+/// The tool names a request offered.
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_bound_session_carries_its_binding_through_export_and_import() {
+    let server = FakeOpenAI::start(vec![Reply::text("bound answer")]);
+    let (home, work, other) = (Dir::new(), Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    let created = reasonix_run(
+        &home,
+        work.path(),
+        &[
+            "agent",
+            "create",
+            "user:tess",
+            "--persona-prefix",
+            "You are Tess.",
+            "--tools",
+            "bash,read_file",
+        ],
+    );
+    assert_eq!(created.code, 0, "{created:?}");
+    let out = reasonix_run(
+        &home,
+        work.path(),
+        &["run", "--agent-composition", "user:tess", "hello"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = session_files(&home)[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let exported = reasonix_run(&home, work.path(), &["session", "export", &id]);
+    assert_eq!(exported.code, 0, "{exported:?}");
+    let envelope: Value = serde_json::from_str(&exported.stdout).expect("the archive is JSON");
+    let binding = &envelope["binding"];
+    assert_eq!(binding["id"], "user:tess", "{envelope}");
+    assert_eq!(binding["revision"], 1);
+    assert_eq!(binding["persona"]["prefix"], "You are Tess.");
+    assert!(binding["persona_digest"]
+        .as_str()
+        .is_some_and(|d| d.len() == 16));
+    assert!(binding["modules_digest"]
+        .as_str()
+        .is_some_and(|d| d.len() == 16));
+    assert_eq!(envelope["session"]["schema"], 2);
+
+    std::fs::write(other.join("bound.json"), &exported.stdout).unwrap();
+    let imported = reasonix_run(&home, other.path(), &["session", "import", "bound.json"]);
+    assert_eq!(imported.code, 0, "{imported:?}");
+    // Sorted by age: the imported copy is the newest file.
+    let file = session_files(&home).pop().expect("the imported session");
+    let (header, _) = crate::util::read_session(&file);
+    assert_eq!(header["schema"], 2, "{header}");
+    assert_eq!(header["composition"]["id"], "user:tess", "{header}");
+
+    // The composition is available here, so the imported conversation continues bound.
+    server.push(Reply::text("again"));
+    let resumed = reasonix_run(&home, other.path(), &["run", "--resume", &id, "again?"]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let requests = server.wait_for_requests(2);
+    assert_eq!(tool_names(&requests[1].body), ["read_file", "bash"]);
+    assert_eq!(
+        requests[1].body["messages"][0], requests[0].body["messages"][0],
+        "the same persona and system prompt"
+    );
+
+    // On a machine without user:tess the archive imports as history but cannot continue.
+    let (home2, work2) = (Dir::new(), Dir::new());
+    use_fake_provider(&home2, &server.base_url(), "");
+    std::fs::write(work2.join("bound.json"), &exported.stdout).unwrap();
+    let before = files(home2.path());
+    let imported = reasonix_run(&home2, work2.path(), &["session", "import", "bound.json"]);
+    assert_eq!(imported.code, 0, "{imported:?}");
+    let after = files(home2.path());
+    let added: Vec<&PathBuf> = after.iter().filter(|p| !before.contains(p)).collect();
+    assert_eq!(
+        added.len(),
+        1,
+        "import writes the session and nothing else: {added:?}"
+    );
+    let refused = reasonix_run(&home2, work2.path(), &["run", "--resume", &id, "go on"]);
+    assert_eq!(refused.code, 6, "{refused:?}");
+    assert!(
+        refused.stderr.contains("agent_composition.unavailable")
+            && refused.stderr.contains("history"),
+        "{refused:?}"
+    );
+    assert_eq!(server.requests().len(), 2, "nothing reached the model");
+    // The history is still there to read (and to export again).
+    let again = reasonix_run(&home2, work2.path(), &["session", "export", &id]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("bound answer"), "{again:?}");
+}

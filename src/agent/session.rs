@@ -995,6 +995,7 @@ mod tests {
             mcp: Default::default(),
             mcp_contracts: Default::default(),
             needs_vision: false,
+            imported: false,
         });
         let s = Session::create(dir.path(), h.clone()).unwrap();
         let path = s.path().to_path_buf();

@@ -430,6 +430,10 @@ pub fn prepare(
                 if chosen.as_ref().is_some_and(|c| *c != binding.id) {
                     return Err(locked(&binding.id));
                 }
+                if binding.imported {
+                    resolve::check_imported(&binding, &catalog)
+                        .map_err(|e| history_only(&header.id, e))?;
+                }
                 resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
                     .map_err(|e| history_only(&header.id, e))?;
                 let skills = available(config, cwd).skills;
@@ -518,6 +522,15 @@ pub fn pin_mcp(binding: &mut Binding, fresh: bool, tools: &Registry) -> Result<(
     Ok(())
 }
 
+/// The MCP servers a run may start: a binding's selection (resolved to an explicit list at
+/// binding), so an unselected server is never launched; `None` for an unbound run.
+pub fn mcp_keep(binding: Option<&Binding>) -> Option<Vec<String>> {
+    match &binding?.modules.mcp_servers {
+        Selection::Only(servers) => Some(servers.clone()),
+        Selection::Inherit => None,
+    }
+}
+
 /// The MCP tool source of a run: a bound conversation's is pinned to its contracts.
 pub fn tool_source(
     binding: Option<&Binding>,
@@ -532,6 +545,46 @@ pub fn tool_source(
         )),
         None => watch,
     }
+}
+
+/// The interactive chat starts its MCP servers after the conversation is bound, so their
+/// tools are pinned when they arrive: only selected servers' tools, each behind the switch a
+/// changed catalog flips. A restored binding whose recorded contracts differ from what the
+/// servers offer now is blocked at once, with a notice.
+pub fn pin_started(
+    binding: &Binding,
+    tools: Vec<std::sync::Arc<dyn crate::tool::Tool>>,
+    watch: Box<dyn crate::tool::source::ToolSource>,
+    notices: &mut Vec<String>,
+) -> (
+    Vec<std::sync::Arc<dyn crate::tool::Tool>>,
+    Box<dyn crate::tool::source::ToolSource>,
+) {
+    let servers = &binding.modules.mcp_servers;
+    let mut registry = Registry::new();
+    for tool in tools {
+        if resolve::mcp_server_of(tool.name()).is_some_and(|s| servers.keeps(s)) {
+            registry.insert(tool);
+        }
+    }
+    let now = crate::composition::pin::contracts(&registry);
+    let source =
+        crate::composition::pin::PinnedSource::guard(watch, &mut registry, servers.clone());
+    if !binding.mcp_contracts.is_empty() && now != binding.mcp_contracts {
+        source.block();
+        notices.push(format!(
+            "agent_composition.unavailable: {}: the MCP tool contracts changed since this \
+             conversation was bound; its MCP tools are blocked. Start a new conversation to use \
+             the new tools",
+            binding.id
+        ));
+    }
+    let tools = registry
+        .names()
+        .iter()
+        .filter_map(|name| registry.get(name).cloned())
+        .collect();
+    (tools, Box::new(source))
 }
 
 /// `/agent [ID]` in the chat: the catalog with sources and capabilities (the bound entry

@@ -378,22 +378,30 @@ fn mcp_startup(
         approver: Some(Arc::new(UiApprover::new(tx.clone())) as Arc<dyn LaunchApprover>),
         events: forward_server_events(tx.clone()),
         elicitor: Some(Arc::new(ui::UiElicitor::new(UiInteract::new(tx.clone())))),
+        keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
         ..McpOptions::default()
     };
     let config = setup.config.clone();
     let cwd = setup.cwd.clone();
+    let binding = setup.binding.clone();
     Some(Box::new(move || {
         let mut notices = Vec::new();
         let handle = mcp::start(&config, &cwd, options, &mut |notice| notices.push(notice));
         let _ = policies.set(handle.tool_policies());
-        let tools = handle
+        let tools: Vec<Arc<dyn Tool>> = handle
             .tools()
             .into_iter()
             .map(|tool| tool as Arc<dyn Tool>)
             .collect();
+        let watch: Box<dyn crate::tool::source::ToolSource> = Box::new(handle.tool_watch());
+        // A bound conversation's MCP tools are pinned as they arrive.
+        let (tools, source) = match &binding {
+            Some(binding) => super::agent_cmd::pin_started(binding, tools, watch, &mut notices),
+            None => (tools, watch),
+        };
         Started {
             tools,
-            source: Some(Box::new(handle.tool_watch())),
+            source: Some(source),
             mcp: Arc::new(mcp::Host::new(handle)),
             notices,
         }
@@ -509,6 +517,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let mut output = Output::new(Format::Text, false);
     let options = McpOptions {
         trust_project: args.trust_project_mcp,
+        keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
         ..McpOptions::default()
     };
     let mut warn = |message| {

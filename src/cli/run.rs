@@ -357,6 +357,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let mut tools = assemble::registry(&config, output);
     let mcp_options = McpOptions {
         trust_project: args.common.trust_project_mcp,
+        keep: super::agent_cmd::mcp_keep(binding.as_ref()),
         ..McpOptions::default()
     };
     let mut warn = |message| {

@@ -3,9 +3,15 @@
 //!
 //! The envelope holds the session header (id, provider and model names, working directory,
 //! start time), the messages exactly as the provider was sent them, the composition binding
-//! (`null` for an unbound session) and the retained resources (none without a binding). It
+//! (`null` for an unbound session: ID, revision, resolved persona and modules with their
+//! digests, the workspace of a project binding, MCP parameters as `${NAME}` references and
+//! the pinned MCP tool contracts) and the retained resources (this reasonix retains none). It
 //! never holds a credential: keys live in the environment and `<home>/.env`, which no session
 //! line contains.
+//!
+//! An imported binding is marked imported and trusted with nothing: the conversation
+//! continues only where this machine's catalog has the composition with the same launch
+//! parameters (`composition::resolve::check_imported`); otherwise it is history only.
 //!
 //! One decoder ([`decode`]) judges every archive, with fixed limits: at most
 //! [`MAX_ARCHIVE_BYTES`] in all (checked on the file's size before a byte is read), at most
@@ -27,6 +33,7 @@ use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::agent::session::{self, Header, Session};
 use crate::cli::error::{exit, Error};
+use crate::composition::resolve::Binding;
 use crate::config;
 use crate::provider::Message;
 
@@ -42,7 +49,8 @@ resources; never a key).
                 stdout
   import FILE   Checks FILE and saves it as a new session of this workspace, then prints
                 its id; continue it with `reasonix --resume ID`. Import trusts nothing and
-                starts nothing
+                starts nothing: a bound session continues only where this machine has its
+                composition (with the same MCP launch parameters); elsewhere it is history
 
 An archive is refused, with one line naming the code first, when it is malformed
 (session.archive_invalid, exit 10), of another version (session.archive_unsupported,
@@ -71,9 +79,10 @@ pub const EXIT_TOO_LARGE: i32 = 12;
 struct Envelope<'a> {
     format: &'static str,
     version: u64,
+    /// The header without its binding, which has its own field.
     session: &'a Header,
     /// Always present; `null` for a session no composition is bound to.
-    binding: Option<&'a Value>,
+    binding: Option<&'a Binding>,
     messages: &'a [Message],
     resources: &'a [Value],
 }
@@ -180,13 +189,16 @@ fn export(global: &Global, reference: &str) -> Result<i32, Error> {
     Ok(exit::OK)
 }
 
-/// The envelope of an unbound session, pretty-printed, with a final newline.
+/// The envelope of a session, pretty-printed, with a final newline; the binding of a bound
+/// session goes in `binding`, the header keeps its bound schema.
 pub fn encode(header: &Header, messages: &[Message]) -> String {
+    let mut unbound = header.clone();
+    let binding = unbound.composition.take();
     let envelope = Envelope {
         format: FORMAT,
         version: VERSION,
-        session: header,
-        binding: None,
+        session: &unbound,
+        binding: binding.as_ref(),
         messages,
         resources: &[],
     };
@@ -290,23 +302,30 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, Refusal> {
             i + 1
         )));
     }
-    if !archive.binding.is_null() || !archive.resources.is_empty() {
+    if !archive.resources.is_empty() {
         return Err(Refusal::Unsupported(
-            "the session is bound to an agent composition, which this reasonix cannot restore"
+            "the archive retains resources (skill or hook files), which this reasonix cannot \
+             restore"
                 .into(),
         ));
     }
-    if archive.session.schema > session::SCHEMA_VERSION || archive.session.kind != "session" {
+    if archive.session.schema > session::BOUND_SCHEMA_VERSION || archive.session.kind != "session" {
         return Err(Refusal::Unsupported(format!(
             "session schema {}; this reasonix reads up to {}",
             archive.session.schema,
-            session::SCHEMA_VERSION
+            session::BOUND_SCHEMA_VERSION
         )));
     }
-    if !valid_id(&archive.session.id) {
+    let mut header = archive.session;
+    let binding = decode_binding(archive.binding, &header)?;
+    header.composition = None;
+    if let Some(binding) = binding {
+        header.bind(binding);
+    }
+    if !valid_id(&header.id) {
         return Err(Refusal::Invalid(format!(
             "session id {:?} is not an id (letters, digits, `-`, `_` and `.`, not leading)",
-            archive.session.id
+            header.id
         )));
     }
     let mut messages = Vec::with_capacity(archive.messages.len());
@@ -315,10 +334,48 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, Refusal> {
             .map_err(|e| Refusal::Invalid(format!("message {}: {e}", i + 1)))?;
         messages.push(message);
     }
-    Ok(Decoded {
-        header: archive.session,
-        messages,
-    })
+    Ok(Decoded { header, messages })
+}
+
+/// The archive's binding: `null` for an unbound session (schema 1), else a well-formed
+/// binding of a bound session (schema 2) whose digests are those of its persona and modules.
+/// It is marked imported: nothing in an archive is trusted.
+fn decode_binding(value: Value, header: &Header) -> Result<Option<Binding>, Refusal> {
+    if value.is_null() {
+        if header.schema > session::SCHEMA_VERSION || header.composition.is_some() {
+            return Err(Refusal::Invalid(
+                "the session header is bound but the archive has no binding".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    let mut binding: Binding =
+        serde_json::from_value(value).map_err(|e| Refusal::Invalid(format!("binding: {e}")))?;
+    crate::composition::Id::parse(&binding.id)
+        .map_err(|e| Refusal::Invalid(format!("binding: {e}")))?;
+    if !binding.digests_match() {
+        return Err(Refusal::Invalid(
+            "binding: its digests do not match its persona and modules".into(),
+        ));
+    }
+    if header.schema != session::BOUND_SCHEMA_VERSION {
+        return Err(Refusal::Invalid(format!(
+            "a bound session has schema {}, not {}",
+            session::BOUND_SCHEMA_VERSION,
+            header.schema
+        )));
+    }
+    if header.composition.as_ref().is_some_and(|c| {
+        let mut c = c.clone();
+        c.imported = binding.imported;
+        c != binding
+    }) {
+        return Err(Refusal::Invalid(
+            "the session header names another binding than the archive's".into(),
+        ));
+    }
+    binding.imported = true;
+    Ok(Some(binding))
 }
 
 /// How many bytes `value` takes as compact JSON, counted without keeping them.
@@ -399,6 +456,66 @@ mod tests {
         assert_eq!(decoded.messages, messages);
     }
 
+    fn bound_header() -> Header {
+        let mut h = header();
+        let persona = crate::composition::Persona {
+            prefix: "P".into(),
+            suffix: String::new(),
+        };
+        let modules = crate::composition::Modules::default();
+        let mcp = std::collections::BTreeMap::new();
+        h.bind(Binding {
+            id: "user:tess".into(),
+            revision: 3,
+            persona_digest: crate::composition::digest(&persona),
+            persona,
+            modules_digest: crate::composition::digest(&(&modules, &mcp)),
+            modules,
+            workspace: None,
+            mcp,
+            mcp_contracts: Default::default(),
+            needs_vision: false,
+            imported: false,
+        });
+        h
+    }
+
+    #[test]
+    fn a_bound_session_carries_its_binding_in_the_envelope_and_comes_back_imported() {
+        let header = bound_header();
+        let text = encode(&header, &[Message::user("u")]);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["binding"]["id"], "user:tess");
+        assert_eq!(value["session"]["schema"], 2);
+        assert!(value["session"].get("composition").is_none(), "{value}");
+        let decoded = decode(text.as_bytes()).unwrap();
+        let binding = decoded.header.composition.clone().unwrap();
+        assert!(
+            binding.imported,
+            "an archive's binding is never trusted as local"
+        );
+        let mut expected = header.clone();
+        if let Some(b) = expected.composition.as_mut() {
+            b.imported = true;
+        }
+        assert_eq!(decoded.header, expected);
+        // A tampered persona no longer matches its digest.
+        assert_eq!(
+            code(&text.replace("\"prefix\": \"P\"", "\"prefix\": \"Q\"")),
+            "session.archive_invalid"
+        );
+        // A bound header without a binding, or a binding on an unbound header, is malformed.
+        assert_eq!(
+            code(&text.replace("\"schema\": 2", "\"schema\": 1")),
+            "session.archive_invalid"
+        );
+        let unbound = encode(&self::header(), &[Message::user("u")]);
+        assert_eq!(
+            code(&unbound.replace("\"schema\": 1", "\"schema\": 2")),
+            "session.archive_invalid"
+        );
+    }
+
     #[test]
     fn each_refusal_has_its_code() {
         let good = encode(&header(), &[Message::user("u")]);
@@ -415,6 +532,10 @@ mod tests {
         );
         assert_eq!(
             code(&good.replace("\"binding\": null", "\"binding\": {\"id\": \"user:x\"}")),
+            "session.archive_invalid"
+        );
+        assert_eq!(
+            code(&good.replace("\"resources\": []", "\"resources\": [{}]")),
             "session.archive_unsupported"
         );
         assert_eq!(

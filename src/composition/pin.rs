@@ -68,6 +68,14 @@ impl PinnedSource {
     }
 }
 
+impl PinnedSource {
+    /// Blocks the guarded tools from the start: a restored binding whose recorded contracts
+    /// differ from what the servers offer now.
+    pub fn block(&self) {
+        self.blocked.store(true, Ordering::SeqCst);
+    }
+}
+
 impl ToolSource for PinnedSource {
     fn poll(&mut self, cancel: &CancelToken, warn: &mut dyn FnMut(String)) -> Option<ToolChange> {
         let change = self.inner.poll(cancel, warn)?;

@@ -80,6 +80,10 @@ pub struct Binding {
     /// read images; an inherited tool list that happens to hold it asks nothing of the model.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub needs_vision: bool,
+    /// Came from a session archive (`reasonix session import`): nothing in it is trusted, so
+    /// it continues only where [`check_imported`] finds its composition here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imported: bool,
 }
 
 impl Binding {
@@ -91,6 +95,13 @@ impl Binding {
     /// Whether the binding's tools need a model that reads images.
     pub fn needs_vision(&self) -> bool {
         self.needs_vision
+    }
+
+    /// Whether the recorded digests are those of the recorded persona and modules: a
+    /// binding read from an archive is refused when they are not.
+    pub fn digests_match(&self) -> bool {
+        self.persona_digest == digest(&self.persona)
+            && self.modules_digest == digest(&(&self.modules, &self.mcp))
     }
 
     /// Whether the binding starts MCP servers at all.
@@ -197,6 +208,7 @@ pub fn bind(
         mcp_contracts: BTreeMap::new(),
         needs_vision: matches!(&definition.modules.tools, Selection::Only(ids)
             if ids.iter().any(|t| t == "view_image")),
+        imported: false,
     })
 }
 
@@ -239,6 +251,40 @@ pub fn check_runnable(
              `vision = true` in its [[providers]] entry; choose such a model with --model or \
              mark it, or use builtin:general"
         )));
+    }
+    Ok(())
+}
+
+/// An imported binding continues only where this machine's catalog has its composition,
+/// and only with the launch parameters (MCP args, url, env, headers) that definition sets
+/// here: an archive never changes how a server launches. Otherwise it is history only.
+pub fn check_imported(binding: &Binding, catalog: &Catalog) -> Result<(), CompositionError> {
+    let unavailable = |what: String| {
+        CompositionError::new(
+            Code::Unavailable,
+            format!("{}: imported from an archive; {what}", binding.id),
+        )
+    };
+    let id = Id::parse(&binding.id).map_err(|e| unavailable(e.message))?;
+    let definition = catalog
+        .get(&id)
+        .map_err(|e| unavailable(format!("this machine has no such composition ({e})")))?;
+    let launch = |p: &McpParams| {
+        (
+            p.args.clone(),
+            p.url.clone(),
+            p.env.clone(),
+            p.headers.clone(),
+        )
+    };
+    for (server, params) in &binding.mcp {
+        let here = definition.mcp.get(server).map(launch).unwrap_or_default();
+        if launch(params) != here {
+            return Err(unavailable(format!(
+                "its launch parameters for MCP server `{server}` differ from {id} here, and an \
+                 archive is not trusted to change a launch"
+            )));
+        }
     }
     Ok(())
 }

@@ -41,6 +41,9 @@ pub struct McpOptions {
     pub events: Option<Sender<ServerEvent>>,
     /// Start only this server (`reasonix mcp call`).
     pub only: Option<String>,
+    /// Start only these servers (a bound agent composition's MCP selection): the others are
+    /// not launched at all, whatever grants they hold.
+    pub keep: Option<Vec<String>>,
     /// Who answers servers' requests for input; `None` declines them with a notice.
     pub elicitor: Option<Arc<dyn crate::mcp::elicit::Elicitor>>,
 }
@@ -120,6 +123,13 @@ pub fn start(
     let mut launch = Vec::new();
     for spec in declared.servers {
         if options.only.as_ref().is_some_and(|only| *only != spec.name) {
+            continue;
+        }
+        if options
+            .keep
+            .as_ref()
+            .is_some_and(|keep| !keep.contains(&spec.name))
+        {
             continue;
         }
         match authorize(&spec, cwd, &options, &grants, warn) {
