@@ -637,6 +637,79 @@ fn minimal_on_a_vision_model_offers_exactly_bash_and_view_image() {
     assert_eq!(tool_names(&requests[0].body), ["bash", "view_image"]);
 }
 
+/// The chat's ready status row (model and permission mode).
+const READY: &str = "fake-model · ask";
+
+/// The system prompt of a request body.
+fn system_prompt(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn slash_agent_in_a_blank_chat_switches_the_running_chat_and_locks_after_the_first_prompt() {
+    let server = FakeOpenAI::start(vec![Reply::text("Lean here.")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    // The unbound chat starts this server and offers /ship; the composition selects neither.
+    let plugin = format!(
+        "[[plugins]]\nname = \"docs\"\ncommand = \"{}\"\n",
+        env!("CARGO_BIN_EXE_reasonix-plugin-example")
+    );
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    work.write(".reasonix/commands/ship.md", "Ship the change.\n");
+    let out = agent(
+        &home,
+        work.path(),
+        &[
+            "create",
+            "user:lean",
+            "--persona-prefix",
+            "You are Lean.",
+            "--tools",
+            "read_file",
+            "--mcp-servers",
+            "",
+            "--commands",
+            "",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_for("the MCP servers to start", |vt| {
+        let screen = vt.screen();
+        screen.contains(READY) && !screen.contains("starting MCP servers")
+    });
+    pty.send("/agent user:lean\r");
+    pty.wait_text("now uses user:lean");
+    pty.send("/agent\r");
+    pty.wait_text("bound: user:lean");
+    pty.send("/ship\r");
+    pty.wait_text("unknown command /ship");
+    pty.send("hi\r");
+    pty.wait_text("Lean here.");
+    pty.wait_text("Ask anything");
+    pty.send("/agent builtin:general\r");
+    pty.wait_text("agent_composition.locked");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let requests = server.wait_for_requests(1);
+    assert_eq!(tool_names(&requests[0].body), ["read_file"]);
+    let system = system_prompt(&requests[0].body);
+    assert!(system.starts_with("You are Lean."), "{system}");
+    assert!(!system.contains("user:lean"), "{system}");
+    // One conversation is kept, bound; the blank one the switch replaced is gone.
+    let sessions = session_files(&home);
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let (header, _) = read_session(&sessions[0]);
+    assert_eq!(header["schema"], 2, "{header}");
+    assert_eq!(header["composition"]["id"], "user:lean", "{header}");
+}
+
 #[test]
 fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
     let server = FakeOpenAI::start(vec![

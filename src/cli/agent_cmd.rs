@@ -587,16 +587,25 @@ pub fn pin_started(
     (tools, Box::new(source))
 }
 
-/// `/agent [ID]` in the chat: the catalog with sources and capabilities (the bound entry
-/// marked `>`), or a choice checked against the catalog. After the first prompt the binding
-/// is locked.
+/// What `/agent [ID]` asks of the chat.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SlashAgent {
+    /// Text to show: the catalog, or that nothing changes.
+    Text(String),
+    /// Rebuild the blank chat for this composition (`builtin:general`: no binding).
+    Switch(String),
+}
+
+/// `/agent [ID]` in the chat: the catalog with sources and capabilities, or a choice checked
+/// against the catalog; a blank chat switches to it. After the first prompt the binding is
+/// locked.
 pub fn slash_agent(
     config: &Config,
     cwd: &Path,
     bound: Option<&str>,
     args: &str,
     blank: bool,
-) -> Result<String, String> {
+) -> Result<SlashAgent, String> {
     let catalog = Catalog::new(&config.home, cwd);
     let current = bound.unwrap_or("builtin:general");
     let wanted = args.trim();
@@ -608,13 +617,15 @@ pub fn slash_agent(
             text.push_str(&format!("problem: {problem}\n"));
         }
         text.push_str("(* = your default; `/agent ID` chooses before the first prompt)\n");
-        return Ok(text);
+        return Ok(SlashAgent::Text(text));
     }
     let chosen = resolve::choose(&catalog, wanted)
         .map_err(|e| e.to_string())?
         .map_or_else(|| "builtin:general".to_string(), |(id, _)| id.to_string());
     if chosen == current {
-        return Ok(format!("this conversation already uses {current}"));
+        return Ok(SlashAgent::Text(format!(
+            "this conversation already uses {current}"
+        )));
     }
     if !blank {
         return Err(CompositionError::new(
@@ -626,14 +637,7 @@ pub fn slash_agent(
         )
         .to_string());
     }
-    Err(CompositionError::new(
-        Code::Unavailable,
-        format!(
-            "switching the tool set of a running chat is not supported; start the chat with \
-             `reasonix --agent-composition {chosen}`"
-        ),
-    )
-    .to_string())
+    Ok(SlashAgent::Switch(chosen))
 }
 
 /// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona builtin:general

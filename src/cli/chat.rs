@@ -6,8 +6,9 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use super::agent_cmd::SlashAgent;
 use super::assemble::{self, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
 use super::flags::{self, CommonFlags};
 use super::lex::Lexer;
@@ -256,7 +257,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let project_file = config::paths::project_file(&setup.cwd);
     let trusted = setup.trusted;
     let (home, cwd) = (setup.config.home.clone(), setup.cwd.clone());
-    let mcp_policies = Arc::new(OnceLock::new());
+    let mcp_policies: Policies = Arc::default();
     let gate = PolicyGate::new(
         policy,
         args.posture.unwrap_or(Posture::Ask),
@@ -300,20 +301,24 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             ),
         ));
     }
-    let startup = mcp_startup(args, &setup, &tx, mcp_policies);
+    let startup = mcp_startup(args, &setup, &tx, Arc::clone(&mcp_policies));
     let catalog = Catalog::new(setup.commands.commands.clone(), Vec::new());
     let history_file = history_file(&setup.config, &setup.cwd);
     let parts = ui::Parts {
-        tx,
+        tx: tx.clone(),
         rx,
         agent,
-        gate,
+        gate: Arc::clone(&gate),
         ctx,
         services: Box::new(ChatServices {
             config: setup.config.clone(),
             cwd: setup.cwd.clone(),
             settings: setup.settings.clone(),
             binding: setup.binding.clone(),
+            args: args.clone(),
+            gate,
+            tx,
+            policies: mcp_policies,
         }),
         catalog,
         mcp: Arc::new(NoMcp),
@@ -355,9 +360,16 @@ fn untrusted_notice(keys: &[String]) -> Option<String> {
     })
 }
 
+/// The MCP tool policies of the chat's running servers, for the gate: set when they have
+/// started, replaced when `/agent` starts another composition's.
+type Policies = Arc<Mutex<Option<McpLookup>>>;
+
 /// The gate's view of MCP tool policies, filled in when the servers have started.
-fn late_lookup(policies: Arc<OnceLock<McpLookup>>) -> McpLookup {
-    Box::new(move |name| policies.get().and_then(|lookup| lookup(name)))
+fn late_lookup(policies: Policies) -> McpLookup {
+    Box::new(move |name| {
+        let current = policies.lock().unwrap_or_else(PoisonError::into_inner);
+        current.as_ref().and_then(|lookup| lookup(name))
+    })
 }
 
 /// Starting the declared MCP servers, for the UI to run once it can ask for launch grants.
@@ -366,7 +378,7 @@ fn mcp_startup(
     args: &ChatArgs,
     setup: &Setup,
     tx: &std::sync::mpsc::Sender<ui::Msg>,
-    policies: Arc<OnceLock<McpLookup>>,
+    policies: Policies,
 ) -> Option<ui::Startup> {
     let declared = mcp::config::declared(&setup.config, &setup.cwd);
     if declared.servers.is_empty() && declared.problems.is_empty() {
@@ -387,7 +399,7 @@ fn mcp_startup(
     Some(Box::new(move || {
         let mut notices = Vec::new();
         let handle = mcp::start(&config, &cwd, options, &mut |notice| notices.push(notice));
-        let _ = policies.set(handle.tool_policies());
+        *policies.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle.tool_policies());
         let tools: Vec<Arc<dyn Tool>> = handle
             .tools()
             .into_iter()
@@ -445,6 +457,57 @@ struct ChatServices {
     settings: ProviderSettings,
     /// A new conversation of a bound chat keeps the chat's composition.
     binding: Option<crate::composition::resolve::Binding>,
+    /// What `/agent ID` rebuilds the chat with: the flags (after the trust question), the
+    /// shared gate, the UI's channel and the gate's MCP policies.
+    args: ChatArgs,
+    gate: Arc<PolicyGate>,
+    tx: std::sync::mpsc::Sender<ui::Msg>,
+    policies: Policies,
+}
+
+impl ChatServices {
+    /// `/agent ID` in a blank chat: everything a chat started with `--agent-composition ID`
+    /// on the current model would have, in a new conversation. Nothing changes on a refusal.
+    fn switch_composition(&mut self, id: &str) -> Result<ui::Switched, Error> {
+        let mut args = self.args.clone();
+        args.agent_composition = Some(id.to_string());
+        args.resume = None;
+        args.model = Some(format!("{}/{}", self.settings.name, self.settings.model));
+        let setup = prepare(&args)?;
+        let mut notices = Vec::new();
+        let mut collect = |event: Event| {
+            if let Event::Notice { level, message } = event {
+                notices.push((level, message));
+            }
+        };
+        let (mut agent, ctx) =
+            build_agent(&args, &setup, Arc::clone(&self.gate), None, &mut collect)?;
+        agent.set_interact(Arc::new(UiInteract::new(self.tx.clone())));
+        notices.extend((setup.commands.notices.iter()).map(|m| (NoticeLevel::Warning, m.clone())));
+        *self.policies.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        let startup = mcp_startup(&args, &setup, &self.tx, Arc::clone(&self.policies));
+        let shown = setup
+            .binding
+            .as_ref()
+            .map_or("builtin:general", |b| b.id.as_str());
+        let message = format!(
+            "this conversation now uses {shown} (persona, tools, skills, commands, hooks and \
+             MCP servers); it is kept from the first prompt on"
+        );
+        let switched = ui::Switched {
+            agent,
+            ctx,
+            catalog: Catalog::new(setup.commands.commands.clone(), Vec::new()),
+            mcp: Arc::new(NoMcp),
+            startup,
+            notices,
+            message,
+        };
+        self.config = setup.config;
+        self.binding = setup.binding;
+        self.args = args;
+        Ok(switched)
+    }
 }
 
 impl Services for ChatServices {
@@ -499,9 +562,15 @@ impl Services for ChatServices {
         Session::open(path).map_err(|e| e.to_string())
     }
 
-    fn agent(&mut self, args: &str, blank: bool) -> Result<String, String> {
+    fn agent(&mut self, args: &str, blank: bool) -> Result<ui::AgentAnswer, String> {
         let bound = self.binding.as_ref().map(|b| b.id.as_str());
-        super::agent_cmd::slash_agent(&self.config, &self.cwd, bound, args, blank)
+        match super::agent_cmd::slash_agent(&self.config, &self.cwd, bound, args, blank)? {
+            SlashAgent::Text(text) => Ok(ui::AgentAnswer::Text(text)),
+            SlashAgent::Switch(id) => self
+                .switch_composition(&id)
+                .map(|switched| ui::AgentAnswer::Switched(Box::new(switched)))
+                .map_err(|e| e.to_string()),
+        }
     }
 
     fn persona(&mut self, args: &str) -> Result<String, String> {

@@ -11,7 +11,7 @@ use crate::cli::error::Error;
 use crate::permission::{parse_posture, Posture};
 
 /// What `run` and `chat` both accept.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CommonFlags {
     pub global: Global,
     /// `-m/--model REF`.

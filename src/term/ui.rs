@@ -200,14 +200,36 @@ pub trait Services {
     /// This workspace's sessions, newest first.
     fn sessions(&self) -> Vec<session::Summary>;
     fn open_session(&mut self, path: &Path) -> Result<Session, String>;
-    /// `/agent [ID]`: the composition catalog, or choosing one (`blank`: no prompt yet).
-    fn agent(&mut self, _args: &str, _blank: bool) -> Result<String, String> {
+    /// `/agent [ID]`: the composition catalog, or choosing one (`blank`: no prompt yet),
+    /// which rebuilds the chat's agent for it.
+    fn agent(&mut self, _args: &str, _blank: bool) -> Result<AgentAnswer, String> {
         Err("agent compositions are not available in this chat".into())
     }
     /// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona.
     fn persona(&mut self, _args: &str) -> Result<String, String> {
         Err("the persona cannot be edited in this chat".into())
     }
+}
+
+/// What `/agent` answered: text to show, or the chat rebuilt for another composition.
+pub enum AgentAnswer {
+    Text(String),
+    Switched(Box<Switched>),
+}
+
+/// A blank chat rebuilt for another agent composition (persona, tools, skills, commands,
+/// hooks, MCP servers): it replaces the agent, its context, the command catalog and the MCP
+/// servers, in a new conversation.
+pub struct Switched {
+    pub agent: Runner,
+    pub ctx: ToolContext,
+    pub catalog: Catalog,
+    pub mcp: Arc<dyn McpHost>,
+    /// The composition's MCP servers, started like the chat's first ones.
+    pub startup: Option<Startup>,
+    pub notices: Vec<(NoticeLevel, String)>,
+    /// What to tell the user.
+    pub message: String,
 }
 
 /// The parts the CLI assembles for a chat.

@@ -68,13 +68,7 @@ impl Chat {
             }
             Builtin::Goal => self.goal_command(args),
             Builtin::Replan => self.replan_command(args),
-            Builtin::Agent => {
-                let blank = self.agent_or_notice().map(|a| a.session().turns() == 0);
-                if let Some(blank) = blank {
-                    let answer = self.services.agent(args, blank);
-                    self.service_answer(answer);
-                }
-            }
+            Builtin::Agent => self.agent_command(args),
             Builtin::Persona => {
                 let answer = self.services.persona(args);
                 self.service_answer(answer);
@@ -106,6 +100,61 @@ impl Chat {
             lines.push(line.truncated(width));
         }
         self.info_lines(lines);
+    }
+
+    /// `/agent [ID]`: the catalog, or choosing a composition. Only a blank, idle chat (no
+    /// prompt accepted, nothing queued, MCP servers started) switches; the CLI decides the
+    /// rest (the lock after the first prompt).
+    fn agent_command(&mut self, args: &str) {
+        if !args.trim().is_empty() && (self.starting.is_some() || !self.queue.is_empty()) {
+            self.transcript.notice(
+                NoticeLevel::Warning,
+                "the chat is still starting MCP servers or has queued messages; choose a composition once it is idle",
+            );
+            return;
+        }
+        let Some(blank) = self.agent_or_notice().map(|a| a.session().turns() == 0) else {
+            return;
+        };
+        match self.services.agent(args, blank) {
+            Ok(super::AgentAnswer::Text(text)) => self.service_answer(Ok(text)),
+            Ok(super::AgentAnswer::Switched(switched)) => self.switch_composition(*switched),
+            Err(err) => self.service_answer(Err(err)),
+        }
+    }
+
+    /// Puts the rebuilt agent in place of the blank one, keeping plan mode, and starts the
+    /// composition's MCP servers. The blank conversation left behind is removed, as the chat
+    /// does with one at exit.
+    fn switch_composition(&mut self, switched: super::Switched) {
+        let planning = self.planning();
+        let Some(mut agent) = self.agent_or_notice() else {
+            return;
+        };
+        let old = std::mem::replace(&mut *agent, switched.agent);
+        agent.set_planning(planning);
+        let names = super::servers::tool_names(&agent);
+        let (workflow, todos) = (agent.workflow(), agent.todos());
+        drop(agent);
+        let old_path = old.session().path().to_path_buf();
+        drop(old);
+        let _ = std::fs::remove_file(old_path);
+        self.tool_names = names;
+        self.workflow = workflow;
+        self.todo_panel = super::TodoPanel::new(todos);
+        self.ctx = switched.ctx;
+        self.catalog = switched.catalog;
+        self.mcp = switched.mcp;
+        self.waiting_tools.clear();
+        self.waiting_source = None;
+        self.reset_conversation_state();
+        for (level, notice) in &switched.notices {
+            self.transcript.notice(*level, notice);
+        }
+        self.transcript.notice(NoticeLevel::Info, &switched.message);
+        if let Some(startup) = switched.startup {
+            self.start_up(startup);
+        }
     }
 
     pub(super) fn new_conversation(&mut self) {
