@@ -695,6 +695,18 @@ fn slash_agent_in_a_blank_chat_switches_the_running_chat_and_locks_after_the_fir
     pty.wait_text("Ask anything");
     pty.send("/agent builtin:general\r");
     pty.wait_text("agent_composition.locked");
+    // Clearing the conversation does not unlock it (the refusal names the new choice).
+    pty.send("/clear\r");
+    pty.wait_text("Clear the conversation?");
+    pty.send("y");
+    pty.wait_text("conversation cleared");
+    pty.send("/agent builtin:minimal\r");
+    pty.wait_text("cannot switch to builtin:minimal");
+    assert!(
+        !pty.screen().contains("vision"),
+        "a cleared conversation tried to switch: {}",
+        pty.screen()
+    );
     pty.send("\x04");
     assert!(pty.wait_exit().success(), "{}", pty.screen());
     let requests = server.wait_for_requests(1);
@@ -702,12 +714,9 @@ fn slash_agent_in_a_blank_chat_switches_the_running_chat_and_locks_after_the_fir
     let system = system_prompt(&requests[0].body);
     assert!(system.starts_with("You are Lean."), "{system}");
     assert!(!system.contains("user:lean"), "{system}");
-    // One conversation is kept, bound; the blank one the switch replaced is gone.
+    // No conversation is kept: the blank one the switch replaced and the cleared one are gone.
     let sessions = session_files(&home);
-    assert_eq!(sessions.len(), 1, "{sessions:?}");
-    let (header, _) = read_session(&sessions[0]);
-    assert_eq!(header["schema"], 2, "{header}");
-    assert_eq!(header["composition"]["id"], "user:lean", "{header}");
+    assert!(sessions.is_empty(), "{sessions:?}");
 }
 
 #[test]

@@ -631,8 +631,9 @@ pub fn slash_agent(
         return Err(CompositionError::new(
             Code::Locked,
             format!(
-                "this conversation is bound to {current} since its first prompt; /new keeps it, \
-                 `reasonix --agent-composition {chosen}` starts one with the other"
+                "cannot switch to {chosen}: this conversation is bound to {current} since its \
+                 first prompt (clearing or rewinding keeps that); /new starts a blank \
+                 conversation where `/agent ID` chooses again"
             ),
         )
         .to_string());

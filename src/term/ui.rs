@@ -360,6 +360,9 @@ struct Chat {
     exit_armed: bool,
     /// The last turn was interrupted; the next message says so.
     interrupted: bool,
+    /// A prompt was accepted in this conversation: its composition is locked, also after
+    /// `/clear` or `/rewind`; only `/new` starts an unlocked one.
+    prompted: bool,
     exiting: Option<i32>,
     quit: Option<i32>,
 }
@@ -381,6 +384,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
     let tool_names = tool_names(&parts.agent);
     let workflow = parts.agent.workflow();
     let todos = parts.agent.todos();
+    let prompted = parts.agent.session().turns() > 0;
     let width = screen.width();
     let resumed = resumed::last_exchanges(parts.agent.session().messages(), width);
     let mut chat = Chat {
@@ -418,6 +422,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         menu: None,
         exit_armed: false,
         interrupted: false,
+        prompted,
         exiting: None,
         quit: None,
     };

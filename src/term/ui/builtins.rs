@@ -113,7 +113,11 @@ impl Chat {
             );
             return;
         }
-        let Some(blank) = self.agent_or_notice().map(|a| a.session().turns() == 0) else {
+        let prompted = self.prompted;
+        let Some(blank) = self
+            .agent_or_notice()
+            .map(|a| !prompted && a.session().turns() == 0)
+        else {
             return;
         };
         match self.services.agent(args, blank) {
@@ -166,6 +170,7 @@ impl Chat {
                 else {
                     return;
                 };
+                self.prompted = false;
                 self.reset_conversation_state();
                 self.transcript
                     .notice(NoticeLevel::Info, &trf(Ui::NewConversation, &[&old.id()]));

@@ -19,6 +19,7 @@ const SNAPSHOT_CAP: u64 = 1024 * 1024;
 
 impl Chat {
     pub(super) fn start_turn(&mut self, text: String) {
+        self.prompted = true;
         let text = if std::mem::take(&mut self.interrupted) {
             format!("[The user interrupted your previous reply.]\n\n{text}")
         } else {
