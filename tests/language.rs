@@ -2,7 +2,7 @@
 //! `agent.reasoning_language`, through the real binary: the chat in Chinese in a
 //! pseudo-terminal (status line, `/help`, an approval card), `reasonix doctor` in Chinese, that
 //! the language never reaches the model, and the one fixed reasoning-language line of the system
-//! prompt.
+//! prompt; the browser page's strings served from the same catalog.
 
 use serde_json::Value;
 
@@ -220,4 +220,102 @@ fn reasoning_language_adds_one_fixed_line_and_the_prompt_stays_byte_stable() {
         "{prompt}"
     );
     assert!(!prompt.contains(LINE), "{prompt}");
+}
+
+/// `GET path` on the server: the status and the body.
+fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let raw = String::from_utf8(raw).expect("UTF-8");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a response head");
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok());
+    (status.expect("a status"), body.to_string())
+}
+
+/// The message ids the page's script looks up: `t("id")` calls, and `t("prefix." + x)` calls
+/// as `prefix.*`.
+fn page_lookups(script: &str) -> Vec<String> {
+    let call = regex_lite::Regex::new(r#"\bt\(\s*"([^"]*)"\s*(\+)?"#).unwrap();
+    let mut ids: Vec<String> = call
+        .captures_iter(script)
+        .map(|c| {
+            let id = c[1].to_string();
+            if c.get(2).is_some() {
+                format!("{id}*")
+            } else {
+                id
+            }
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn the_page_takes_every_string_from_the_catalog_in_the_chat_language() {
+    let fake = FakeOpenAI::start(Vec::new());
+    let server = crate::serve::start(&fake, "language = \"zh\"", &[]);
+    let (status, body) = get(server.addr, "/api/messages");
+    assert_eq!(status, 200, "{body}");
+    let catalog: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(catalog["lang"], "zh", "{catalog}");
+    let messages = catalog["messages"].as_object().expect("messages");
+    assert_eq!(messages["login.submit"], "登录");
+    assert_eq!(messages["mode.ask"], "需要批准");
+    assert_eq!(messages["mode.planning"], "计划模式");
+    assert_eq!(messages["approval.title"], "允许 {tool}？");
+    let (_, page) = get(server.addr, "/");
+    assert!(page.contains("<html lang=\"zh\">"), "{page}");
+
+    // Every lookup of the page's script names a catalog string; a lookup with a computed
+    // suffix must be one of those listed here, with each suffix it can take.
+    let (_, script) = get(server.addr, "/app.js");
+    assert!(
+        !script.contains("MESSAGES = {\n"),
+        "a string table in app.js"
+    );
+    let dynamic: &[(&str, &[&str])] = &[("mode.*", &["ask", "auto", "yolo"])];
+    let lookups = page_lookups(&script);
+    assert!(lookups.len() > 30, "{lookups:?}");
+    let mut used = Vec::new();
+    for id in &lookups {
+        match id.strip_suffix('*') {
+            Some(prefix) => {
+                let (_, suffixes) = dynamic
+                    .iter()
+                    .find(|(d, _)| d == id)
+                    .unwrap_or_else(|| panic!("app.js looks up `{id}`: list its suffixes here"));
+                used.extend(suffixes.iter().map(|s| format!("{prefix}{s}")));
+            }
+            None => used.push(id.clone()),
+        }
+    }
+    for id in &used {
+        assert!(
+            messages.contains_key(id),
+            "app.js uses `{id}`, which is not in the catalog (src/i18n/page.rs)"
+        );
+    }
+    for id in messages.keys() {
+        assert!(
+            used.contains(id),
+            "the catalog's page string `{id}` is unused"
+        );
+    }
+
+    // $REASONIX_LANG (set to `en` for every test) speaks when the config says nothing.
+    let server = crate::serve::start(&fake, "", &[]);
+    let (_, body) = get(server.addr, "/api/messages");
+    let catalog: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(catalog["lang"], "en", "{catalog}");
+    assert_eq!(catalog["messages"]["login.submit"], "Log in");
+    assert!(get(server.addr, "/").1.contains("<html lang=\"en\">"));
 }

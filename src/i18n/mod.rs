@@ -1,7 +1,8 @@
 //! The message catalog of the user interface: every string the chat, `/help`, the slash
-//! command list and `reasonix doctor` show, in English and Chinese, and which language is in
-//! force. English lives here, next to each key; `zh.rs` holds the Chinese table, and a test
-//! fails when a key has no translation there.
+//! command list, `reasonix doctor` and the browser page show, in English and Chinese, and
+//! which language is in force. English lives here, next to each key; `zh.rs` holds the
+//! Chinese table, and a test fails when a key has no translation there; `page.rs` names the
+//! browser page's share.
 //!
 //! Only what a person reads goes through here. What the model sees (system prompt, tool
 //! descriptions and results) stays English so the prompt cache does not depend on the reader.
@@ -11,6 +12,7 @@
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+pub mod page;
 mod zh;
 
 /// A language the interface speaks.
@@ -43,6 +45,14 @@ impl Lang {
     /// [`Lang::detect`] with the process environment.
     pub fn from_env(setting: Option<&str>) -> Lang {
         Lang::detect(setting, |name| std::env::var(name).ok())
+    }
+
+    /// The language's tag (`en`, `zh`), as the page's `<html lang>` takes it.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
     }
 
     fn is_chinese(tag: &str) -> bool {
@@ -322,6 +332,50 @@ catalog! {
     KeyNoEnvName => "provider `{}` has no api_key_env; name the variable that holds its key in the config",
     KeyMissingLocal => "{} is not set in the environment or {} (fine for a local server without auth)",
     KeyMissing => "{} is not set in the environment or {}; export it or run `reasonix setup --api-key-stdin`",
+    // The browser page (`src/serve/page`): `page.rs` maps the page's message ids to these.
+    // Their placeholders are named (`{tool}`), as the page's `t(id, args)` fills them.
+    PageLoginPassword => "Password",
+    PageLoginToken => "Access token",
+    PageLoginSubmit => "Log in",
+    PageLoginWrong => "Wrong password or token.",
+    PageLoginLimited => "Too many attempts; wait a minute and try again.",
+    PageSessionsNew => "New conversation",
+    PageSessionsLive => "Open",
+    PageSessionsStored => "Earlier",
+    PageSessionsUntitled => "(new conversation)",
+    PageComposerPlaceholder => "Ask reasonix… (Enter sends, Shift+Enter for a new line, Esc interrupts)",
+    PageComposerSend => "Send",
+    PageComposerInterrupt => "Interrupt",
+    PageApprovalTitle => "Allow {tool}?",
+    PageApprovalOnce => "Allow once",
+    PageApprovalSession => "Allow for this session",
+    PageApprovalAlways => "Always allow",
+    PageApprovalDeny => "Deny",
+    PageAskTitle => "The agent asks",
+    PageAskAnswer => "Answer",
+    PageAskDismiss => "Dismiss",
+    PagePlanTitle => "Proposed plan",
+    PagePlanApprove => "Approve",
+    PagePlanApproveEdits => "Approve and auto-accept edits",
+    PagePlanKeep => "Keep planning",
+    PagePlanFeedback => "What should change?",
+    PageToolRunning => "running…",
+    PageTurnInterrupted => "Interrupted.",
+    PageTurnError => "The turn failed: {error}",
+    PageServerShutdown => "The server stopped.",
+    PageStatusTokens => "{tokens} tokens",
+    PageStatusCache => "cache {ratio}",
+    PageStatusContext => "context {tokens}",
+    PageStatusCost => "${cost}",
+    PageErrorRequest => "Request failed: {error}",
+    PageModePosture => "Approvals",
+    PageModeAsk => "Ask",
+    PageModeAuto => "Auto",
+    PageModeYolo => "YOLO",
+    PageModePlanning => "Plan mode",
+    PageModeChanged => "Approvals: {posture}",
+    PageModePlanOn => "Plan mode on: the agent researches and proposes a plan first.",
+    PageModePlanOff => "Plan mode off.",
 }
 
 #[cfg(test)]
@@ -341,13 +395,36 @@ mod tests {
         }
     }
 
+    /// The `{}` and `{name}` placeholders of `text`, sorted.
+    fn placeholders(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find('{') {
+            rest = &rest[at..];
+            let end = rest.find('}').map_or(0, |e| e + 1);
+            let name = &rest[..end];
+            if end > 0
+                && name[1..end - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                found.push(name);
+                rest = &rest[end..];
+            } else {
+                rest = &rest[1..];
+            }
+        }
+        found.sort_unstable();
+        found
+    }
+
     #[test]
     fn translations_keep_the_placeholders_of_the_english() {
         for key in Ui::ALL {
             let (en, zh) = (text(Lang::En, *key), text(Lang::Zh, *key));
             assert_eq!(
-                en.matches("{}").count(),
-                zh.matches("{}").count(),
+                placeholders(en),
+                placeholders(zh),
                 "{key:?}: {en:?} / {zh:?}"
             );
         }
