@@ -1,8 +1,9 @@
 //! The interface language (`language`, `$REASONIX_LANG`, the locale) and
 //! `agent.reasoning_language`, through the real binary: the chat in Chinese in a
-//! pseudo-terminal (status line, `/help`, an approval card), `reasonix doctor` in Chinese, that
-//! the language never reaches the model, and the one fixed reasoning-language line of the system
-//! prompt; the browser page's strings served from the same catalog.
+//! pseudo-terminal (status line, `/help`, an approval card, `/memory`, `/rewind`, goal mode,
+//! error lines), `reasonix doctor` in Chinese, that the language never reaches the model, the
+//! one fixed reasoning-language line of the system prompt, and the browser page's strings
+//! served from the same catalog.
 
 use serde_json::Value;
 
@@ -93,6 +94,80 @@ fn the_chat_speaks_chinese_and_the_model_still_reads_english() {
 }
 
 #[test]
+fn memory_rewind_goal_and_error_lines_speak_chinese_too() {
+    let server = FakeOpenAI::start(vec![
+        Reply::text("第一轮完成。"),
+        Reply::text(
+            "Worked on it.\n\n<goal-status>\nstate: complete\nsummary: 写好了\nverified: 测试\n</goal-status>",
+        ),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "language = \"zh\"");
+    reasonix::tool::memory_store::Store::new(home.join(".reasonix/memory"))
+        .save("db-port", "The database listens on 5433.", Some("端口"))
+        .expect("a saved fact");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 120, 32);
+    pty.wait_text("fake-model · 需要批准 · 正常模式");
+
+    pty.send("/rewind\r");
+    pty.wait_text("没有可回退的：这个对话还没有任何一轮");
+
+    // `/memory`: the list, its footer, forgetting.
+    pty.send("/memory\r");
+    pty.wait_text("记忆 · 1 条有效 · 0 条已归档");
+    assert!(
+        pty.screen().contains("enter 阅读 · f 忘记"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("f");
+    pty.wait_text("已忘记 `db-port`；归档为");
+    pty.send("\x1b");
+    pty.wait_text("有问题尽管问");
+
+    // Error lines.
+    pty.send("/goal --bogus x\r");
+    pty.wait_text("/goal：未知选项 --bogus；请用 --research 或 --simple");
+    pty.send("/nosuch\r");
+    pty.wait_text("命令：未知命令 /nosuch；/help 列出所有命令");
+
+    // `/rewind` after a turn: both questions and the notice.
+    pty.send("hi\r");
+    pty.wait_text("第一轮完成。");
+    pty.wait_text("有问题尽管问");
+    pty.send("/rewind\r");
+    pty.wait_text("回退到哪一轮之前？");
+    assert!(
+        pty.screen().contains("对话将回到你所选那一轮之前。"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("1");
+    pty.wait_text("如何回退？");
+    let screen = pty.screen();
+    assert!(screen.contains("只回退对话"), "{screen}");
+    assert!(screen.contains("取消"), "{screen}");
+    pty.send("c");
+    pty.wait_text("对话已回退到第 #1 轮之前；文件保持原样；那一轮的文字已放回输入框");
+
+    // Goal mode: the start and completion notices.
+    pty.send("\x15/goal --simple 写发布说明\r");
+    pty.wait_text("目标完成：写好了；已验证：测试");
+    let history = pty.vt.history();
+    assert!(
+        history.contains("目标模式（轻量）：模型持续工作"),
+        "{history}"
+    );
+    assert!(!history.contains("goal mode"), "{history}");
+    pty.send("\x04");
+    let status = pty.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", pty.screen());
+}
+
+#[test]
 fn the_locale_picks_chinese_when_the_config_says_nothing() {
     let server = FakeOpenAI::start(Vec::new());
     let home = Dir::new();
@@ -131,6 +206,7 @@ fn the_locale_picks_chinese_when_the_config_says_nothing() {
         zh.stdout.contains("在环境变量 FAKE_API_KEY 中找到"),
         "{zh:?}"
     );
+    assert!(row(&zh, "端点").contains("，耗时 "), "{zh:?}");
     // $REASONIX_LANG beats the locale.
     let en = doctor("en", "zh_CN.UTF-8");
     assert!(en.stdout.starts_with("CHECK"), "{en:?}");

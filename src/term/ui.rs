@@ -202,11 +202,11 @@ pub trait Services {
     fn open_session(&mut self, path: &Path) -> Result<Session, String>;
     /// `/agent [ID]`: the composition catalog, or choosing one (`blank`: no prompt yet).
     fn agent(&mut self, _args: &str, _blank: bool) -> Result<String, String> {
-        Err("agent compositions are not available in this chat".into())
+        Err(crate::i18n::tr(crate::i18n::Ui::AgentUnavailable).into())
     }
     /// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona.
     fn persona(&mut self, _args: &str) -> Result<String, String> {
-        Err("the persona cannot be edited in this chat".into())
+        Err(crate::i18n::tr(crate::i18n::Ui::PersonaUnavailable).into())
     }
 }
 
@@ -452,7 +452,7 @@ impl Chat {
         if self.agent.try_lock().is_err() && !self.agent.is_poisoned() {
             self.transcript.notice(
                 NoticeLevel::Warning,
-                "the agent is busy with a turn; try again when it ends (esc interrupts it)",
+                crate::i18n::tr(crate::i18n::Ui::AgentBusy),
             );
             return None;
         }

@@ -12,6 +12,7 @@ use super::servers::tool_names;
 use super::{Chat, LostGuard, Msg, Turn, Work};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{AgentError, Finish};
+use crate::i18n::{tr, Ui};
 use crate::term::transcript::{edited_path, Snapshot, TurnEnd};
 
 /// Edit snapshots larger than this are not taken (no diff is shown).
@@ -60,7 +61,7 @@ impl Chat {
                         if !folded {
                             sink.emit(Event::Notice {
                                 level: NoticeLevel::Info,
-                                message: "nothing to compact yet".into(),
+                                message: tr(Ui::NothingToCompact).into(),
                             });
                         }
                         Finish::Answered
@@ -77,7 +78,7 @@ impl Chat {
                     started: Instant::now(),
                 });
             }
-            Err(_) => self.transcript.error("could not start the agent thread"),
+            Err(_) => self.transcript.error(tr(Ui::TurnNoThread)),
         }
     }
 
@@ -188,10 +189,9 @@ pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
     match result {
         Ok(Finish::Answered) | Ok(Finish::Plan(_)) => TurnEnd::Answered,
         Ok(Finish::StepLimit) => TurnEnd::StepLimit,
-        Ok(Finish::NoProgress) => TurnEnd::Failed(format!(
-            "paused: {} rounds went by with nothing completed on the task list and only repeated \
-             calls; all work so far is kept, say how to go on",
-            crate::agent::progress::PAUSE_AFTER
+        Ok(Finish::NoProgress) => TurnEnd::Failed(crate::i18n::trf(
+            Ui::NoProgress,
+            &[&crate::agent::progress::PAUSE_AFTER],
         )),
         Err(AgentError::Interrupted) => TurnEnd::Interrupted,
         Err(err) => TurnEnd::Failed(err.to_string()),
