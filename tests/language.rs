@@ -1,8 +1,9 @@
 //! The interface language (`language`, `$REASONIX_LANG`, the locale) and
 //! `agent.reasoning_language`, through the real binary: the chat in Chinese in a
-//! pseudo-terminal (status line, `/help`, an approval card), `reasonix doctor` in Chinese, that
-//! the language never reaches the model, and the one fixed reasoning-language line of the system
-//! prompt.
+//! pseudo-terminal (status line, `/help`, an approval card, `/memory`, `/rewind`, goal mode,
+//! error lines), `reasonix doctor` in Chinese, that the language never reaches the model, the
+//! one fixed reasoning-language line of the system prompt, and the browser page's strings
+//! served from the same catalog.
 
 use serde_json::Value;
 
@@ -93,6 +94,80 @@ fn the_chat_speaks_chinese_and_the_model_still_reads_english() {
 }
 
 #[test]
+fn memory_rewind_goal_and_error_lines_speak_chinese_too() {
+    let server = FakeOpenAI::start(vec![
+        Reply::text("第一轮完成。"),
+        Reply::text(
+            "Worked on it.\n\n<goal-status>\nstate: complete\nsummary: 写好了\nverified: 测试\n</goal-status>",
+        ),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "language = \"zh\"");
+    reasonix::tool::memory_store::Store::new(home.join(".reasonix/memory"))
+        .save("db-port", "The database listens on 5433.", Some("端口"))
+        .expect("a saved fact");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 120, 32);
+    pty.wait_text("fake-model · 需要批准 · 正常模式");
+
+    pty.send("/rewind\r");
+    pty.wait_text("没有可回退的：这个对话还没有任何一轮");
+
+    // `/memory`: the list, its footer, forgetting.
+    pty.send("/memory\r");
+    pty.wait_text("记忆 · 1 条有效 · 0 条已归档");
+    assert!(
+        pty.screen().contains("enter 阅读 · f 忘记"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("f");
+    pty.wait_text("已忘记 `db-port`；归档为");
+    pty.send("\x1b");
+    pty.wait_text("有问题尽管问");
+
+    // Error lines.
+    pty.send("/goal --bogus x\r");
+    pty.wait_text("/goal：未知选项 --bogus；请用 --research 或 --simple");
+    pty.send("/nosuch\r");
+    pty.wait_text("命令：未知命令 /nosuch；/help 列出所有命令");
+
+    // `/rewind` after a turn: both questions and the notice.
+    pty.send("hi\r");
+    pty.wait_text("第一轮完成。");
+    pty.wait_text("有问题尽管问");
+    pty.send("/rewind\r");
+    pty.wait_text("回退到哪一轮之前？");
+    assert!(
+        pty.screen().contains("对话将回到你所选那一轮之前。"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("1");
+    pty.wait_text("如何回退？");
+    let screen = pty.screen();
+    assert!(screen.contains("只回退对话"), "{screen}");
+    assert!(screen.contains("取消"), "{screen}");
+    pty.send("c");
+    pty.wait_text("对话已回退到第 #1 轮之前；文件保持原样；那一轮的文字已放回输入框");
+
+    // Goal mode: the start and completion notices.
+    pty.send("\x15/goal --simple 写发布说明\r");
+    pty.wait_text("目标完成：写好了；已验证：测试");
+    let history = pty.vt.history();
+    assert!(
+        history.contains("目标模式（轻量）：模型持续工作"),
+        "{history}"
+    );
+    assert!(!history.contains("goal mode"), "{history}");
+    pty.send("\x04");
+    let status = pty.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", pty.screen());
+}
+
+#[test]
 fn the_locale_picks_chinese_when_the_config_says_nothing() {
     let server = FakeOpenAI::start(Vec::new());
     let home = Dir::new();
@@ -131,6 +206,7 @@ fn the_locale_picks_chinese_when_the_config_says_nothing() {
         zh.stdout.contains("在环境变量 FAKE_API_KEY 中找到"),
         "{zh:?}"
     );
+    assert!(row(&zh, "端点").contains("，耗时 "), "{zh:?}");
     // $REASONIX_LANG beats the locale.
     let en = doctor("en", "zh_CN.UTF-8");
     assert!(en.stdout.starts_with("CHECK"), "{en:?}");
@@ -220,4 +296,102 @@ fn reasoning_language_adds_one_fixed_line_and_the_prompt_stays_byte_stable() {
         "{prompt}"
     );
     assert!(!prompt.contains(LINE), "{prompt}");
+}
+
+/// `GET path` on the server: the status and the body.
+fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let raw = String::from_utf8(raw).expect("UTF-8");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a response head");
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok());
+    (status.expect("a status"), body.to_string())
+}
+
+/// The message ids the page's script looks up: `t("id")` calls, and `t("prefix." + x)` calls
+/// as `prefix.*`.
+fn page_lookups(script: &str) -> Vec<String> {
+    let call = regex_lite::Regex::new(r#"\bt\(\s*"([^"]*)"\s*(\+)?"#).unwrap();
+    let mut ids: Vec<String> = call
+        .captures_iter(script)
+        .map(|c| {
+            let id = c[1].to_string();
+            if c.get(2).is_some() {
+                format!("{id}*")
+            } else {
+                id
+            }
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn the_page_takes_every_string_from_the_catalog_in_the_chat_language() {
+    let fake = FakeOpenAI::start(Vec::new());
+    let server = crate::serve::start(&fake, "language = \"zh\"", &[]);
+    let (status, body) = get(server.addr, "/api/messages");
+    assert_eq!(status, 200, "{body}");
+    let catalog: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(catalog["lang"], "zh", "{catalog}");
+    let messages = catalog["messages"].as_object().expect("messages");
+    assert_eq!(messages["login.submit"], "登录");
+    assert_eq!(messages["mode.ask"], "需要批准");
+    assert_eq!(messages["mode.planning"], "计划模式");
+    assert_eq!(messages["approval.title"], "允许 {tool}？");
+    let (_, page) = get(server.addr, "/");
+    assert!(page.contains("<html lang=\"zh\">"), "{page}");
+
+    // Every lookup of the page's script names a catalog string; a lookup with a computed
+    // suffix must be one of those listed here, with each suffix it can take.
+    let (_, script) = get(server.addr, "/app.js");
+    assert!(
+        !script.contains("MESSAGES = {\n"),
+        "a string table in app.js"
+    );
+    let dynamic: &[(&str, &[&str])] = &[("mode.*", &["ask", "auto", "yolo"])];
+    let lookups = page_lookups(&script);
+    assert!(lookups.len() > 30, "{lookups:?}");
+    let mut used = Vec::new();
+    for id in &lookups {
+        match id.strip_suffix('*') {
+            Some(prefix) => {
+                let (_, suffixes) = dynamic
+                    .iter()
+                    .find(|(d, _)| d == id)
+                    .unwrap_or_else(|| panic!("app.js looks up `{id}`: list its suffixes here"));
+                used.extend(suffixes.iter().map(|s| format!("{prefix}{s}")));
+            }
+            None => used.push(id.clone()),
+        }
+    }
+    for id in &used {
+        assert!(
+            messages.contains_key(id),
+            "app.js uses `{id}`, which is not in the catalog (src/i18n/page.rs)"
+        );
+    }
+    for id in messages.keys() {
+        assert!(
+            used.contains(id),
+            "the catalog's page string `{id}` is unused"
+        );
+    }
+
+    // $REASONIX_LANG (set to `en` for every test) speaks when the config says nothing.
+    let server = crate::serve::start(&fake, "", &[]);
+    let (_, body) = get(server.addr, "/api/messages");
+    let catalog: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(catalog["lang"], "en", "{catalog}");
+    assert_eq!(catalog["messages"]["login.submit"], "Log in");
+    assert!(get(server.addr, "/").1.contains("<html lang=\"en\">"));
 }

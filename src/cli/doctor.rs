@@ -271,28 +271,24 @@ fn key_row(settings: &crate::provider::ProviderSettings, home: &std::path::Path)
 }
 
 fn endpoint_row(report: &crate::provider::openai::ProbeReport, api_key_env: &str) -> Row {
-    let mut detail = format!(
-        "HTTP {} in {} ms from {}",
-        report.status,
-        report.latency.as_millis(),
-        report.url
+    let mut detail = trf(
+        Ui::EndpointAnswered,
+        &[&report.status, &report.latency.as_millis(), &report.url],
     );
     if let Some(count) = report.models {
-        detail.push_str(&format!(", {count} models"));
+        detail.push_str(&trf(Ui::EndpointModels, &[&count]));
     }
     if report.url.starts_with("https://") {
-        detail.push_str(&format!("; TLS roots: {}", report.tls_roots));
+        detail.push_str(&trf(Ui::EndpointTlsRoots, &[&report.tls_roots]));
     }
     let status = match report.status {
         200..=299 => Status::Pass,
         401 | 403 if api_key_env.is_empty() => {
-            detail.push_str(
-                ": the server wants a key; name its variable in the provider's api_key_env",
-            );
+            detail.push_str(tr(Ui::EndpointWantsKey));
             Status::Fail
         }
         401 | 403 => {
-            detail.push_str(&format!(": the server rejected the key in ${api_key_env}"));
+            detail.push_str(&trf(Ui::EndpointRejectedKey, &[&api_key_env]));
             Status::Fail
         }
         // The server answered but has no models listing; chat may still work.

@@ -185,31 +185,26 @@ pub enum CommandError {
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CommandError::Unknown(name) => write!(
-                f,
-                "command: unknown command /{name}; /help lists the commands"
-            ),
-            CommandError::NeedsChat(builtin) => write!(
-                f,
-                "command: /{} needs the interactive chat (a terminal)",
-                builtin.name()
-            ),
+            CommandError::Unknown(name) => {
+                f.write_str(&crate::i18n::trf(Ui::CommandUnknown, &[name]))
+            }
+            CommandError::NeedsChat(builtin) => {
+                f.write_str(&crate::i18n::trf(Ui::CommandNeedsChat, &[&builtin.name()]))
+            }
             CommandError::MissingArguments { missing, usage } => {
                 let command = usage.split(' ').next().unwrap_or(usage);
-                write!(
-                    f,
-                    "command: {command} needs {}; usage: {usage}",
-                    missing.join(", ")
-                )
+                f.write_str(&crate::i18n::trf(
+                    Ui::CommandMissing,
+                    &[&command, &missing.join(", "), usage],
+                ))
             }
             CommandError::ExtraArguments { command, extra } => {
-                write!(f, "command: /{command} takes no arguments; got `{extra}`")
+                f.write_str(&crate::i18n::trf(Ui::CommandExtra, &[command, extra]))
             }
-            CommandError::Prompt { command, source } => write!(
-                f,
-                "command: /{command} failed: {}",
-                source.to_string().trim_start_matches("mcp: ")
-            ),
+            CommandError::Prompt { command, source } => f.write_str(&crate::i18n::trf(
+                Ui::CommandFailed,
+                &[command, &source.to_string().trim_start_matches("mcp: ")],
+            )),
         }
     }
 }

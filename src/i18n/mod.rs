@@ -1,7 +1,8 @@
 //! The message catalog of the user interface: every string the chat, `/help`, the slash
-//! command list and `reasonix doctor` show, in English and Chinese, and which language is in
-//! force. English lives here, next to each key; `zh.rs` holds the Chinese table, and a test
-//! fails when a key has no translation there.
+//! command list, `reasonix doctor` and the browser page show, in English and Chinese, and
+//! which language is in force. English lives here, next to each key; `zh.rs` holds the
+//! Chinese table, and a test fails when a key has no translation there; `page.rs` names the
+//! browser page's share.
 //!
 //! Only what a person reads goes through here. What the model sees (system prompt, tool
 //! descriptions and results) stays English so the prompt cache does not depend on the reader.
@@ -11,6 +12,7 @@
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+pub mod page;
 mod zh;
 
 /// A language the interface speaks.
@@ -43,6 +45,14 @@ impl Lang {
     /// [`Lang::detect`] with the process environment.
     pub fn from_env(setting: Option<&str>) -> Lang {
         Lang::detect(setting, |name| std::env::var(name).ok())
+    }
+
+    /// The language's tag (`en`, `zh`), as the page's `<html lang>` takes it.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
     }
 
     fn is_chinese(tag: &str) -> bool {
@@ -322,6 +332,148 @@ catalog! {
     KeyNoEnvName => "provider `{}` has no api_key_env; name the variable that holds its key in the config",
     KeyMissingLocal => "{} is not set in the environment or {} (fine for a local server without auth)",
     KeyMissing => "{} is not set in the environment or {}; export it or run `reasonix setup --api-key-stdin`",
+    // `/memory`.
+    MemoryTitle => "Memory",
+    MemoryCounts => " · {} active · {} archived",
+    MemorySearch => "search: ",
+    MemorySearchHint => "press / to search",
+    MemoryNoState => "No state directory is configured for this run, so there is no saved memory.",
+    MemoryEmpty => "No saved memory yet. The model saves facts with the remember tool, asking you each time.",
+    MemoryNoMatch => "No fact matches the search.",
+    MemoryArchivedTag => "  [archived]",
+    MemorySearchFooter => "╰─ type to search · enter or ↓ to the list · esc to the list",
+    MemoryListFooter => "╰─ ↑↓ move · enter read · f forget · r restore · / search · esc close",
+    MemoryUpdated => "{} · updated {}",
+    MemoryFactFooter => "╰─ ↑↓ pgup pgdn scroll · esc back · lines {}-{} of {}",
+    MemoryAlreadyArchived => "`{}` is already archived; r restores it",
+    MemoryForgot => "forgot `{}`; archived as {}",
+    MemoryIsActive => "`{}` is active; f forgets it",
+    MemoryRestored => "restored `{}` to the active memory",
+    // `/rewind`.
+    RewindIntro => "The conversation goes back to before the turn you choose.",
+    RewindCompacted => "{} earlier turns were compacted into a digest and cannot be rewound to.",
+    RewindTitle => "Rewind to before which turn?",
+    RewindBackTo => "Back to before turn #{}: {}",
+    RewindAndMore => "  and {} more",
+    RewindFilesRestored => "Files restored:",
+    RewindRemoved => "{} (removed: it did not exist)",
+    RewindSkipped => "Changed but not kept, not restored:",
+    RewindCommands => "Not restorable (commands are not undone):",
+    RewindNoChanges => "No file changes by the agent were recorded since then.",
+    RewindHow => "Rewind how?",
+    RewindConversationOnly => "Rewind the conversation only",
+    RewindAndRestore => "Rewind the conversation and restore files",
+    Cancel => "Cancel",
+    RewindAllCompacted => "nothing to rewind: every turn so far was compacted into a digest",
+    RewindNoTurns => "nothing to rewind: this conversation has no turns yet",
+    Rewound => "rewound the conversation to before turn #{}",
+    RewoundRestoredOne => "; restored 1 file",
+    RewoundRestored => "; restored {} files",
+    RewoundFilesLeft => "; files were left as they are",
+    RewoundTextBack => "; the turn's text is back in the input",
+    NotRestored => "not restored: {}",
+    NotRestoredWhy => "not restored: {} ({})",
+    NotUndone => "not undone: {}",
+    RewindNotRecorded => "snapshots: could not record the rewind ({})",
+    // Goal mode's notices.
+    GoalUnknownFlag => "/goal: unknown flag --{}; use --research or --simple",
+    GoalBuiltin => "/goal: the objective cannot be a built-in command ({})",
+    GoalEmpty => "/goal: the objective is empty",
+    GoalStrategyResearch => "AutoResearch, its state in {}/",
+    GoalStrategyLight => "lightweight",
+    GoalStarted => "goal mode ({}): the model works until it reports the goal complete, at most {} continuation turns per message; esc stops it, /goal clear ends it",
+    GoalAutoresearch => "autoresearch: this message asks for long-horizon research, so it runs as a goal. ",
+    GoalComplete => "goal complete: {}",
+    GoalVerified => "; verified: {}",
+    GoalUnverified => "; unverified: {}",
+    GoalNothingVerified => "the model did not say what it verified",
+    GoalBlocked => "goal blocked: {} (the same blocked state {} times); answer to continue, or /goal clear",
+    GoalLimit => "goal paused after {} continuation turns (the safety limit); send a message to continue, or /goal clear",
+    // Errors and notices of the chat itself.
+    ShellWhileTurn => "a turn is running; run ! commands after it (esc interrupts it)",
+    ShellNoBash => "the bash tool is not available",
+    ShellBlocked => "blocked by the permission policy",
+    ShellNoThread => "could not start the shell thread",
+    ServersLost => "starting the MCP servers failed (an internal error); the chat goes on without them",
+    ServersNoThread => "could not start a thread for the MCP servers; the chat goes on without them",
+    NothingToCompact => "nothing to compact yet",
+    TurnNoThread => "could not start the agent thread",
+    PrepareNoThread => "could not start a thread to prepare the message",
+    TurnLost => "the turn stopped unexpectedly (an internal error); the conversation is saved up to it",
+    AgentUnavailable => "agent compositions are not available in this chat",
+    AgentSwitchBusy => "the chat is still starting MCP servers or has queued messages; choose a composition once it is idle",
+    PersonaUnavailable => "the persona cannot be edited in this chat",
+    AgentBusy => "the agent is busy with a turn; try again when it ends (esc interrupts it)",
+    Compacted => "context {} ({}): {} → {} tokens",
+    TitleTodo => "update the task list",
+    TitlePlan => "propose the plan for review",
+    MoreSubagents => "    … {} more subagents (ctrl-o shows all)",
+    MoreDiffLines => "… {} more diff lines",
+    MoreTableRows => "… {} more table rows",
+    EarlierExchange => "… 1 earlier exchange",
+    EarlierExchanges => "… {} earlier exchanges",
+    MoreToolCalls => "    … {} more tool calls",
+    MoreAnswerLines => "  … {} more lines",
+    NoProgress => "paused: {} rounds went by with nothing completed on the task list and only repeated calls; all work so far is kept, say how to go on",
+    HookRan => "hook {} `{}` {}",
+    CommandUnknown => "command: unknown command /{}; /help lists the commands",
+    CommandNeedsChat => "command: /{} needs the interactive chat (a terminal)",
+    CommandMissing => "command: {} needs {}; usage: {}",
+    CommandExtra => "command: /{} takes no arguments; got `{}`",
+    CommandFailed => "command: /{} failed: {}",
+    ChildQueued => "queued",
+    ChildStopped => "stopped · {}",
+    ChildFacts => " · {} tools · {} tokens · {}",
+    // `reasonix doctor`'s endpoint row.
+    EndpointAnswered => "HTTP {} in {} ms from {}",
+    EndpointModels => ", {} models",
+    EndpointTlsRoots => "; TLS roots: {}",
+    EndpointWantsKey => ": the server wants a key; name its variable in the provider's api_key_env",
+    EndpointRejectedKey => ": the server rejected the key in ${}",
+    // The browser page (`src/serve/page`): `page.rs` maps the page's message ids to these.
+    // Their placeholders are named (`{tool}`), as the page's `t(id, args)` fills them.
+    PageLoginPassword => "Password",
+    PageLoginToken => "Access token",
+    PageLoginSubmit => "Log in",
+    PageLoginWrong => "Wrong password or token.",
+    PageLoginLimited => "Too many attempts; wait a minute and try again.",
+    PageSessionsNew => "New conversation",
+    PageSessionsLive => "Open",
+    PageSessionsStored => "Earlier",
+    PageSessionsUntitled => "(new conversation)",
+    PageComposerPlaceholder => "Ask reasonix… (Enter sends, Shift+Enter for a new line, Esc interrupts)",
+    PageComposerSend => "Send",
+    PageComposerInterrupt => "Interrupt",
+    PageApprovalTitle => "Allow {tool}?",
+    PageApprovalOnce => "Allow once",
+    PageApprovalSession => "Allow for this session",
+    PageApprovalAlways => "Always allow",
+    PageApprovalDeny => "Deny",
+    PageAskTitle => "The agent asks",
+    PageAskAnswer => "Answer",
+    PageAskDismiss => "Dismiss",
+    PagePlanTitle => "Proposed plan",
+    PagePlanApprove => "Approve",
+    PagePlanApproveEdits => "Approve and auto-accept edits",
+    PagePlanKeep => "Keep planning",
+    PagePlanFeedback => "What should change?",
+    PageToolRunning => "running…",
+    PageTurnInterrupted => "Interrupted.",
+    PageTurnError => "The turn failed: {error}",
+    PageServerShutdown => "The server stopped.",
+    PageStatusTokens => "{tokens} tokens",
+    PageStatusCache => "cache {ratio}",
+    PageStatusContext => "context {tokens}",
+    PageStatusCost => "${cost}",
+    PageErrorRequest => "Request failed: {error}",
+    PageModePosture => "Approvals",
+    PageModeAsk => "Ask",
+    PageModeAuto => "Auto",
+    PageModeYolo => "YOLO",
+    PageModePlanning => "Plan mode",
+    PageModeChanged => "Approvals: {posture}",
+    PageModePlanOn => "Plan mode on: the agent researches and proposes a plan first.",
+    PageModePlanOff => "Plan mode off.",
 }
 
 #[cfg(test)]
@@ -341,13 +493,36 @@ mod tests {
         }
     }
 
+    /// The `{}` and `{name}` placeholders of `text`, sorted.
+    fn placeholders(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find('{') {
+            rest = &rest[at..];
+            let end = rest.find('}').map_or(0, |e| e + 1);
+            let name = &rest[..end];
+            if end > 0
+                && name[1..end - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                found.push(name);
+                rest = &rest[end..];
+            } else {
+                rest = &rest[1..];
+            }
+        }
+        found.sort_unstable();
+        found
+    }
+
     #[test]
     fn translations_keep_the_placeholders_of_the_english() {
         for key in Ui::ALL {
             let (en, zh) = (text(Lang::En, *key), text(Lang::Zh, *key));
             assert_eq!(
-                en.matches("{}").count(),
-                zh.matches("{}").count(),
+                placeholders(en),
+                placeholders(zh),
                 "{key:?}: {en:?} / {zh:?}"
             );
         }

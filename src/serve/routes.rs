@@ -99,6 +99,14 @@ impl Router {
                     &json!({"mode": self.auth.mode.name(), "authenticated": self.auth.allowed(request)}),
                 ))
             }
+            // The page's strings in the server's language (the catalog in `src/i18n`); the
+            // login form needs them, so they are served before authentication.
+            ("GET", "/api/messages") => {
+                return respond(Response::json(
+                    200,
+                    &crate::i18n::page::messages(crate::i18n::lang()),
+                ))
+            }
             ("POST", "/api/login") => return respond(self.login(request, peer)),
             ("POST", "/api/logout") => {
                 self.auth.logout(request);
@@ -132,7 +140,12 @@ impl Router {
                     .with("Retry-After", &after.to_string()),
             };
         }
-        Response::new(200, "text/html; charset=utf-8", PAGE)
+        let lang = format!("<html lang=\"{}\">", crate::i18n::lang().tag());
+        Response::new(
+            200,
+            "text/html; charset=utf-8",
+            PAGE.replacen("<html lang=\"en\">", &lang, 1),
+        )
     }
 
     fn login(&self, request: &Request, peer: SocketAddr) -> Response {

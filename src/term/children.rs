@@ -9,6 +9,7 @@ use super::ansi::{Line, Style};
 use super::sanitize::one_row;
 use super::width::truncate;
 use crate::agent::events::{ChildState, Event};
+use crate::i18n::{tr, trf, Ui};
 
 /// Child lines shown per call when not verbose.
 const FOLD_ROWS: usize = 4;
@@ -163,10 +164,7 @@ fn fold(
     if children.len() > rows {
         out.push(
             Line::styled(
-                format!(
-                    "    … {} more subagents (ctrl-o shows all)",
-                    children.len() - rows
-                ),
+                trf(Ui::MoreSubagents, &[&(children.len() - rows)]),
                 Style::Dim,
             )
             .truncated(width),
@@ -178,7 +176,7 @@ fn fold(
 impl Child {
     fn line(&self, now: Instant, width: usize) -> Line {
         let (mark, style, status) = match self.progress {
-            Progress::Queued => ("◦", Style::Dim, "queued".to_string()),
+            Progress::Queued => ("◦", Style::Dim, tr(Ui::ChildQueued).to_string()),
             Progress::Running(started) => (
                 "◆",
                 Style::Accent,
@@ -188,7 +186,7 @@ impl Child {
             Progress::Finished { ok: false, elapsed } => (
                 "✗",
                 Style::Warning,
-                format!("stopped · {}", seconds(elapsed)),
+                trf(Ui::ChildStopped, &[&seconds(elapsed)]),
             ),
         };
         let mut line = Line::styled(format!("  ⎿ {mark} "), style);
@@ -197,10 +195,9 @@ impl Child {
             None => format!("{}", self.task + 1),
         };
         line.push(format!("{name} "), Style::Bold);
-        let facts = format!(
-            " · {} tools · {} tokens · {status}",
-            self.tools,
-            short_count(self.tokens)
+        let facts = trf(
+            Ui::ChildFacts,
+            &[&self.tools, &short_count(self.tokens), &status],
         );
         let room = width.saturating_sub(name.len() + facts.len() + 8);
         line.push(truncate(&one_row(&self.label), room.max(10)), Style::Plain);

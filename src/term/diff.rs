@@ -220,7 +220,7 @@ pub fn render(old: &str, new: &str, width: usize, max_lines: usize) -> Vec<Line>
         let hidden = out.len() - max_lines;
         out.truncate(max_lines);
         out.push(Line::styled(
-            format!("… {hidden} more diff lines"),
+            crate::i18n::trf(crate::i18n::Ui::MoreDiffLines, &[&hidden]),
             Style::Dim,
         ));
     }

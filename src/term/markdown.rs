@@ -97,7 +97,7 @@ impl Markdown {
             let skip = self.table.len().saturating_sub(LIVE_TABLE_ROWS);
             if skip > 0 {
                 out.push(Line::styled(
-                    format!("… {} more table rows", skip),
+                    crate::i18n::trf(crate::i18n::Ui::MoreTableRows, &[&skip]),
                     Style::Dim,
                 ));
             }

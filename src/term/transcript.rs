@@ -252,10 +252,14 @@ impl Transcript {
                 ..
             } => {
                 self.end_blocks();
-                let text = format!(
-                    "context {} ({}): {before_tokens} → {after_tokens} tokens",
-                    tier.as_str(),
-                    trigger.as_str()
+                let text = trf(
+                    Ui::Compacted,
+                    &[
+                        &tier.as_str(),
+                        &trigger.as_str(),
+                        before_tokens,
+                        after_tokens,
+                    ],
                 );
                 self.pending
                     .push(Line::styled(format!("  {text}"), Style::Dim));
@@ -273,13 +277,10 @@ impl Transcript {
                 ..
             } => {
                 if *outcome != "ok" || message.is_some() {
-                    let text = format!(
-                        "hook {event} `{command}` {outcome}{}",
-                        message
-                            .as_ref()
-                            .map(|m| format!(": {m}"))
-                            .unwrap_or_default()
-                    );
+                    let mut text = trf(Ui::HookRan, &[event, command, outcome]);
+                    if let Some(message) = message {
+                        text.push_str(&format!(": {message}"));
+                    }
                     let level = if *outcome == "ok" {
                         NoticeLevel::Info
                     } else {
@@ -590,9 +591,9 @@ pub fn tool_title(name: &str, arguments: &str, room: usize) -> Line {
             Some(path) => format!("{p}  in {path}"),
             None => p,
         }),
-        "todo_write" => Some("update the task list".into()),
+        "todo_write" => Some(tr(Ui::TitleTodo).into()),
         "ask" => get("question"),
-        "exit_plan_mode" => Some("propose the plan for review".into()),
+        "exit_plan_mode" => Some(tr(Ui::TitlePlan).into()),
         _ => match &args {
             Value::Object(map) if !map.is_empty() => Some(args.to_string()),
             _ => None,

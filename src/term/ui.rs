@@ -203,11 +203,11 @@ pub trait Services {
     /// `/agent [ID]`: the composition catalog, or choosing one (`blank`: no prompt yet),
     /// which rebuilds the chat's agent for it.
     fn agent(&mut self, _args: &str, _blank: bool) -> Result<AgentAnswer, String> {
-        Err("agent compositions are not available in this chat".into())
+        Err(crate::i18n::tr(crate::i18n::Ui::AgentUnavailable).into())
     }
     /// `/persona [prefix TEXT | suffix TEXT | clear]`: the user-config persona.
     fn persona(&mut self, _args: &str) -> Result<String, String> {
-        Err("the persona cannot be edited in this chat".into())
+        Err(crate::i18n::tr(crate::i18n::Ui::PersonaUnavailable).into())
     }
 }
 
@@ -479,7 +479,7 @@ impl Chat {
         if self.agent.try_lock().is_err() && !self.agent.is_poisoned() {
             self.transcript.notice(
                 NoticeLevel::Warning,
-                "the agent is busy with a turn; try again when it ends (esc interrupts it)",
+                crate::i18n::tr(crate::i18n::Ui::AgentBusy),
             );
             return None;
         }

@@ -1,67 +1,23 @@
 // The reasonix browser page: login, the conversation list, and one conversation driven by
 // the server's event stream (the same events as `--output-format stream-json`). Plain DOM,
 // no framework, no inline script (the CSP forbids it). Every user-visible string comes from
-// MESSAGES below, keyed by message id, so a translation is one more table.
+// the server's message catalog through t(id, args) (see MESSAGES below).
 "use strict";
 
-const MESSAGES = {
-  en: {
-    "login.password": "Password",
-    "login.token": "Access token",
-    "login.submit": "Log in",
-    "login.wrong": "Wrong password or token.",
-    "login.limited": "Too many attempts; wait a minute and try again.",
-    "sessions.new": "New conversation",
-    "sessions.live": "Open",
-    "sessions.stored": "Earlier",
-    "sessions.untitled": "(new conversation)",
-    "composer.placeholder": "Ask reasonix… (Enter sends, Shift+Enter for a new line, Esc interrupts)",
-    "composer.send": "Send",
-    "composer.interrupt": "Interrupt",
-    "approval.title": "Allow {tool}?",
-    "approval.once": "Allow once",
-    "approval.session": "Allow for this session",
-    "approval.always": "Always allow",
-    "approval.deny": "Deny",
-    "approval.answered": "Answered.",
-    "ask.title": "The agent asks",
-    "ask.answer": "Answer",
-    "ask.dismiss": "Dismiss",
-    "plan.title": "Proposed plan",
-    "plan.approve": "Approve",
-    "plan.approve_edits": "Approve and auto-accept edits",
-    "plan.keep": "Keep planning",
-    "plan.feedback": "What should change?",
-    "tool.running": "running…",
-    "tool.error": "error",
-    "turn.interrupted": "Interrupted.",
-    "turn.error": "The turn failed: {error}",
-    "server.shutdown": "The server stopped.",
-    "status.tokens": "{tokens} tokens",
-    "status.cache": "cache {ratio}",
-    "status.context": "context {tokens}",
-    "status.cost": "${cost}",
-    "error.request": "Request failed: {error}",
-    "mode.posture": "Approvals",
-    "mode.ask": "Ask",
-    "mode.auto": "Auto",
-    "mode.yolo": "YOLO",
-    "mode.planning": "Plan mode",
-    "mode.changed": "Approvals: {posture}",
-    "mode.plan_on": "Plan mode on: the agent researches and proposes a plan first.",
-    "mode.plan_off": "Plan mode off.",
-  },
-};
+// The page's strings, id → text, in the server's language: the message catalog in src/i18n
+// (`page.rs` names the ids), fetched from /api/messages before anything is drawn.
+let MESSAGES = {};
 
-function pickLanguage() {
-  const wanted = (document.documentElement.lang || navigator.language || "en").toLowerCase();
-  return Object.keys(MESSAGES).find((l) => wanted.startsWith(l)) || "en";
+async function loadMessages() {
+  try {
+    const catalog = await api("GET", "/api/messages");
+    MESSAGES = catalog.messages || {};
+    document.documentElement.lang = catalog.lang || "en";
+  } catch (_) { MESSAGES = {}; }
 }
-const LANG = pickLanguage();
 
 function t(id, args) {
-  const table = MESSAGES[LANG] || MESSAGES.en;
-  let text = table[id] !== undefined ? table[id] : MESSAGES.en[id] !== undefined ? MESSAGES.en[id] : id;
+  let text = MESSAGES[id] !== undefined ? MESSAGES[id] : id;
   for (const [key, value] of Object.entries(args || {})) text = text.split("{" + key + "}").join(String(value));
   return text;
 }
@@ -355,7 +311,7 @@ function handle(event) {
       break;
     case "plan_mode":
       $("planning").checked = event.planning;
-      notice(t(event.planning ? "mode.plan_on" : "mode.plan_off"));
+      notice(event.planning ? t("mode.plan_on") : t("mode.plan_off"));
       break;
     case "shutdown": notice(t("server.shutdown")); setRunning(false); break;
     default: break;
@@ -456,6 +412,7 @@ async function showApp() {
 }
 
 async function start() {
+  await loadMessages();
   const auth = await api("GET", "/api/auth");
   labelPage(auth.mode);
   $("login-form").addEventListener("submit", async (e) => {

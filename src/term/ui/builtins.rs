@@ -109,7 +109,7 @@ impl Chat {
         if !args.trim().is_empty() && (self.starting.is_some() || !self.queue.is_empty()) {
             self.transcript.notice(
                 NoticeLevel::Warning,
-                "the chat is still starting MCP servers or has queued messages; choose a composition once it is idle",
+                crate::i18n::tr(crate::i18n::Ui::AgentSwitchBusy),
             );
             return;
         }

@@ -11,6 +11,7 @@ use super::ask_card::AskCard;
 use super::plan_review::PlanCard;
 use super::turn::turn_end;
 use super::{Chat, Modal, Msg};
+use crate::i18n::{tr, Ui};
 use crate::term::keys::{Decoder, Key};
 use crate::term::modal::approval_choices;
 use crate::term::sys::{self, Signal};
@@ -65,9 +66,7 @@ impl Chat {
             Msg::Agent(event) => self.on_agent_event(event),
             Msg::File { id, stage, content } => self.transcript.file_snapshot(&id, stage, content),
             Msg::TurnDone(result) => self.finish_turn(turn_end(result)),
-            Msg::TurnLost => self.finish_turn(TurnEnd::Failed(
-                "the turn stopped unexpectedly (an internal error); the conversation is saved up to it".into(),
-            )),
+            Msg::TurnLost => self.finish_turn(TurnEnd::Failed(tr(Ui::TurnLost).into())),
             Msg::Approval(request, reply) => {
                 let rows = self.screen.height().saturating_sub(14).max(4);
                 let choices = approval_choices(&request, &self.cwd, self.screen.width(), rows);
@@ -76,9 +75,7 @@ impl Chat {
             Msg::Launch(request, reply) => {
                 self.open_modal(Modal::Launch(launch_choices(&request), reply))
             }
-            Msg::Ask(question, reply) => {
-                self.open_modal(Modal::Ask(AskCard::new(question), reply))
-            }
+            Msg::Ask(question, reply) => self.open_modal(Modal::Ask(AskCard::new(question), reply)),
             Msg::PlanReview(plan, reply) => {
                 self.open_modal(Modal::Plan(PlanCard::new(plan), reply))
             }

@@ -19,6 +19,7 @@ use crate::agent::goal::{End, Goal, Turn, BLOCKED_REPEATS};
 use crate::agent::runner::{AgentError, Finish};
 use crate::command::input::{self, Input};
 use crate::command::CommandError;
+use crate::i18n::{tr, trf, Ui};
 
 impl Chat {
     /// `/goal ...`.
@@ -53,9 +54,7 @@ impl Chat {
                 "research" => Choice::Research,
                 "simple" => Choice::Simple,
                 _ => {
-                    self.transcript.error(&format!(
-                        "/goal: unknown flag --{flag}; use --research or --simple"
-                    ));
+                    self.transcript.error(&trf(Ui::GoalUnknownFlag, &[&flag]));
                     return;
                 }
             };
@@ -71,13 +70,11 @@ impl Chat {
             Some(Ok(Input::Message(message))) => message,
             Some(Ok(Input::Builtin(builtin, _))) => {
                 let err = CommandError::NeedsChat(builtin);
-                self.transcript.error(&format!(
-                    "/goal: the objective cannot be a built-in command ({err})"
-                ));
+                self.transcript.error(&trf(Ui::GoalBuiltin, &[&err]));
                 return;
             }
             Some(Err(err)) => return self.transcript.error(&err.to_string()),
-            None => return self.transcript.error("/goal: the objective is empty"),
+            None => return self.transcript.error(tr(Ui::GoalEmpty)),
         };
         let goal = match Goal::start(objective, choice, &self.cwd, SystemTime::now()) {
             Ok(goal) => goal,
@@ -87,17 +84,12 @@ impl Chat {
             return;
         }
         let strategy = match goal.research_dir() {
-            Some(dir) => format!("AutoResearch, its state in {dir}/"),
-            None => "lightweight".into(),
+            Some(dir) => trf(Ui::GoalStrategyResearch, &[&dir]),
+            None => tr(Ui::GoalStrategyLight).into(),
         };
         self.transcript.notice(
             NoticeLevel::Info,
-            &format!(
-                "{why}goal mode ({strategy}): the model works until it reports the goal \
-                 complete, at most {} continuation turns per message; esc stops it, /goal clear \
-                 ends it",
-                goal.limit()
-            ),
+            &format!("{why}{}", trf(Ui::GoalStarted, &[&strategy, &goal.limit()])),
         );
         *lock(&self.goal) = Some(goal);
         // `/goal` itself is already in the transcript; the objective is not shown twice.
@@ -114,11 +106,7 @@ impl Chat {
             return false;
         }
         self.transcript.user_message(typed);
-        self.start_goal(
-            typed,
-            Choice::Research,
-            "autoresearch: this message asks for long-horizon research, so it runs as a goal. ",
-        );
+        self.start_goal(typed, Choice::Research, tr(Ui::GoalAutoresearch));
         true
     }
 
@@ -165,17 +153,17 @@ pub(super) fn run_turn(
     let notice = |level, message: String| Event::Notice { level, message };
     let (open, result) = match ended {
         Ok(End::Complete) => {
-            let mut text = format!("goal complete: {}", report.summary);
+            let mut text = trf(Ui::GoalComplete, &[&report.summary]);
             if !report.verified.is_empty() {
-                text.push_str(&format!("; verified: {}", report.verified.join(", ")));
+                text.push_str(&trf(Ui::GoalVerified, &[&report.verified.join(", ")]));
             }
             let unverified = if report.verified.is_empty() && report.unverified.is_empty() {
-                "the model did not say what it verified".to_string()
+                tr(Ui::GoalNothingVerified).to_string()
             } else {
                 report.unverified.join(", ")
             };
             if !unverified.is_empty() {
-                text.push_str(&format!("; unverified: {unverified}"));
+                text.push_str(&trf(Ui::GoalUnverified, &[&unverified]));
             }
             sink.emit(notice(NoticeLevel::Info, text));
             (false, Ok(Finish::Answered))
@@ -183,22 +171,14 @@ pub(super) fn run_turn(
         Ok(End::Blocked) => {
             sink.emit(notice(
                 NoticeLevel::Warning,
-                format!(
-                    "goal blocked: {} (the same blocked state {BLOCKED_REPEATS} times); answer \
-                     to continue, or /goal clear",
-                    report.reason
-                ),
+                trf(Ui::GoalBlocked, &[&report.reason, &BLOCKED_REPEATS]),
             ));
             (true, Ok(Finish::Answered))
         }
         Ok(End::Limit) => {
             sink.emit(notice(
                 NoticeLevel::Warning,
-                format!(
-                    "goal paused after {} continuation turns (the safety limit); send a message \
-                     to continue, or /goal clear",
-                    active.limit()
-                ),
+                trf(Ui::GoalLimit, &[&active.limit()]),
             ));
             (true, Ok(Finish::Answered))
         }

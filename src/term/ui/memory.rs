@@ -6,6 +6,7 @@
 
 use super::{Chat, Modal};
 use crate::agent::events::NoticeLevel;
+use crate::i18n::{tr, trf, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Key;
 use crate::term::sanitize::{for_display, one_row};
@@ -173,29 +174,26 @@ impl MemoryView {
         let bar = || Line::styled("│ ", Style::Frame);
         let (active, archived) = self.counts;
         let mut top = Line::styled("╭─ ", Style::Frame);
-        top.push("Memory", Style::Bold);
-        top.push(
-            format!(" · {active} active · {archived} archived"),
-            Style::Dim,
-        );
+        top.push(tr(Ui::MemoryTitle), Style::Bold);
+        top.push(trf(Ui::MemoryCounts, &[&active, &archived]), Style::Dim);
         let mut out = vec![top];
         let mut search = bar();
-        search.push("search: ", Style::Dim);
+        search.push(tr(Ui::MemorySearch), Style::Dim);
         match (&self.focus, self.query.is_empty()) {
             (Focus::Search, _) => {
                 search.push(one_row(&self.query), Style::Plain);
                 search.push("▏", Style::Accent);
             }
-            (_, true) => search.push("press / to search", Style::Dim),
+            (_, true) => search.push(tr(Ui::MemorySearchHint), Style::Dim),
             (_, false) => search.push(one_row(&self.query), Style::Plain),
         }
         out.push(search.truncated(width));
         out.push(bar());
         if self.facts.is_empty() {
             let text = match (&self.store, active + archived == 0) {
-                (None, _) => "No state directory is configured for this run, so there is no saved memory.",
-                (Some(_), true) => "No saved memory yet. The model saves facts with the remember tool, asking you each time.",
-                (Some(_), false) => "No fact matches the search.",
+                (None, _) => tr(Ui::MemoryNoState),
+                (Some(_), true) => tr(Ui::MemoryEmpty),
+                (Some(_), false) => tr(Ui::MemoryNoMatch),
             };
             let mut line = bar();
             line.push(text, Style::Dim);
@@ -220,7 +218,7 @@ impl MemoryView {
             };
             row.push(format!("{:<name_width$}", one_row(&fact.name)), style);
             if !fact.is_active() {
-                row.push("  [archived]", Style::Warning);
+                row.push(tr(Ui::MemoryArchivedTag), Style::Warning);
             }
             row.push(format!("  {}", day(&fact.updated)), Style::Dim);
             row.push(format!("  {}", one_row(&fact.description)), Style::Plain);
@@ -236,8 +234,8 @@ impl MemoryView {
             out.push(line.truncated(width));
         }
         let hint = match self.focus {
-            Focus::Search => "╰─ type to search · enter or ↓ to the list · esc to the list",
-            _ => "╰─ ↑↓ move · enter read · f forget · r restore · / search · esc close",
+            Focus::Search => tr(Ui::MemorySearchFooter),
+            _ => tr(Ui::MemoryListFooter),
         };
         out.push(Line::styled(hint, Style::Frame).truncated(width));
         out
@@ -247,18 +245,17 @@ impl MemoryView {
 /// One fact, read-only: a header, then its content wrapped and scrolled.
 fn render_fact(fact: &Fact, scroll: usize, width: usize, rows: usize) -> Vec<Line> {
     let bar = || Line::styled("│ ", Style::Frame);
-    let mut top = Line::styled("╭─ Memory › ", Style::Frame);
+    let mut top = Line::styled(format!("╭─ {} › ", tr(Ui::MemoryTitle)), Style::Frame);
     top.push(one_row(&fact.name), Style::Bold);
     if !fact.is_active() {
-        top.push("  [archived]", Style::Warning);
+        top.push(tr(Ui::MemoryArchivedTag), Style::Warning);
     }
     let mut out = vec![top.truncated(width)];
     let mut about = bar();
     about.push(
-        format!(
-            "{} · updated {}",
-            one_row(&fact.description),
-            one_row(&fact.updated)
+        trf(
+            Ui::MemoryUpdated,
+            &[&one_row(&fact.description), &one_row(&fact.updated)],
         ),
         Style::Dim,
     );
@@ -277,10 +274,9 @@ fn render_fact(fact: &Fact, scroll: usize, width: usize, rows: usize) -> Vec<Lin
     let shown = (scroll + rows).min(body.len());
     out.push(
         Line::styled(
-            format!(
-                "╰─ ↑↓ pgup pgdn scroll · esc back · lines {}-{shown} of {}",
-                (scroll + 1).min(shown),
-                body.len()
+            trf(
+                Ui::MemoryFactFooter,
+                &[&(scroll + 1).min(shown), &shown, &body.len()],
             ),
             Style::Frame,
         )
@@ -298,18 +294,21 @@ fn forget(store: &Store, fact: &Fact) -> (NoticeLevel, String) {
     if !fact.is_active() {
         return (
             NoticeLevel::Warning,
-            format!("`{}` is already archived; r restores it", fact.name),
+            trf(Ui::MemoryAlreadyArchived, &[&fact.name]),
         );
     }
     match store.forget(&fact.name) {
         Ok(path) => (
             NoticeLevel::Info,
-            format!(
-                "forgot `{}`; archived as {}",
-                fact.name,
-                path.file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default()
+            trf(
+                Ui::MemoryForgot,
+                &[
+                    &fact.name,
+                    &path
+                        .file_name()
+                        .map(|n| n.to_string_lossy())
+                        .unwrap_or_default(),
+                ],
             ),
         ),
         Err(err) => (NoticeLevel::Warning, err.to_string()),
@@ -318,16 +317,10 @@ fn forget(store: &Store, fact: &Fact) -> (NoticeLevel, String) {
 
 fn restore(store: &Store, fact: &Fact) -> (NoticeLevel, String) {
     let Some(file) = &fact.archived else {
-        return (
-            NoticeLevel::Warning,
-            format!("`{}` is active; f forgets it", fact.name),
-        );
+        return (NoticeLevel::Warning, trf(Ui::MemoryIsActive, &[&fact.name]));
     };
     match store.restore(file) {
-        Ok(fact) => (
-            NoticeLevel::Info,
-            format!("restored `{}` to the active memory", fact.name),
-        ),
+        Ok(fact) => (NoticeLevel::Info, trf(Ui::MemoryRestored, &[&fact.name])),
         Err(err) => (NoticeLevel::Warning, err.to_string()),
     }
 }

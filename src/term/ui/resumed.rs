@@ -3,6 +3,7 @@
 //! message, one line per tool call and the first rows of the final answer. The text comes
 //! from the session file, so it is sanitized like live model output.
 
+use crate::i18n::{tr, trf, Ui};
 use crate::provider::{Message, Role};
 use crate::term::ansi::{Line, Style};
 use crate::term::markdown::Markdown;
@@ -28,11 +29,12 @@ pub(super) fn last_exchanges(messages: &[Message], width: usize) -> Vec<Line> {
     let first = starts.len().saturating_sub(EXCHANGES);
     let mut out = Vec::new();
     if first > 0 {
-        let plural = if first == 1 { "" } else { "s" };
-        out.push(Line::styled(
-            format!("… {first} earlier exchange{plural}"),
-            Style::Dim,
-        ));
+        let text = if first == 1 {
+            tr(Ui::EarlierExchange).to_string()
+        } else {
+            trf(Ui::EarlierExchanges, &[&first])
+        };
+        out.push(Line::styled(text, Style::Dim));
         out.push(Line::new());
     }
     for (k, &start) in starts.iter().enumerate().skip(first) {
@@ -67,7 +69,7 @@ fn exchange(messages: &[Message], width: usize, out: &mut Vec<Line>) {
     }
     if calls.len() > TOOL_LINES {
         out.push(Line::styled(
-            format!("    … {} more tool calls", calls.len() - TOOL_LINES),
+            trf(Ui::MoreToolCalls, &[&(calls.len() - TOOL_LINES)]),
             Style::Dim,
         ));
     }
@@ -85,7 +87,7 @@ fn exchange(messages: &[Message], width: usize, out: &mut Vec<Line>) {
         let more = rows.len().saturating_sub(ANSWER_ROWS);
         out.extend(rows.into_iter().take(ANSWER_ROWS));
         if more > 0 {
-            out.push(Line::styled(format!("  … {more} more lines"), Style::Dim));
+            out.push(Line::styled(trf(Ui::MoreAnswerLines, &[&more]), Style::Dim));
         }
     }
 }

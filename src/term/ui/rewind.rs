@@ -10,6 +10,7 @@ use super::{Chat, Modal};
 use crate::agent::events::NoticeLevel;
 use crate::agent::session::{self, UserTurn};
 use crate::agent::snapshots::{self, Plan, Store};
+use crate::i18n::{tr, trf, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Key;
 use crate::term::modal::{Choice, Choices, Outcome};
@@ -68,15 +69,10 @@ impl Rewind {
                 value: Some(i),
             })
             .collect();
-        let mut body = vec![Line::styled(
-            "The conversation goes back to before the turn you choose.",
-            Style::Dim,
-        )];
+        let mut body = vec![Line::styled(tr(Ui::RewindIntro), Style::Dim)];
         if compacted > 0 {
             body.push(Line::styled(
-                format!(
-                    "{compacted} earlier turns were compacted into a digest and cannot be rewound to."
-                ),
+                trf(Ui::RewindCompacted, &[&compacted]),
                 Style::Dim,
             ));
         }
@@ -84,7 +80,7 @@ impl Rewind {
             turns,
             store,
             stage: Stage::Turn(Choices {
-                title: "Rewind to before which turn?".into(),
+                title: tr(Ui::RewindTitle).into(),
                 body,
                 items,
                 selected: 0,
@@ -132,10 +128,12 @@ impl Rewind {
 /// The second question, with what restoring would do.
 fn how_choices(turn: &UserTurn, plan: &Plan, cwd: &Path) -> Choices<How> {
     let shown = |path: &Path| one_row(&path.strip_prefix(cwd).unwrap_or(path).to_string_lossy());
-    let mut body = vec![Line::plain(format!(
-        "Back to before turn #{}: {}",
-        turn.number,
-        one_row(turn.text.lines().next().unwrap_or(""))
+    let mut body = vec![Line::plain(trf(
+        Ui::RewindBackTo,
+        &[
+            &turn.number,
+            &one_row(turn.text.lines().next().unwrap_or("")),
+        ],
     ))];
     let mut section = |title: &str, rows: Vec<String>, style: Style| {
         if rows.is_empty() {
@@ -147,24 +145,24 @@ fn how_choices(turn: &UserTurn, plan: &Plan, cwd: &Path) -> Choices<How> {
         }
         if rows.len() > LIST_ROWS {
             body.push(Line::styled(
-                format!("  and {} more", rows.len() - LIST_ROWS),
+                trf(Ui::RewindAndMore, &[&(rows.len() - LIST_ROWS)]),
                 Style::Dim,
             ));
         }
     };
     section(
-        "Files restored:",
+        tr(Ui::RewindFilesRestored),
         plan.restore
             .iter()
             .map(|(path, blob)| match blob {
                 Some(_) => shown(path),
-                None => format!("{} (removed: it did not exist)", shown(path)),
+                None => trf(Ui::RewindRemoved, &[&shown(path)]),
             })
             .collect(),
         Style::Plain,
     );
     section(
-        "Changed but not kept, not restored:",
+        tr(Ui::RewindSkipped),
         plan.skipped
             .iter()
             .map(|(path, why)| format!("{} ({})", shown(path), one_row(why)))
@@ -172,32 +170,29 @@ fn how_choices(turn: &UserTurn, plan: &Plan, cwd: &Path) -> Choices<How> {
         Style::Warning,
     );
     section(
-        "Not restorable (commands are not undone):",
+        tr(Ui::RewindCommands),
         plan.commands.iter().map(|c| one_row(c)).collect(),
         Style::Warning,
     );
     if plan == &Plan::default() {
-        body.push(Line::styled(
-            "No file changes by the agent were recorded since then.",
-            Style::Dim,
-        ));
+        body.push(Line::styled(tr(Ui::RewindNoChanges), Style::Dim));
     }
     Choices {
-        title: "Rewind how?".into(),
+        title: tr(Ui::RewindHow).into(),
         body,
         items: vec![
             Choice {
-                label: "Rewind the conversation only".into(),
+                label: tr(Ui::RewindConversationOnly).into(),
                 key: Some('c'),
                 value: How::Conversation,
             },
             Choice {
-                label: "Rewind the conversation and restore files".into(),
+                label: tr(Ui::RewindAndRestore).into(),
                 key: Some('f'),
                 value: How::Files,
             },
             Choice {
-                label: "Cancel".into(),
+                label: tr(Ui::Cancel).into(),
                 key: None,
                 value: How::Cancel,
             },
@@ -220,9 +215,9 @@ impl Chat {
         drop(agent);
         if turns.is_empty() {
             let why = if total > 0 {
-                "nothing to rewind: every turn so far was compacted into a digest"
+                tr(Ui::RewindAllCompacted)
             } else {
-                "nothing to rewind: this conversation has no turns yet"
+                tr(Ui::RewindNoTurns)
             };
             self.transcript.notice(NoticeLevel::Info, why);
             return;
@@ -281,36 +276,37 @@ impl Chat {
             self.transcript.error(&err.to_string());
             return;
         }
-        let mut notice = format!("rewound the conversation to before turn #{}", turn.number);
+        let mut notice = trf(Ui::Rewound, &[&turn.number]);
         let mut warnings = Vec::new();
         match (&restore, &store) {
             (Some(plan), Some(store)) => {
                 let problems = store.restore(plan, &self.ctx);
                 let restored = plan.restore.len() - problems.len();
-                notice.push_str(&format!(
-                    "; restored {restored} file{}",
-                    if restored == 1 { "" } else { "s" }
-                ));
-                warnings.extend(problems.iter().map(|p| format!("not restored: {p}")));
+                notice.push_str(&if restored == 1 {
+                    tr(Ui::RewoundRestoredOne).to_string()
+                } else {
+                    trf(Ui::RewoundRestored, &[&restored])
+                });
+                warnings.extend(problems.iter().map(|p| trf(Ui::NotRestored, &[p])));
                 warnings.extend(
                     plan.skipped
                         .iter()
-                        .map(|(path, why)| format!("not restored: {} ({why})", path.display())),
+                        .map(|(path, why)| trf(Ui::NotRestoredWhy, &[&path.display(), why])),
                 );
                 if !plan.commands.is_empty() {
                     let commands: Vec<String> =
                         plan.commands.iter().map(|c| format!("`{c}`")).collect();
-                    warnings.push(format!("not undone: {}", commands.join(", ")));
+                    warnings.push(trf(Ui::NotUndone, &[&commands.join(", ")]));
                 }
             }
-            _ => notice.push_str("; files were left as they are"),
+            _ => notice.push_str(tr(Ui::RewoundFilesLeft)),
         }
         // The store learns of the rewind too, so the next turn, which reuses the number, is
         // not mistaken for the one it replaces.
         if let Some(Err(err)) = store.map(|store| store.rewound(turn.number)) {
-            warnings.push(format!("snapshots: could not record the rewind ({err})"));
+            warnings.push(trf(Ui::RewindNotRecorded, &[&err]));
         }
-        notice.push_str("; the turn's text is back in the input");
+        notice.push_str(tr(Ui::RewoundTextBack));
         self.interrupted = false;
         self.editor.set_text(&turn.text);
         self.transcript.notice(NoticeLevel::Info, &notice);

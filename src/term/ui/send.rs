@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::{builtins, Chat, Msg, Pending, Prepared};
 use crate::agent::events::NoticeLevel;
+use crate::i18n::{tr, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::sanitize::one_row;
 
@@ -53,8 +54,7 @@ impl Chat {
             });
         if spawned.is_err() {
             self.preparing = None;
-            self.transcript
-                .error("could not start a thread to prepare the message");
+            self.transcript.error(tr(Ui::PrepareNoThread));
         }
     }
 

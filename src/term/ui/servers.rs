@@ -8,6 +8,7 @@ use super::{Chat, LostGuard, Msg, Started, Startup};
 use crate::agent::events::NoticeLevel;
 use crate::agent::runner::Agent;
 use crate::command::{self as commands, Catalog};
+use crate::i18n::{tr, Ui};
 
 impl Chat {
     /// Server logs and progress: progress is shown when it says something new or finishes,
@@ -50,22 +51,15 @@ impl Chat {
         let spawned = std::thread::Builder::new()
             .name("mcp-startup".into())
             .spawn(move || {
-                let mut guard = LostGuard::new(
-                    tx.clone(),
-                    Msg::Started(Err(
-                        "starting the MCP servers failed (an internal error); the chat goes on without them"
-                            .into(),
-                    )),
-                );
+                let mut guard =
+                    LostGuard::new(tx.clone(), Msg::Started(Err(tr(Ui::ServersLost).into())));
                 let started = startup();
                 guard.done();
                 let _ = tx.send(Msg::Started(Ok(started)));
             });
         match spawned {
             Ok(_) => self.starting = Some(Instant::now()),
-            Err(_) => self.transcript.error(
-                "could not start a thread for the MCP servers; the chat goes on without them",
-            ),
+            Err(_) => self.transcript.error(tr(Ui::ServersNoThread)),
         }
     }
 

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{Chat, Msg};
 use crate::agent::events::NoticeLevel;
 use crate::cancel::CancelToken;
+use crate::i18n::{tr, Ui};
 use crate::permission::Gate;
 use crate::term::ansi::{Line, Style};
 use crate::term::sanitize::one_row;
@@ -26,10 +27,8 @@ impl Chat {
         echo.push(one_row(&command), Style::Bold);
         self.transcript.push_line(echo);
         if self.busy() {
-            self.transcript.notice(
-                NoticeLevel::Warning,
-                "a turn is running; run ! commands after it (esc interrupts it)",
-            );
+            self.transcript
+                .notice(NoticeLevel::Warning, tr(Ui::ShellWhileTurn));
             return;
         }
         let cancel = CancelToken::new();
@@ -46,7 +45,7 @@ impl Chat {
                     .into_iter()
                     .find(|t| t.name() == "bash");
                 let result = match bash {
-                    None => Err("the bash tool is not available".into()),
+                    None => Err(tr(Ui::ShellNoBash).into()),
                     Some(tool) => {
                         // Judged as the bash tool is, so every `Bash(...)` rule applies.
                         let verdict = gate.check_declared("bash", tool.profile(), &args);
@@ -55,7 +54,7 @@ impl Chat {
                         } else {
                             Err(verdict
                                 .message
-                                .unwrap_or_else(|| "blocked by the permission policy".into()))
+                                .unwrap_or_else(|| tr(Ui::ShellBlocked).into()))
                         }
                     }
                 };
@@ -63,7 +62,7 @@ impl Chat {
             });
         match spawned {
             Ok(_) => self.shell = Some((cancel, Instant::now(), shown)),
-            Err(_) => self.transcript.error("could not start the shell thread"),
+            Err(_) => self.transcript.error(tr(Ui::ShellNoThread)),
         }
     }
 

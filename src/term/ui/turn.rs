@@ -12,6 +12,7 @@ use super::servers::tool_names;
 use super::{Chat, LostGuard, Msg, Turn, Work};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{AgentError, Finish};
+use crate::i18n::{tr, Ui};
 use crate::term::transcript::{edited_path, Snapshot, TurnEnd};
 
 /// Edit snapshots larger than this are not taken (no diff is shown).
@@ -61,7 +62,7 @@ impl Chat {
                         if !folded {
                             sink.emit(Event::Notice {
                                 level: NoticeLevel::Info,
-                                message: "nothing to compact yet".into(),
+                                message: tr(Ui::NothingToCompact).into(),
                             });
                         }
                         Finish::Answered
@@ -78,7 +79,7 @@ impl Chat {
                     started: Instant::now(),
                 });
             }
-            Err(_) => self.transcript.error("could not start the agent thread"),
+            Err(_) => self.transcript.error(tr(Ui::TurnNoThread)),
         }
     }
 
@@ -189,10 +190,9 @@ pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
     match result {
         Ok(Finish::Answered) | Ok(Finish::Plan(_)) => TurnEnd::Answered,
         Ok(Finish::StepLimit) => TurnEnd::StepLimit,
-        Ok(Finish::NoProgress) => TurnEnd::Failed(format!(
-            "paused: {} rounds went by with nothing completed on the task list and only repeated \
-             calls; all work so far is kept, say how to go on",
-            crate::agent::progress::PAUSE_AFTER
+        Ok(Finish::NoProgress) => TurnEnd::Failed(crate::i18n::trf(
+            Ui::NoProgress,
+            &[&crate::agent::progress::PAUSE_AFTER],
         )),
         Err(AgentError::Interrupted) => TurnEnd::Interrupted,
         Err(err) => TurnEnd::Failed(err.to_string()),
