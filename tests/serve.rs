@@ -982,6 +982,18 @@ fn a_blank_session_binds_a_composition_and_is_locked_after_its_first_prompt() {
     assert_eq!(bound["agentComposition"]["id"], "user:reader", "{bound}");
     assert_eq!(bound["agentComposition"]["revision"], 1, "{bound}");
     let id = bound["session"]["id"].as_str().unwrap().to_string();
+    assert_ne!(id, blank);
+    // The blank session was replaced: closed, and its file (only a system prompt) removed.
+    assert_eq!(get(&server, &format!("/api/sessions/{blank}")).status, 404);
+    let files = crate::util::session_files(&server._home);
+    assert!(
+        !files.iter().any(|f| f.to_string_lossy().contains(&blank)),
+        "{files:?}"
+    );
+    assert!(
+        files.iter().any(|f| f.to_string_lossy().contains(&id)),
+        "{files:?}"
+    );
     let mut events = Events::open(&server, &id);
     prompt(&server, &mut events, &id, "read something");
     assert_eq!(offered_tools(&fake, 0), vec!["read_file".to_string()]);
@@ -1156,4 +1168,22 @@ fn slash_commands_typed_in_the_page_run_on_the_server_and_never_reach_the_model(
     let compact = command_event(&mut events, "compact");
     assert_eq!(compact["text"], "nothing to compact yet", "{compact}");
     assert_eq!(events.until("turn_end").pop().unwrap()["outcome"], "done");
+    // `/clear` closes this conversation and deletes its file; the first one stays.
+    let cleared = post(
+        &server,
+        &format!("/api/sessions/{next}/messages"),
+        json!({"text": "/clear"}),
+    );
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    let after = cleared.json()["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(after, next);
+    assert_eq!(get(&server, &format!("/api/sessions/{next}")).status, 404);
+    assert_eq!(get(&server, &format!("/api/sessions/{id}")).status, 200);
+    assert_eq!(
+        get(&server, &format!("/api/sessions/{after}")).json()["model"],
+        "other/other-model"
+    );
 }
