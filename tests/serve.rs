@@ -589,7 +589,7 @@ fn browser_end_to_end() {
     ]);
     let server = start(
         &fake,
-        "",
+        &second_model(&fake),
         &["--auth", "password", "--password", "s3cret pass"],
     );
     let shot = server.work.join("serve-e2e.png");
@@ -610,6 +610,16 @@ fn browser_end_to_end() {
         std::fs::metadata(&shot).unwrap().len() > 1000,
         "a screenshot was taken"
     );
+    // `/help` reached no model; the turn after the picker went to the other model.
+    let requests = fake.requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "{:?}",
+        requests.iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    assert_eq!(requests[2].body["model"], "fake-model");
+    assert_eq!(requests[3].body["model"], "other-model");
     if let Some(dir) = std::env::var_os("REASONIX_BROWSER_SCREENSHOT_DIR") {
         let _ = std::fs::copy(&shot, std::path::Path::new(&dir).join("serve-e2e.png"));
     }
@@ -713,4 +723,467 @@ fn a_stored_session_resumes_after_a_restart() {
     // The second request carried the first turn.
     let last = &fake.requests()[1].body;
     assert!(last.to_string().contains("remember me"), "{last}");
+}
+
+fn get(server: &Server, path: &str) -> Response {
+    request(server.addr, "GET", path, &[], "")
+}
+
+fn delete(server: &Server, path: &str) -> Response {
+    let origin = origin(server);
+    request(server.addr, "DELETE", path, &[("Origin", &origin)], "")
+}
+
+/// The tool names the model was offered in request `n`.
+fn offered_tools(fake: &FakeOpenAI, n: usize) -> Vec<String> {
+    let body = &fake.requests()[n].body;
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The text of the last user message of request `n`.
+fn last_user_text(fake: &FakeOpenAI, n: usize) -> String {
+    let body = &fake.requests()[n].body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+/// Sends `text` to a session and returns the events of its turn.
+fn prompt(server: &Server, events: &mut Events, id: &str, text: &str) -> Vec<Value> {
+    let sent = post(
+        server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({ "text": text }),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    events.until("turn_end")
+}
+
+fn example_server() -> &'static str {
+    env!("CARGO_BIN_EXE_reasonix-plugin-example")
+}
+
+#[test]
+fn serve_sessions_get_the_user_s_mcp_servers_and_never_launch_ungranted_project_ones() {
+    let fake = FakeOpenAI::start(vec![Reply::text("with tools")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let plugin = format!(
+        "[[plugins]]\nname = \"mine\"\ncommand = {}\nargs = []\n",
+        serde_json::to_string(example_server()).unwrap()
+    );
+    use_fake_provider(&home, &fake.base_url(), &plugin);
+    work.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": {"command": example_server(), "args": []}}}).to_string(),
+    );
+    let server = start_in(home, work, &[]);
+    let id = new_session(&server);
+    let status = get(&server, &format!("/api/sessions/{id}/mcp")).json();
+    let servers = status["servers"].as_array().expect("servers");
+    let find = |name: &str| {
+        servers
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+            .clone()
+    };
+    assert_eq!(find("mine")["state"], "connected", "{status}");
+    assert!(
+        find("mine")["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__mine__echo"),
+        "{status}"
+    );
+    assert_eq!(find("proj")["state"], "skipped", "{status}");
+    // The server-wide route reports the declared servers and this session's view of them.
+    let overall = get(&server, "/api/mcp").json();
+    assert!(
+        overall["servers"].to_string().contains("\"proj\""),
+        "{overall}"
+    );
+    assert!(
+        overall["sessions"][0]["servers"]
+            .to_string()
+            .contains("connected"),
+        "{overall}"
+    );
+    let mut events = Events::open(&server, &id);
+    prompt(&server, &mut events, &id, "use your tools");
+    let tools = offered_tools(&fake, 0);
+    assert!(tools.iter().any(|t| t == "mcp__mine__echo"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__proj__")),
+        "{tools:?}"
+    );
+}
+
+#[test]
+fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    let catalog = get(&server, "/api/agent-presets");
+    assert_eq!(catalog.status, 200, "{}", catalog.body);
+    let catalog = catalog.json();
+    let ids: Vec<&str> = catalog["presets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"builtin:general") && ids.contains(&"builtin:minimal"),
+        "{catalog}"
+    );
+    assert!(
+        catalog["modules"]["tools"]
+            .to_string()
+            .contains("read_file"),
+        "{catalog}"
+    );
+
+    let definition =
+        json!({"schemaVersion": 1, "name": "Reader", "modules": {"tools": ["read_file"]}});
+    let created = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "user:reader", "definition": definition, "expectedRevision": null}),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.json()["revision"], 1);
+    let again = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "user:reader", "definition": definition, "expectedRevision": null}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(again.json()["code"], "agent_composition.conflict");
+    let shown = get(&server, "/api/agent-presets/user:reader").json();
+    assert_eq!(shown["revision"], 1, "{shown}");
+    assert_eq!(shown["definition"]["name"], "Reader", "{shown}");
+    let edited = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "user:reader", "definition": {"schemaVersion": 1, "name": "Reader 2",
+               "modules": {"tools": ["read_file"]}}, "expectedRevision": 1}),
+    );
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(edited.json()["revision"], 2);
+
+    let builtin = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "builtin:minimal", "definition": definition, "expectedRevision": 1}),
+    );
+    assert_eq!(builtin.status, 403, "{}", builtin.body);
+    assert_eq!(builtin.json()["code"], "agent_composition.read_only");
+    // The authority table: a project definition cannot set an MCP launch.
+    let project = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "project:launcher", "expectedRevision": null, "definition":
+               {"schemaVersion": 1, "name": "L", "mcp": {"x": {"args": ["--evil"]}}}}),
+    );
+    assert_eq!(project.status, 400, "{}", project.body);
+    assert_eq!(project.json()["code"], "agent_composition.invalid");
+    assert!(!server
+        .work
+        .join(".reasonix/agent-presets/definitions/launcher.json")
+        .exists());
+    let bad = get(&server, "/api/agent-presets/nonsense");
+    assert_eq!(
+        bad.json()["code"],
+        "agent_composition.invalid",
+        "{}",
+        bad.body
+    );
+
+    let exported = get(&server, "/api/agent-presets/user:reader/export");
+    assert_eq!(exported.status, 200);
+    assert_eq!(exported.json()["name"], "Reader 2", "{}", exported.body);
+    let preview = post(
+        &server,
+        "/api/agent-presets/import",
+        json!({"content": json!({"schemaVersion": 1, "name": "P", "modules": {"skills": ["nope"]}}).to_string()}),
+    );
+    assert_eq!(preview.status, 200, "{}", preview.body);
+    assert!(
+        preview.json()["diagnostics"].to_string().contains("nope"),
+        "{}",
+        preview.body
+    );
+    assert_eq!(
+        post(
+            &server,
+            "/api/agent-presets/default",
+            json!({"id": "user:reader"})
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        get(&server, "/api/agent-presets").json()["default"],
+        "user:reader"
+    );
+
+    let stale = delete(&server, "/api/agent-presets/user:reader?revision=1");
+    assert_eq!(
+        stale.json()["code"],
+        "agent_composition.conflict",
+        "{}",
+        stale.body
+    );
+    assert_eq!(
+        delete(&server, "/api/agent-presets/user:reader?revision=2").status,
+        200
+    );
+    let gone = get(&server, "/api/agent-presets/user:reader");
+    assert_eq!(gone.status, 404);
+    assert_eq!(gone.json()["code"], "agent_composition.not_found");
+}
+
+#[test]
+fn a_blank_session_binds_a_composition_and_is_locked_after_its_first_prompt() {
+    let fake = FakeOpenAI::start(vec![Reply::text("bound answer"), Reply::text("second")]);
+    let server = start(&fake, "", &[]);
+    let saved = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "user:reader", "expectedRevision": null,
+               "definition": {"schemaVersion": 1, "name": "Reader", "modules": {"tools": ["read_file"]}}}),
+    );
+    assert_eq!(saved.status, 201, "{}", saved.body);
+    let blank = new_session(&server);
+    let binding = get(&server, &format!("/api/sessions/{blank}/agent-composition")).json();
+    assert_eq!(binding["id"], "builtin:general", "{binding}");
+    assert_eq!(binding["locked"], false, "{binding}");
+    let bound = post(
+        &server,
+        &format!("/api/sessions/{blank}/agent-composition"),
+        json!({"id": "user:reader"}),
+    );
+    assert_eq!(bound.status, 200, "{}", bound.body);
+    let bound = bound.json();
+    assert_eq!(bound["agentComposition"]["id"], "user:reader", "{bound}");
+    assert_eq!(bound["agentComposition"]["revision"], 1, "{bound}");
+    let id = bound["session"]["id"].as_str().unwrap().to_string();
+    assert_ne!(id, blank);
+    // The blank session was replaced: closed, and its file (only a system prompt) removed.
+    assert_eq!(get(&server, &format!("/api/sessions/{blank}")).status, 404);
+    let files = crate::util::session_files(&server._home);
+    assert!(
+        !files.iter().any(|f| f.to_string_lossy().contains(&blank)),
+        "{files:?}"
+    );
+    assert!(
+        files.iter().any(|f| f.to_string_lossy().contains(&id)),
+        "{files:?}"
+    );
+    let mut events = Events::open(&server, &id);
+    prompt(&server, &mut events, &id, "read something");
+    assert_eq!(offered_tools(&fake, 0), vec!["read_file".to_string()]);
+    let binding = get(&server, &format!("/api/sessions/{id}/agent-composition")).json();
+    assert_eq!(binding["id"], "user:reader", "{binding}");
+    assert_eq!(binding["locked"], true, "{binding}");
+    let refused = post(
+        &server,
+        &format!("/api/sessions/{id}/agent-composition"),
+        json!({"id": "builtin:general"}),
+    );
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["code"], "agent_composition.locked");
+    // A new session can be created bound, like `--agent-composition`.
+    let created = post(
+        &server,
+        "/api/sessions",
+        json!({"agentComposition": "user:reader"}),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.json()["agentComposition"]["id"], "user:reader");
+    let missing = post(
+        &server,
+        "/api/sessions",
+        json!({"agentComposition": "user:nope"}),
+    );
+    assert_eq!(
+        missing.json()["code"],
+        "agent_composition.not_found",
+        "{}",
+        missing.body
+    );
+}
+
+/// The next `command` event of built-in `name`.
+fn command_event(events: &mut Events, name: &str) -> Value {
+    loop {
+        let event = events.until("command").pop().unwrap();
+        if event["command"] == name {
+            return event;
+        }
+    }
+}
+
+/// A second provider on the same fake server, so there are two models to pick from.
+fn second_model(fake: &FakeOpenAI) -> String {
+    format!(
+        "[[providers]]\nname = \"other\"\nbase_url = \"{}\"\nmodel = \"other-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n",
+        fake.base_url()
+    )
+}
+
+#[test]
+fn the_page_lists_the_models_and_switches_a_session_s_model_for_the_next_turn() {
+    let fake = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let server = start(&fake, &second_model(&fake), &[]);
+    let models = get(&server, "/api/models").json();
+    assert_eq!(models["current"], "fake/fake-model", "{models}");
+    assert!(
+        models["models"].to_string().contains("other/other-model"),
+        "{models}"
+    );
+    let id = new_session(&server);
+    assert_eq!(
+        get(&server, &format!("/api/sessions/{id}")).json()["model"],
+        "fake/fake-model"
+    );
+    let mut events = Events::open(&server, &id);
+    prompt(&server, &mut events, &id, "first");
+    let unknown = post(
+        &server,
+        &format!("/api/sessions/{id}/model"),
+        json!({"model": "nope/x"}),
+    );
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    let switched = post(
+        &server,
+        &format!("/api/sessions/{id}/model"),
+        json!({"model": "other/other-model"}),
+    );
+    assert_eq!(switched.status, 200, "{}", switched.body);
+    assert_eq!(
+        events.until("model").last().unwrap()["model"],
+        "other/other-model"
+    );
+    prompt(&server, &mut events, &id, "second");
+    let requests = fake.requests();
+    assert_eq!(requests[0].body["model"], "fake-model");
+    assert_eq!(requests[1].body["model"], "other-model");
+    assert_eq!(
+        get(&server, &format!("/api/sessions/{id}")).json()["model"],
+        "other/other-model"
+    );
+}
+
+#[test]
+fn slash_commands_typed_in_the_page_run_on_the_server_and_never_reach_the_model() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("after the switch"),
+        Reply::text("seen it"),
+    ]);
+    let server = start(&fake, &second_model(&fake), &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let send = |text: &str| {
+        post(
+            &server,
+            &format!("/api/sessions/{id}/messages"),
+            json!({ "text": text }),
+        )
+    };
+    let unknown = send("/nope now");
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    assert!(
+        unknown.body.contains("unknown command /nope"),
+        "{}",
+        unknown.body
+    );
+    assert_eq!(send("/help").status, 200);
+    let help = command_event(&mut events, "help");
+    assert_eq!(help["command"], "help", "{help}");
+    assert!(help["text"].as_str().unwrap().contains("/model"), "{help}");
+    assert_eq!(send("/mode yolo").status, 200);
+    assert_eq!(events.until("posture").last().unwrap()["posture"], "yolo");
+    assert_eq!(send("/model other/other-model").status, 200);
+    assert_eq!(
+        events.until("model").last().unwrap()["model"],
+        "other/other-model"
+    );
+    let agent = send("/agent");
+    assert_eq!(agent.status, 200, "{}", agent.body);
+    let listed = command_event(&mut events, "agent");
+    assert!(
+        listed["text"].as_str().unwrap().contains("builtin:minimal"),
+        "{listed}"
+    );
+    assert_eq!(
+        send("/rewind").status,
+        400,
+        "a chat-only command is refused"
+    );
+    assert!(fake.requests().is_empty(), "no command reached the model");
+    // `@path` attaches the file the way the chat does.
+    server
+        .work
+        .write("notes.txt", "the secret word is tangerine\n");
+    let seen = prompt(&server, &mut events, &id, "summarise @notes.txt");
+    assert_eq!(text_of(&seen), "after the switch");
+    let sent = last_user_text(&fake, 0);
+    assert!(
+        sent.contains("tangerine") && sent.contains("summarise @notes.txt"),
+        "{sent}"
+    );
+    assert_eq!(fake.requests()[0].body["model"], "other-model");
+    // `/new` opens another conversation; the page follows it.
+    assert_eq!(send("/new").status, 200);
+    let opened = events.until("session_replaced").pop().unwrap();
+    let next = opened["session"].as_str().unwrap().to_string();
+    assert_ne!(next, id);
+    assert_eq!(get(&server, &format!("/api/sessions/{next}")).status, 200);
+    // `/compact` on the new, empty conversation: nothing to compact, said so.
+    let mut events = Events::open(&server, &next);
+    assert_eq!(
+        post(
+            &server,
+            &format!("/api/sessions/{next}/messages"),
+            json!({"text": "/compact"})
+        )
+        .status,
+        200
+    );
+    let compact = command_event(&mut events, "compact");
+    assert_eq!(compact["text"], "nothing to compact yet", "{compact}");
+    assert_eq!(events.until("turn_end").pop().unwrap()["outcome"], "done");
+    // `/clear` closes this conversation and deletes its file; the first one stays.
+    let cleared = post(
+        &server,
+        &format!("/api/sessions/{next}/messages"),
+        json!({"text": "/clear"}),
+    );
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    let after = cleared.json()["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(after, next);
+    assert_eq!(get(&server, &format!("/api/sessions/{next}")).status, 404);
+    assert_eq!(get(&server, &format!("/api/sessions/{id}")).status, 200);
+    assert_eq!(
+        get(&server, &format!("/api/sessions/{after}")).json()["model"],
+        "other/other-model"
+    );
 }

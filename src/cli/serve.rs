@@ -1,7 +1,7 @@
 //! `reasonix serve`: the flags, the auth mode from flags and `[serve]`, `--hash-password`,
-//! and the [`Factory`] that builds each browser session's agent the way the chat does (the
-//! built-in tools, skills, subagents, hooks, the planner pair). The server itself is
-//! `crate::serve`.
+//! and the [`Factory`] that builds each browser session's agent the way `reasonix run` does
+//! (the built-in tools, skills, subagents, hooks, the planner pair, the MCP servers the user
+//! configured or granted, the agent composition). The server itself is `crate::serve`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,11 +16,17 @@ use crate::agent::events::Event;
 use crate::agent::runner::Agent;
 use crate::agent::session::{self, Summary};
 use crate::cli::error::Error;
+use crate::command::{custom, Catalog as Commands};
+use crate::composition::resolve::{self, Available};
+use crate::composition::store::Catalog;
 use crate::config::{AuthMode, Config};
+use crate::mcp::manager::ServerState;
+use crate::mcp::{self, McpHandle, McpHost, McpOptions};
 use crate::permission::{Approver, PolicyGate, Posture};
 use crate::provider::{self, ProviderSettings};
-use crate::serve::{self, auth, bcrypt, Built, Factory};
+use crate::serve::{self, auth, bcrypt, Built, Factory, Open, Refused, Switch};
 use crate::tool::collab::Interact;
+use crate::tool::Registry;
 
 pub const HELP: &str = "\
 Usage: reasonix serve [--listen ADDR] [--auth none|token|password] [--password P] [FLAGS]
@@ -40,6 +46,13 @@ Flags:
       --effort LEVEL           Reasoning effort sent to the model
       --permission-mode MODE   ask (default), auto or yolo
       --trust-project          Believe ./reasonix.toml as if the workspace were trusted
+      --trust-project-mcp      Launch MCP servers declared by project files without a grant
+      --agent-composition ID   The composition new conversations are bound to (the page can
+                               choose another before the first prompt)
+
+Each conversation starts the MCP servers of the configuration: those declared by the project
+(.mcp.json, an untrusted reasonix.toml) only with a grant stored by the chat or with
+--trust-project-mcp; the page cannot grant one.
 
 Binding an address other than loopback needs --auth token or --auth password. In token mode
 the token is [serve] token or a random one, printed once inside the URL to open. Behind a
@@ -169,6 +182,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         cwd,
         posture: args.common.posture.unwrap_or(Posture::Ask),
         effort: args.common.effort.clone(),
+        trust_project_mcp: args.common.trust_project_mcp,
+        composition: args.common.agent_composition.clone(),
     });
     serve::run(bound, options, factory, stop);
     Ok(super::error::exit::OK)
@@ -237,45 +252,98 @@ struct ServeFactory {
     cwd: PathBuf,
     posture: Posture,
     effort: Option<String>,
+    trust_project_mcp: bool,
+    /// `--agent-composition`: what a new conversation is bound to unless the page says.
+    composition: Option<String>,
 }
 
 impl ServeFactory {
+    /// The same assembly as `reasonix run`: the composition binding first (it edits the
+    /// configuration), then the MCP servers it keeps, started under the usual launch rules
+    /// (no one can answer a launch approval here), then the tools, the session and the agent.
     fn build_runner(
         &self,
-        resume: Option<&str>,
+        open: &Open,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
     ) -> Result<Built, Error> {
-        let (config, settings, cwd) = (&self.config, &self.settings, &self.cwd);
-        let policy = assemble::permission_policy(config, cwd)?;
-        let gate = Arc::new(PolicyGate::new(policy, self.posture, Some(approver)));
-        let mut ignore = |_: Event| {};
-        let planner = assemble::planner_settings(config, settings)?;
-        let provider_handle = provider::build(settings.clone())?;
-        let mut tools = assemble::registry(config, &mut ignore);
-        let choice = resume.map_or(SessionChoice::New, |r| {
+        let cwd = &self.cwd;
+        let mut config = self.config.clone();
+        let settings = match &open.model {
+            Some(reference) => {
+                let settings = config.resolve_model(Some(reference))?;
+                assemble::check_key(&settings)?;
+                settings
+            }
+            None => self.settings.clone(),
+        };
+        let choice = open.resume.as_ref().map_or(SessionChoice::New, |r| {
             SessionChoice::Reference(r.to_string())
         });
+        let flag = match (&open.composition, &open.resume) {
+            (Some(id), _) => Some(id.as_str()),
+            (None, None) => self.composition.as_deref(),
+            (None, Some(_)) => None,
+        };
+        let mut binding = super::agent_cmd::prepare(flag, &choice, &mut config, &settings, cwd)?;
+        let policy = assemble::permission_policy(&config, cwd)?;
+        let mut ignore = |_: Event| {};
+        let planner = assemble::planner_settings(&config, &settings)?;
+        let provider_handle = provider::build(settings.clone())?;
+        let mut tools = assemble::registry(&config, &mut ignore);
+        let mut notices = Vec::new();
+        let handle = match &binding {
+            Some(b) if !b.uses_mcp() => McpHandle::default(),
+            _ => {
+                let options = McpOptions {
+                    trust_project: self.trust_project_mcp,
+                    ..McpOptions::default()
+                };
+                mcp::start(&config, cwd, options, &mut |notice| notices.push(notice))
+            }
+        };
+        handle.register(&mut tools);
+        if let Some(binding) = binding.as_mut() {
+            super::agent_cmd::pin_mcp(binding, open.resume.is_none(), &tools)?;
+        }
+        let mcp_status = mcp_status(&handle, &tools, notices);
+        let mcp = Arc::new(mcp::Host::new(handle));
+        let gate = Arc::new(
+            PolicyGate::new(policy, self.posture, Some(approver))
+                .with_mcp(mcp.handle().tool_policies()),
+        );
+        let flags = PromptFlags {
+            binding: binding.clone(),
+            ..PromptFlags::default()
+        };
         let session = assemble::open_session(
             &choice,
             Attach::InPlace,
-            &PromptFlags::default(),
-            config,
-            settings,
+            &flags,
+            &config,
+            &settings,
             cwd,
             "serve",
         )?;
-        let mut ctx = assemble::tool_context(config, cwd)?;
+        let mut ctx = assemble::tool_context(&config, cwd)?;
         assemble::add_skill_tool(&mut tools, &ctx);
-        let options = assemble::options(config, settings, None, self.effort.clone());
+        let options = assemble::options(&config, &settings, None, self.effort.clone());
         let children = Arc::new(crate::cli::delegate::Children::new(
-            config,
-            settings,
+            &config,
+            &settings,
             options.reasoning_effort.clone(),
             Arc::clone(&gate),
             &session,
         ));
-        assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
+        assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
+        if let Some(binding) = &binding {
+            resolve::restrict(binding, &mut tools)?;
+        }
+        let source = super::agent_cmd::tool_source(
+            binding.as_ref(),
+            Box::new(mcp.handle().tool_watch()),
+            &mut tools,
+        );
         let mut agent = Agent::new(
             provider_handle,
             tools,
@@ -284,24 +352,72 @@ impl ServeFactory {
             ctx.clone(),
             options,
         );
+        agent.set_tool_source(source);
         children.report_to(agent.event_queue());
-        crate::cli::hooks::install(&mut agent, &children, config, cwd, &mut ignore);
+        crate::cli::hooks::install(&mut agent, &children, &config, cwd, &mut ignore);
         let cancel = ctx.cancel.clone();
-        let mut runner = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
+        let mut runner = assemble::runner(agent, planner.as_ref(), &config, cwd, &gate, cancel)?;
         runner.set_interact(interact);
-        Ok(Built { runner, gate })
+        let mut custom = custom::load_for(&config.home, cwd);
+        if let Some(binding) = &binding {
+            custom
+                .commands
+                .retain(|c| binding.modules.commands.keeps(&c.name));
+        }
+        let commands = Commands::new(custom.commands, mcp.prompts());
+        Ok(Built {
+            runner,
+            gate,
+            commands,
+            mcp,
+            mcp_status,
+            binding,
+            model: format!("{}/{}", settings.name, settings.model),
+            cwd: cwd.clone(),
+        })
     }
+}
+
+/// Each declared server of a session: its state (`connected`, `failed`, `skipped` when it
+/// may not launch), why, and the tools it gave the session; plus the start-up notices.
+fn mcp_status(handle: &McpHandle, tools: &Registry, notices: Vec<String>) -> Value {
+    let names = tools.names();
+    let servers: Vec<Value> = handle
+        .statuses()
+        .iter()
+        .map(|status| {
+            let (state, detail) = match &status.state {
+                ServerState::Connected => ("connected", None),
+                ServerState::Failed(why) => ("failed", Some(why.clone())),
+                ServerState::Skipped(why) => ("skipped", Some(why.clone())),
+            };
+            let prefix = format!("mcp__{}__", crate::mcp::adapter::sanitize(&status.name));
+            let tools: Vec<&String> = names.iter().filter(|n| n.starts_with(&prefix)).collect();
+            json!({
+                "name": status.name,
+                "transport": status.transport,
+                "origin": status.origin.describe(),
+                "state": state,
+                "detail": detail,
+                "tools": tools,
+            })
+        })
+        .collect();
+    json!({"servers": servers, "notices": notices})
 }
 
 impl Factory for ServeFactory {
     fn build(
         &self,
-        resume: Option<&str>,
+        open: &Open,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
-    ) -> Result<Built, String> {
-        self.build_runner(resume, approver, interact)
-            .map_err(|e| e.to_string())
+    ) -> Result<Built, Refused> {
+        self.build_runner(open, approver, interact)
+            .map_err(|e| match e {
+                Error::Composition(err) => Refused::Composition(err),
+                other => Refused::Other(other.to_string()),
+            })
     }
 
     fn stored(&self) -> Vec<Summary> {
@@ -325,13 +441,43 @@ impl Factory for ServeFactory {
         })
     }
 
+    fn switch_model(&self, reference: &str) -> Result<Switch, String> {
+        let settings = self
+            .config
+            .resolve_model(Some(reference))
+            .map_err(|e| e.to_string())?;
+        assemble::check_key(&settings).map_err(|e| e.to_string())?;
+        let name = format!("{}/{}", settings.name, settings.model);
+        let prices = settings.prices;
+        let provider = provider::build(settings).map_err(|e| e.to_string())?;
+        Ok(Switch {
+            provider,
+            prices,
+            name,
+        })
+    }
+
     fn mcp(&self) -> Value {
         let declared = crate::mcp::config::declared(&self.config, &self.cwd);
         let servers: Vec<Value> = declared
             .servers
             .iter()
-            .map(|s| json!({"name": s.name, "started": false}))
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "transport": s.transport_name(),
+                    "origin": s.origin.describe(),
+                    "needs_grant": s.origin.needs_grant() && !self.trust_project_mcp,
+                })
+            })
             .collect();
-        json!({"servers": servers, "problems": declared.problems, "note": "MCP servers are not started by serve yet"})
+        json!({"servers": servers, "problems": declared.problems})
+    }
+
+    fn compositions(&self) -> (Catalog, Available) {
+        (
+            Catalog::new(&self.config.home, &self.cwd),
+            super::agent_cmd::available(&self.config, &self.cwd),
+        )
     }
 }

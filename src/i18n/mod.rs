@@ -474,6 +474,13 @@ catalog! {
     PageModeChanged => "Approvals: {posture}",
     PageModePlanOn => "Plan mode on: the agent researches and proposes a plan first.",
     PageModePlanOff => "Plan mode off.",
+    PageModelLabel => "Model",
+    PageModelChanged => "Model: {model} (from the next turn).",
+    PageCompositionLabel => "Agent",
+    PageCompositionLocked => "{name} (locked)",
+    PageCompositionBound => "Agent: {id}.",
+    PageCommandClearConfirm => "Clear this conversation? Its file is deleted.",
+    PageSessionReplaced => "Continued in conversation {id}.",
 }
 
 #[cfg(test)]

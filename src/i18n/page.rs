@@ -51,6 +51,13 @@ pub const PAGE: &[(&str, Ui)] = &[
     ("mode.changed", PageModeChanged),
     ("mode.plan_on", PageModePlanOn),
     ("mode.plan_off", PageModePlanOff),
+    ("model.label", PageModelLabel),
+    ("model.changed", PageModelChanged),
+    ("composition.label", PageCompositionLabel),
+    ("composition.locked", PageCompositionLocked),
+    ("composition.bound", PageCompositionBound),
+    ("command.clear_confirm", PageCommandClearConfirm),
+    ("session.replaced", PageSessionReplaced),
 ];
 
 /// `{"lang": "zh", "messages": {id: text, …}}`: the page's strings in `lang`.

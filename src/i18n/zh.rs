@@ -392,4 +392,11 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (PageModeChanged, "批准方式：{posture}"),
     (PageModePlanOn, "计划模式已开启：智能体先调研并提出计划。"),
     (PageModePlanOff, "计划模式已关闭。"),
+    (PageModelLabel, "模型"),
+    (PageModelChanged, "模型：{model}（从下一轮起）。"),
+    (PageCompositionLabel, "智能体"),
+    (PageCompositionLocked, "{name}（已锁定）"),
+    (PageCompositionBound, "智能体：{id}。"),
+    (PageCommandClearConfirm, "清空此对话？其文件将被删除。"),
+    (PageSessionReplaced, "已在对话 {id} 中继续。"),
 ];

@@ -1,13 +1,17 @@
 //! `reasonix serve`: the browser front end. An HTTP/1.1 server on `std::net` with a bounded
 //! worker pool ([`server`]), its parser ([`http`]), authentication ([`auth`], [`bcrypt`] on
-//! [`blowfish`]), the routes and the embedded page ([`routes`]), and the live sessions, each
-//! driving the same agent and event stream as the chat ([`sessions`]). What a session is made
-//! of (config, tools, provider) comes from the CLI through [`Factory`].
+//! [`blowfish`]), the routes and the embedded page ([`routes`]), the agent composition routes
+//! ([`presets`]), the slash commands typed in the page ([`commands`]), and the live sessions,
+//! each driving the same agent and event stream as the chat ([`sessions`]). What a session is
+//! made of (config, tools, MCP servers, composition, provider) comes from the CLI through
+//! [`Factory`].
 
 pub mod auth;
 pub mod bcrypt;
 mod blowfish;
+pub mod commands;
 pub mod http;
+pub mod presets;
 pub mod routes;
 pub mod server;
 pub mod sessions;
@@ -21,31 +25,88 @@ use serde_json::Value;
 use crate::agent::driver::Runner;
 use crate::agent::session::Summary;
 use crate::cancel::CancelToken;
+use crate::command::Catalog as Commands;
+use crate::composition::resolve::{Available, Binding};
+use crate::composition::store::Catalog;
+use crate::composition::CompositionError;
+use crate::mcp::McpHost;
 use crate::permission::{Approver, PolicyGate};
+use crate::provider::{Prices, Provider};
 use crate::tool::collab::Interact;
+
+/// What a session is opened with: a stored one to resume (id, id prefix or path), or a new
+/// one, optionally bound to an agent composition and on a model other than the default.
+#[derive(Debug, Clone, Default)]
+pub struct Open {
+    pub resume: Option<String>,
+    pub composition: Option<String>,
+    pub model: Option<String>,
+}
+
+/// Why a session could not be opened: a composition refusal keeps its stable code.
+#[derive(Debug)]
+pub enum Refused {
+    Composition(CompositionError),
+    Other(String),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Composition(err) => write!(f, "{err}"),
+            Refused::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+/// A model to switch a session to, built and checked (its key is set) before it is sent to
+/// the session's thread.
+pub struct Switch {
+    pub provider: Box<dyn Provider>,
+    pub prices: Option<Prices>,
+    /// `provider/model`.
+    pub name: String,
+}
 
 /// Builds the agents the server's sessions run, the way the chat builds its own.
 pub trait Factory: Send + Sync {
-    /// A runner for a new session (`resume` is `None`) or a stored one (id, id prefix or
-    /// path), whose gate asks `approver` and whose `ask`/plan reviews go to `interact`.
+    /// A runner for `open`, whose gate asks `approver` and whose `ask`/plan reviews go to
+    /// `interact`, with the MCP servers the user configured or granted.
     fn build(
         &self,
-        resume: Option<&str>,
+        open: &Open,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
-    ) -> Result<Built, String>;
+    ) -> Result<Built, Refused>;
     /// The stored sessions of the workspace, newest first.
     fn stored(&self) -> Vec<Summary>;
     /// The models the user can pick, and the current one.
     fn models(&self) -> Value;
-    /// The declared MCP servers.
+    /// A model by reference (`provider`, `model` or `provider/model`), ready to use.
+    fn switch_model(&self, reference: &str) -> Result<Switch, String>;
+    /// The declared MCP servers, with whether each may launch.
     fn mcp(&self) -> Value;
+    /// The composition catalog of this workspace and what this machine offers to select.
+    fn compositions(&self) -> (Catalog, Available);
 }
 
-/// A session's agent and the gate it asks, whose posture the page can switch.
+/// A session's agent, the gate it asks (whose posture the page can switch), and what the
+/// page's commands read: the command catalog, the MCP servers and their status, the
+/// composition binding and the model.
 pub struct Built {
     pub runner: Runner,
     pub gate: Arc<PolicyGate>,
+    /// Built-ins, custom commands and MCP prompts, for what is typed in the page.
+    pub commands: Commands,
+    /// The session's MCP servers (prompts, resources); dropping the last handle stops them.
+    pub mcp: Arc<dyn McpHost>,
+    /// One entry per declared server: name, state, detail, tools.
+    pub mcp_status: Value,
+    pub binding: Option<Binding>,
+    /// `provider/model`.
+    pub model: String,
+    /// The workspace `@path` mentions are read from.
+    pub cwd: std::path::PathBuf,
 }
 
 pub struct Options {

@@ -1,6 +1,7 @@
 //! The routes: the embedded page and its script and style, login and logout, and the JSON
 //! API over the live sessions (create, resume, send, interrupt, answer approvals, `ask` cards
-//! and plan reviews, the event stream), models and MCP status. Every response carries the
+//! and plan reviews, the event stream, what is typed, the model, the composition binding),
+//! models, MCP status and the composition catalog (`presets`). Every response carries the
 //! security headers; every API request passes the auth check, and every state-changing one
 //! the CSRF check.
 
@@ -12,6 +13,7 @@ use serde_json::{json, Value};
 use super::auth::{self, Auth, Login, Mode};
 use super::http::{Request, Response};
 use super::sessions::{Hub, Live};
+use super::{commands, presets, Open, Refused};
 use crate::tool::collab::{Answer, PlanReview};
 
 const PAGE: &str = include_str!("page/index.html");
@@ -176,7 +178,19 @@ impl Router {
         let factory = self.hub.factory();
         match (method, parts.as_slice()) {
             ("GET", ["models"]) => respond(Response::json(200, &factory.models())),
-            ("GET", ["mcp"]) => respond(Response::json(200, &factory.mcp())),
+            ("GET", ["mcp"]) => {
+                let mut status = factory.mcp();
+                status["sessions"] = self
+                    .hub
+                    .all()
+                    .iter()
+                    .map(|l| json!({"id": l.id, "servers": l.mcp_status["servers"]}))
+                    .collect();
+                respond(Response::json(200, &status))
+            }
+            (_, ["agent-presets", rest @ ..]) => {
+                respond(presets::route(factory, request, method, rest, &body()))
+            }
             ("GET", ["sessions"]) => {
                 let live: Vec<Value> = self
                     .hub
@@ -196,9 +210,16 @@ impl Router {
             }
             ("POST", ["sessions"]) => {
                 let body = body();
-                match self.hub.open(body.get("resume").and_then(Value::as_str)) {
+                let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
+                let open = Open {
+                    resume: text("resume"),
+                    composition: text("agentComposition"),
+                    model: text("model"),
+                };
+                match self.hub.open(&open) {
                     Ok(live) => respond(Response::json(201, &live.describe())),
-                    Err(err) => respond(Response::error(400, &err)),
+                    Err(Refused::Composition(err)) => respond(presets::refusal(&err)),
+                    Err(Refused::Other(err)) => respond(Response::error(400, &err)),
                 }
             }
             (_, ["sessions", id, rest @ ..]) => {
@@ -239,9 +260,41 @@ impl Router {
                 Reply::Events(Arc::clone(live), after)
             }
             ("POST", ["messages"]) => match body.get("text").and_then(Value::as_str) {
-                Some(text) if !text.trim().is_empty() => respond(ok(live.send(text.to_string()))),
+                Some(text) if !text.trim().is_empty() => {
+                    respond(commands::typed(&self.hub, live, text))
+                }
                 _ => respond(Response::error(400, "send {\"text\": \"…\"}")),
             },
+            ("GET", ["mcp"]) => respond(Response::json(200, &live.mcp_status)),
+            ("POST", ["model"]) => {
+                let Some(reference) = body.get("model").and_then(Value::as_str) else {
+                    return respond(Response::error(400, "send {\"model\": \"provider/model\"}"));
+                };
+                match self.hub.factory().switch_model(reference) {
+                    Ok(switch) => {
+                        let name = switch.name.clone();
+                        match live.set_model(switch) {
+                            Ok(()) => respond(Response::json(200, &json!({"model": name}))),
+                            Err(err) => respond(Response::error(409, &err)),
+                        }
+                    }
+                    Err(err) => respond(Response::error(400, &err)),
+                }
+            }
+            ("GET", ["agent-composition"]) => respond(Response::json(200, &live.composition())),
+            ("POST", ["agent-composition"]) => {
+                let Some(id) = body.get("id").and_then(Value::as_str) else {
+                    return respond(Response::error(400, "send {\"id\": \"user:NAME\"}"));
+                };
+                match self.hub.rebind(live, id) {
+                    Ok(next) => respond(Response::json(
+                        200,
+                        &json!({"session": next.describe(), "agentComposition": next.composition()}),
+                    )),
+                    Err(Refused::Composition(err)) => respond(presets::refusal(&err)),
+                    Err(Refused::Other(err)) => respond(Response::error(409, &err)),
+                }
+            }
             ("POST", ["mode"]) => {
                 if let Some(posture) = body.get("posture").and_then(Value::as_str) {
                     let result = crate::permission::parse_posture(posture)

@@ -3,7 +3,9 @@
 //! stream-json` prints), the SSE subscribers that receive them, and the questions waiting for
 //! a person (tool approvals, `ask` cards, plan reviews). A turn runs exactly as in the chat:
 //! `Runner::run` with an event sink; approvals and questions block the agent's thread until
-//! an answer comes over HTTP or the turn is interrupted.
+//! an answer comes over HTTP or the turn is interrupted. Between turns the thread also applies
+//! what the page changed (plan mode, the model, the effort) and runs `/compact`; a session's
+//! composition is chosen by opening it, so binding a blank session replaces it.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
@@ -16,10 +18,16 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Factory;
-use crate::agent::events::Event;
+use super::{Factory, Open, Refused, Switch};
+use crate::agent::driver::Runner;
+use crate::agent::events::{Event, NoticeLevel};
 use crate::agent::runner::AgentError;
 use crate::cancel::CancelToken;
+use crate::command::input::Message;
+use crate::command::Catalog as Commands;
+use crate::composition::resolve::Binding;
+use crate::composition::{Code, CompositionError};
+use crate::mcp::McpHost;
 use crate::permission::{ApprovalAnswer, ApprovalRequest, Approver, PolicyGate, Posture};
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
@@ -36,9 +44,15 @@ enum Pending {
 }
 
 enum Command {
-    Send(String),
+    Send(Message),
     /// Enter or leave plan mode (between turns).
     Planning(bool),
+    /// Use another model from the next turn on.
+    Model(Switch),
+    /// The reasoning effort from the next turn on (`None`: the provider's default).
+    Effort(Option<String>),
+    /// `/compact`: fold the conversation now.
+    Compact,
     Quit,
 }
 
@@ -56,6 +70,10 @@ struct State {
     /// The latest figures: tokens, cache hits, context, cost.
     status: Value,
     planning: bool,
+    /// `provider/model` of the next turn.
+    model: String,
+    /// Whether a prompt was ever accepted: the composition binding is locked from then on.
+    prompted: bool,
 }
 
 /// One session the server has open.
@@ -66,6 +84,13 @@ pub struct Live {
     commands: Mutex<Sender<Command>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     gate: Arc<PolicyGate>,
+    /// Built-ins, custom commands and MCP prompts: what a typed `/name` means here.
+    pub catalog: Commands,
+    /// The session's MCP servers; they stop when the last handle goes.
+    pub mcp: Arc<dyn McpHost>,
+    pub mcp_status: Value,
+    pub binding: Option<Binding>,
+    pub cwd: PathBuf,
 }
 
 impl Live {
@@ -131,12 +156,53 @@ impl Live {
             "status": state.status,
             "posture": self.gate.posture().as_str(),
             "planning": state.planning,
+            "model": state.model,
+            "agentComposition": self.composition_of(&state),
             "last_event": state.next_event.checked_sub(1),
         })
     }
 
+    /// The composition binding summary: canonical ID, revision, and whether it is locked
+    /// (a prompt was accepted, or a turn runs).
+    pub fn composition(&self) -> Value {
+        let state = self.lock();
+        self.composition_of(&state)
+    }
+
+    fn composition_of(&self, state: &State) -> Value {
+        let locked = state.prompted || state.running.is_some();
+        match &self.binding {
+            Some(binding) => json!({
+                "id": binding.id, "revision": binding.revision, "bound": true, "locked": locked,
+            }),
+            None => json!({
+                "id": format!("builtin:{}", crate::composition::builtin::GENERAL),
+                "revision": null, "bound": false, "locked": locked,
+            }),
+        }
+    }
+
+    /// Whether the binding can no longer change.
+    pub fn locked(&self) -> bool {
+        let state = self.lock();
+        state.prompted || state.running.is_some()
+    }
+
+    pub fn model(&self) -> String {
+        self.lock().model.clone()
+    }
+
     /// Queues a user message; refused while a turn runs.
-    pub fn send(&self, text: String) -> Result<(), String> {
+    pub fn send(&self, message: Message) -> Result<(), String> {
+        self.start_work(Command::Send(message), true)
+    }
+
+    /// Runs `/compact` on the agent's thread, as a turn of its own.
+    pub fn compact(&self) -> Result<(), String> {
+        self.start_work(Command::Compact, false)
+    }
+
+    fn start_work(&self, command: Command, prompt: bool) -> Result<(), String> {
         {
             let mut state = self.lock();
             if state.running.is_some() {
@@ -144,17 +210,40 @@ impl Live {
             }
             // Marked running now so a second send cannot slip in before the thread starts.
             state.running = Some(CancelToken::new());
+            state.prompted |= prompt;
         }
         let sent = self
             .commands
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .send(Command::Send(text));
+            .send(command);
         if sent.is_err() {
             self.lock().running = None;
             return Err("the session has stopped".into());
         }
         Ok(())
+    }
+
+    /// Switches the model for the next turn (a running turn keeps its own).
+    pub fn set_model(&self, switch: Switch) -> Result<(), String> {
+        let name = switch.name.clone();
+        self.command(Command::Model(switch))?;
+        self.lock().model = name.clone();
+        self.publish(json!({"type": "model", "model": name}));
+        Ok(())
+    }
+
+    /// Sets the reasoning effort for the next turn.
+    pub fn set_effort(&self, effort: Option<String>) -> Result<(), String> {
+        self.command(Command::Effort(effort))
+    }
+
+    fn command(&self, command: Command) -> Result<(), String> {
+        self.commands
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(command)
+            .map_err(|_| "the session has stopped".to_string())
     }
 
     /// Switches the approval posture now (the gate is shared with the agent's thread).
@@ -169,11 +258,7 @@ impl Live {
 
     /// Enters or leaves plan mode; applied by the agent's thread before its next turn.
     pub fn set_planning(&self, planning: bool) -> Result<(), String> {
-        self.commands
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .send(Command::Planning(planning))
-            .map_err(|_| "the session has stopped".to_string())
+        self.command(Command::Planning(planning))
     }
 
     /// Interrupts the running turn: its token is cancelled and every waiting question is
@@ -357,37 +442,104 @@ impl Hub {
         lives.values().cloned().collect()
     }
 
-    /// Opens a session: new (`resume` is `None`) or a stored one by id or path. A stored
-    /// session already open is returned as it is.
-    pub fn open(&self, resume: Option<&str>) -> Result<Arc<Live>, String> {
-        if let Some(reference) = resume {
-            if let Some(live) = self.all().into_iter().find(|l| l.id == reference) {
+    /// Opens a session: new or a stored one by id or path. A stored session already open is
+    /// returned as it is.
+    pub fn open(&self, open: &Open) -> Result<Arc<Live>, Refused> {
+        if let Some(reference) = &open.resume {
+            if let Some(live) = self.all().into_iter().find(|l| l.id == *reference) {
                 return Ok(live);
             }
         }
         if self.all().len() >= self.max_sessions {
-            return Err(format!(
+            return Err(Refused::Other(format!(
                 "{} sessions are open; that is the limit",
                 self.max_sessions
-            ));
+            )));
         }
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<Arc<Live>, String>>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Arc<Live>, Refused>>();
         let (commands, rx) = mpsc::channel();
         let factory = Arc::clone(&self.factory);
-        let resume = resume.map(str::to_string);
+        let wanted = open.clone();
         let handle = std::thread::Builder::new()
             .name("serve-session".into())
-            .spawn(move || agent_thread(factory, resume, commands, rx, ready_tx))
-            .map_err(|e| format!("cannot start a session thread: {e}"))?;
+            .spawn(move || agent_thread(factory, wanted, commands, rx, ready_tx))
+            .map_err(|e| Refused::Other(format!("cannot start a session thread: {e}")))?;
         let live = ready_rx
             .recv()
-            .map_err(|_| "the session thread stopped".to_string())??;
+            .map_err(|_| Refused::Other("the session thread stopped".into()))??;
         *live.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
         self.lives
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(live.id.clone(), Arc::clone(&live));
         Ok(live)
+    }
+
+    /// Binds a blank session to composition `id`: a session bound from its first message on
+    /// replaces it (the blank one's file goes), on the same model. Refused with
+    /// `agent_composition.locked` once a prompt was accepted.
+    pub fn rebind(&self, live: &Arc<Live>, id: &str) -> Result<Arc<Live>, Refused> {
+        if live.locked() {
+            let bound = live.composition()["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            return Err(Refused::Composition(CompositionError::new(
+                Code::Locked,
+                format!(
+                    "this conversation is bound to {bound} since its first prompt; start a new \
+                     conversation with another composition"
+                ),
+            )));
+        }
+        let open = Open {
+            resume: None,
+            composition: Some(id.to_string()),
+            model: Some(live.model()),
+        };
+        let next = self.open(&open)?;
+        live.publish(json!({"type": "session_replaced", "session": next.id}));
+        self.close(live, true);
+        Ok(next)
+    }
+
+    /// `/new` and `/clear`: another conversation with the same composition and model; `/clear`
+    /// also closes this one and deletes its file. Subscribers are told where to go.
+    pub fn replace(&self, live: &Arc<Live>, clear: bool) -> Result<Arc<Live>, Refused> {
+        let open = Open {
+            resume: None,
+            composition: live.binding.as_ref().map(|b| b.id.clone()),
+            model: Some(live.model()),
+        };
+        let next = self.open(&open)?;
+        live.publish(json!({"type": "session_replaced", "session": next.id, "cleared": clear}));
+        if clear {
+            self.close(live, true);
+        }
+        Ok(next)
+    }
+
+    /// Stops one session and waits for its thread, and ends its event streams; `discard`
+    /// deletes its file too.
+    fn close(&self, live: &Arc<Live>, discard: bool) {
+        self.lives
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&live.id);
+        live.interrupt();
+        let _ = live.command(Command::Quit);
+        let handle = live
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+        if discard {
+            let _ = std::fs::remove_file(&live.path);
+        }
+        live.lock().subscribers.clear();
     }
 
     /// Interrupts every turn, stops every agent thread and waits for them: the sessions'
@@ -427,26 +579,31 @@ impl Hub {
 /// command until told to quit.
 fn agent_thread(
     factory: Arc<dyn Factory>,
-    resume: Option<String>,
+    open: Open,
     commands: Sender<Command>,
     rx: Receiver<Command>,
-    ready: Sender<Result<Arc<Live>, String>>,
+    ready: Sender<Result<Arc<Live>, Refused>>,
 ) {
     // The approver and the `ask` handler are handed over before the session exists; they
     // reach it through a slot filled in right after.
     let slot: Arc<Mutex<Weak<Live>>> = Arc::new(Mutex::new(Weak::new()));
     let approver = Box::new(SlotApprover(Arc::clone(&slot)));
     let interact = Arc::new(SlotInteract(Arc::clone(&slot)));
-    let (mut runner, gate) = match factory.build(resume.as_deref(), approver, interact) {
-        Ok(built) => (built.runner, built.gate),
+    let built = match factory.build(&open, approver, interact) {
+        Ok(built) => built,
         Err(err) => {
             let _ = ready.send(Err(err));
             return;
         }
     };
-    let history = runner
-        .session()
-        .messages()
+    let mut runner = built.runner;
+    let mcp = Arc::clone(&built.mcp);
+    let cwd = built.cwd.clone();
+    let messages = runner.session().messages();
+    let prompted = messages
+        .iter()
+        .any(|m| m.role == crate::provider::Role::User);
+    let history = messages
         .iter()
         .filter_map(|m| serde_json::to_value(m).ok())
         .collect();
@@ -457,11 +614,18 @@ fn agent_thread(
             history,
             status: status(&runner),
             planning: runner.planning(),
+            model: built.model,
+            prompted,
             ..State::default()
         }),
         commands: Mutex::new(commands),
         thread: Mutex::new(None),
-        gate,
+        gate: built.gate,
+        catalog: built.commands,
+        mcp: built.mcp,
+        mcp_status: built.mcp_status,
+        binding: built.binding,
+        cwd: built.cwd,
     });
     *slot.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&live);
     if ready.send(Ok(Arc::clone(&live))).is_err() {
@@ -470,13 +634,22 @@ fn agent_thread(
     let weak = Arc::downgrade(&live);
     drop(live);
     loop {
-        let text = match rx.recv() {
-            Ok(Command::Send(text)) => text,
+        let work = match rx.recv() {
+            Ok(Command::Send(message)) => Some(message),
+            Ok(Command::Compact) => None,
             Ok(Command::Planning(planning)) => {
                 let Some(live) = weak.upgrade() else { break };
                 runner.set_planning(planning);
                 live.lock().planning = runner.planning();
                 live.publish(json!({"type": "plan_mode", "planning": runner.planning()}));
+                continue;
+            }
+            Ok(Command::Model(switch)) => {
+                runner.set_provider(switch.provider, switch.prices);
+                continue;
+            }
+            Ok(Command::Effort(effort)) => {
+                runner.options_mut().reasoning_effort = effort;
                 continue;
             }
             Ok(Command::Quit) | Err(_) => break,
@@ -495,17 +668,25 @@ fn agent_thread(
             }
             state.running = Some(cancel);
         }
-        live.publish(json!({"type": "turn_start", "text": text}));
         let mut sink = |event: Event| {
             if let Some(value) = crate::cli::output::stream_json(&event) {
                 live.publish(value);
             }
         };
-        let outcome = runner.run(text, &mut sink);
-        let (outcome, error) = match outcome {
-            Ok(_) => ("done", None),
-            Err(AgentError::Interrupted) => ("interrupted", None),
-            Err(err) => ("error", Some(err.to_string())),
+        let result = match work {
+            Some(message) => {
+                live.publish(json!({"type": "turn_start", "text": message.display}));
+                turn(&mut runner, message, &cwd, mcp.as_ref(), &mut sink)
+            }
+            None => {
+                live.publish(json!({"type": "turn_start", "text": "/compact"}));
+                compact(&mut runner, &live, &mut sink)
+            }
+        };
+        let (outcome, error) = match result {
+            Ok(()) => ("done", None),
+            Err(None) => ("interrupted", None),
+            Err(Some(err)) => ("error", Some(err)),
         };
         let figures = status(&runner);
         {
@@ -521,8 +702,52 @@ fn agent_thread(
     }
 }
 
+/// One turn: the message's references are read (as the chat reads them, notices for those
+/// that cannot be) and the agent runs. `Err(None)`: interrupted.
+fn turn(
+    runner: &mut Runner,
+    message: Message,
+    cwd: &std::path::Path,
+    mcp: &dyn McpHost,
+    sink: &mut dyn FnMut(Event),
+) -> Result<(), Option<String>> {
+    let prepared = message.prepare(cwd, mcp).map_err(|e| Some(e.to_string()))?;
+    for message in prepared.notices {
+        sink(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
+    match runner.run(prepared.text, &mut |event| sink(event)) {
+        Ok(_) => Ok(()),
+        Err(AgentError::Interrupted) => Err(None),
+        Err(err) => Err(Some(err.to_string())),
+    }
+}
+
+/// `/compact`: folds the conversation now and says what happened.
+fn compact(
+    runner: &mut Runner,
+    live: &Live,
+    sink: &mut dyn FnMut(Event),
+) -> Result<(), Option<String>> {
+    match runner.compact_now(&mut |event| sink(event)) {
+        Ok(folded) => {
+            let text = if folded {
+                "compacted the conversation"
+            } else {
+                "nothing to compact yet"
+            };
+            live.publish(json!({"type": "command", "command": "compact", "text": text}));
+            Ok(())
+        }
+        Err(AgentError::Interrupted) => Err(None),
+        Err(err) => Err(Some(err.to_string())),
+    }
+}
+
 /// The status line's figures: tokens, cache hit ratio, context size, cost.
-fn status(runner: &crate::agent::driver::Runner) -> Value {
+fn status(runner: &Runner) -> Value {
     let stats = runner.total_stats();
     let usage = &stats.usage;
     let prompt = usage.cache_hit_tokens + usage.cache_miss_tokens;

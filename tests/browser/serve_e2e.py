@@ -1,7 +1,8 @@
 """End-to-end test of the `reasonix serve` page in a real headless Chromium, driven with
 Selenium. Started by tests/serve.rs (`browser_end_to_end`) against a running server whose
 fake model answers, in order: a greeting, a write_file call then "wrote it", and a request
-that never answers (to be interrupted).
+that never answers (to be interrupted), which goes to the second model picked in the page
+after `/help` was typed (the test checks the model of that request).
 
 Usage: serve_e2e.py URL PASSWORD SCREENSHOT
 """
@@ -13,7 +14,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 URL, PASSWORD, SCREENSHOT = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -78,6 +79,21 @@ def main():
         wait.until(lambda d: not interrupt.is_enabled())
         tool = driver.find_element(By.CSS_SELECTOR, '.card.tool[data-tool="write_file"]')
         assert "+ approved" in tool.find_element(By.CSS_SELECTOR, ".diff").text
+
+        # The model picker: the next turn goes to the other model (the test checks the request).
+        picker = Select(driver.find_element(By.ID, "model"))
+        names = [o.get_attribute("value") for o in picker.options]
+        assert "fake/fake-model" in names and "other/other-model" in names, names
+        assert picker.first_selected_option.get_attribute("value") == "fake/fake-model"
+        picker.select_by_value("other/other-model")
+        wait.until(lambda d: any("other/other-model" in n.text for n in d.find_elements(By.CSS_SELECTOR, ".notice")))
+
+        # A slash command runs on the server and its answer is shown; nothing goes to the model.
+        prompt.send_keys("/help")
+        prompt.send_keys(Keys.ENTER)
+        help_text = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, '.command[data-command="help"] pre')))
+        assert "/model" in help_text.text and "/compact" in help_text.text, help_text.text
+        assert prompt.get_attribute("value") == "", "the composer is emptied after a command"
 
         # A turn that hangs, interrupted with the button.
         prompt.send_keys("wait forever")

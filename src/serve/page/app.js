@@ -116,7 +116,7 @@ function diffOf(name, input) {
 }
 
 // ---- State of the open conversation.
-const state = { session: null, source: null, assistant: null, reasoning: null, tools: {}, running: false };
+const state = { session: null, source: null, assistant: null, reasoning: null, tools: {}, running: false, presets: [] };
 
 function transcript() { return $("transcript"); }
 
@@ -136,6 +136,69 @@ function notice(text) { add(el("p", { class: "notice", role: "status", text }));
 function setRunning(running) {
   state.running = running;
   $("interrupt").disabled = !running;
+  // A composition is chosen before the first prompt; a turn locks it.
+  if (running) $("composition").disabled = true;
+}
+
+// ---- The pickers above the composer: the composition (before the first prompt) and the
+// model (from the next turn on).
+function fillModels(models, current) {
+  const select = $("model");
+  const names = (models || []).slice();
+  if (current && !names.includes(current)) names.unshift(current);
+  select.replaceChildren(...names.map((name) => el("option", { value: name, text: name })));
+  if (current) select.value = current;
+}
+
+async function loadModels(current) {
+  try {
+    const listed = await api("GET", "/api/models");
+    fillModels(listed.models, current || listed.current);
+  } catch (_) { /* the picker stays as it was */ }
+}
+
+function fillCompositions(binding) {
+  const select = $("composition");
+  const ids = state.presets.map((p) => p.id);
+  const options = state.presets.map((p) => el("option", { value: p.id, text: p.name ? p.name + " (" + p.id + ")" : p.id }));
+  if (binding && !ids.includes(binding.id)) options.unshift(el("option", { value: binding.id, text: binding.id }));
+  select.replaceChildren(...options);
+  if (binding) {
+    select.value = binding.id;
+    select.disabled = !!binding.locked;
+    select.title = binding.locked ? t("composition.locked", { name: binding.id }) : "";
+  }
+}
+
+async function loadCompositions(binding) {
+  try { state.presets = (await api("GET", "/api/agent-presets")).presets || []; } catch (_) { state.presets = []; }
+  fillCompositions(binding);
+}
+
+async function switchModel() {
+  if (!state.session) return;
+  try { await api("POST", "/api/sessions/" + state.session + "/model", { model: $("model").value }); } catch (error) { notice(t("error.request", { error: error.message })); }
+}
+
+async function bindComposition() {
+  if (!state.session) return;
+  try {
+    const bound = await api("POST", "/api/sessions/" + state.session + "/agent-composition", { id: $("composition").value });
+    await openSession(bound.session);
+    notice(t("composition.bound", { id: bound.agentComposition.id }));
+  } catch (error) {
+    notice(t("error.request", { error: error.message }));
+  }
+}
+
+// The answer of a command typed in the composer (`/help`, `/mcp`…): what was typed, then the
+// server's text as it is.
+function commandOutput(event) {
+  endBlocks();
+  add(el("div", { class: "command", "data-command": event.command }, [
+    el("div", { class: "msg user", text: event.typed || "/" + event.command }),
+    el("pre", { text: event.text || "" }),
+  ]));
 }
 
 function formatStatus(status) {
@@ -313,6 +376,18 @@ function handle(event) {
       $("planning").checked = event.planning;
       notice(event.planning ? t("mode.plan_on") : t("mode.plan_off"));
       break;
+    case "model":
+      if (![...$("model").options].some((o) => o.value === event.model)) $("model").append(el("option", { value: event.model, text: event.model }));
+      $("model").value = event.model;
+      notice(t("model.changed", { model: event.model }));
+      break;
+    case "command": commandOutput(event); break;
+    case "session_replaced":
+      // `/new`, `/clear`, or a composition chosen: the page follows to the new conversation.
+      if (event.session && event.session !== state.session) {
+        api("GET", "/api/sessions/" + event.session).then(openSession).catch(() => refreshSessions());
+      }
+      break;
     case "shutdown": notice(t("server.shutdown")); setRunning(false); break;
     default: break;
   }
@@ -333,6 +408,8 @@ function renderHistory(messages) {
 }
 
 async function openSession(described) {
+  // Opened already (a command's answer and its `session_replaced` event both lead here).
+  if (state.session === described.id && state.source && state.source.readyState !== EventSource.CLOSED) return;
   if (state.source) state.source.close();
   state.session = described.id;
   state.tools = {};
@@ -343,6 +420,8 @@ async function openSession(described) {
   renderHistory(described.history);
   if (described.posture) $("posture").value = described.posture;
   $("planning").checked = !!described.planning;
+  fillModels([...$("model").options].map((o) => o.value), described.model);
+  fillCompositions(described.agentComposition);
   setRunning(described.running);
   state.source = new EventSource("/api/sessions/" + described.id + "/events");
   state.source.onmessage = (message) => {
@@ -374,9 +453,15 @@ async function send() {
   const prompt = $("prompt");
   const text = prompt.value;
   if (!text.trim() || !state.session) return;
+  if (/^\/clear(\s|$)/.test(text.trim()) && !window.confirm(t("command.clear_confirm"))) return;
   try {
-    await api("POST", "/api/sessions/" + state.session + "/messages", { text });
+    // Slash commands and @-mentions are interpreted by the server, as in the chat.
+    const answer = await api("POST", "/api/sessions/" + state.session + "/messages", { text });
     prompt.value = "";
+    if (answer && answer.session && answer.session.id !== state.session) {
+      await openSession(answer.session);
+      notice(t("session.replaced", { id: answer.session.id }));
+    }
   } catch (error) {
     notice(t("error.request", { error: error.message }));
   }
@@ -400,11 +485,14 @@ function labelPage(mode) {
   $("posture-label").textContent = t("mode.posture") + " ";
   for (const option of $("posture").options) option.textContent = t("mode." + option.value);
   $("planning-label").textContent = t("mode.planning");
+  $("model-label").textContent = t("model.label") + " ";
+  $("composition-label").textContent = t("composition.label") + " ";
 }
 
 async function showApp() {
   $("login").hidden = true;
   $("app").hidden = false;
+  await Promise.all([loadModels(), loadCompositions()]);
   await refreshSessions();
   const live = (await api("GET", "/api/sessions")).live;
   if (live.length) openSession(await api("GET", "/api/sessions/" + live[0].id));
@@ -436,6 +524,8 @@ async function start() {
   };
   $("posture").addEventListener("change", () => setMode({ posture: $("posture").value }));
   $("planning").addEventListener("change", () => setMode({ planning: $("planning").checked }));
+  $("model").addEventListener("change", switchModel);
+  $("composition").addEventListener("change", bindComposition);
   $("toggle-sidebar").addEventListener("click", () => $("sidebar").classList.toggle("open"));
   $("prompt").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
