@@ -6,10 +6,11 @@ MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
 # The release archives `make dist` writes, one per target.
 DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
-# CI fails when the static binary grows past this (6 MiB). It is about 5.83 MB since the
-# browser frontend, MCP OAuth, compositions and the message catalog landed; the target of
-# 3.5 MB (issue 19) is not met yet.
-MAX_STATIC_BYTES ?= 6291456
+# CI fails when the static binary grows past this. It is 5,833,848 bytes since the browser
+# frontend, MCP OAuth, compositions and the message catalog landed; the target of 3.5 MB
+# (issue 19) is not met: the measured levers are panic = "abort" (-0.88 MB, against house
+# rule 14), replacing the toml crate (its code is 0.38 MB) and lld --icf=all (-40 KB).
+MAX_STATIC_BYTES ?= 6000000
 # What `make install` installs: the release build unless told otherwise.
 BIN ?= target/release/reasonix
 MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
@@ -17,7 +18,8 @@ BASH_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSH_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISH_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: build release static static-size test lint install uninstall dist repro bench demo clean
+.PHONY: build release static static-size test lint install uninstall dist repro bench demo clean \
+  check-platforms check-darwin check-windows
 
 build:
 	$(CARGO) build
@@ -49,6 +51,28 @@ repro:
 
 test:
 	$(CARGO) test --all-targets
+
+# Other platforms compile (no linking): `cargo check` of the library and binary for macOS and
+# Windows. ring's C parts are compiled even for a check: for macOS with Debian's clang as a
+# freestanding compiler (ring needs only stddef.h/stdint.h, which clang ships, plus a
+# three-line TargetConditionals.h written here in place of Apple's SDK); for Windows with
+# Debian's MinGW gcc. scripts/dist.sh installs the rustup targets and the apt packages.
+DARWIN_TARGET := x86_64-apple-darwin
+WINDOWS_TARGET := x86_64-pc-windows-gnu
+DARWIN_INCLUDE := target/darwin-include
+check-platforms: check-darwin check-windows
+
+check-darwin:
+	scripts/dist.sh toolchain $(DARWIN_TARGET)
+	@mkdir -p $(DARWIN_INCLUDE) && printf '%s\n' '#define TARGET_OS_MAC 1' \
+	  '#define TARGET_OS_OSX 1' '#define TARGET_OS_IPHONE 0' > $(DARWIN_INCLUDE)/TargetConditionals.h
+	CC_x86_64_apple_darwin=clang AR_x86_64_apple_darwin=llvm-ar \
+	  CFLAGS_x86_64_apple_darwin="-ffreestanding -nostdlibinc -DRING_CORE_NOSTDLIBINC=1 -isystem $(CURDIR)/$(DARWIN_INCLUDE)" \
+	  RUSTFLAGS="-D warnings" $(CARGO) check --locked --target $(DARWIN_TARGET)
+
+check-windows:
+	scripts/dist.sh toolchain $(WINDOWS_TARGET)
+	RUSTFLAGS="-D warnings" $(CARGO) check --locked --target $(WINDOWS_TARGET)
 
 lint:
 	$(CARGO) fmt --all -- --check

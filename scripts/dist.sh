@@ -48,6 +48,12 @@ toolchain() {
         if [ "$(uname -m)" != aarch64 ]; then
           command -v qemu-aarch64-static >/dev/null 2>&1 || apt_install qemu-user-static
         fi ;;
+      # Check-only targets (make check-platforms): a C compiler for ring's build script.
+      x86_64-apple-darwin)
+        { command -v clang >/dev/null 2>&1 && command -v llvm-ar >/dev/null 2>&1; } \
+          || apt_install clang llvm ;;
+      x86_64-pc-windows-gnu)
+        command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || apt_install gcc-mingw-w64-x86-64 ;;
       *) echo "dist: unknown target $target" >&2; exit 2 ;;
     esac
   done

@@ -240,7 +240,7 @@ impl Rules {
     fn grant(&self, path: &Path, rights: u64) -> io::Result<()> {
         let Ok(file) = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+            .custom_flags(sys::O_PATH | libc::O_NOFOLLOW)
             .open(path)
         else {
             return Ok(());

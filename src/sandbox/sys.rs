@@ -11,6 +11,10 @@
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
 //! `term::sys`); everything here is a thin, documented wrapper, and policy (which signal, how
 //! long to wait) lives in `sandbox::process`.
+//!
+//! The jail (Landlock, seccomp, capabilities, the supervisor) and `openat2`/`renameat2` are
+//! Linux-only: on other Unix systems (the `x86_64-apple-darwin` check) those calls fail with
+//! "not supported on this platform", so the crate compiles there and says what it cannot do.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{File, Metadata};
@@ -21,6 +25,23 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+
+/// The error of a call this platform lacks.
+#[cfg(not(target_os = "linux"))]
+fn unsupported() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "not supported on this platform")
+}
+
+/// Installs a pre-exec step that fails the spawn: the jail this command asked for does not
+/// exist on this platform, and running the command unjailed would widen what the user allowed.
+#[cfg(not(target_os = "linux"))]
+fn refuse_before_exec(command: &mut Command) {
+    // SAFETY: the closure runs between fork and exec and only builds an error from a kind,
+    // which neither allocates nor takes a lock.
+    unsafe {
+        command.pre_exec(|| Err(io::ErrorKind::Unsupported.into()));
+    }
+}
 
 /// The signals the process runner sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +85,7 @@ pub fn start_new_session(command: &mut Command) {
 
 /// A pipe as (read end, write end), both close-on-exec so no other child inherits them.
 /// (`std::io::pipe` does the same but needs a newer Rust than the crate's minimum.)
+#[cfg(target_os = "linux")]
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds: [libc::c_int; 2] = [-1, -1];
     // SAFETY: pipe2(2) writes two descriptors into the two-element array we own; on success
@@ -74,6 +96,28 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
             return Err(io::Error::last_os_error());
         }
         Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// Other Unix systems lack pipe2: the pipe is made first and marked close-on-exec after, so a
+/// child another thread spawns in between could inherit it (Linux is the supported platform).
+#[cfg(not(target_os = "linux"))]
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds: [libc::c_int; 2] = [-1, -1];
+    // SAFETY: pipe(2) writes two descriptors into the two-element array we own; on success
+    // they are fresh and owned by nobody else, so wrapping each in an OwnedFd once is sound,
+    // and fcntl(2) on them takes integers only.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        let pair = (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]));
+        for fd in fds {
+            if libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(pair)
     }
 }
 
@@ -217,11 +261,14 @@ pub fn filesystem_magic(fd: BorrowedFd<'_>) -> io::Result<u64> {
     Ok(info.f_type as u64 & 0xffff_ffff)
 }
 
+#[cfg(target_os = "linux")]
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.
 const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1 << 0;
+#[cfg(target_os = "linux")]
 /// `LANDLOCK_RULE_PATH_BENEATH`: a rule granting access beneath a file or directory.
 const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
 
+#[cfg(target_os = "linux")]
 /// `struct landlock_ruleset_attr` as of ABI 6; older kernels are handed a prefix of it.
 #[repr(C)]
 struct RulesetAttr {
@@ -230,6 +277,7 @@ struct RulesetAttr {
     scoped: u64,
 }
 
+#[cfg(target_os = "linux")]
 /// `struct landlock_path_beneath_attr`, which the kernel declares packed.
 #[repr(C, packed)]
 struct PathBeneathAttr {
@@ -247,6 +295,7 @@ pub struct RulesetSpec {
     pub scoped: u64,
 }
 
+#[cfg(target_os = "linux")]
 /// The Landlock ABI version the running kernel supports. `ENOSYS` means the kernel was built
 /// without Landlock, `EOPNOTSUPP` that it was not enabled at boot.
 pub fn landlock_abi() -> io::Result<u32> {
@@ -266,6 +315,7 @@ pub fn landlock_abi() -> io::Result<u32> {
     u32::try_from(rc).map_err(|_| io::Error::other("landlock ABI version out of range"))
 }
 
+#[cfg(target_os = "linux")]
 /// Creates a ruleset for a kernel with the given ABI, passing only as much of the attribute
 /// struct as that ABI knows (the kernel rejects unknown trailing fields it cannot ignore).
 pub fn landlock_create_ruleset(spec: RulesetSpec, abi: u32) -> io::Result<OwnedFd> {
@@ -299,6 +349,7 @@ pub fn landlock_create_ruleset(spec: RulesetSpec, abi: u32) -> io::Result<OwnedF
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+#[cfg(target_os = "linux")]
 /// Grants `access` beneath the file or directory `parent` (opened with `O_PATH`).
 pub fn landlock_add_path_rule(
     ruleset: BorrowedFd<'_>,
@@ -326,6 +377,7 @@ pub fn landlock_add_path_rule(
     Ok(())
 }
 
+#[cfg(target_os = "linux")]
 /// Makes the child enforce `ruleset` on itself just before exec: it sets no_new_privs (so a
 /// setuid binary cannot shed the restriction) and calls `landlock_restrict_self`. The ruleset
 /// is built in the parent; only these two system calls run between fork and exec. The `Arc`
@@ -347,6 +399,38 @@ pub fn restrict_self_before_exec(command: &mut Command, ruleset: Arc<OwnedFd>) {
         });
     }
 }
+
+/// Landlock is Linux-only.
+#[cfg(not(target_os = "linux"))]
+pub fn landlock_abi() -> io::Result<u32> {
+    Err(unsupported())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn landlock_create_ruleset(_spec: RulesetSpec, _abi: u32) -> io::Result<OwnedFd> {
+    Err(unsupported())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn landlock_add_path_rule(
+    _ruleset: BorrowedFd<'_>,
+    _parent: BorrowedFd<'_>,
+    _access: u64,
+) -> io::Result<()> {
+    Err(unsupported())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn restrict_self_before_exec(command: &mut Command, _ruleset: Arc<OwnedFd>) {
+    refuse_before_exec(command);
+}
+
+/// `O_PATH` (open the entry without reading it) is Linux-only; elsewhere a non-blocking
+/// read-only open stands in, so a FIFO cannot stall it.
+#[cfg(target_os = "linux")]
+pub const O_PATH: libc::c_int = libc::O_PATH;
+#[cfg(not(target_os = "linux"))]
+pub const O_PATH: libc::c_int = libc::O_NONBLOCK;
 
 /// An open directory (`O_PATH`): the base of the `*at` calls below, never read from. Every
 /// name given to its methods must be a single path component (no `/`, not `.` or `..`); the
@@ -382,6 +466,7 @@ pub enum Remove {
     EmptyDir,
 }
 
+#[cfg(target_os = "linux")]
 /// `struct open_how` of openat2(2); libc's is `non_exhaustive`, so it cannot be built.
 #[repr(C)]
 struct OpenHow {
@@ -419,12 +504,7 @@ impl Dir {
     pub fn open(path: &Path) -> io::Result<Dir> {
         let path = c_string(path.as_os_str().as_bytes())?;
         // SAFETY: `path` is a live NUL-terminated string that open(2) only reads.
-        let rc = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
+        let rc = unsafe { libc::open(path.as_ptr(), O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
         owned_fd(rc.into()).map(Dir)
     }
 
@@ -438,7 +518,7 @@ impl Dir {
             libc::openat(
                 self.0.as_raw_fd(),
                 name.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             )
         };
         owned_fd(rc.into()).map(Dir)
@@ -447,10 +527,11 @@ impl Dir {
     /// Opens the directory at the relative `path` with openat2(2), refusing any symlink on the
     /// way (`ELOOP`), any step out of this directory (`EXDEV`) and magic links. `ENOSYS` means
     /// the kernel (before 5.6) or a seccomp filter lacks openat2.
+    #[cfg(target_os = "linux")]
     pub fn open_dir_beneath(&self, path: &Path) -> io::Result<Dir> {
         let path = c_string(path.as_os_str().as_bytes())?;
         let how = OpenHow {
-            flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+            flags: (O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
             mode: 0,
             resolve: libc::RESOLVE_BENEATH
                 | libc::RESOLVE_NO_SYMLINKS
@@ -469,6 +550,13 @@ impl Dir {
             )
         };
         owned_fd(rc).map(Dir)
+    }
+
+    /// Other systems have no openat2: `ENOSYS` sends the caller to its walk, one
+    /// [`Dir::open_dir`] per component.
+    #[cfg(not(target_os = "linux"))]
+    pub fn open_dir_beneath(&self, _path: &Path) -> io::Result<Dir> {
+        Err(io::Error::from_raw_os_error(libc::ENOSYS))
     }
 
     /// Creates the subdirectory `name` with `mode` (before umask).
@@ -509,7 +597,7 @@ impl Dir {
             libc::openat(
                 self.0.as_raw_fd(),
                 name.as_ptr(),
-                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             )
         };
         File::from(owned_fd(rc.into())?).metadata()
@@ -517,6 +605,7 @@ impl Dir {
 
     /// Renames the entry `from` here to `to` in `to_dir`; neither name is followed if it is a
     /// symlink.
+    #[cfg(target_os = "linux")]
     pub fn rename(&self, from: &OsStr, to_dir: &Dir, to: &OsStr, how: Rename) -> io::Result<()> {
         let from = c_string(from.as_bytes())?;
         let to = c_string(to.as_bytes())?;
@@ -541,6 +630,27 @@ impl Dir {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Other systems have plain renameat only: replacing works, the atomic no-replace and
+    /// exchange forms are not supported.
+    #[cfg(not(target_os = "linux"))]
+    pub fn rename(&self, from: &OsStr, to_dir: &Dir, to: &OsStr, how: Rename) -> io::Result<()> {
+        if how != Rename::Replace {
+            return Err(unsupported());
+        }
+        let from = c_string(from.as_bytes())?;
+        let to = c_string(to.as_bytes())?;
+        // SAFETY: both descriptors are open for the duration of the call and both names are
+        // live NUL-terminated strings that renameat(2) only reads.
+        check(unsafe {
+            libc::renameat(
+                self.0.as_raw_fd(),
+                from.as_ptr(),
+                to_dir.0.as_raw_fd(),
+                to.as_ptr(),
+            )
+        })
     }
 
     /// Removes the entry `name` (a symlink is removed, not followed).
@@ -591,7 +701,11 @@ impl Dir {
     /// A path naming this directory through `/proc/self/fd` for APIs that take only paths
     /// (listing it with `std::fs::read_dir`); valid while `self` is open.
     pub fn proc_path(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+        #[cfg(target_os = "linux")]
+        let dir = "/proc/self/fd";
+        #[cfg(not(target_os = "linux"))]
+        let dir = "/dev/fd";
+        PathBuf::from(format!("{dir}/{}", self.0.as_raw_fd()))
     }
 
     /// Makes new, renamed and removed entries here durable (fsync needs a readable descriptor,
@@ -615,6 +729,7 @@ impl Dir {
 // between fork and exec (privileges, descriptors, lifetime, the seccomp filter). Everything a
 // child needs is built in the parent; the closures below only make system calls.
 
+#[cfg(target_os = "linux")]
 /// Makes this process non-dumpable: other processes of the same user (a jailed command among
 /// them) can no longer read its `/proc/<pid>/environ`, `mem` or `fd`, and it leaves no core
 /// file with the provider key in it. Forks inherit the flag until they exec.
@@ -637,14 +752,30 @@ pub fn last_capability() -> u32 {
         .unwrap_or(63)
 }
 
+/// One classic BPF instruction, as the kernel reads it (`struct sock_filter`).
+#[cfg(target_os = "linux")]
+use libc::sock_filter as SockFilter;
+/// The same layout where libc does not declare it: seccomp is Linux-only, but the program is
+/// still built (and tested) from the same table everywhere.
+#[cfg(not(target_os = "linux"))]
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SockFilter {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
 /// A seccomp program ready for the kernel, and for bubblewrap a sealed memory file holding its
 /// bytes (`--seccomp FD`).
 pub struct Filter {
-    program: Vec<libc::sock_filter>,
+    program: Vec<SockFilter>,
     file: Option<FilterFile>,
 }
 
 /// The memory file and the `/proc/self/fd/N` path (NUL-terminated) a child reopens it by.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct FilterFile {
     fd: OwnedFd,
     reopen: Vec<u8>,
@@ -665,7 +796,7 @@ impl Filter {
         Filter {
             program: program
                 .iter()
-                .map(|i| libc::sock_filter {
+                .map(|i| SockFilter {
                     code: i.code,
                     jt: i.jt,
                     jf: i.jf,
@@ -678,6 +809,12 @@ impl Filter {
 
     /// A filter bubblewrap installs inside its sandbox, read from a sealed memory file whose
     /// descriptor number [`Filter::descriptor`] gives for `--seccomp`.
+    #[cfg(not(target_os = "linux"))]
+    pub fn for_bwrap(_program: &[super::seccomp::Insn]) -> io::Result<Filter> {
+        Err(unsupported())
+    }
+
+    #[cfg(target_os = "linux")]
     pub fn for_bwrap(program: &[super::seccomp::Insn]) -> io::Result<Filter> {
         let bytes = super::seccomp::to_bytes(program);
         // SAFETY: the name is a NUL-terminated literal; on success the result is a fresh
@@ -731,6 +868,7 @@ pub struct Lockdown {
     pub last_cap: u32,
 }
 
+#[cfg(target_os = "linux")]
 /// Marks every descriptor above 2 close-on-exec. Closing them here would also close the pipe
 /// std uses to report a failed exec (it is close-on-exec already), after which a failed exec
 /// would look like a successful spawn; marking them keeps that pipe working and still leaves
@@ -754,6 +892,7 @@ fn close_on_exec_above_stderr() {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Kills the child with SIGKILL when the thread that spawned it dies, and exits at once if the
 /// parent is already gone. The kernel ties this to the spawning *thread*, so callers spawn
 /// from a thread that lives as long as the process (`process::GroupChild::spawn` does).
@@ -774,6 +913,7 @@ pub fn die_with_parent_before_exec(command: &mut Command) {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Passes `filter`'s program to bubblewrap: every other descriptor above 2 is marked
 /// close-on-exec, and the filter's descriptor number is given a private, non-inherited-offset
 /// copy (reopened through `/proc/self/fd`) that bubblewrap inherits, so any number of
@@ -806,12 +946,14 @@ pub fn pass_filter_before_exec(command: &mut Command, filter: Arc<Filter>) {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// `struct __user_cap_header_struct` and `struct __user_cap_data_struct` (version 3).
 #[repr(C)]
 struct CapHeader {
     version: u32,
     pid: libc::c_int,
 }
+#[cfg(target_os = "linux")]
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct CapData {
@@ -819,8 +961,10 @@ struct CapData {
     permitted: u32,
     inheritable: u32,
 }
+#[cfg(target_os = "linux")]
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
+#[cfg(target_os = "linux")]
 /// The Landlock jail's child: marks descriptors above 2 close-on-exec, then forks a supervisor
 /// (see [`supervise`]) that stays behind as the direct child, and in the command's process
 /// sets no_new_privs, enforces the Landlock ruleset, drops every capability (bounding,
@@ -893,6 +1037,7 @@ pub fn lock_down_before_exec(command: &mut Command, lockdown: Arc<Lockdown>) {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Drops every capability from all five sets. Bounding-set drops that fail with `EINVAL` (a
 /// number this kernel lacks) or `EPERM` (no CAP_SETPCAP, so nothing could be regained from
 /// it under no_new_privs anyway) are skipped; clearing the others cannot fail for lack of
@@ -930,6 +1075,7 @@ unsafe fn drop_capabilities(last_cap: u32) -> io::Result<()> {
     Ok(())
 }
 
+#[cfg(target_os = "linux")]
 /// The signals the supervisor reads from a signalfd: its child's exits, a stop request from the
 /// runner (which signals the whole group), and SIGUSR1, its parent-death signal.
 const SUPERVISOR_SIGNALS: [libc::c_int; 5] = [
@@ -940,6 +1086,7 @@ const SUPERVISOR_SIGNALS: [libc::c_int; 5] = [
     libc::SIGUSR1,
 ];
 
+#[cfg(target_os = "linux")]
 /// The supervisor of one Landlock-jailed command: the direct child of reasonix, leader of the
 /// command's session and process group, outside the Landlock domain (so on ABI 6+ the command
 /// cannot signal it) and a child subreaper, so every descendant that is orphaned (a double
@@ -997,6 +1144,7 @@ unsafe fn supervise(command: libc::pid_t, parent: libc::pid_t, watched: &libc::s
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Reaps every child that has exited; returns the command's wait status once it is among them.
 unsafe fn reap_all(command: libc::pid_t) -> Option<libc::c_int> {
     let mut found = None;
@@ -1012,6 +1160,7 @@ unsafe fn reap_all(command: libc::pid_t) -> Option<libc::c_int> {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// SIGKILLs every child (the command and everything reparented to us) and reaps it, round
 /// after round, until none is left: each death reparents that child's own children to us. The
 /// list comes from `/proc/thread-self/children`; a number cut off at the end of the buffer is
@@ -1076,6 +1225,7 @@ unsafe fn kill_descendants(command: libc::pid_t, status: &mut Option<libc::c_int
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Ends the supervisor the way the command ended: by the same signal, so the runner reports it.
 unsafe fn exit_by_signal(signal: libc::c_int) -> ! {
     libc::signal(signal, libc::SIG_DFL);
@@ -1085,6 +1235,25 @@ unsafe fn exit_by_signal(signal: libc::c_int) -> ! {
     libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
     libc::kill(libc::getpid(), signal);
     libc::_exit(128 + signal)
+}
+
+/// No parent-death signal on other systems: the runner's group kill on drop still applies.
+#[cfg(not(target_os = "linux"))]
+pub fn die_with_parent_before_exec(_command: &mut Command) {}
+
+#[cfg(not(target_os = "linux"))]
+pub fn pass_filter_before_exec(command: &mut Command, _filter: Arc<Filter>) {
+    refuse_before_exec(command);
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn lock_down_before_exec(command: &mut Command, _lockdown: Arc<Lockdown>) {
+    refuse_before_exec(command);
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn protect_self() -> io::Result<()> {
+    Err(unsupported())
 }
 
 #[cfg(test)]

@@ -44,8 +44,20 @@ extern "C" fn on_signal(signal: libc::c_int) {
 fn install(signals: &[libc::c_int]) -> io::Result<std::fs::File> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two descriptors into the array we own.
+    #[cfg(target_os = "linux")]
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
+    }
+    // Other Unix systems lack pipe2: the descriptors are marked close-on-exec right after.
+    // SAFETY: pipe writes two descriptors into the array we own; fcntl takes integers only.
+    #[cfg(not(target_os = "linux"))]
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for fd in fds {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
     }
     SIGNAL_PIPE_WRITE.store(fds[1], Ordering::SeqCst);
     for &signal in signals {
