@@ -790,6 +790,18 @@ fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
         !work.join("launched-proj").exists(),
         "an unselected server was launched"
     );
+    // The contracts pinned when the chat's servers started are recorded with the binding, so
+    // the conversation cannot continue later against a server whose tools changed.
+    let session = session_files(&home).pop().expect("the chat's session");
+    let (header, _) = read_session(&session);
+    let contracts = &header["composition"]["mcp_contracts"];
+    assert!(contracts.get("mcp__local__echo").is_some(), "{header}");
+    let plain = format!("[[plugins]]\nname = \"local\"\ncommand = \"{example}\"\n");
+    use_fake_provider(&home, &server.base_url(), &plain);
+    let out = bound_run(&home, work.path(), &["--continue", "again"]);
+    refused(&out, "unavailable");
+    assert!(out.stderr.contains("contracts changed"), "{out:?}");
+    assert_eq!(server.requests().len(), 3, "nothing was sent after the refusal");
 }
 
 #[test]

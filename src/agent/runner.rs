@@ -239,6 +239,14 @@ impl Agent {
         &self.session
     }
 
+    /// See [`Session::record_mcp_contracts`].
+    pub fn record_mcp_contracts(
+        &mut self,
+        contracts: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), crate::agent::session::SessionError> {
+        self.session.record_mcp_contracts(contracts)
+    }
+
     pub fn stats(&self) -> &Stats {
         &self.stats
     }

@@ -361,6 +361,24 @@ impl Session {
         Ok(())
     }
 
+    /// Records the MCP tool contracts of the conversation's binding once they are known (the
+    /// interactive chat starts its servers after the header is written). The header is
+    /// rewritten atomically with the history, so a later run compares against them.
+    pub fn record_mcp_contracts(
+        &mut self,
+        contracts: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), SessionError> {
+        let Some(binding) = self.header.composition.as_mut() else {
+            return Ok(());
+        };
+        if binding.mcp_contracts == contracts {
+            return Ok(());
+        }
+        binding.mcp_contracts = contracts;
+        let messages = self.messages().to_vec();
+        self.rewrite(messages)
+    }
+
     /// Replaces the whole message list (context compaction, repair). The new file is written
     /// beside the old one, locked before it is renamed over it, so a crash leaves either the
     /// old history or the new one and no other process can take the session in between;

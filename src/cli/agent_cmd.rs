@@ -550,16 +550,14 @@ pub fn tool_source(
 /// The interactive chat starts its MCP servers after the conversation is bound, so their
 /// tools are pinned when they arrive: only selected servers' tools, each behind the switch a
 /// changed catalog flips. A restored binding whose recorded contracts differ from what the
-/// servers offer now is blocked at once, with a notice.
+/// servers offer now is blocked at once, with a notice; a binding with none recorded yet gets
+/// today's, for the chat to write into the session header.
 pub fn pin_started(
     binding: &Binding,
     tools: Vec<std::sync::Arc<dyn crate::tool::Tool>>,
     watch: Box<dyn crate::tool::source::ToolSource>,
     notices: &mut Vec<String>,
-) -> (
-    Vec<std::sync::Arc<dyn crate::tool::Tool>>,
-    Box<dyn crate::tool::source::ToolSource>,
-) {
+) -> PinnedStart {
     let servers = &binding.modules.mcp_servers;
     let mut registry = Registry::new();
     for tool in tools {
@@ -584,7 +582,20 @@ pub fn pin_started(
         .iter()
         .filter_map(|name| registry.get(name).cloned())
         .collect();
-    (tools, Box::new(source))
+    let record = binding.mcp_contracts.is_empty() && !now.is_empty();
+    PinnedStart {
+        tools,
+        source: Box::new(source),
+        contracts: record.then_some(now),
+    }
+}
+
+/// The interactive chat's MCP tools after [`pin_started`].
+pub struct PinnedStart {
+    pub tools: Vec<std::sync::Arc<dyn crate::tool::Tool>>,
+    pub source: Box<dyn crate::tool::source::ToolSource>,
+    /// Contracts to record in the session header (none were recorded at binding).
+    pub contracts: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// What `/agent [ID]` asks of the chat.

@@ -407,15 +407,20 @@ fn mcp_startup(
             .collect();
         let watch: Box<dyn crate::tool::source::ToolSource> = Box::new(handle.tool_watch());
         // A bound conversation's MCP tools are pinned as they arrive.
-        let (tools, source) = match &binding {
+        let pinned = match &binding {
             Some(binding) => super::agent_cmd::pin_started(binding, tools, watch, &mut notices),
-            None => (tools, watch),
+            None => super::agent_cmd::PinnedStart {
+                tools,
+                source: watch,
+                contracts: None,
+            },
         };
         Started {
-            tools,
-            source: Some(source),
+            tools: pinned.tools,
+            source: Some(pinned.source),
             mcp: Arc::new(mcp::Host::new(handle)),
             notices,
+            contracts: pinned.contracts,
         }
     }))
 }

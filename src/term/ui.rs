@@ -140,6 +140,9 @@ pub struct Started {
     pub mcp: Arc<dyn McpHost>,
     /// Servers that failed or were not started.
     pub notices: Vec<String>,
+    /// The MCP tool contracts a bound conversation pins now and records in its session
+    /// header; `None` when unbound or already recorded.
+    pub contracts: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A message ready to send, after `@` resolution or MCP prompt rendering.
@@ -337,6 +340,8 @@ struct Chat {
     /// Tools from the startup waiting for the agent to be idle.
     waiting_tools: Vec<Arc<dyn Tool>>,
     waiting_source: Option<Box<dyn ToolSource>>,
+    /// MCP contracts for the bound conversation's header, recorded with those tools.
+    waiting_contracts: Option<std::collections::BTreeMap<String, String>>,
     provider_name: String,
     model: String,
     context_window: u64,
@@ -405,6 +410,7 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         starting: None,
         waiting_tools: Vec::new(),
         waiting_source: None,
+        waiting_contracts: None,
         provider_name: parts.provider_name,
         model: parts.model,
         context_window: parts.context_window,

@@ -151,6 +151,7 @@ impl Chat {
         self.mcp = switched.mcp;
         self.waiting_tools.clear();
         self.waiting_source = None;
+        self.waiting_contracts = None;
         self.reset_conversation_state();
         for (level, notice) in &switched.notices {
             self.transcript.notice(*level, notice);

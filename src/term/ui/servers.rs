@@ -82,6 +82,7 @@ impl Chat {
                 self.catalog = Catalog::new(custom, self.mcp.prompts());
                 self.waiting_tools = started.tools;
                 self.waiting_source = started.source;
+                self.waiting_contracts = started.contracts;
             }
             Err(err) => self.transcript.error(&err),
         }
@@ -91,21 +92,30 @@ impl Chat {
     /// Gives the agent the started servers' tools once no turn holds it (a `/compact` may),
     /// then lets the waiting messages go.
     pub(super) fn install_tools(&mut self) {
-        if !self.waiting_tools.is_empty() || self.waiting_source.is_some() {
+        if !self.waiting_tools.is_empty()
+            || self.waiting_source.is_some()
+            || self.waiting_contracts.is_some()
+        {
             let tools = std::mem::take(&mut self.waiting_tools);
             let source = self.waiting_source.take();
+            let contracts = self.waiting_contracts.take();
             let Some(mut agent) = self.idle_agent() else {
                 self.waiting_tools = tools;
                 self.waiting_source = source;
+                self.waiting_contracts = contracts;
                 return;
             };
             agent.add_tools(tools);
             if let Some(source) = source {
                 agent.set_tool_source(source);
             }
+            let recorded = contracts.map(|c| agent.record_mcp_contracts(c));
             let names = tool_names(&agent);
             drop(agent);
             self.tool_names = names;
+            if let Some(Err(err)) = recorded {
+                self.transcript.error(&err.to_string());
+            }
         }
         self.starting = None;
         self.next_in_queue();

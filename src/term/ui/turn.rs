@@ -119,7 +119,10 @@ impl Chat {
             self.quit = Some(code);
             return;
         }
-        if !self.waiting_tools.is_empty() || self.waiting_source.is_some() {
+        if !self.waiting_tools.is_empty()
+            || self.waiting_source.is_some()
+            || self.waiting_contracts.is_some()
+        {
             self.install_tools();
         } else if let Some(names) = self.idle_agent().map(|agent| tool_names(&agent)) {
             // The turn may have taken in an MCP server's new tool list.
