@@ -746,3 +746,91 @@ fn the_client_credentials_grant_signs_a_private_key_jwt_that_openssl_verifies() 
         assert!(!out.status.success());
     }
 }
+
+/// The names of the tools a model request offered.
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_input() {
+    use crate::util::pty::Pty;
+    let (base, seen) = protected_server(Script::default());
+    let model = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
+    // The browser keeps the URL for the person (this test) to follow later.
+    let browser = home.join("browser");
+    let opened = home.join("opened-url");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat")
+        .env("FAKE_API_KEY", "k")
+        .env("BROWSER", &browser);
+    let mut pty = Pty::spawn(cmd, 200, 40);
+    pty.wait_text("fake-model · ask");
+    pty.wait_text("log in to use its tools:");
+
+    // Not logged in yet: the chat answers, without the server's tools.
+    pty.send("hi\r");
+    pty.wait_text("first answer");
+    let first = model.wait_for_requests(1);
+    assert!(!offered_tools(&first[0].body)
+        .iter()
+        .any(|t| t.starts_with("mcp__vault")));
+
+    // The person follows the link the browser was given.
+    let address = loop {
+        if let Ok(address) = std::fs::read_to_string(&opened) {
+            break address;
+        }
+        std::thread::yield_now();
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let reply = agent.get(&address).call().unwrap();
+    assert_eq!(reply.status().as_u16(), 302, "{address}");
+    let location = reply.headers()["location"].to_str().unwrap().to_string();
+    let _ = agent.get(&location).call();
+    pty.wait_text("logged in; 1 tool available");
+    assert_eq!(requests(&seen, "/authorize").len(), 1);
+    assert_eq!(token_files(&home).len(), 1, "stored as by `mcp login`");
+
+    pty.send("again\r");
+    pty.wait_text("second answer");
+    let second = model.wait_for_requests(2);
+    let tools = offered_tools(&second[1].body);
+    assert!(
+        tools.iter().any(|t| t == "mcp__vault__secret_count"),
+        "{tools:?}"
+    );
+}

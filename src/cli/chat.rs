@@ -378,6 +378,7 @@ fn mcp_startup(
         approver: Some(Arc::new(UiApprover::new(tx.clone())) as Arc<dyn LaunchApprover>),
         events: forward_server_events(tx.clone()),
         elicitor: Some(Arc::new(ui::UiElicitor::new(UiInteract::new(tx.clone())))),
+        login: true,
         ..McpOptions::default()
     };
     let config = setup.config.clone();
