@@ -121,6 +121,10 @@ struct AuthState {
     /// code -> (code_challenge, resource)
     codes: HashMap<String, (String, String)>,
     valid: Vec<String>,
+    /// Tokens granted `mcp:write`.
+    write: Vec<String>,
+    /// code -> the scope asked for
+    scopes: HashMap<String, String>,
     issued: u32,
 }
 
@@ -131,6 +135,12 @@ struct Script {
     metadata_link: Option<String>,
     /// The `resource` the metadata claims (default: this server's `/mcp`).
     claimed_resource: Option<String>,
+    /// `initialize` and notifications are answered without a token; only the later requests
+    /// are protected (as the official conformance servers do).
+    open_handshake: bool,
+    /// `tools/call` wants `mcp:write` on top: a 403 `insufficient_scope` until a token with
+    /// that scope is presented.
+    call_needs_write: bool,
 }
 
 fn json_answer(status: u16, body: Value) -> Answer {
@@ -148,7 +158,11 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                     .header("authorization")
                     .and_then(|h| h.strip_prefix("Bearer "))
                     .unwrap_or("");
-                if !state.valid.iter().any(|t| t == token) {
+                let message: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+                let method = message["method"].as_str().unwrap_or("");
+                let open = script.open_handshake
+                    && (method == "initialize" || method.starts_with("notifications/"));
+                if !open && !state.valid.iter().any(|t| t == token) {
                     let link = script
                         .metadata_link
                         .clone()
@@ -156,9 +170,19 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                     let www = format!(r#"Bearer resource_metadata="{link}", scope="mcp:tools""#);
                     return (401, vec![("WWW-Authenticate".into(), www)], "{}".into());
                 }
-                let message: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+                if script.call_needs_write
+                    && method == "tools/call"
+                    && !state.write.iter().any(|t| t == token)
+                {
+                    let www = r#"Bearer error="insufficient_scope", scope="mcp:tools mcp:write""#;
+                    return (
+                        403,
+                        vec![("WWW-Authenticate".into(), www.into())],
+                        "{}".into(),
+                    );
+                }
                 let id = message["id"].clone();
-                let result = match message["method"].as_str().unwrap_or("") {
+                let result = match method {
                     "initialize" => json!({"protocolVersion": "2025-11-25",
                         "capabilities": {"tools": {}}, "serverInfo": {"name": "vault", "version": "1"}}),
                     "tools/list" => json!({"tools": [{"name": "secret_count",
@@ -191,6 +215,8 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                     code.clone(),
                     (q["code_challenge"].clone(), q["resource"].clone()),
                 );
+                let scope = q.get("scope").cloned().unwrap_or_default();
+                state.scopes.insert(code.clone(), scope);
                 let location = format!(
                     "{}?code={code}&state={}&iss={}",
                     q["redirect_uri"],
@@ -202,6 +228,7 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
             ("POST", "/token") => {
                 let form = req.form();
                 let grant = form.get("grant_type").cloned().unwrap_or_default();
+                let mut granted = "mcp:tools".to_string();
                 match grant.as_str() {
                     "authorization_code" => {
                         let Some((challenge, _)) = state.codes.remove(&form["code"]) else {
@@ -217,9 +244,12 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                                 json!({"error": "invalid_grant", "error_description": "PKCE"}),
                             );
                         }
+                        granted = state.scopes.remove(&form["code"]).unwrap_or_default();
                     }
                     "refresh_token"
                         if form.get("refresh_token").map(String::as_str) == Some("rt-1") => {}
+                    // A signed client assertion is checked by the test itself (with openssl).
+                    "client_credentials" if form.contains_key("client_assertion") => {}
                     "client_credentials" => {
                         let basic = reasonix::mcp::oauth::pkce::base64(b"m2m:s3cret");
                         if req.header("authorization") != Some(&format!("Basic {basic}")) {
@@ -231,10 +261,13 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                 state.issued += 1;
                 let token = format!("at-{}", state.issued);
                 state.valid.push(token.clone());
+                if granted.split(' ').any(|s| s == "mcp:write") {
+                    state.write.push(token.clone());
+                }
                 json_answer(
                     200,
                     json!({"access_token": token, "token_type": "Bearer",
-                    "expires_in": 3600, "refresh_token": "rt-1", "scope": "mcp:tools"}),
+                    "expires_in": 3600, "refresh_token": "rt-1", "scope": granted}),
                 )
             }
             _ => (404, vec![], String::new()),
@@ -517,4 +550,287 @@ fn login_never_contacts_a_project_server_that_has_no_launch_grant() {
     assert!(out.stderr.contains("launch grant"), "{out:?}");
     assert!(seen.lock().unwrap().is_empty(), "the server was contacted");
     assert!(token_files(&home).is_empty());
+}
+
+#[test]
+fn login_finds_the_challenge_behind_an_open_handshake_and_steps_up_on_insufficient_scope() {
+    let (base, seen) = protected_server(Script {
+        open_handshake: true,
+        call_needs_write: true,
+        ..Script::default()
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    // `initialize` succeeds without a token: the login still finds the 401 of `tools/list`.
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.starts_with("Logged in to `vault`"), "{out:?}");
+    let first = requests(&seen, "/authorize");
+    assert_eq!(first.len(), 1, "one authorization request");
+    assert_eq!(first[0].query()["scope"], "mcp:tools offline_access");
+    let out = run(reasonix(&home, work.path()).args(["mcp", "list"]));
+    assert_eq!(out.code, 0, "{out:?}");
+
+    // The call wants more scope: the run says so and remembers it for the next login, which
+    // asks for the union.
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("reasonix mcp login vault"), "{out:?}");
+    assert!(out.stderr.contains("mcp:write"), "{out:?}");
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    let second = requests(&seen, "/authorize");
+    assert_eq!(second.len(), 2, "a second authorization request");
+    let scope = second[1].query()["scope"].clone();
+    for wanted in ["mcp:tools", "mcp:write"] {
+        assert!(scope.split(' ').any(|s| s == wanted), "{scope}");
+    }
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "42 secrets\n"),
+        "{out:?}"
+    );
+}
+
+/// Decodes unpadded base64url (the JWT parts).
+fn base64url_decode(text: &str) -> Vec<u8> {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for c in text.bytes() {
+        let value = alphabet.iter().position(|&a| a == c).unwrap() as u32;
+        bits = (bits << 6) | value;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+        }
+    }
+    out
+}
+
+/// The DER `SEQUENCE { INTEGER r, INTEGER s }` openssl verifies, from JOSE's `r || s`.
+fn jose_to_der(signature: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for half in signature.chunks(32) {
+        let first = half.iter().position(|&b| b != 0).unwrap_or(31);
+        let mut int = half[first..].to_vec();
+        if int[0] & 0x80 != 0 {
+            int.insert(0, 0);
+        }
+        body.extend([0x02, int.len() as u8]);
+        body.extend(int);
+    }
+    let mut der = vec![0x30, body.len() as u8];
+    der.extend(body);
+    der
+}
+
+#[test]
+fn the_client_credentials_grant_signs_a_private_key_jwt_that_openssl_verifies() {
+    for (kind, alg, genpkey) in [
+        (
+            "ec",
+            "ES256",
+            ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        ),
+        (
+            "rsa",
+            "RS256",
+            ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+        ),
+    ] {
+        let (base, seen) = protected_server(Script::default());
+        let home = Dir::new();
+        let work = Dir::new();
+        let key = home.join(&format!("{kind}.pem"));
+        let public = home.join(&format!("{kind}.pub"));
+        let openssl = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "openssl {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let mut args = vec!["genpkey"];
+        args.extend(genpkey);
+        args.extend(["-out", key.to_str().unwrap()]);
+        openssl(&args);
+        openssl(&[
+            "pkey",
+            "-in",
+            key.to_str().unwrap(),
+            "-pubout",
+            "-out",
+            public.to_str().unwrap(),
+        ]);
+        let oauth = format!(
+            "[plugins.oauth]\nclient_id = \"m2m\"\nprivate_key = \"{}\"\ngrant = \"client_credentials\"\n",
+            key.display()
+        );
+        home.write(
+            ".reasonix/config.toml",
+            &plugin(&format!("{base}/mcp"), &oauth),
+        );
+        let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "42 secrets\n"),
+            "{kind}: {out:?}"
+        );
+
+        let token = requests(&seen, "/token");
+        assert_eq!(token.len(), 1);
+        let form = token[0].form();
+        assert_eq!(form["grant_type"], "client_credentials");
+        assert_eq!(
+            form["client_assertion_type"],
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        );
+        assert!(token[0].header("authorization").is_none(), "no secret sent");
+        let jwt = form["client_assertion"].clone();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3, "{jwt}");
+        let header: Value = serde_json::from_slice(&base64url_decode(parts[0])).unwrap();
+        assert_eq!(header["alg"], alg);
+        let claims: Value = serde_json::from_slice(&base64url_decode(parts[1])).unwrap();
+        assert_eq!(
+            (claims["iss"].as_str(), claims["sub"].as_str()),
+            (Some("m2m"), Some("m2m"))
+        );
+        assert_eq!(claims["aud"], base.as_str(), "the issuer is the audience");
+        assert!(claims["exp"].as_u64().unwrap() > claims["iat"].as_u64().unwrap());
+        assert!(claims["jti"].as_str().is_some_and(|j| j.len() >= 16));
+
+        // openssl checks the signature over `header.claims`.
+        let signature = base64url_decode(parts[2]);
+        let signature = match alg {
+            "ES256" => {
+                assert_eq!(signature.len(), 64, "JOSE r || s");
+                jose_to_der(&signature)
+            }
+            _ => signature,
+        };
+        let input = home.join("input");
+        let sig = home.join("sig");
+        std::fs::write(&input, format!("{}.{}", parts[0], parts[1])).unwrap();
+        std::fs::write(&sig, &signature).unwrap();
+        let verified = openssl(&[
+            "dgst",
+            "-sha256",
+            "-verify",
+            public.to_str().unwrap(),
+            "-signature",
+            sig.to_str().unwrap(),
+            input.to_str().unwrap(),
+        ]);
+        assert!(verified.contains("Verified OK"), "{kind}: {verified}");
+        // A tampered input fails the same check.
+        std::fs::write(&input, format!("{}.{}x", parts[0], parts[1])).unwrap();
+        let out = std::process::Command::new("openssl")
+            .args([
+                "dgst",
+                "-sha256",
+                "-verify",
+                public.to_str().unwrap(),
+                "-signature",
+                sig.to_str().unwrap(),
+                input.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+    }
+}
+
+/// The names of the tools a model request offered.
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_input() {
+    use crate::util::pty::Pty;
+    let (base, seen) = protected_server(Script::default());
+    let model = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
+    // The browser keeps the URL for the person (this test) to follow later.
+    let browser = home.join("browser");
+    let opened = home.join("opened-url");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat")
+        .env("FAKE_API_KEY", "k")
+        .env("BROWSER", &browser);
+    let mut pty = Pty::spawn(cmd, 200, 40);
+    pty.wait_text("fake-model · ask");
+    pty.wait_text("log in to use its tools:");
+
+    // Not logged in yet: the chat answers, without the server's tools.
+    pty.send("hi\r");
+    pty.wait_text("first answer");
+    let first = model.wait_for_requests(1);
+    assert!(!offered_tools(&first[0].body)
+        .iter()
+        .any(|t| t.starts_with("mcp__vault")));
+
+    // The person follows the link the browser was given.
+    let address = loop {
+        if let Ok(address) = std::fs::read_to_string(&opened) {
+            break address;
+        }
+        std::thread::yield_now();
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let reply = agent.get(&address).call().unwrap();
+    assert_eq!(reply.status().as_u16(), 302, "{address}");
+    let location = reply.headers()["location"].to_str().unwrap().to_string();
+    let _ = agent.get(&location).call();
+    pty.wait_text("logged in; 1 tool available");
+    assert_eq!(requests(&seen, "/authorize").len(), 1);
+    assert_eq!(token_files(&home).len(), 1, "stored as by `mcp login`");
+
+    pty.send("again\r");
+    pty.wait_text("second answer");
+    let second = model.wait_for_requests(2);
+    let tools = offered_tools(&second[1].body);
+    assert!(
+        tools.iter().any(|t| t == "mcp__vault__secret_count"),
+        "{tools:?}"
+    );
 }

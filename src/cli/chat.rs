@@ -391,6 +391,7 @@ fn mcp_startup(
         events: forward_server_events(tx.clone()),
         elicitor: Some(Arc::new(ui::UiElicitor::new(UiInteract::new(tx.clone())))),
         keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
+        login: true,
         ..McpOptions::default()
     };
     let config = setup.config.clone();

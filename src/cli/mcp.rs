@@ -388,25 +388,10 @@ fn logout(config: &Config, cwd: &Path, name: &str) -> Result<i32, Error> {
     Ok(exit::OK)
 }
 
-/// Runs `$BROWSER URL` when the variable is set, without waiting for it (the URL is printed
-/// either way, for a headless machine). Its exit is collected on a thread.
+/// Runs `$BROWSER URL` when the variable is set (the URL is printed either way).
 fn open_browser(address: &str) {
-    let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) else {
-        return;
-    };
-    let spawned = std::process::Command::new(browser)
-        .arg(address)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        Ok(mut child) => {
-            let _ = std::thread::Builder::new()
-                .name("browser".into())
-                .spawn(move || child.wait());
-        }
-        Err(e) => eprintln!("reasonix: could not run $BROWSER: {e}"),
+    if !crate::mcp::oauth::redirect::open_browser(address) {
+        eprintln!("reasonix: could not run $BROWSER");
     }
 }
 

@@ -522,6 +522,10 @@ pub struct PluginConfig {
     /// OAuth settings of an HTTP server (`[plugins.oauth]`); discovery needs none of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<PluginOAuth>,
+    /// `"accept_defaults"`: where no one can answer, a request for input whose every required
+    /// field has a default is accepted with the defaults (user config only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<String>,
     #[serde(skip)]
     pub origin: Layer,
 }
@@ -541,6 +545,16 @@ pub struct PluginOAuth {
     pub scopes: Option<Vec<String>>,
     /// The loopback port of the redirect listener (0 or unset = any free port).
     pub callback_port: Option<u16>,
+    /// `private_key_jwt`: a PEM private key (a path, or the PEM text) the client-credentials
+    /// grant signs its client assertion with, instead of sending a secret.
+    pub private_key: Option<String>,
+    /// `ES256` or `RS256`; unset = what the key is.
+    pub signing_algorithm: Option<String>,
+    /// Cross-app access (`grant = "jwt_bearer"`): the enterprise IdP's token endpoint, the
+    /// client id there, and the ID token exchanged for an identity assertion grant.
+    pub idp_token_endpoint: Option<String>,
+    pub idp_client_id: Option<String>,
+    pub id_token: Option<String>,
 }
 
 /// `[[plugins]] sandbox`: the string `"off"` or a table of [`PluginJail`] settings.

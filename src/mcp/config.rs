@@ -97,6 +97,9 @@ pub struct ServerSpec {
     pub roots: Roots,
     /// `[plugins.oauth]`, expanded (HTTP servers only).
     pub oauth: oauth::Settings,
+    /// `elicitation = "accept_defaults"`: headless requests for input are answered with their
+    /// defaults instead of declined.
+    pub elicit_defaults: bool,
 }
 
 /// The directories offered to a server through `roots/list`.
@@ -557,7 +560,31 @@ fn resolve(
         trusted_read_only: trusted_read_only(plugin, origin, ignored),
         roots: roots(plugin, origin, vars, ignored)?,
         oauth: oauth_settings(plugin, origin, vars)?,
+        elicit_defaults: elicit_defaults(plugin, origin, ignored)?,
     })
+}
+
+/// `elicitation`: answering for the user is theirs to allow, so a project file cannot.
+fn elicit_defaults(
+    plugin: &PluginConfig,
+    origin: Origin,
+    ignored: &mut Vec<String>,
+) -> Result<bool, ServerError> {
+    match plugin.elicitation.as_deref() {
+        None | Some("decline") => Ok(false),
+        Some("accept_defaults") if origin.needs_grant() => {
+            ignored.push(
+                "`elicitation` is ignored: only the user config may accept requests for input \
+                 on your behalf"
+                    .into(),
+            );
+            Ok(false)
+        }
+        Some("accept_defaults") => Ok(true),
+        Some(_) => Err(ServerError::Missing(
+            "`elicitation` must be \"decline\" or \"accept_defaults\"",
+        )),
+    }
 }
 
 /// `roots`: a project file may turn them off (`[]`) but not point the server elsewhere.
@@ -606,9 +633,11 @@ fn oauth_settings(
     let grant = match table.grant.as_deref() {
         None | Some("authorization_code") => oauth::AUTHORIZATION_CODE,
         Some("client_credentials") => oauth::CLIENT_CREDENTIALS,
+        Some("jwt_bearer") => oauth::JWT_BEARER,
         Some(_) => {
             return Err(ServerError::Missing(
-                "`oauth.grant` must be \"authorization_code\" or \"client_credentials\"",
+                "`oauth.grant` must be \"authorization_code\", \"client_credentials\" or \
+                 \"jwt_bearer\"",
             ))
         }
     };
@@ -619,6 +648,11 @@ fn oauth_settings(
         grant: grant.to_string(),
         scopes: table.scopes.clone(),
         callback_port: table.callback_port.unwrap_or(0),
+        private_key: expand(&table.private_key)?,
+        signing_algorithm: expand(&table.signing_algorithm)?,
+        idp_token_endpoint: expand(&table.idp_token_endpoint)?,
+        idp_client_id: expand(&table.idp_client_id)?,
+        id_token: expand(&table.id_token)?,
     })
 }
 
@@ -887,6 +921,28 @@ mod tests {
         let spec = resolve(&listed, Origin::ProjectToml, &config, &v, &mut ignored).unwrap();
         assert_eq!(spec.roots, Roots::Default);
         assert!(ignored[0].contains("`roots` is ignored"), "{ignored:?}");
+    }
+
+    #[test]
+    fn accepting_elicitation_defaults_is_the_users_choice_only() {
+        let config = Config::default();
+        let secrets = Vec::new();
+        let v = vars(&secrets);
+        let text = "name = \"s\"\ncommand = \"x\"\nelicitation = \"accept_defaults\"\n";
+        let spec = resolve(&plugin(text), Origin::User, &config, &v, &mut Vec::new()).unwrap();
+        assert!(spec.elicit_defaults);
+        let mut ignored = Vec::new();
+        let spec = resolve(&plugin(text), Origin::McpJson, &config, &v, &mut ignored).unwrap();
+        assert!(!spec.elicit_defaults);
+        assert!(
+            ignored[0].contains("`elicitation` is ignored"),
+            "{ignored:?}"
+        );
+        let plain = "name = \"s\"\ncommand = \"x\"\n";
+        let spec = resolve(&plugin(plain), Origin::User, &config, &v, &mut Vec::new()).unwrap();
+        assert!(!spec.elicit_defaults);
+        let bad = "name = \"s\"\ncommand = \"x\"\nelicitation = \"yes\"\n";
+        assert!(resolve(&plugin(bad), Origin::User, &config, &v, &mut Vec::new()).is_err());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! (SEP-1034), multi-select enums (arrays of enum items), validation of what the user typed
 //! against the schema, and the answer's JSON
 //! (`accept` with content, `decline`, `cancel`). Asking is the front end's job through
-//! [`Elicitor`]; without one (a headless run) every request is declined.
+//! [`Elicitor`]; without one (a headless run) every request is declined, unless the server is
+//! set to [`AcceptDefaults`].
 
 use serde_json::{json, Map, Value};
 
@@ -56,6 +57,28 @@ pub enum Answer {
 /// Asks a person.
 pub trait Elicitor: Send + Sync {
     fn elicit(&self, request: &Request) -> Answer;
+}
+
+/// `elicitation = "accept_defaults"` on a server, where no person can answer (a headless run,
+/// `mcp call` without a terminal): a form whose every required field has a default is
+/// accepted with the defaults (SEP-1034), fields without one left out; anything else, and
+/// every URL request, is declined. The user opts in per server, since it answers for them.
+pub struct AcceptDefaults;
+
+impl Elicitor for AcceptDefaults {
+    fn elicit(&self, request: &Request) -> Answer {
+        let Mode::Form(fields) = &request.mode else {
+            return Answer::Decline;
+        };
+        if fields.iter().any(|f| f.required && f.default.is_none()) {
+            return Answer::Decline;
+        }
+        let content = fields
+            .iter()
+            .filter_map(|f| Some((f.name.clone(), f.default.clone()?)))
+            .collect();
+        Answer::Accept(content)
+    }
 }
 
 /// Parses `elicitation/create` params.
@@ -278,6 +301,36 @@ mod tests {
             by_name(&fields, "size").kind,
             Kind::Enum(vec!["s".into(), "l".into()])
         );
+    }
+
+    #[test]
+    fn accepting_defaults_needs_a_default_for_every_required_field() {
+        let with_all = json!({"message": "ok?", "requestedSchema": {"type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "status": {"type": "string", "enum": ["a", "b"], "default": "b"},
+                "note": {"type": "string"}
+            }, "required": ["name"]}});
+        let request = parse("s", &with_all).unwrap();
+        let Answer::Accept(content) = AcceptDefaults.elicit(&request) else {
+            panic!("expected accept");
+        };
+        assert_eq!(
+            Value::Object(content),
+            json!({"name": "John Doe", "age": 30, "status": "b"}),
+            "defaults only; a field without one is left out"
+        );
+        // A required field without a default needs a person.
+        let request = parse(
+            "s",
+            &json!({"requestedSchema": {"type": "object",
+            "properties": {"name": {"type": "string"}}, "required": ["name"]}}),
+        )
+        .unwrap();
+        assert_eq!(AcceptDefaults.elicit(&request), Answer::Decline);
+        let url = parse("s", &json!({"mode": "url", "url": "https://x.example/"})).unwrap();
+        assert_eq!(AcceptDefaults.elicit(&url), Answer::Decline);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::grants::GrantStore;
 use super::jail::{BaseSettings, ServerJail};
 use super::launch::{authorize, LaunchApprover};
 use super::log::Log;
+use super::login_later::{self, Late};
 use super::server::{Launch, Server};
 use super::watch::ToolWatch;
 use super::McpError;
@@ -46,6 +47,9 @@ pub struct McpOptions {
     pub keep: Option<Vec<String>>,
     /// Who answers servers' requests for input; `None` declines them with a notice.
     pub elicitor: Option<Arc<dyn crate::mcp::elicit::Elicitor>>,
+    /// A person is here to log in (the chat): a server that needs authorization gets the
+    /// browser step in the background and joins the run once logged in.
+    pub login: bool,
 }
 
 /// How one declared server fared.
@@ -71,6 +75,8 @@ pub struct ServerStatus {
 #[derive(Default)]
 pub struct McpHandle {
     servers: Vec<Arc<Server>>,
+    /// Servers connected after a login in the background ([`login_later`]).
+    late: Late,
     statuses: Vec<ServerStatus>,
     catalog: Arc<Mutex<Catalog>>,
 }
@@ -167,6 +173,23 @@ pub fn start(
                 let connected = status(&spec, &shared.sandbox, ServerState::Connected);
                 handle.statuses.push(connected);
                 handle.servers.push(Arc::new(server));
+            }
+            Err(err) if options.login && login_later::wants_login(&spec, &err) => {
+                warn(format!(
+                    "mcp: server `{}` needs authorization: follow the link it shows to log in; \
+                     its tools arrive once you have",
+                    spec.name
+                ));
+                let waiting = ServerState::Failed("waiting for authorization".into());
+                handle
+                    .statuses
+                    .push(status(&spec, &shared.sandbox, waiting));
+                login_later::start(
+                    spec,
+                    shared.clone(),
+                    Arc::clone(&handle.late),
+                    options.events.clone(),
+                );
             }
             Err(err) => {
                 let reason = err.to_string().trim_start_matches("mcp: ").to_string();
@@ -290,6 +313,7 @@ impl McpHandle {
     pub fn tool_watch(&self) -> ToolWatch {
         ToolWatch {
             servers: self.servers.clone(),
+            late: Arc::clone(&self.late),
             seen: lock(&self.catalog).generations.clone(),
             catalog: Arc::clone(&self.catalog),
         }
@@ -325,7 +349,10 @@ impl McpHandle {
 
 impl Drop for McpHandle {
     fn drop(&mut self) {
-        let servers = std::mem::take(&mut self.servers);
+        let mut servers = std::mem::take(&mut self.servers);
+        servers.extend(std::mem::take(
+            &mut *self.late.lock().unwrap_or_else(PoisonError::into_inner),
+        ));
         std::thread::scope(|scope| {
             for server in &servers {
                 let spawned = std::thread::Builder::new()

@@ -37,6 +37,7 @@ pub mod jail;
 pub mod jsonrpc;
 pub mod launch;
 pub mod log;
+pub mod login_later;
 pub mod manager;
 pub mod oauth;
 pub mod server;

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -14,6 +14,7 @@ use super::adapter::RemoteTool;
 use super::client::{CallOptions, Client, ClientOptions, ServerInfo};
 use super::config::{Endpoint, ServerSandbox, ServerSpec};
 use super::content::{self, ToolOutput};
+use super::elicit::{AcceptDefaults, Elicitor};
 use super::http::{HttpSpec, HttpTransport};
 use super::jail::{BaseSettings, ServerJail};
 use super::log::Log;
@@ -60,10 +61,16 @@ impl Server {
         let started = Instant::now();
         let workspace = launch.client.roots.first().cloned().unwrap_or_default();
         let roots = spec.offered_roots(&workspace);
+        // A person answers where one can; else the server's `elicitation` setting decides.
+        let elicitor = launch.client.elicitor.clone().or_else(|| {
+            spec.elicit_defaults
+                .then(|| Arc::new(AcceptDefaults) as Arc<dyn Elicitor>)
+        });
         let options = ClientOptions {
             name: spec.name.clone(),
             no_roots: roots.is_none(),
             roots: roots.unwrap_or_default(),
+            elicitor,
             ..launch.client.clone()
         };
         let log = options.log.clone();

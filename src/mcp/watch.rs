@@ -16,6 +16,8 @@ use crate::tool::Tool;
 /// tool set when any server's list differs from what the agent has.
 pub struct ToolWatch {
     pub(super) servers: Vec<Arc<Server>>,
+    /// Servers that joined after a login; their tools are handed over like a change.
+    pub(super) late: super::login_later::Late,
     /// The generations behind the tools the agent has.
     pub(super) seen: Vec<u64>,
     pub(super) catalog: Arc<Mutex<Catalog>>,
@@ -23,7 +25,18 @@ pub struct ToolWatch {
 
 impl ToolSource for ToolWatch {
     fn poll(&mut self, cancel: &CancelToken, warn: &mut dyn FnMut(String)) -> Option<ToolChange> {
-        for server in &self.servers {
+        let servers: Vec<Arc<Server>> = self
+            .servers
+            .iter()
+            .chain(
+                self.late
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .iter(),
+            )
+            .cloned()
+            .collect();
+        for server in &servers {
             match server.refresh_tools(Some(cancel)) {
                 Ok(()) | Err(McpError::Cancelled) => {}
                 Err(err) => warn(format!(
@@ -34,18 +47,22 @@ impl ToolSource for ToolWatch {
                 ),
             }
         }
-        let current = generations(&self.servers);
+        let current = generations(&servers);
         if current == self.seen {
             return None;
         }
-        let origins = self
-            .servers
+        let origins = servers
             .iter()
-            .zip(current.iter().zip(&self.seen))
+            .zip(
+                current
+                    .iter()
+                    .map(Some)
+                    .zip(self.seen.iter().map(Some).chain(std::iter::repeat(None))),
+            )
             .filter(|(_, (now, seen))| now != seen)
             .map(|(server, _)| format!("MCP server `{}`", server.name()))
             .collect();
-        update_catalog(&self.catalog, &self.servers, &current);
+        update_catalog(&self.catalog, &servers, &current);
         self.seen = current;
         Some(ToolChange {
             prefix: "mcp__".into(),

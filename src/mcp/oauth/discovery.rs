@@ -125,7 +125,7 @@ pub fn discover(
         let origin = url::parts(server_url)
             .ok_or_else(|| bad_url(server_url))?
             .origin;
-        let server = match find_server_metadata(web, &origin)? {
+        let server = match find_server_metadata(web, &origin, Issuer::SameOrigin)? {
             Some(server) => server,
             None => default_endpoints(&origin),
         };
@@ -149,7 +149,7 @@ pub fn discover(
             "the authorization server {issuer} is not https"
         )));
     }
-    let server = find_server_metadata(web, &issuer)?.ok_or_else(|| {
+    let server = find_server_metadata(web, &issuer, Issuer::Exact)?.ok_or_else(|| {
         OAuthError::Discovery(format!(
             "the authorization server {issuer} publishes no metadata (tried {})",
             server_metadata_urls(&issuer).join(", ")
@@ -198,12 +198,32 @@ pub fn parse_resource_metadata(
     })
 }
 
-fn find_server_metadata(web: &dyn Web, issuer: &str) -> Result<Option<ServerMetadata>, OAuthError> {
+/// How the `issuer` of a metadata document is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Issuer {
+    /// RFC 8414 §3.3: exactly the issuer the metadata URL was built from.
+    Exact,
+    /// 2025-03-26: the metadata URL came from the MCP server's origin, not from an issuer;
+    /// any issuer on that origin is the server's own (a path such as `/oauth` is common).
+    SameOrigin,
+}
+
+fn find_server_metadata(
+    web: &dyn Web,
+    issuer: &str,
+    check: Issuer,
+) -> Result<Option<ServerMetadata>, OAuthError> {
     for candidate in server_metadata_urls(issuer) {
         let reply = web.get(&candidate)?;
         let Some(document) = reply.json().filter(|_| reply.ok()) else {
             continue;
         };
+        if check == Issuer::SameOrigin {
+            let said = document.get("issuer").and_then(Value::as_str).unwrap_or("");
+            if url::same_origin(said, issuer) {
+                return parse_server_metadata(&document, said).map(Some);
+            }
+        }
         return parse_server_metadata(&document, issuer).map(Some);
     }
     Ok(None)
@@ -428,6 +448,29 @@ mod tests {
                 "http://127.0.0.1:9/.well-known/openid-configuration",
             ]
         );
+    }
+
+    #[test]
+    fn the_2025_03_26_metadata_at_the_servers_origin_may_name_an_issuer_there() {
+        // The 2025-03-26 client derives the metadata URL from the MCP server, not from an
+        // issuer it was told: an issuer with a path on that same origin is the server's own.
+        let web = Table::new(&[(
+            "https://mcp.example/.well-known/oauth-authorization-server",
+            as_doc("https://mcp.example/oauth"),
+        )]);
+        let found = discover(&web, "https://mcp.example/mcp", &Challenge::default()).unwrap();
+        assert!(!found.server.defaults);
+        assert_eq!(
+            found.server.token_endpoint,
+            "https://mcp.example/oauth/token"
+        );
+        // An issuer on another origin is still a mix-up.
+        let web = Table::new(&[(
+            "https://mcp.example/.well-known/oauth-authorization-server",
+            as_doc("https://evil.example"),
+        )]);
+        let err = discover(&web, "https://mcp.example/mcp", &Challenge::default()).unwrap_err();
+        assert!(err.to_string().contains("another issuer"), "{err}");
     }
 
     #[test]

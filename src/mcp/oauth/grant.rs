@@ -235,6 +235,41 @@ pub fn token_request(
     parse_tokens(&reply)
 }
 
+/// An RFC 8693 token exchange at `endpoint`: the issued token, which must be of `issued`
+/// type (its `token_type` is `N_A`: it is a grant, not a bearer token).
+pub fn exchange(
+    web: &dyn Web,
+    endpoint: &str,
+    params: &[(&str, &str)],
+    issued: &str,
+) -> Result<String, OAuthError> {
+    let reply = web.post(
+        endpoint,
+        "application/x-www-form-urlencoded",
+        &url::form(params),
+        &[],
+    )?;
+    if !reply.ok() {
+        return Err(server_error("the token exchange", &reply));
+    }
+    let document = reply
+        .json()
+        .ok_or_else(|| OAuthError::Server("the token exchange reply is not JSON".into()))?;
+    let kind = document.get("issued_token_type").and_then(Value::as_str);
+    if kind.is_some_and(|k| k != issued) {
+        return Err(OAuthError::Server(format!(
+            "the token exchange issued a `{}`, not a `{issued}`",
+            kind.unwrap_or_default()
+        )));
+    }
+    document
+        .get("access_token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| OAuthError::Server("the token exchange reply has no access_token".into()))
+}
+
 fn parse_tokens(reply: &Reply) -> Result<Tokens, OAuthError> {
     let document = reply
         .json()
@@ -459,6 +494,35 @@ mod tests {
         let web = endpoint(200, json!({"access_token": "at", "token_type": "DPoP"}));
         let err = token_request(&web, &server, &client, &[]).unwrap_err();
         assert!(err.to_string().contains("`DPoP`"), "{err}");
+    }
+
+    #[test]
+    fn a_token_exchange_returns_the_grant_of_the_asked_type_only() {
+        let id_jag = "urn:ietf:params:oauth:token-type:id-jag";
+        let web = endpoint(
+            200,
+            json!({"access_token": "jag", "issued_token_type": id_jag, "token_type": "N_A"}),
+        );
+        let grant = exchange(&web, "https://idp.example/token", &[("a", "b c")], id_jag);
+        assert_eq!(
+            grant.unwrap(),
+            "jag",
+            "N_A is not refused as a token type here"
+        );
+        let (url, body, _) = web.seen.lock().unwrap()[0].clone();
+        assert_eq!(
+            (url.as_str(), body.as_str()),
+            ("https://idp.example/token", "a=b%20c")
+        );
+        let web = endpoint(
+            200,
+            json!({"access_token": "at", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}),
+        );
+        let err = exchange(&web, "https://idp.example/token", &[], id_jag).unwrap_err();
+        assert!(err.to_string().contains("not a"), "{err}");
+        let web = endpoint(400, json!({"error": "invalid_grant"}));
+        let err = exchange(&web, "https://idp.example/token", &[], id_jag).unwrap_err();
+        assert!(err.to_string().contains("invalid_grant"), "{err}");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 pub mod challenge;
 pub mod discovery;
 pub mod grant;
+pub mod jwt;
 pub mod pkce;
 pub mod redirect;
 pub mod store;
@@ -43,6 +44,13 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub const CLIENT_CREDENTIALS: &str = "client_credentials";
 pub const AUTHORIZATION_CODE: &str = "authorization_code";
+/// Cross-app access (the `jwt_bearer` setting): an enterprise IdP's ID token exchanged for an
+/// identity assertion grant (RFC 8693), which the JWT bearer grant turns into a token.
+pub const JWT_BEARER: &str = "jwt_bearer";
+const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
 
 #[derive(Debug)]
 pub enum OAuthError {
@@ -109,11 +117,19 @@ pub struct Settings {
     pub grant: String,
     pub scopes: Option<Vec<String>>,
     pub callback_port: u16,
+    /// `private_key_jwt`: the PEM key (or its path) and `ES256`/`RS256`.
+    pub private_key: Option<String>,
+    pub signing_algorithm: Option<String>,
+    /// Cross-app access: where and with which client the ID token is exchanged.
+    pub idp_token_endpoint: Option<String>,
+    pub idp_client_id: Option<String>,
+    pub id_token: Option<String>,
 }
 
 impl Settings {
+    /// A grant that needs no browser: tokens are fetched on demand.
     fn machine(&self) -> bool {
-        self.grant == CLIENT_CREDENTIALS
+        self.grant == CLIENT_CREDENTIALS || self.grant == JWT_BEARER
     }
 }
 
@@ -135,18 +151,42 @@ pub enum LoginOutcome {
     },
 }
 
-/// Asks the MCP endpoint for its challenge: an unauthenticated `initialize`.
+/// Asks the MCP endpoint for its challenge: an unauthenticated `initialize`, and when the
+/// server lets the handshake through (some protect only what follows it), `tools/list` in that
+/// session. `None` when nothing asked for authorization.
 fn probe(web: &dyn Web, url: &str) -> Result<Option<Challenge>, OAuthError> {
-    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": crate::mcp::client::PROTOCOL_VERSION,
         "capabilities": {},
         "clientInfo": {"name": "reasonix", "version": crate::VERSION},
     }});
-    let headers = [(
+    let mut headers = vec![(
         "Accept".to_string(),
         "application/json, text/event-stream".to_string(),
     )];
-    let reply = web.post(url, "application/json", &body.to_string(), &headers)?;
+    let reply = web.post(url, "application/json", &initialize.to_string(), &headers)?;
+    if let Some(challenge) = challenged(&reply)? {
+        return Ok(Some(challenge));
+    }
+    if let Some(session) = reply.header("mcp-session-id") {
+        headers.push(("Mcp-Session-Id".to_string(), session.to_string()));
+    }
+    if let Some(version) = negotiated_version(&reply.body) {
+        headers.push(("MCP-Protocol-Version".to_string(), version));
+    }
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let reply = web.post(url, "application/json", &initialized.to_string(), &headers)?;
+    if let Some(challenge) = challenged(&reply)? {
+        return Ok(Some(challenge));
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let reply = web.post(url, "application/json", &list.to_string(), &headers)?;
+    // Only a challenge counts here: a server without tools may answer tools/list with an error.
+    Ok(challenged(&reply).ok().flatten())
+}
+
+/// The challenge of a 401 or 403, `None` for a success, an error for anything else.
+fn challenged(reply: &web::Reply) -> Result<Option<Challenge>, OAuthError> {
     match reply.status {
         401 | 403 => Ok(Some(challenge::parse(
             reply.header("www-authenticate").unwrap_or(""),
@@ -156,6 +196,23 @@ fn probe(web: &dyn Web, url: &str) -> Result<Option<Challenge>, OAuthError> {
             "the MCP server answered HTTP {status} before any authorization"
         ))),
     }
+}
+
+/// The `protocolVersion` of an `initialize` result, in a JSON body or an SSE `data:` line.
+fn negotiated_version(body: &str) -> Option<String> {
+    let json = match body.trim_start().starts_with('{') {
+        true => body.to_string(),
+        false => body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|data| data.starts_with('{'))?
+            .to_string(),
+    };
+    let value: serde_json::Value = serde_json::from_str(&json).ok()?;
+    value["result"]["protocolVersion"]
+        .as_str()
+        .map(str::to_string)
 }
 
 /// `reasonix mcp login`: discovery, then the client-credentials grant or the browser step.
@@ -198,7 +255,8 @@ fn saved(target: &Target<'_>, found: &Discovered, mut client: ClientId, tokens: 
     }
 }
 
-/// The client-credentials grant: a configured client with its secret.
+/// The grants without a browser: client credentials (with a secret, or a client assertion
+/// signed with the configured private key), or cross-app access.
 fn machine_login(
     target: &Target<'_>,
     web: &dyn Web,
@@ -206,23 +264,50 @@ fn machine_login(
     found: &Discovered,
     scope: Option<String>,
 ) -> Result<Saved, OAuthError> {
-    let client = configured_client(target.settings, &found.server)?.ok_or_else(|| {
+    let settings = target.settings;
+    let scope =
+        scope.or_else(|| grant::choose_scope(settings.scopes.as_deref(), challenge, found, false));
+    if settings.grant == JWT_BEARER {
+        return cross_app_login(target, web, found, scope);
+    }
+    if let Some(pem) = settings.private_key.as_deref() {
+        let client_id = settings.client_id.as_deref().ok_or_else(|| {
+            OAuthError::Unsupported("private_key_jwt needs `client_id` in [plugins.oauth]".into())
+        })?;
+        let alg = settings
+            .signing_algorithm
+            .as_deref()
+            .map(jwt::Alg::parse)
+            .transpose()?;
+        let key = jwt::Key::load(pem, alg)?;
+        let assertion = jwt::client_assertion(&key, client_id, &found.server.issuer)?;
+        let client = ClientId::configured(client_id, None, &found.server);
+        let mut params = vec![
+            ("grant_type", CLIENT_CREDENTIALS),
+            ("resource", found.resource.as_str()),
+            ("client_assertion_type", jwt::ASSERTION_TYPE),
+            ("client_assertion", assertion.as_str()),
+        ];
+        if let Some(scope) = scope.as_deref() {
+            params.push(("scope", scope));
+        }
+        let tokens = grant::token_request(web, &found.server, &client, &params)?;
+        return Ok(saved(target, found, client, tokens));
+    }
+    let client = configured_client(settings, &found.server)?.ok_or_else(|| {
         OAuthError::Unsupported(
-            "the client_credentials grant needs `client_id` and `client_secret` in \
-             [plugins.oauth]"
+            "the client_credentials grant needs `client_id` and `client_secret` (or \
+             `private_key`) in [plugins.oauth]"
                 .into(),
         )
     })?;
     if client.client_secret.is_none() {
         return Err(OAuthError::Unsupported(
-            "the client_credentials grant needs `client_secret` (private_key_jwt is not \
-             supported)"
+            "the client_credentials grant needs `client_secret`, or `private_key` for \
+             private_key_jwt"
                 .into(),
         ));
     }
-    let scope = scope.or_else(|| {
-        grant::choose_scope(target.settings.scopes.as_deref(), challenge, found, false)
-    });
     let tokens = client_credentials(
         web,
         &found.server,
@@ -230,6 +315,62 @@ fn machine_login(
         scope.as_deref(),
         &found.resource,
     )?;
+    Ok(saved(target, found, client, tokens))
+}
+
+/// Cross-app access (SEP-990): the IdP exchanges the user's ID token for an identity
+/// assertion grant for this authorization server and resource (RFC 8693), which the JWT
+/// bearer grant (RFC 7523 §2.1) turns into an access token.
+fn cross_app_login(
+    target: &Target<'_>,
+    web: &dyn Web,
+    found: &Discovered,
+    scope: Option<String>,
+) -> Result<Saved, OAuthError> {
+    let settings = target.settings;
+    let missing = |key: &str| {
+        OAuthError::Unsupported(format!(
+            "grant = \"jwt_bearer\" needs `{key}` in [plugins.oauth]"
+        ))
+    };
+    let endpoint = settings
+        .idp_token_endpoint
+        .as_deref()
+        .ok_or_else(|| missing("idp_token_endpoint"))?;
+    let id_token = settings
+        .id_token
+        .as_deref()
+        .ok_or_else(|| missing("id_token"))?;
+    if !url::secure_enough(endpoint) {
+        return Err(OAuthError::Refused(format!(
+            "the IdP token endpoint {endpoint} is not https"
+        )));
+    }
+    let mut params = vec![
+        ("grant_type", TOKEN_EXCHANGE_GRANT),
+        ("requested_token_type", ID_JAG),
+        ("audience", found.server.issuer.as_str()),
+        ("resource", found.resource.as_str()),
+        ("subject_token", id_token),
+        ("subject_token_type", ID_TOKEN),
+    ];
+    if let Some(client_id) = settings.idp_client_id.as_deref() {
+        params.push(("client_id", client_id));
+    }
+    if let Some(scope) = scope.as_deref() {
+        params.push(("scope", scope));
+    }
+    let assertion = grant::exchange(web, endpoint, &params, ID_JAG)?;
+    let client = configured_client(settings, &found.server)?.ok_or_else(|| missing("client_id"))?;
+    let mut params = vec![
+        ("grant_type", JWT_BEARER_GRANT),
+        ("assertion", assertion.as_str()),
+        ("resource", found.resource.as_str()),
+    ];
+    if let Some(scope) = scope.as_deref() {
+        params.push(("scope", scope));
+    }
+    let tokens = grant::token_request(web, &found.server, &client, &params)?;
     Ok(saved(target, found, client, tokens))
 }
 
@@ -262,8 +403,8 @@ fn configured_client(
         && methods.iter().any(|m| m == "private_key_jwt")
     {
         return Err(OAuthError::Unsupported(
-            "the authorization server wants private_key_jwt client authentication, which \
-             reasonix does not support"
+            "the authorization server wants private_key_jwt client authentication: set \
+             `private_key` (a PEM key) in [plugins.oauth]"
                 .into(),
         ));
     }

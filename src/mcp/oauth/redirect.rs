@@ -173,6 +173,30 @@ fn serve(stream: TcpStream, expect: &Expect) -> Option<Result<String, OAuthError
     Some(outcome)
 }
 
+/// Runs `$BROWSER URL` when the variable is set, without waiting for it (the URL is shown
+/// either way, for a headless machine); its exit is collected on a thread. False when it could
+/// not be started.
+pub fn open_browser(address: &str) -> bool {
+    let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) else {
+        return true;
+    };
+    let spawned = std::process::Command::new(browser)
+        .arg(address)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            let _ = std::thread::Builder::new()
+                .name("browser".into())
+                .spawn(move || child.wait());
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
