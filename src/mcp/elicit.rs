@@ -7,6 +7,7 @@
 //! [`Elicitor`]; without one (a headless run) every request is declined, unless the server is
 //! set to [`AcceptDefaults`].
 
+use crate::i18n::{trf, Ui};
 use serde_json::{json, Map, Value};
 
 /// One field of a form.
@@ -191,7 +192,7 @@ pub fn value_of(field: &Field, typed: &str) -> Result<Option<Value>, String> {
         return match (&field.default, field.required) {
             (Some(default), _) => Ok(Some(default.clone())),
             (None, false) => Ok(None),
-            (None, true) => Err(format!("`{}` is required", field.title)),
+            (None, true) => Err(trf(Ui::ElicitRequired, &[&field.title])),
         };
     }
     let value = match &field.kind {
@@ -200,14 +201,14 @@ pub fn value_of(field: &Field, typed: &str) -> Result<Option<Value>, String> {
             .parse::<f64>()
             .ok()
             .filter(|n| n.is_finite())
-            .ok_or_else(|| format!("`{}` must be a number", field.title))?),
+            .ok_or_else(|| trf(Ui::ElicitNumber, &[&field.title]))?),
         Kind::Integer => json!(typed
             .parse::<i64>()
-            .map_err(|_| format!("`{}` must be a whole number", field.title))?),
+            .map_err(|_| trf(Ui::ElicitWhole, &[&field.title]))?),
         Kind::Boolean => match typed.to_ascii_lowercase().as_str() {
             "y" | "yes" | "true" => json!(true),
             "n" | "no" | "false" => json!(false),
-            _ => return Err(format!("`{}` is yes or no", field.title)),
+            _ => return Err(trf(Ui::ElicitYesNo, &[&field.title])),
         },
         Kind::Enum(options) => json!(pick(field, options, typed)?),
         Kind::MultiEnum(options) => {
@@ -233,7 +234,7 @@ fn pick(field: &Field, options: &[String], typed: &str) -> Result<String, String
         .and_then(|i| options.get(i))
         .or_else(|| options.iter().find(|o| o.as_str() == typed))
         .cloned()
-        .ok_or_else(|| format!("`{}` is one of: {}", field.title, options.join(", ")))
+        .ok_or_else(|| trf(Ui::ElicitOneOf, &[&field.title, &options.join(", ")]))
 }
 
 /// The JSON result of an answer.

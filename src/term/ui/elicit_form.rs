@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::UiInteract;
 use crate::cancel::CancelToken;
+use crate::i18n::{tr, trf, Ui};
 use crate::mcp::elicit::{self, Answer, Elicitor, Field, Kind, Mode, Request};
 use crate::term::sanitize::one_row;
 use crate::tool::collab::{self, Interact, Question};
@@ -45,10 +46,8 @@ impl UiElicitor {
                     .enumerate()
                     .map(|(i, o)| format!("{}) {}", i + 1, one_row(o)))
                     .collect();
-                text.push_str(&format!(
-                    "\nType numbers or names, comma-separated: {}",
-                    listed.join(" ")
-                ));
+                text.push('\n');
+                text.push_str(&trf(Ui::ElicitTypeChoices, &[&listed.join(" ")]));
             }
             if !problem.is_empty() {
                 text.push_str(&format!("\n{problem}"));
@@ -91,7 +90,7 @@ fn field_options(field: &Field) -> (Vec<(String, String)>, bool) {
         other => other.to_string(),
     });
     let marked = |option: &str| match &default_text {
-        Some(d) if d == option => format!("{} (default)", one_row(option)),
+        Some(d) if d == option => trf(Ui::ElicitDefault, &[&one_row(option)]),
         _ => one_row(option),
     };
     match &field.kind {
@@ -101,23 +100,29 @@ fn field_options(field: &Field) -> (Vec<(String, String)>, bool) {
         ),
         Kind::Boolean => (
             vec![
-                (marked("true").replace("true", "Yes"), "yes".into()),
-                (marked("false").replace("false", "No"), "no".into()),
+                (
+                    marked("true").replace("true", tr(Ui::ElicitYes)),
+                    "yes".into(),
+                ),
+                (
+                    marked("false").replace("false", tr(Ui::ElicitNo)),
+                    "no".into(),
+                ),
             ],
             false,
         ),
         Kind::MultiEnum(_) => {
             let keep = default_text
                 .as_ref()
-                .map(|d| (format!("Keep the default: {}", one_row(d)), String::new()));
+                .map(|d| (trf(Ui::ElicitKeepDefault, &[&one_row(d)]), String::new()));
             (keep.into_iter().collect(), true)
         }
         Kind::String | Kind::Number | Kind::Integer => {
             let mut items = Vec::new();
             if let Some(d) = &default_text {
-                items.push((format!("{} (default)", one_row(d)), String::new()));
+                items.push((trf(Ui::ElicitDefault, &[&one_row(d)]), String::new()));
             } else if !field.required {
-                items.push(("Leave it empty".to_string(), String::new()));
+                items.push((tr(Ui::ElicitLeaveEmpty).to_string(), String::new()));
             }
             (items, true)
         }
@@ -126,16 +131,15 @@ fn field_options(field: &Field) -> (Vec<(String, String)>, bool) {
 
 impl Elicitor for UiElicitor {
     fn elicit(&self, request: &Request) -> Answer {
-        let heading = format!(
-            "MCP server {} asks: {}",
-            one_row(&request.server),
-            one_row(&request.message)
+        let heading = trf(
+            Ui::ElicitAsks,
+            &[&one_row(&request.server), &one_row(&request.message)],
         );
         let fields = match &request.mode {
             Mode::Url { url } => {
                 let question = Question {
-                    question: format!("{heading}\nOpen {}", one_row(url)),
-                    options: vec!["Done".into(), "Decline".into()],
+                    question: format!("{heading}\n{}", trf(Ui::ElicitOpen, &[&one_row(url)])),
+                    options: vec![tr(Ui::ElicitDone).into(), tr(Ui::ElicitDecline).into()],
                     allow_free_text: false,
                 };
                 return match self.ask(question) {
@@ -161,8 +165,11 @@ impl Elicitor for UiElicitor {
             .map(|(k, v)| format!("{}: {}", one_row(k), one_row(&v.to_string())))
             .collect();
         let question = Question {
-            question: format!("{heading}\nSend {}?", summary.join(", ")),
-            options: vec!["Send".into(), "Decline".into()],
+            question: format!(
+                "{heading}\n{}",
+                trf(Ui::ElicitSendSummary, &[&summary.join(", ")])
+            ),
+            options: vec![tr(Ui::ElicitSend).into(), tr(Ui::ElicitDecline).into()],
             allow_free_text: false,
         };
         match self.ask(question) {
