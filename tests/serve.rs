@@ -1422,6 +1422,22 @@ fn an_unbound_session_moves_to_another_workspace_and_a_bound_one_is_refused() {
     assert!(text.contains("unbound talk"), "{text}");
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["cwd"], target_path.display().to_string());
+    // Not into the workspace it is already in, and only into an existing directory.
+    let again = post(
+        &server,
+        "/api/tree/sessions/move-to",
+        json!({"path": new_path, "target": target_path}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    for target in ["relative/dir", "/no/such/reasonix/dir"] {
+        let r = post(
+            &server,
+            "/api/tree/sessions/move-to",
+            json!({"path": new_path, "target": target}),
+        );
+        assert_eq!(r.status, 400, "{target}: {}", r.body);
+    }
+    assert!(std::path::Path::new(new_path).exists());
 
     // A bound conversation is refused before anything is copied or deleted.
     let (_, bound_live) = stored_session(
