@@ -1187,3 +1187,287 @@ fn slash_commands_typed_in_the_page_run_on_the_server_and_never_reach_the_model(
         "other/other-model"
     );
 }
+
+/// A POST whose body is `body` as it is (an archive file), with its content type.
+fn post_raw(server: &Server, path: &str, body: &str) -> Response {
+    let origin = origin(server);
+    request(
+        server.addr,
+        "POST",
+        path,
+        &[("Origin", &origin), ("Content-Type", "application/json")],
+        body,
+    )
+}
+
+/// A stored session of the server's workspace with one finished turn; returns its id and
+/// its file.
+fn stored_session(server: &Server, fake_reply_text: &str, body: Value) -> (String, String) {
+    let created = post(server, "/api/sessions", body);
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    let mut events = Events::open(server, &id);
+    prompt(server, &mut events, &id, fake_reply_text);
+    let listed = get(server, "/api/sessions").json();
+    let path = listed["stored"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .and_then(|s| s["path"].as_str())
+        .unwrap_or_else(|| panic!("{id} is not listed with its path: {listed}"))
+        .to_string();
+    (id, path)
+}
+
+#[test]
+fn a_session_exports_and_imports_natively_over_http_and_bad_archives_keep_their_codes() {
+    let fake = FakeOpenAI::start(vec![Reply::text("exported answer")]);
+    let server = start(&fake, "", &[]);
+    let (id, path) = stored_session(&server, "take me along", json!({}));
+    let exported = post(
+        &server,
+        "/api/tree/sessions/export",
+        json!({ "path": path }),
+    );
+    assert_eq!(exported.status, 200, "{}", exported.body);
+    let exported = exported.json();
+    assert_eq!(exported["name"], format!("{id}.json"), "{exported}");
+    let content = exported["content"].as_str().unwrap().to_string();
+    let envelope: Value = serde_json::from_str(&content).unwrap();
+    assert_eq!(envelope["format"], "reasonix-native-session");
+    assert_eq!(envelope["version"], 2);
+    assert!(envelope["binding"].is_null(), "{envelope}");
+    assert!(content.contains("take me along"), "{content}");
+    // A bare id of this workspace names the same file.
+    let by_id = post(&server, "/api/tree/sessions/export", json!({ "path": id }));
+    assert_eq!(by_id.json()["content"], content.as_str());
+
+    // The original file as the body, into another workspace.
+    let other = Dir::new();
+    let workspace = other.path().canonicalize().unwrap();
+    let query = workspace.display().to_string().replace('/', "%2F");
+    let imported = post_raw(
+        &server,
+        &format!("/api/tree/sessions/import-native?workspace={query}"),
+        &content,
+    );
+    assert_eq!(imported.status, 201, "{}", imported.body);
+    let imported = imported.json();
+    assert!(imported["agentComposition"].is_null(), "{imported}");
+    let new_path = imported["path"].as_str().unwrap();
+    let text = std::fs::read_to_string(new_path).unwrap();
+    assert!(text.contains("take me along"), "{text}");
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["cwd"], workspace.display().to_string(), "{header}");
+    // The JSON {workspace, content} form on the same route; the id is taken here, so the
+    // copy gets a new one.
+    let wrapped = post(
+        &server,
+        "/api/tree/sessions/import-native",
+        json!({ "content": content }),
+    );
+    assert_eq!(wrapped.status, 201, "{}", wrapped.body);
+    let again = wrapped.json()["path"].as_str().unwrap().to_string();
+    assert_ne!(again, path);
+    assert!(std::fs::read_to_string(&again)
+        .unwrap()
+        .contains("take me along"));
+
+    // Each refusal, with its stable code; nothing is written.
+    let before = crate::util::session_files(&server._home).len();
+    let refused = |body: &str, status: u16, code: &str| {
+        let r = post_raw(&server, "/api/tree/sessions/import-native", body);
+        assert_eq!(r.status, status, "{}", r.body);
+        assert_eq!(r.json()["code"], code, "{}", r.body);
+    };
+    refused("{\"format\":", 400, "session.archive_invalid");
+    refused(
+        &content.replace("reasonix-native-session", "other"),
+        400,
+        "session.archive_invalid",
+    );
+    refused(
+        &content.replace("\"version\": 2", "\"version\": 3"),
+        422,
+        "session.archive_unsupported",
+    );
+    let many = format!(
+        "{{\"format\":\"reasonix-native-session\",\"version\":2,\"session\":{},\"binding\":null,\"messages\":[{}]}}",
+        envelope["session"],
+        vec!["{}"; 250_001].join(",")
+    );
+    assert!(many.len() < 1024 * 1024, "fits the HTTP body limit");
+    refused(&many, 413, "session.archive_too_large");
+    assert_eq!(crate::util::session_files(&server._home).len(), before);
+
+    // A body over the server's 1 MiB request limit is refused by the HTTP parser before any
+    // route sees it, archive or not.
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    write!(
+        stream,
+        "POST /api/tree/sessions/import-native HTTP/1.1\r\nHost: {}\r\nOrigin: {}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        origin(&server),
+        1024 * 1024 + 1
+    )
+    .unwrap();
+    let mut head = String::new();
+    BufReader::new(stream).read_line(&mut head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+}
+
+#[test]
+fn session_routes_refuse_paths_outside_the_session_directories() {
+    let fake = FakeOpenAI::start(vec![Reply::text("answer")]);
+    let server = start(&fake, "", &[]);
+    let (_, path) = stored_session(&server, "hello", json!({}));
+    // A well-formed session file outside the home: were it reachable, it would be exported
+    // or moved like any other.
+    let outside = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("hello", "root:x:0:0:secret");
+    let secret = server.work.write("secret.jsonl", &outside);
+    let sessions = std::path::Path::new(&path).parent().unwrap().to_path_buf();
+    let link = sessions.join("20990101T000000-link.jsonl");
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    // A directory of "sessions" that is a symlink out of the home.
+    let fake_project = std::path::Path::new(&path)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("-evil");
+    std::fs::create_dir(&fake_project).unwrap();
+    std::os::unix::fs::symlink(server.work.path(), fake_project.join("sessions")).unwrap();
+    let through_dir = fake_project.join("sessions/secret.jsonl");
+    let escaping = format!("{}/../../../../../../../../etc/passwd", sessions.display());
+    let attacks = [
+        "../../etc/passwd".to_string(),
+        "/etc/passwd".to_string(),
+        escaping,
+        secret.display().to_string(),
+        link.display().to_string(),
+        through_dir.display().to_string(),
+        sessions.display().to_string(),
+    ];
+    let target = Dir::new();
+    for attack in &attacks {
+        for (route, body) in [
+            ("export", json!({ "path": attack })),
+            (
+                "move-to",
+                json!({ "path": attack, "target": target.path() }),
+            ),
+        ] {
+            let r = post(&server, &format!("/api/tree/sessions/{route}"), body);
+            // A relative path is refused as such; every other one as not a session file.
+            let expected = if attack.starts_with('/') { 403 } else { 400 };
+            assert_eq!(r.status, expected, "{route} {attack}: {}", r.body);
+            assert!(!r.body.contains("root:"), "{route} {attack}: {}", r.body);
+        }
+    }
+    assert!(secret.exists() && link.exists());
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), outside);
+}
+
+#[test]
+fn an_unbound_session_moves_to_another_workspace_and_a_bound_one_is_refused() {
+    let fake = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let server = start(&fake, "", &[]);
+    let saved = post(
+        &server,
+        "/api/agent-presets",
+        json!({"id": "user:reader", "expectedRevision": null,
+               "definition": {"schemaVersion": 1, "name": "Reader", "modules": {"tools": ["read_file"]}}}),
+    );
+    assert_eq!(saved.status, 201, "{}", saved.body);
+    let target = Dir::new();
+    let target_path = target.path().canonicalize().unwrap();
+
+    // A session open in this server holds its file: moving it is refused.
+    let (_, live_path) = stored_session(&server, "unbound talk", json!({}));
+    let busy = post(
+        &server,
+        "/api/tree/sessions/move-to",
+        json!({"path": live_path, "target": target_path}),
+    );
+    assert_eq!(busy.status, 409, "{}", busy.body);
+    assert!(std::path::Path::new(&live_path).exists());
+
+    // A stored copy of it (imported, not open) moves.
+    let content = post(
+        &server,
+        "/api/tree/sessions/export",
+        json!({ "path": live_path }),
+    )
+    .json()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let copy = post_raw(&server, "/api/tree/sessions/import-native", &content).json();
+    let copy = copy["path"].as_str().unwrap().to_string();
+    let moved = post(
+        &server,
+        "/api/tree/sessions/move-to",
+        json!({"path": copy, "target": target_path}),
+    );
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    let moved = moved.json();
+    let new_path = moved["path"].as_str().unwrap();
+    assert!(!std::path::Path::new(&copy).exists(), "the original goes");
+    let text = std::fs::read_to_string(new_path).unwrap();
+    assert!(text.contains("unbound talk"), "{text}");
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["cwd"], target_path.display().to_string());
+    // Not into the workspace it is already in, and only into an existing directory.
+    let again = post(
+        &server,
+        "/api/tree/sessions/move-to",
+        json!({"path": new_path, "target": target_path}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    for target in ["relative/dir", "/no/such/reasonix/dir"] {
+        let r = post(
+            &server,
+            "/api/tree/sessions/move-to",
+            json!({"path": new_path, "target": target}),
+        );
+        assert_eq!(r.status, 400, "{target}: {}", r.body);
+    }
+    assert!(std::path::Path::new(new_path).exists());
+
+    // A bound conversation is refused before anything is copied or deleted.
+    let (_, bound_live) = stored_session(
+        &server,
+        "bound talk",
+        json!({"agentComposition": "user:reader"}),
+    );
+    let exported = post(
+        &server,
+        "/api/tree/sessions/export",
+        json!({ "path": bound_live }),
+    )
+    .json();
+    let content = exported["content"].as_str().unwrap().to_string();
+    let envelope: Value = serde_json::from_str(&content).unwrap();
+    assert_eq!(envelope["binding"]["id"], "user:reader", "{envelope}");
+    let imported = post_raw(&server, "/api/tree/sessions/import-native", &content).json();
+    assert_eq!(
+        imported["agentComposition"]["id"], "user:reader",
+        "{imported}"
+    );
+    let bound = imported["path"].as_str().unwrap().to_string();
+    let files_before = crate::util::session_files(&server._home);
+    let refused = post(
+        &server,
+        "/api/tree/sessions/move-to",
+        json!({"path": bound, "target": target_path}),
+    );
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["code"], "agent_composition.workspace_bound");
+    assert!(std::path::Path::new(&bound).exists());
+    assert_eq!(crate::util::session_files(&server._home), files_before);
+}

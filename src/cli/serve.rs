@@ -420,6 +420,14 @@ impl Factory for ServeFactory {
             })
     }
 
+    fn home(&self) -> PathBuf {
+        self.config.home.clone()
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.cwd.clone()
+    }
+
     fn stored(&self) -> Vec<Summary> {
         session::list(&crate::config::paths::sessions_dir(
             &self.config.home,

@@ -397,7 +397,7 @@ fn encoded_len(value: &Value) -> usize {
 }
 
 /// A session id names its file: no path separators, no leading dot, nothing a shell quotes.
-fn valid_id(id: &str) -> bool {
+pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
         && !id.starts_with('.')
@@ -409,7 +409,7 @@ fn valid_id(id: &str) -> bool {
 /// Saves `decoded` as a new session of the workspace `cwd` in `dir`, under its own id unless
 /// that is taken (an archive imported twice), and returns the id. The history is repaired the
 /// way a resume would repair it, so what was imported is what `--resume` sends.
-fn save(decoded: Decoded, dir: &Path, cwd: &Path) -> Result<String, Error> {
+pub fn save(decoded: Decoded, dir: &Path, cwd: &Path) -> Result<String, Error> {
     let mut header = decoded.header;
     if dir.join(format!("{}.jsonl", header.id)).exists() {
         header.id = session::new_id();

@@ -1,11 +1,12 @@
 //! `reasonix serve`: the browser front end. An HTTP/1.1 server on `std::net` with a bounded
 //! worker pool ([`server`]), its parser ([`http`]), authentication ([`auth`], [`bcrypt`] on
 //! [`blowfish`]), the routes and the embedded page ([`routes`]), the agent composition routes
-//! ([`presets`]), the slash commands typed in the page ([`commands`]), and the live sessions,
+//! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), and the live sessions,
 //! each driving the same agent and event stream as the chat ([`sessions`]). What a session is
 //! made of (config, tools, MCP servers, composition, provider) comes from the CLI through
 //! [`Factory`].
 
+pub mod archive_routes;
 pub mod auth;
 pub mod bcrypt;
 mod blowfish;
@@ -88,6 +89,10 @@ pub trait Factory: Send + Sync {
     fn mcp(&self) -> Value;
     /// The composition catalog of this workspace and what this machine offers to select.
     fn compositions(&self) -> (Catalog, Available);
+    /// The reasonix home (`<home>/projects/<slug>/sessions` keeps the conversations).
+    fn home(&self) -> std::path::PathBuf;
+    /// The server's workspace, canonical.
+    fn cwd(&self) -> std::path::PathBuf;
 }
 
 /// A session's agent, the gate it asks (whose posture the page can switch), and what the

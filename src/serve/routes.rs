@@ -1,7 +1,8 @@
 //! The routes: the embedded page and its script and style, login and logout, and the JSON
 //! API over the live sessions (create, resume, send, interrupt, answer approvals, `ask` cards
 //! and plan reviews, the event stream, what is typed, the model, the composition binding),
-//! models, MCP status and the composition catalog (`presets`). Every response carries the
+//! models, MCP status, the composition catalog (`presets`) and the stored sessions' export,
+//! import and move (`archive_routes`). Every response carries the
 //! security headers; every API request passes the auth check, and every state-changing one
 //! the CSRF check.
 
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 use super::auth::{self, Auth, Login, Mode};
 use super::http::{Request, Response};
 use super::sessions::{Hub, Live};
-use super::{commands, presets, Open, Refused};
+use super::{archive_routes, commands, presets, Open, Refused};
 use crate::tool::collab::{Answer, PlanReview};
 
 const PAGE: &str = include_str!("page/index.html");
@@ -191,6 +192,9 @@ impl Router {
             (_, ["agent-presets", rest @ ..]) => {
                 respond(presets::route(factory, request, method, rest, &body()))
             }
+            (_, ["tree", "sessions", rest @ ..]) => {
+                respond(archive_routes::route(factory, request, method, rest))
+            }
             ("GET", ["sessions"]) => {
                 let live: Vec<Value> = self
                     .hub
@@ -201,7 +205,9 @@ impl Router {
                 let stored: Vec<Value> = factory
                     .stored()
                     .into_iter()
-                    .map(|s| json!({"id": s.id, "started": s.started, "preview": s.preview}))
+                    .map(|s| {
+                        json!({"id": s.id, "path": s.path, "started": s.started, "preview": s.preview})
+                    })
                     .collect();
                 respond(Response::json(
                     200,
