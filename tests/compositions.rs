@@ -801,7 +801,11 @@ fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
     let out = bound_run(&home, work.path(), &["--continue", "again"]);
     refused(&out, "unavailable");
     assert!(out.stderr.contains("contracts changed"), "{out:?}");
-    assert_eq!(server.requests().len(), 3, "nothing was sent after the refusal");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "nothing was sent after the refusal"
+    );
 }
 
 #[test]
