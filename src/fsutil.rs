@@ -12,7 +12,6 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,20 +22,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let existing_mode = fs::metadata(path)
-        .ok()
-        .map(|m| m.permissions().mode() & 0o7777);
+    let existing_mode = fs::metadata(path).ok().map(|m| crate::platform::mode(&m));
     let final_mode = mode.or(existing_mode).unwrap_or(0o644);
     let temp = temp_path(&dir, path);
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(final_mode)
-            .open(&temp)?;
+        let mut file = crate::platform::create_mode(
+            OpenOptions::new().write(true).create_new(true),
+            final_mode,
+        )
+        .open(&temp)?;
         file.write_all(bytes)?;
         // The umask may have narrowed the mode on create; set it exactly.
-        file.set_permissions(fs::Permissions::from_mode(final_mode))?;
+        crate::platform::set_mode(&file, final_mode)?;
         file.sync_all()?;
         fs::rename(&temp, path)?;
         sync_dir(&dir)
@@ -51,11 +48,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
 /// already exist keep their mode: they may be shared on purpose, and only what reasonix
 /// creates is its to decide.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+    crate::platform::dir_mode(fs::DirBuilder::new().recursive(true), 0o700).create(dir)
 }
 
 /// Writes a file only the user may read (0600) atomically, creating its directory private to
@@ -149,6 +142,7 @@ pub(crate) mod scratch {
 mod tests {
     use super::scratch::TempDir;
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn replaces_content_keeps_mode_and_leaves_no_temp_files() {

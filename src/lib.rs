@@ -19,6 +19,7 @@ pub mod hash;
 pub mod i18n;
 pub mod mcp;
 pub mod permission;
+pub mod platform;
 pub mod provider;
 pub mod sandbox;
 pub mod serve;

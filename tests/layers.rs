@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
-        &["text", "clock", "cancel", "fsutil", "hash", "i18n"],
+        &[
+            "text", "clock", "cancel", "fsutil", "platform", "hash", "i18n",
+        ],
     ),
     ("provider", &["provider"]),
     ("config", &["config"]),

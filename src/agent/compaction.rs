@@ -18,7 +18,6 @@
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -624,11 +623,9 @@ pub fn archive(
         text.push_str(&serde_json::to_string(message).map_err(io::Error::other)?);
         text.push('\n');
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)?;
+    let mut file =
+        crate::platform::create_mode(OpenOptions::new().create(true).append(true), 0o600)
+            .open(&path)?;
     file.write_all(text.as_bytes())?;
     file.sync_all()?;
     crate::fsutil::sync_dir(dir)?;

@@ -417,11 +417,10 @@ fn probe_version(path: &Path, search: &OsString) -> Option<String> {
 }
 
 fn which(name: &str, search: &[PathBuf]) -> Option<PathBuf> {
-    search.iter().map(|dir| dir.join(name)).find(|candidate| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(candidate)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    search
+        .iter()
+        .map(|dir| dir.join(name))
+        .find(|candidate| crate::platform::is_executable(candidate))
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -203,12 +202,12 @@ impl Session {
     pub fn create(dir: &Path, header: Header) -> Result<Session, SessionError> {
         crate::fsutil::create_private_dir(dir).map_err(io_err(dir))?;
         let path = dir.join(format!("{}.jsonl", header.id));
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .mode(FILE_MODE)
-            .open(&path)
-            .map_err(io_err(&path))?;
+        let mut file = crate::platform::create_mode(
+            OpenOptions::new().create_new(true).append(true),
+            FILE_MODE,
+        )
+        .open(&path)
+        .map_err(io_err(&path))?;
         lock(&file, &path, &header.id)?;
         let mut line = serde_json::to_string(&header).unwrap_or_default();
         line.push('\n');
@@ -401,12 +400,12 @@ impl Session {
         ));
         let written = (|| {
             let _ = fs::remove_file(&temp);
-            let mut file = OpenOptions::new()
-                .create_new(true)
-                .append(true)
-                .mode(FILE_MODE)
-                .open(&temp)
-                .map_err(io_err(&temp))?;
+            let mut file = crate::platform::create_mode(
+                OpenOptions::new().create_new(true).append(true),
+                FILE_MODE,
+            )
+            .open(&temp)
+            .map_err(io_err(&temp))?;
             lock(&file, &temp, &self.header.id)?;
             file.write_all(text.as_bytes()).map_err(io_err(&temp))?;
             file.sync_all().map_err(io_err(&temp))?;
@@ -480,7 +479,7 @@ fn open_locked(path: &Path) -> Result<File, SessionError> {
         lock(&file, path, &id)?;
         let held = file.metadata().map_err(io_err(path))?;
         let named = fs::metadata(path).map_err(io_err(path))?;
-        if (held.dev(), held.ino()) == (named.dev(), named.ino()) {
+        if crate::platform::file_id(&held) == crate::platform::file_id(&named) {
             return Ok(file);
         }
     }

@@ -17,7 +17,6 @@
 use std::collections::HashSet;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
@@ -226,11 +225,9 @@ fn append(dir: &Path, entries: &[Entry]) -> io::Result<()> {
         text.push_str(&serde_json::to_string(entry).unwrap_or_default());
         text.push('\n');
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(dir.join(INDEX))?;
+    let mut file =
+        crate::platform::create_mode(OpenOptions::new().create(true).append(true), 0o600)
+            .open(dir.join(INDEX))?;
     file.write_all(text.as_bytes())?;
     file.sync_data()
 }

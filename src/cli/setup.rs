@@ -2,7 +2,6 @@
 //! already there, and optionally stores the provider key from stdin in `<home>/.env`.
 
 use std::io::BufRead;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::lex::{Arg, Lexer};
@@ -162,7 +161,7 @@ fn write_config(home: &Path, force: bool) -> Result<String, Error> {
         Some(old) => {
             let backup = path.with_extension("toml.bak");
             let mode = std::fs::metadata(&path)
-                .map(|m| m.permissions().mode() & 0o777)
+                .map(|m| crate::platform::mode(&m) & 0o777)
                 .unwrap_or(0o600);
             fsutil::write_atomic(&backup, &old, Some(mode))
                 .map_err(|e| Error::io(format!("cannot write {}", backup.display()), e))?;

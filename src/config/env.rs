@@ -184,13 +184,10 @@ fn replace_key(existing: &str, key: &str, value: &str) -> String {
 
 /// Creates the home directory private to the user when it does not exist yet.
 pub fn create_home(home: &Path) -> Result<(), ConfigError> {
-    use std::os::unix::fs::DirBuilderExt;
     if home.is_dir() {
         return Ok(());
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
+    crate::platform::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(home)
         .map_err(|source| ConfigError::Write {
             path: home.to_path_buf(),

@@ -684,9 +684,8 @@ fn answer_elicitation(inner: &Inner, id: Id, params: &Value) {
 /// `file://` URI of an absolute path, percent-encoding everything but unreserved characters
 /// and `/`.
 pub fn file_uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let mut uri = String::from("file://");
-    for &byte in path.as_os_str().as_bytes() {
+    for &byte in crate::platform::os_bytes(path.as_os_str()) {
         if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
             uri.push(byte as char);
         } else {

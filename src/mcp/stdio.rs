@@ -316,10 +316,7 @@ fn cannot_run(program: &str, e: std::io::Error) -> McpError {
 /// Whether the server's program is an executable file, looked up on its `PATH` (its own `env`
 /// first, else ours) when it names no directory, as `execvp` would.
 fn program_exists(spec: &StdioSpec) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |path: &std::path::Path| {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let executable = crate::platform::is_executable;
     if spec.program.contains('/') {
         return executable(&spec.cwd.join(&spec.program));
     }
@@ -376,8 +373,7 @@ fn start_and_wait(
 }
 
 fn describe_status(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    match (status.code(), crate::sandbox::sys::exit_signal(status)) {
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(signal)) => match crate::sandbox::process::signal_name(signal) {
             Some(name) => format!("was killed by {name}"),

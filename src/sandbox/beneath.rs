@@ -23,11 +23,11 @@
 //! Writes that reasonix makes to its own files (config, sessions) go through
 //! `crate::fsutil::write_atomic`, by path.
 
+use crate::platform::{self, Special};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -145,7 +145,7 @@ impl Entry {
     pub fn replace(&self, bytes: &[u8]) -> io::Result<()> {
         let mode = match self.metadata()? {
             Some(meta) if meta.file_type().is_symlink() => return Err(path_changed()),
-            Some(meta) => meta.permissions().mode() & 0o7777,
+            Some(meta) => platform::mode(&meta),
             None => 0o644,
         };
         let temp = crate::fsutil::temp_name(&self.name);
@@ -153,7 +153,7 @@ impl Entry {
         let written = (|| {
             file.write_all(bytes)?;
             // The umask may have narrowed the mode on create; set it exactly.
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
+            platform::set_mode(&file, mode)?;
             file.sync_all()?;
             self.parent
                 .rename(&temp, &self.parent, &self.name, Rename::Replace)
@@ -283,7 +283,7 @@ fn names(dir: &Dir) -> io::Result<Vec<OsString>> {
 fn copy_tree(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Result<()> {
     let meta = from_dir.metadata(from)?;
     let kind = meta.file_type();
-    let mode = meta.permissions().mode() & 0o7777;
+    let mode = platform::mode(&meta);
     if kind.is_symlink() {
         to_dir.symlink(&from_dir.read_link(from)?, to)
     } else if kind.is_dir() {
@@ -295,7 +295,7 @@ fn copy_tree(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Resu
             for name in names(&source)? {
                 copy_tree(&source, &name, &target, &name)?;
             }
-            fs::set_permissions(target.proc_path(), fs::Permissions::from_mode(mode))?;
+            platform::set_path_mode(&target.proc_path(), mode)?;
             target.sync()
         })();
         if filled.is_err() {
@@ -311,7 +311,7 @@ fn copy_tree(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Resu
         let mut output = to_dir.open_file(to, OpenFile::CreateNew { mode })?;
         let filled = (|| {
             io::copy(&mut input, &mut output)?;
-            output.set_permissions(fs::Permissions::from_mode(mode))?;
+            platform::set_mode(&output, mode)?;
             output.sync_all()
         })();
         if filled.is_err() {
@@ -319,12 +319,10 @@ fn copy_tree(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Resu
         }
         filled
     } else {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a device"
+        let what = match platform::special(kind) {
+            Some(Special::Fifo) => "a FIFO",
+            Some(Special::Socket) => "a socket",
+            _ => "a device",
         };
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
@@ -352,6 +350,7 @@ mod tests {
     use super::*;
     use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::symlink;
+    use std::os::unix::fs::PermissionsExt;
 
     const WALKERS: [Walker; 2] = [Walker::Openat2, Walker::PerComponent];
 

@@ -24,7 +24,6 @@
 //! which means the secret variables `CommandSpec::env_remove` drops are absent inside too.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,11 +41,7 @@ pub fn locate(path: Option<&OsStr>) -> Option<PathBuf> {
     std::env::split_paths(path)
         .filter(|dir| !dir.as_os_str().is_empty())
         .map(|dir| dir.join("bwrap"))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
+        .find(|candidate| crate::platform::is_executable(candidate))
 }
 
 /// Runs `true` in a sandbox with the namespaces a real command gets. bwrap fails here on hosts

@@ -14,9 +14,9 @@
 //! workspace and the write roots). It only runs when some hidden file has more than one link,
 //! which is rare, so the usual session pays nothing.
 
+use crate::platform;
 use std::collections::HashSet;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// How many entries below the hidden paths are looked at before giving up on completeness.
@@ -57,9 +57,11 @@ impl HiddenInodes {
             return;
         };
         if meta.is_file() {
-            self.files.insert((meta.dev(), meta.ino()));
-            self.inos.insert(meta.ino());
-            self.linked |= meta.nlink() > 1;
+            if let Some((dev, ino)) = platform::file_id(&meta) {
+                self.files.insert((dev, ino));
+                self.inos.insert(ino);
+            }
+            self.linked |= platform::links(&meta) > 1;
         } else if meta.is_dir() {
             let Ok(entries) = fs::read_dir(path) else {
                 return;
@@ -72,10 +74,10 @@ impl HiddenInodes {
 
     /// Whether the file with this metadata is a hidden file under another name.
     pub fn hides(&self, meta: &fs::Metadata) -> bool {
-        if !meta.is_file() || meta.nlink() < 2 {
+        if !meta.is_file() || platform::links(meta) < 2 {
             return false;
         }
-        self.incomplete || self.files.contains(&(meta.dev(), meta.ino()))
+        self.incomplete || platform::file_id(meta).is_some_and(|id| self.files.contains(&id))
     }
 
     /// The hard links to hidden files below `roots`, found by a bounded walk that follows no
@@ -107,9 +109,7 @@ impl HiddenInodes {
                 if kind.is_dir() {
                     pending.push(path);
                 } else if kind.is_file()
-                    && self
-                        .inos
-                        .contains(&std::os::unix::fs::DirEntryExt::ino(&entry))
+                    && self.inos.contains(&platform::entry_inode(&entry))
                     && fs::symlink_metadata(&path).is_ok_and(|meta| self.hides(&meta))
                 {
                     found.push(path);
@@ -132,6 +132,7 @@ impl HiddenInodes {
 mod tests {
     use super::*;
     use crate::fsutil::scratch::TempDir;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn a_hard_link_to_a_hidden_file_is_recognised_and_a_plain_file_is_not() {

@@ -31,12 +31,11 @@
 
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{sys, Policy};
+use super::sys::{self, AsFd, OwnedFd};
+use super::Policy;
 
 pub const ACCESS_FS_EXECUTE: u64 = 1 << 0;
 pub const ACCESS_FS_WRITE_FILE: u64 = 1 << 1;
@@ -238,11 +237,15 @@ impl Rules {
     /// Grants `rights` beneath `path`, not following a final symlink. A path that does not
     /// exist or cannot be opened is skipped: the command simply gets less access.
     fn grant(&self, path: &Path, rights: u64) -> io::Result<()> {
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(sys::O_PATH | libc::O_NOFOLLOW)
-            .open(path)
-        else {
+        let mut options = OpenOptions::new();
+        options.read(true);
+        // Landlock exists only on Linux, so elsewhere no ruleset reaches this point.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            sys::O_PATH | libc::O_NOFOLLOW,
+        );
+        let Ok(file) = options.open(path) else {
             return Ok(());
         };
         let Ok(meta) = file.metadata() else {

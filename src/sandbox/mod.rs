@@ -17,6 +17,7 @@
 //!   group it runs in, the pipes drained on threads, the deadline, the output cap, and killing
 //!   the whole group on timeout, cancel and drop.
 //! - [`sys`] holds the few libc calls std lacks; it is the only module here with `unsafe`.
+//!   Without Unix, `sys_other.rs` stands in for it and refuses what needs a Unix kernel.
 //!
 //! Deciding whether a call may run at all is the permission layer's job, not this one's: the
 //! sandbox is what still holds when a permission rule was too generous.
@@ -36,7 +37,11 @@ pub mod landlock;
 pub mod process;
 pub mod seccomp;
 pub mod settings;
+#[cfg(unix)]
 #[allow(unsafe_code)]
+pub mod sys;
+#[cfg(not(unix))]
+#[path = "sys_other.rs"]
 pub mod sys;
 
 use process::CommandSpec;
@@ -651,12 +656,14 @@ fn resolve_or_keep(path: &Path) -> PathBuf {
 /// Creates `dir` with mode 0700, or accepts it when it already is a directory of ours (a
 /// shared temp directory may hold a planted symlink or another user's directory by that name).
 fn make_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    match crate::platform::dir_mode(&mut std::fs::DirBuilder::new(), 0o700).create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             let meta = std::fs::symlink_metadata(dir)?;
-            if meta.is_dir() && meta.uid() == sys::uid() && meta.mode() & 0o077 == 0 {
+            if meta.is_dir()
+                && crate::platform::owner(&meta) == Some(sys::uid())
+                && crate::platform::mode(&meta) & 0o077 == 0
+            {
                 Ok(())
             } else {
                 Err(io::Error::new(

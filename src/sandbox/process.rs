@@ -35,8 +35,6 @@ use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -44,7 +42,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::sys::{self, Readiness, Signal};
+use super::sys::{self, AsFd, OwnedFd, Readiness, Signal};
 use crate::cancel::CancelToken;
 
 /// How long the output may stay open after the direct child exited before the runner kills
@@ -217,6 +215,14 @@ impl GroupChild {
     /// Spawns `command`, built by [`command`] (which makes it lead a new session and process
     /// group), from the spawner thread, and records its group for [`kill_all_groups`].
     pub fn spawn(command: Command) -> io::Result<GroupChild> {
+        // Without process groups a child could neither be stopped with its descendants nor
+        // jailed, so elsewhere nothing is started rather than something left unconfined.
+        if cfg!(not(unix)) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "running commands is not supported on this platform",
+            ));
+        }
         let mut live = live_groups();
         let child = spawn_from_lifetime_thread(command)?;
         live.push(child.id());
@@ -294,7 +300,7 @@ pub enum Exit {
 
 impl Exit {
     fn from_status(status: ExitStatus) -> Exit {
-        match (status.code(), status.signal()) {
+        match (status.code(), sys::exit_signal(&status)) {
             (Some(code), _) => Exit::Code(code),
             (None, Some(signal)) => Exit::Signal(signal),
             // A reaped child has either a code or a signal; this arm only satisfies the types.
@@ -316,6 +322,7 @@ impl fmt::Display for Exit {
 }
 
 /// The conventional name of the signals a command commonly dies of.
+#[cfg(unix)]
 pub fn signal_name(signal: i32) -> Option<&'static str> {
     let name = match signal {
         libc::SIGHUP => "SIGHUP",
@@ -338,6 +345,12 @@ pub fn signal_name(signal: i32) -> Option<&'static str> {
         _ => return None,
     };
     Some(name)
+}
+
+/// No signals elsewhere, so no child dies of one.
+#[cfg(not(unix))]
+pub fn signal_name(_signal: i32) -> Option<&'static str> {
+    None
 }
 
 /// Why the runner stopped the child instead of letting it finish.

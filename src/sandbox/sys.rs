@@ -19,11 +19,14 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
+
+/// The descriptor types the sandbox passes around; `sys_other` has stand-ins of the same names.
+pub use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 /// The error of a call this platform lacks.
@@ -81,6 +84,11 @@ pub fn start_new_session(command: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// The signal that ended a child, if one did.
+pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
+    status.signal()
 }
 
 /// A pipe as (read end, write end), both close-on-exec so no other child inherits them.

@@ -6,7 +6,6 @@
 //! zero-width characters (combining marks, joiners) together with the character before them,
 //! so the cursor never lands inside what the terminal draws as one glyph.
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::width::{char_width, str_width};
@@ -397,12 +396,12 @@ impl History {
             let _ = crate::fsutil::create_private_dir(parent);
         }
         let line = format!("{}\n", serde_json::Value::String(entry.to_string()));
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        let _ = crate::platform::create_mode(
+            std::fs::OpenOptions::new().create(true).append(true),
+            0o600,
+        )
+        .open(file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
     }
 }
 

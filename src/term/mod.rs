@@ -18,7 +18,11 @@ pub mod menu;
 pub mod modal;
 pub mod sanitize;
 pub mod screen;
+#[cfg(unix)]
 #[allow(unsafe_code)]
+pub mod sys;
+#[cfg(not(unix))]
+#[path = "sys_other.rs"]
 pub mod sys;
 pub mod transcript;
 pub mod ui;

@@ -13,11 +13,10 @@
 use std::fmt;
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Read};
-use std::os::fd::AsFd;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::sandbox::sys;
+use crate::platform::{self, Special};
+use crate::sandbox::sys::{self, AsFd};
 
 /// Why a file was not opened.
 #[derive(Debug)]
@@ -111,14 +110,15 @@ impl Opener {
     /// something else since, O_NONBLOCK keeps a FIFO from blocking the open, and the check of
     /// what was opened refuses it.
     pub fn open_listed(&mut self, path: &Path) -> Result<File, Refusal> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)?;
+        let mut options = OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        let file = options.open(path)?;
         // What was opened is what counts, whatever the path pointed at a moment ago.
         let meta = file.metadata()?;
         check_type(&meta)?;
-        if let Some(name) = self.pseudo_filesystem(&file, meta.dev(), path)? {
+        if let Some(name) = self.pseudo_filesystem(&file, platform::device(&meta), path)? {
             return Err(Refusal::PseudoFile(name));
         }
         Ok(file)
@@ -161,16 +161,14 @@ fn check_type(meta: &Metadata) -> Result<(), Refusal> {
         Ok(())
     } else if kind.is_dir() {
         Err(Refusal::Directory)
-    } else if kind.is_fifo() {
-        Err(Refusal::Special("a FIFO (named pipe)"))
-    } else if kind.is_socket() {
-        Err(Refusal::Special("a socket"))
-    } else if kind.is_char_device() {
-        Err(Refusal::Special("a character device"))
-    } else if kind.is_block_device() {
-        Err(Refusal::Special("a block device"))
     } else {
-        Err(Refusal::Special("not a file"))
+        Err(Refusal::Special(match platform::special(kind) {
+            Some(Special::Fifo) => "a FIFO (named pipe)",
+            Some(Special::Socket) => "a socket",
+            Some(Special::CharDevice) => "a character device",
+            Some(Special::BlockDevice) => "a block device",
+            None => "not a file",
+        }))
     }
 }
 

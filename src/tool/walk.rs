@@ -30,7 +30,6 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
-use std::os::unix::fs::DirEntryExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -514,7 +513,11 @@ fn list_dir(dir: &Path) -> std::io::Result<Vec<(OsString, EntryKind, u64)>> {
         let Ok(file_type) = entry.file_type() else {
             continue;
         };
-        listing.push((entry.file_name(), EntryKind::of(file_type), entry.ino()));
+        listing.push((
+            entry.file_name(),
+            EntryKind::of(file_type),
+            crate::platform::entry_inode(&entry),
+        ));
     }
     Ok(listing)
 }

@@ -13,7 +13,6 @@
 //! or fail, and colour escapes would only cost tokens.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -158,9 +157,7 @@ pub fn select_shell(path: Option<&OsStr>) -> PathBuf {
 }
 
 fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    crate::platform::is_executable(path)
 }
 
 /// The output, then one line saying how the command ended, then notes the model can act on.
@@ -209,7 +206,7 @@ fn format_duration(d: Duration) -> String {
 mod tests {
     use super::*;
     use crate::fsutil::scratch::TempDir;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{symlink, PermissionsExt};
 
     #[test]
     fn falls_back_to_sh_when_bash_is_not_on_path() {
