@@ -610,6 +610,10 @@ fn browser_end_to_end() {
         std::fs::metadata(&shot).unwrap().len() > 1000,
         "a screenshot was taken"
     );
+    // `REASONIX_SCREENSHOT_OUT=FILE` keeps the screenshot for a person to look at.
+    if let Some(out) = std::env::var_os("REASONIX_SCREENSHOT_OUT") {
+        std::fs::copy(&shot, out).unwrap();
+    }
     // `/help` reached no model; the turn after the picker went to the other model.
     let requests = fake.requests();
     assert_eq!(
