@@ -623,7 +623,7 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
     };
     let handle = reasonix::mcp::start(config, cwd, options, &mut |e| notices.push(e));
     assert!(notices.is_empty(), "{notices:?}");
-    let server = std::sync::Arc::clone(handle.server("everything").expect("connected"));
+    let server = handle.server("everything").expect("connected");
     let tools = server.tools();
     // Listing follows every page; the tools registered after the roots capability (sent
     // with list_changed) appear once the list is fetched again before a call.

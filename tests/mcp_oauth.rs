@@ -833,4 +833,12 @@ fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_
         tools.iter().any(|t| t == "mcp__vault__secret_count"),
         "{tools:?}"
     );
+    // `/mcp` follows the login: the server is connected now, with its tool.
+    pty.send("/mcp\r");
+    pty.wait_text("vault  connected");
+    assert!(
+        !pty.screen().contains("waiting for authorization"),
+        "{}",
+        pty.screen()
+    );
 }

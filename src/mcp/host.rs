@@ -160,7 +160,7 @@ impl Host {
         &self.handle
     }
 
-    fn server(&self, name: &str) -> Result<&Arc<Server>, McpError> {
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
         self.handle
             .server(name)
             .ok_or_else(|| McpError::NotConnected(name.to_string()))

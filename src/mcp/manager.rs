@@ -323,14 +323,38 @@ impl McpHandle {
         &self.servers
     }
 
-    pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|s| s.name() == name)
+    /// Servers connected since startup by a login in the chat.
+    fn late_servers(&self) -> Vec<Arc<Server>> {
+        self.late
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A connected server by name, including one connected later by a login in the chat.
+    pub fn server(&self, name: &str) -> Option<Arc<Server>> {
+        self.servers
+            .iter()
+            .find(|s| s.name() == name)
+            .cloned()
+            .or_else(|| self.late_servers().into_iter().find(|s| s.name() == name))
     }
 
     /// Every declared server and how it fared, in declaration order of the launched ones
-    /// after the skipped ones.
-    pub fn statuses(&self) -> &[ServerStatus] {
-        &self.statuses
+    /// after the skipped ones; a server that was waiting for a login and has connected since
+    /// shows as connected.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        let late = self.late_servers();
+        self.statuses
+            .iter()
+            .cloned()
+            .map(|mut status| {
+                if late.iter().any(|s| s.name() == status.name) {
+                    status.state = ServerState::Connected;
+                }
+                status
+            })
+            .collect()
     }
 
     /// The permission metadata of every MCP tool, for `PolicyGate::with_mcp`; it follows
