@@ -37,6 +37,33 @@ fn tool_names(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The three requests of a bound run whose MCP server changed its tools after the first call
+/// (`enable_extra`): every request offers the tools of the first, and the call after the
+/// change was refused instead of running against a swapped schema.
+fn assert_pinned_after_the_catalog_changed(
+    requests: &[crate::util::fake_openai::RecordedRequest],
+    first: &[String],
+) -> Vec<String> {
+    assert_eq!(
+        tool_names(&requests[1].body),
+        first,
+        "no schema was swapped in"
+    );
+    assert_eq!(tool_names(&requests[2].body), first);
+    let results: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        results[1].contains("agent_composition.unavailable"),
+        "{results:?}"
+    );
+    results
+}
+
 fn refused(out: &Run, code: &str) {
     assert_eq!(out.code, REFUSED, "{out:?}");
     assert!(
@@ -490,23 +517,7 @@ fn mcp_contracts_pinned_at_binding_block_calls_after_a_catalog_change() {
     let requests = server.wait_for_requests(3);
     let first = tool_names(&requests[0].body);
     assert!(first.iter().any(|n| n == "mcp__local__echo"), "{first:?}");
-    assert_eq!(
-        tool_names(&requests[1].body),
-        first,
-        "no schema was swapped in"
-    );
-    assert_eq!(tool_names(&requests[2].body), first);
-    let results: Vec<String> = requests[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect();
-    assert!(
-        results[1].contains("agent_composition.unavailable"),
-        "{results:?}"
-    );
+    let results = assert_pinned_after_the_catalog_changed(&requests, &first);
     assert!(
         !results[1].contains("hi\n") && results[1] != "hi",
         "{results:?}"
@@ -769,23 +780,7 @@ fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
         !first.iter().any(|n| n.starts_with("mcp__proj__")),
         "{first:?}"
     );
-    assert_eq!(
-        tool_names(&requests[1].body),
-        first,
-        "no schema was swapped in"
-    );
-    assert_eq!(tool_names(&requests[2].body), first);
-    let results: Vec<String> = requests[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect();
-    assert!(
-        results[1].contains("agent_composition.unavailable"),
-        "{results:?}"
-    );
+    assert_pinned_after_the_catalog_changed(&requests, &first);
     assert!(
         !work.join("launched-proj").exists(),
         "an unselected server was launched"
