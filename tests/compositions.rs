@@ -745,7 +745,10 @@ fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
     );
     use_fake_provider(&home, &server.base_url(), &plugin);
     // A project server the composition does not select: launching it leaves a marker.
-    let launch = format!("touch launched-proj; exec {example}");
+    // A project server runs jailed, and the jail has a private /tmp: a checkout under /tmp
+    // (as CI clones) is invisible there, so the jailed shell runs a copy in the workspace.
+    let jailed = crate::util::copy_into(example, work.path());
+    let launch = format!("touch launched-proj; exec {}", jailed.display());
     work.write(
         ".mcp.json",
         &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
@@ -811,7 +814,10 @@ fn an_explicit_mcp_selection_never_launches_unselected_servers() {
     let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
     let plugin = format!("[[plugins]]\nname = \"local\"\ncommand = \"{example}\"\n");
     use_fake_provider(&home, &server.base_url(), &plugin);
-    let launch = format!("touch launched-proj; exec {example}");
+    // A project server runs jailed, and the jail has a private /tmp: a checkout under /tmp
+    // (as CI clones) is invisible there, so the jailed shell runs a copy in the workspace.
+    let jailed = crate::util::copy_into(example, work.path());
+    let launch = format!("touch launched-proj; exec {}", jailed.display());
     work.write(
         ".mcp.json",
         &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
@@ -849,7 +855,10 @@ fn an_explicit_mcp_selection_never_launches_unselected_servers() {
         !bound.iter().any(|n| n.starts_with("mcp__proj__")),
         "{bound:?}"
     );
-    assert!(tool_names(&requests[1].body)
-        .iter()
-        .any(|n| n.starts_with("mcp__proj__")));
+    assert!(
+        tool_names(&requests[1].body)
+            .iter()
+            .any(|n| n.starts_with("mcp__proj__")),
+        "{out:?}"
+    );
 }
