@@ -24,6 +24,7 @@ pub mod provider;
 pub mod sandbox;
 pub mod serve;
 pub mod skill;
+pub mod sort;
 pub mod term;
 pub mod text;
 pub mod tool;

@@ -858,7 +858,9 @@ pub fn list(dir: &Path) -> Vec<Summary> {
         })
         .collect();
     // Ids sort by creation time, which breaks ties between files written in the same tick.
-    found.sort_by(|(a, x), (b, y)| b.cmp(a).then_with(|| y.id.cmp(&x.id)));
+    crate::sort::sort_by(&mut found, |(a, x), (b, y)| {
+        b.cmp(a).then_with(|| y.id.cmp(&x.id))
+    });
     found.into_iter().map(|(_, summary)| summary).collect()
 }
 
@@ -956,7 +958,7 @@ pub fn find(
     {
         return Ok(exact.clone());
     }
-    found.sort();
+    crate::sort::sort(&mut found);
     found.dedup();
     match found.len() {
         0 => Err(SessionError::NotFound(format!(

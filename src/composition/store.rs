@@ -93,7 +93,7 @@ impl Catalog {
                     name.strip_suffix(".json").map(str::to_string)
                 })
                 .collect();
-            names.sort();
+            crate::sort::sort(&mut names);
             for name in names {
                 let id = Id {
                     scope,

@@ -116,7 +116,7 @@ impl HiddenInodes {
                 }
             }
         }
-        found.sort();
+        crate::sort::sort(&mut found);
         found.dedup();
         found
     }

@@ -247,7 +247,7 @@ fn sources(paths: &StatePaths, scope: Scope) -> Vec<PathBuf> {
             files
         }
     };
-    files.sort();
+    crate::sort::sort(&mut files);
     files.dedup();
     files
 }

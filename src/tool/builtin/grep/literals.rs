@@ -43,7 +43,7 @@ pub fn required_literals(pattern: &str, case_insensitive: bool) -> Option<Litera
             false => literal,
         });
     }
-    needles.sort();
+    crate::sort::sort(&mut needles);
     needles.dedup();
     Some(Literals { needles, fold })
 }

@@ -84,7 +84,7 @@ impl Matcher {
                     false => n.to_string(),
                 })
                 .collect();
-            needles.sort();
+            crate::sort::sort(&mut needles);
             needles.dedup();
             let finders = needles
                 .iter()
