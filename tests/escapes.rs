@@ -74,7 +74,7 @@ fn backends() -> Vec<Backend> {
     usable
 }
 
-fn sandbox_table(backend: Backend) -> String {
+pub(crate) fn sandbox_table(backend: Backend) -> String {
     format!(
         "[sandbox]\nbash = \"enforce\"\nbackend = \"{}\"\n",
         backend.name()

@@ -235,75 +235,78 @@ fn writers_whose_paths_overlap_never_run_together() {
 
 #[test]
 fn write_paths_fence_the_childs_file_tools_and_shell() {
-    let server = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[(
-            "t1",
-            "task",
-            r#"{"prompt":"fix src","write_paths":["src"]}"#,
-        )]),
-        Reply::tool_calls(&[
-            ("w1", "write_file", r#"{"path":"src/a.txt","content":"in"}"#),
-            (
-                "w2",
-                "write_file",
-                r#"{"path":"docs/b.txt","content":"out"}"#,
-            ),
-            (
-                "b1",
-                "bash",
-                r#"{"command":"echo in > src/c.txt; echo out > docs/d.txt; echo exit=$?"}"#,
-            ),
-        ]),
-        Reply::text("child done"),
-        Reply::tool_calls(&[(
-            "t2",
-            "task",
-            r#"{"prompt":"escape","write_paths":["../elsewhere"]}"#,
-        )]),
-        Reply::text("parent done"),
-    ]);
-    let (home, work) = setup(&server, "");
-    for dir in ["src", "docs"] {
-        std::fs::create_dir_all(work.join(dir)).unwrap();
+    // Under each jail: a fence that holds under bwrap but not under Landlock is a hole.
+    for backend in crate::sandbox::jails() {
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[(
+                "t1",
+                "task",
+                r#"{"prompt":"fix src","write_paths":["src"]}"#,
+            )]),
+            Reply::tool_calls(&[
+                ("w1", "write_file", r#"{"path":"src/a.txt","content":"in"}"#),
+                (
+                    "w2",
+                    "write_file",
+                    r#"{"path":"docs/b.txt","content":"out"}"#,
+                ),
+                (
+                    "b1",
+                    "bash",
+                    r#"{"command":"echo in > src/c.txt; echo out > docs/d.txt; echo exit=$?"}"#,
+                ),
+            ]),
+            Reply::text("child done"),
+            Reply::tool_calls(&[(
+                "t2",
+                "task",
+                r#"{"prompt":"escape","write_paths":["../elsewhere"]}"#,
+            )]),
+            Reply::text("parent done"),
+        ]);
+        let (home, work) = setup(&server, &crate::escapes::sandbox_table(backend));
+        for dir in ["src", "docs"] {
+            std::fs::create_dir_all(work.join(dir)).unwrap();
+        }
+        let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+            "run",
+            "--permission-mode",
+            "yolo",
+            "go",
+        ]));
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        assert_eq!(work.read("src/a.txt"), "in");
+        assert_eq!(work.read("src/c.txt"), "in\n");
+        assert!(!work.join("docs/b.txt").exists());
+        assert!(!work.join("docs/d.txt").exists());
+        let requests = server.requests();
+        let results: Vec<String> = requests[2].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            results[1].contains("outside this subagent's write_paths"),
+            "{results:?}"
+        );
+        assert!(
+            results[2].contains("exit=1") || results[2].contains("exit=2"),
+            "{results:?}"
+        );
+        // A fence outside the workspace is refused before any child starts.
+        let refused = requests[4].body["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(refused.contains("write_paths"), "{refused}");
+        assert_eq!(requests.len(), 5);
     }
-    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
-        "run",
-        "--permission-mode",
-        "yolo",
-        "go",
-    ]));
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert_eq!(work.read("src/a.txt"), "in");
-    assert_eq!(work.read("src/c.txt"), "in\n");
-    assert!(!work.join("docs/b.txt").exists());
-    assert!(!work.join("docs/d.txt").exists());
-    let requests = server.requests();
-    let results: Vec<String> = requests[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    assert!(
-        results[1].contains("outside this subagent's write_paths"),
-        "{results:?}"
-    );
-    assert!(
-        results[2].contains("exit=1") || results[2].contains("exit=2"),
-        "{results:?}"
-    );
-    // A fence outside the workspace is refused before any child starts.
-    let refused = requests[4].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(refused.contains("write_paths"), "{refused}");
-    assert_eq!(requests.len(), 5);
 }
 
 #[test]

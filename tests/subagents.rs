@@ -129,51 +129,58 @@ fn task_returns_only_the_childs_answer_from_a_child_session_under_the_parents() 
 
 #[test]
 fn read_only_task_gives_the_child_no_writer() {
-    let server = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "read_only_task", r#"{"prompt":"look around"}"#)]),
-        Reply::tool_calls(&[(
-            "w1",
-            "write_file",
-            r#"{"path":"out.txt","content":"written"}"#,
-        )]),
-        // Its shell reads, but nothing it runs can write the workspace.
-        Reply::tool_calls(&[(
-            "b1",
-            "bash",
-            r#"{"command":"cat seen.txt; echo shell > out.txt; echo exit=$?"}"#,
-        )]),
-        Reply::text("child could not write"),
-        Reply::text("parent done"),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
-    work.write("seen.txt", "seen by the child");
-    use_fake_provider(&home, &server.base_url(), "");
-    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
-        "run",
-        "--permission-mode",
-        "yolo",
-        "look",
-    ]));
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let requests = server.requests();
-    let child_tools = tool_names(&requests[1].body);
-    assert!(
-        child_tools.contains(&"read_file".to_string()),
-        "{child_tools:?}"
-    );
-    for writer in ["write_file", "edit_file", "task", "read_only_task", "fleet"] {
+    // Under each jail: a fence that holds under bwrap but not under Landlock is a hole.
+    for backend in crate::sandbox::jails() {
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[("c1", "read_only_task", r#"{"prompt":"look around"}"#)]),
+            Reply::tool_calls(&[(
+                "w1",
+                "write_file",
+                r#"{"path":"out.txt","content":"written"}"#,
+            )]),
+            // Its shell reads, but nothing it runs can write the workspace.
+            Reply::tool_calls(&[(
+                "b1",
+                "bash",
+                r#"{"command":"cat seen.txt; echo shell > out.txt; echo exit=$?"}"#,
+            )]),
+            Reply::text("child could not write"),
+            Reply::text("parent done"),
+        ]);
+        let home = Dir::new();
+        let work = Dir::new();
+        work.write("seen.txt", "seen by the child");
+        use_fake_provider(
+            &home,
+            &server.base_url(),
+            &crate::escapes::sandbox_table(backend),
+        );
+        let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+            "run",
+            "--permission-mode",
+            "yolo",
+            "look",
+        ]));
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        let requests = server.requests();
+        let child_tools = tool_names(&requests[1].body);
         assert!(
-            !child_tools.contains(&writer.to_string()),
+            child_tools.contains(&"read_file".to_string()),
             "{child_tools:?}"
         );
+        for writer in ["write_file", "edit_file", "task", "read_only_task", "fleet"] {
+            assert!(
+                !child_tools.contains(&writer.to_string()),
+                "{child_tools:?}"
+            );
+        }
+        assert!(bash_description(&requests[1].body).contains("read-only"));
+        let shell = last_content(&requests[3].body);
+        assert!(shell.contains("seen by the child"), "{shell}");
+        assert!(!shell.contains("exit=0"), "{shell}");
+        assert!(!work.join("out.txt").exists());
+        assert!(last_content(&requests[4].body).contains("child could not write"));
     }
-    assert!(bash_description(&requests[1].body).contains("read-only"));
-    let shell = last_content(&requests[3].body);
-    assert!(shell.contains("seen by the child"), "{shell}");
-    assert!(!shell.contains("exit=0"), "{shell}");
-    assert!(!work.join("out.txt").exists());
-    assert!(last_content(&requests[4].body).contains("child could not write"));
 }
 
 /// The description of the `bash` tool a request offers.

@@ -19,7 +19,9 @@
 //! - Writes (create, remove, rename, truncate) beneath the workspace, the write roots, the
 //!   temp directories (`/tmp`, `/var/tmp`, `/dev/shm`: shared with the host, unlike bwrap's
 //!   private `/tmp`; a `$TMPDIR` elsewhere needs `allow_write`, as under bwrap) and to
-//!   `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/ptmx` and `/dev/pts`. A hidden
+//!   `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/ptmx` and `/dev/pts`. A subagent's
+//!   fence narrows the first two to its paths, and a root inside a temp directory is carved
+//!   out of that directory's grant so the fence holds there too. A hidden
 //!   file under a write root stays writable (carving it out of the write grant would also take
 //!   away creating files next to it) but not readable, and moving it somewhere readable is
 //!   refused by the kernel (ABI 2+ never lets a rename gain access rights; ABI 1 refuses every
@@ -191,19 +193,33 @@ fn write_places(policy: &Policy) -> Vec<PathBuf> {
     places
 }
 
-/// The protected paths (the reasonix home) that exist strictly inside the write place `place`
-/// and are not the workspace's own ancestors there: write grants go around them.
+/// What write grants on the place `place` go around, where it exists strictly inside `place`:
+/// - the protected paths (the reasonix home), except the workspace's own ancestors there;
+/// - under a subagent's fence, the roots the fence does not cover: a workspace under `/tmp`
+///   (every CI checkout made with `mktemp -d`) would otherwise be writable whole through the
+///   temp grant, and a read-only or fenced child's shell could change any file in it. The
+///   fenced paths inside such a root are granted as places of their own.
 fn carved_from(policy: &Policy, place: &Path) -> Vec<PathBuf> {
-    let protected: Vec<PathBuf> = policy
+    let inside = |p: &&PathBuf| p.starts_with(place) && p.as_path() != place;
+    let mut carved: Vec<PathBuf> = policy
         .protected
         .iter()
-        .filter(|p| p.starts_with(place) && p.as_path() != place)
+        .filter(inside)
         .filter(|p| {
             !(place.starts_with(&policy.workspace_root) && policy.workspace_root.starts_with(p))
         })
         .cloned()
         .collect();
-    existing(&protected)
+    if let Some(fence) = &policy.fence {
+        carved.extend(
+            policy
+                .roots()
+                .filter(inside)
+                .filter(|root| !fence.iter().any(|fenced| root.starts_with(fenced)))
+                .cloned(),
+        );
+    }
+    existing(&carved)
 }
 
 /// The temp directory a command gets as `TMPDIR` when the reasonix home lies inside one of
