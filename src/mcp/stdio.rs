@@ -36,8 +36,11 @@ const STDERR_TAIL: usize = 20;
 /// How long a server may take to exit after its stdin closed, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// After stdout ends, how long to wait for the exit status to include it in the reason.
-const STATUS_WAIT: Duration = Duration::from_millis(500);
+/// After stdout ends, how long to wait for the exit status and the end of stderr to include
+/// them in the reason. A server that exits is waited for only until it has (milliseconds);
+/// the bound matters for one that closes stdout and lingers. Half a second lost the server's
+/// last stderr line on a loaded machine (a jailed server's exit travels through bwrap).
+const STATUS_WAIT: Duration = Duration::from_secs(2);
 
 /// What to launch.
 #[derive(Debug, Clone)]
