@@ -1475,3 +1475,177 @@ fn an_unbound_session_moves_to_another_workspace_and_a_bound_one_is_refused() {
     assert!(std::path::Path::new(&bound).exists());
     assert_eq!(crate::util::session_files(&server._home), files_before);
 }
+
+/// The content of the tool result for call `call` in request `n` (0-based) the model got.
+fn tool_result_in(fake: &FakeOpenAI, n: usize, call: &str) -> String {
+    let requests = fake.wait_for_requests(n + 1);
+    requests[n].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no result for {call} in request {n}: {}", requests[n].body))
+        .to_string()
+}
+
+const ASK: &str = r#"{"question":"Which database should I use?","options":["Postgres","SQLite"],"allow_free_text":true}"#;
+
+#[test]
+fn an_ask_card_is_answered_over_http_with_an_option_or_free_text() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("q1", "ask", ASK)]),
+        Reply::text("SQLite it is"),
+        Reply::tool_calls(&[("q2", "ask", ASK)]),
+        Reply::text("MySQL then"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "set up storage"}),
+    );
+    let asked = events.until("ask_request").pop().unwrap();
+    assert_eq!(asked["question"], "Which database should I use?", "{asked}");
+    assert_eq!(asked["options"], json!(["Postgres", "SQLite"]), "{asked}");
+    assert_eq!(asked["allow_free_text"], true, "{asked}");
+    let n = asked["id"].as_u64().expect("a question id");
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(described["pending"], json!([n]), "{described}");
+    // A question that is not waiting, an option it does not offer, and a plan review under
+    // the question's id are refused, and the question keeps waiting.
+    let wrong = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{}", n + 7),
+        json!({"option": 0}),
+    );
+    assert_eq!(wrong.status, 409, "{}", wrong.body);
+    let beyond = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 2}),
+    );
+    assert_eq!(beyond.status, 409, "{}", beyond.body);
+    let as_plan = post(
+        &server,
+        &format!("/api/sessions/{id}/plans/{n}"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(as_plan.status, 409, "{}", as_plan.body);
+    let answered = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 1}),
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let rest = events.until("turn_end");
+    assert!(
+        rest.iter().any(|e| e["type"] == "answered" && e["id"] == n),
+        "{rest:?}"
+    );
+    assert_eq!(rest.last().unwrap()["outcome"], "done");
+    assert_eq!(text_of(&rest), "SQLite it is");
+    assert_eq!(tool_result_in(&fake, 1, "q1"), "user answered: SQLite");
+    // Answered once: the same question cannot be answered again.
+    let again = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 0}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+
+    // The second time, in the user's own words.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "ask me again"}),
+    );
+    let asked = events.until("ask_request").pop().unwrap();
+    let n = asked["id"].as_u64().unwrap();
+    let answered = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"text": "  MySQL, please  "}),
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(text_of(&events.until("turn_end")), "MySQL then");
+    assert_eq!(
+        tool_result_in(&fake, 3, "q2"),
+        "user answered: MySQL, please"
+    );
+}
+
+const PLAN: &str = "## Plan\n\n1. Write b.txt\n2. Check it";
+
+fn exit_plan(call: &str) -> Reply {
+    Reply::tool_calls(&[(call, "exit_plan_mode", &json!({ "plan": PLAN }).to_string())])
+}
+
+#[test]
+fn a_plan_review_is_answered_over_http_approve_ends_plan_mode_and_keep_planning_sends_feedback() {
+    let fake = FakeOpenAI::start(vec![
+        exit_plan("p1"),
+        Reply::text("Revising the plan."),
+        exit_plan("p2"),
+        Reply::text("Carrying it out."),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let mode = format!("/api/sessions/{id}/mode");
+    assert_eq!(post(&server, &mode, json!({"planning": true})).status, 200);
+    assert_eq!(events.until("plan_mode").last().unwrap()["planning"], true);
+
+    // Keep planning, with feedback: the model reads it, and the session is still planning.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write b.txt"}),
+    );
+    let review = events.until("plan_review").pop().unwrap();
+    assert_eq!(review["plan"], PLAN, "{review}");
+    let n = review["id"].as_u64().expect("a review id");
+    let plans = |n: u64| format!("/api/sessions/{id}/plans/{n}");
+    let bad = post(&server, &plans(n), json!({"decision": "maybe"}));
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let as_ask = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 0}),
+    );
+    assert_eq!(as_ask.status, 409, "{}", as_ask.body);
+    let kept = post(
+        &server,
+        &plans(n),
+        json!({"decision": "keep_planning", "feedback": "smaller steps please"}),
+    );
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    let rest = events.until("turn_end");
+    assert_eq!(rest.last().unwrap()["outcome"], "done", "{rest:?}");
+    assert_eq!(text_of(&rest), "Revising the plan.");
+    let result = tool_result_in(&fake, 1, "p1");
+    assert!(result.contains("smaller steps please"), "{result}");
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(described["planning"], true, "{described}");
+
+    // Approve: the model is told, and plan mode is off for the session.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "how about now"}),
+    );
+    let n = events.until("plan_review").pop().unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let approved = post(&server, &plans(n), json!({"decision": "approve"}));
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let rest = events.until("turn_end");
+    assert_eq!(text_of(&rest), "Carrying it out.");
+    let result = tool_result_in(&fake, 3, "p2");
+    assert!(result.contains("The user approved the plan"), "{result}");
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(described["planning"], false, "{described}");
+    assert_eq!(described["pending"], json!([]), "{described}");
+}
