@@ -540,7 +540,14 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     let end = events.until("turn_end");
     assert_eq!(end.last().unwrap()["outcome"], "interrupted");
 
-    // SIGTERM: the server stops its sessions and exits cleanly.
+    // SIGTERM: the server stops its sessions and exits cleanly, the prompt on disk.
+    terminate(&mut server);
+    assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
+    assert_eq!(saved_user_messages(&server, &id), vec!["wait".to_string()]);
+}
+
+/// Sends SIGTERM to the server and waits for it: it must exit 0.
+fn terminate(server: &mut Server) {
     let pid = server.child.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-TERM", &pid])
@@ -548,8 +555,87 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
         .unwrap()
         .success());
     let status = server.child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
-    assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// The user messages of session `id` as its file on disk holds them.
+fn saved_user_messages(server: &Server, id: &str) -> Vec<String> {
+    let files = crate::util::session_files(&server._home);
+    let file = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains(id))
+        .unwrap_or_else(|| panic!("no file for {id} in {files:?}"));
+    let (header, messages) = crate::util::read_session(file);
+    assert_eq!(header["id"], id, "{header}");
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn sigterm_while_a_turn_waits_for_approval_interrupts_it_and_saves_the_session() {
+    let fake = FakeOpenAI::start(vec![Reply::tool_calls(&[(
+        "c1",
+        "write_file",
+        r#"{"path":"never.txt","content":"no\n"}"#,
+    )])]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write while I leave"}),
+    );
+    assert_eq!(
+        events.until("approval").pop().unwrap()["tool"],
+        "write_file"
+    );
+    terminate(&mut server);
+    let rest = events.until("shutdown");
+    let end = rest
+        .iter()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
+    assert_eq!(end["outcome"], "interrupted", "{end}");
+    assert!(
+        !server.work.join("never.txt").exists(),
+        "the write was not approved"
+    );
+    assert_eq!(
+        saved_user_messages(&server, &id),
+        vec!["write while I leave".to_string()]
+    );
+    assert_eq!(fake.requests().len(), 1, "no request after the interrupt");
+}
+
+#[test]
+fn sigterm_during_a_stalled_stream_interrupts_the_turn_and_saves_the_session() {
+    let (stall, _release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![stall]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "hang on"}),
+    );
+    events.until("turn_start");
+    fake.wait_for_requests(1);
+    terminate(&mut server);
+    let rest = events.until("shutdown");
+    let end = rest
+        .iter()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
+    assert_eq!(end["outcome"], "interrupted", "{end}");
+    assert_eq!(
+        saved_user_messages(&server, &id),
+        vec!["hang on".to_string()]
+    );
 }
 
 /// Whether Chromium, ChromeDriver and Selenium are here; `.ci/run` installs them and sets
