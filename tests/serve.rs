@@ -1735,3 +1735,101 @@ fn a_plan_review_is_answered_over_http_approve_ends_plan_mode_and_keep_planning_
     assert_eq!(described["planning"], false, "{described}");
     assert_eq!(described["pending"], json!([]), "{described}");
 }
+
+/// A bcrypt hash of `password` at cost 10, made by `reasonix serve --hash-password`.
+fn hash_of(password: &str) -> String {
+    let home = Dir::new();
+    let work = Dir::new();
+    let out = run(reasonix(&home, work.path()).args([
+        "serve",
+        "--hash-password",
+        "--password",
+        password,
+        "--cost",
+        "10",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout.trim().to_string()
+}
+
+#[test]
+fn a_concurrent_burst_of_wrong_passwords_gets_no_more_guesses_than_the_limit() {
+    const GUESSES: usize = 12;
+    let fake = FakeOpenAI::start(vec![]);
+    let hash = hash_of("right one");
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
+    let server = std::sync::Arc::new(start(&fake, &extra, &[]));
+    // Every guess is on its way before the first bcrypt check can finish.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(GUESSES));
+    let guesses: Vec<_> = (0..GUESSES)
+        .map(|n| {
+            let server = std::sync::Arc::clone(&server);
+            let barrier = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                post(
+                    &server,
+                    "/api/login",
+                    json!({ "password": format!("guess {n}") }),
+                )
+                .status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = guesses.into_iter().map(|g| g.join().unwrap()).collect();
+    let checked = statuses.iter().filter(|s| **s != 429).count();
+    assert!(
+        checked <= 5,
+        "{checked} of {GUESSES} parallel guesses were checked (limit 5): {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "{statuses:?}"
+    );
+    // The client is locked out, the right password included.
+    let right = post(&server, "/api/login", json!({"password": "right one"}));
+    assert_eq!(right.status, 429, "{}", right.body);
+}
+
+#[test]
+fn wrong_bearer_tokens_count_as_failed_logins() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(
+        &fake,
+        "[serve]\ntoken = \"the-right-token-0123456789\"\n",
+        &["--auth", "token"],
+    );
+    let bearer = |token: &str| {
+        request(
+            server.addr,
+            "GET",
+            "/api/sessions",
+            &[("Authorization", &format!("Bearer {token}"))],
+            "",
+        )
+    };
+    assert_eq!(bearer("the-right-token-0123456789").status, 200);
+    for n in 0..5 {
+        let wrong = bearer(&format!("guess-{n}"));
+        assert_eq!(wrong.status, 401, "guess {n}: {}", wrong.body);
+    }
+    let limited = bearer("guess-5");
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert!(limited.header("Retry-After").is_some());
+    // Locked out: the right token too, and the login form and the URL token.
+    assert_eq!(bearer("the-right-token-0123456789").status, 429);
+    let form = post(
+        &server,
+        "/api/login",
+        json!({"token": "the-right-token-0123456789"}),
+    );
+    assert_eq!(form.status, 429, "{}", form.body);
+    let url = request(
+        server.addr,
+        "GET",
+        "/?token=the-right-token-0123456789",
+        &[],
+        "",
+    );
+    assert_eq!(url.status, 429, "{}", url.body);
+}
