@@ -128,7 +128,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
                 "--hash-password needs --password '...'".into(),
             ));
         };
-        let salt = auth::random_salt().map_err(|e| Error::io("reading /dev/urandom", e))?;
+        let salt = auth::random_salt()
+            .map_err(|e| Error::io("reading random bytes from the kernel", e))?;
         let cost = args.cost.unwrap_or(bcrypt::DEFAULT_COST);
         super::print_out(&format!(
             "{}\n",
@@ -222,7 +223,8 @@ fn auth_mode(args: &ServeArgs, config: &Config) -> Result<auth::Mode, Error> {
             let configured = config.serve.token.clone().filter(|t| !t.trim().is_empty());
             let token = match configured {
                 Some(token) => token,
-                None => auth::random_hex(24).map_err(|e| Error::io("reading /dev/urandom", e))?,
+                None => auth::random_hex(24)
+                    .map_err(|e| Error::io("reading random bytes from the kernel", e))?,
             };
             auth::Mode::Token(token)
         }

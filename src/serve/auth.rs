@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -63,15 +64,53 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
 /// `n` random bytes from the kernel, as lower-case hex.
 pub fn random_hex(n: usize) -> std::io::Result<String> {
     let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    fill_random(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// 16 random bytes for a bcrypt salt.
 pub fn random_salt() -> std::io::Result<[u8; 16]> {
     let mut salt = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut salt)?;
+    fill_random(&mut salt)?;
     Ok(salt)
+}
+
+/// Fills `buf` from the kernel's generator: the `getrandom(2)` system call, which needs no
+/// file descriptor and no `/dev` (a chroot or a full descriptor table cannot break it), and
+/// `/dev/urandom` only where the call does not exist (`ENOSYS`).
+pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
+    fill_from(
+        buf,
+        crate::sandbox::sys::getrandom,
+        Path::new("/dev/urandom"),
+    )
+}
+
+/// [`fill_random`] over a given system call and fallback file: short reads are continued,
+/// interrupted calls retried, and any error but `ENOSYS` returned as it is.
+fn fill_from(
+    buf: &mut [u8],
+    mut call: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    fallback: &Path,
+) -> std::io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match call(&mut buf[filled..]) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "getrandom returned no bytes",
+                ))
+            }
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) if err.raw_os_error() == Some(libc::ENOSYS) => {
+                return std::fs::File::open(fallback)?.read_exact(&mut buf[filled..]);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// What a login attempt came to.
@@ -461,6 +500,74 @@ mod tests {
             assert_eq!(password.bearer(&with("nope"), client), Bearer::Absent);
         }
         assert!(matches!(password.login(client, "p"), Login::Ok(_)));
+    }
+
+    #[test]
+    fn random_bytes_come_from_getrandom() {
+        let mut a = [0u8; 32];
+        let mut b = [0u8; 32];
+        fill_random(&mut a).unwrap();
+        fill_random(&mut b).unwrap();
+        // Two draws of 256 bits are equal, or all zero, with probability 2^-256.
+        assert_ne!(a, b);
+        assert_ne!(a, [0u8; 32]);
+        #[cfg(target_os = "linux")]
+        assert_eq!(crate::sandbox::sys::getrandom(&mut a).unwrap(), 32);
+        let token = random_hex(24).unwrap();
+        assert_eq!(token.len(), 48);
+        assert!(token.bytes().all(|c| c.is_ascii_hexdigit()), "{token}");
+    }
+
+    #[test]
+    fn only_enosys_falls_back_to_the_file() {
+        let dir = crate::fsutil::scratch::TempDir::new("random");
+        let file = dir.write("urandom", b"0123456789abcdef");
+        // Short reads are continued and EINTR retried; the system call fills everything.
+        let mut calls = 0;
+        let mut buf = [0u8; 6];
+        fill_from(
+            &mut buf,
+            |rest| {
+                calls += 1;
+                match calls {
+                    1 => Err(std::io::Error::from_raw_os_error(libc::EINTR)),
+                    _ => {
+                        rest[0] = b'x';
+                        Ok(1)
+                    }
+                }
+            },
+            &file,
+        )
+        .unwrap();
+        assert_eq!(&buf, b"xxxxxx");
+        assert_eq!(calls, 7);
+        // ENOSYS after a short read: the rest comes from the file.
+        let mut first = true;
+        let mut buf = [0u8; 6];
+        fill_from(
+            &mut buf,
+            |rest| {
+                if std::mem::take(&mut first) {
+                    rest[..2].copy_from_slice(b"ab");
+                    return Ok(2);
+                }
+                Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+            },
+            &file,
+        )
+        .unwrap();
+        assert_eq!(&buf, b"ab0123");
+        // Any other error is returned, and the file is not read.
+        let mut buf = [0u8; 6];
+        let err = fill_from(
+            &mut buf,
+            |_| Err(std::io::Error::from_raw_os_error(libc::EFAULT)),
+            &file,
+        )
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EFAULT));
+        assert_eq!(buf, [0u8; 6]);
     }
 
     #[test]
