@@ -366,7 +366,8 @@ fn every_response_carries_the_security_headers() {
 #[test]
 fn password_mode_checks_a_stored_bcrypt_hash_and_rate_limits_failures() {
     let fake = FakeOpenAI::start(vec![]);
-    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{VECTOR_HASH}\"\n");
+    let hash = hash_of("U*U");
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
     let server = start(&fake, &extra, &[]);
     assert_eq!(
         request(server.addr, "GET", "/api/sessions", &[], "").status,
@@ -1832,4 +1833,62 @@ fn wrong_bearer_tokens_count_as_failed_logins() {
         "",
     );
     assert_eq!(url.status, 429, "{}", url.body);
+}
+
+/// Runs a `reasonix serve` that must refuse to start: a URL line on stdout means it served,
+/// and fails the test (the server is killed first) instead of waiting on it forever.
+fn refused_at_start(cmd: &mut std::process::Command) -> crate::util::Run {
+    let mut child = spawn_piped(cmd);
+    let mut first = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let _ = stdout.read_line(&mut first);
+    if !first.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the server started: {first}");
+    }
+    child.wait_with_output().expect("wait for reasonix").into()
+}
+
+#[test]
+fn a_stored_hash_below_cost_10_is_refused_at_start_up() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // A published vector, but at cost 5: 32 rounds, cheap to brute-force from a stolen config.
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{VECTOR_HASH}\"\n");
+    use_fake_provider(&home, "http://127.0.0.1:9", &extra);
+    let out = refused_at_start(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("FAKE_API_KEY", "k"),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("cost 5") && out.stderr.contains("reasonix serve --hash-password"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn no_auth_beyond_loopback_is_refused_before_the_missing_key_is_reported() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // A remote provider (https) needs its key, and FAKE_API_KEY is not set: the security
+    // refusal is what the user must see first.
+    use_fake_provider(&home, "https://api.example.invalid/v1", "");
+    let out = refused_at_start(reasonix(&home, work.path()).args([
+        "serve",
+        "--listen",
+        "0.0.0.0:0",
+        "--auth",
+        "none",
+    ]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("refusing to serve 0.0.0.0:0 without authentication"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("FAKE_API_KEY"), "{out:?}");
 }
