@@ -366,7 +366,8 @@ fn every_response_carries_the_security_headers() {
 #[test]
 fn password_mode_checks_a_stored_bcrypt_hash_and_rate_limits_failures() {
     let fake = FakeOpenAI::start(vec![]);
-    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{VECTOR_HASH}\"\n");
+    let hash = hash_of("U*U");
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
     let server = start(&fake, &extra, &[]);
     assert_eq!(
         request(server.addr, "GET", "/api/sessions", &[], "").status,
@@ -540,7 +541,14 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     let end = events.until("turn_end");
     assert_eq!(end.last().unwrap()["outcome"], "interrupted");
 
-    // SIGTERM: the server stops its sessions and exits cleanly.
+    // SIGTERM: the server stops its sessions and exits cleanly, the prompt on disk.
+    terminate(&mut server);
+    assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
+    assert_eq!(saved_user_messages(&server, &id), vec!["wait".to_string()]);
+}
+
+/// Sends SIGTERM to the server and waits for it: it must exit 0.
+fn terminate(server: &mut Server) {
     let pid = server.child.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-TERM", &pid])
@@ -548,8 +556,87 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
         .unwrap()
         .success());
     let status = server.child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
-    assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// The user messages of session `id` as its file on disk holds them.
+fn saved_user_messages(server: &Server, id: &str) -> Vec<String> {
+    let files = crate::util::session_files(&server._home);
+    let file = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains(id))
+        .unwrap_or_else(|| panic!("no file for {id} in {files:?}"));
+    let (header, messages) = crate::util::read_session(file);
+    assert_eq!(header["id"], id, "{header}");
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn sigterm_while_a_turn_waits_for_approval_interrupts_it_and_saves_the_session() {
+    let fake = FakeOpenAI::start(vec![Reply::tool_calls(&[(
+        "c1",
+        "write_file",
+        r#"{"path":"never.txt","content":"no\n"}"#,
+    )])]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write while I leave"}),
+    );
+    assert_eq!(
+        events.until("approval").pop().unwrap()["tool"],
+        "write_file"
+    );
+    terminate(&mut server);
+    let rest = events.until("shutdown");
+    let end = rest
+        .iter()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
+    assert_eq!(end["outcome"], "interrupted", "{end}");
+    assert!(
+        !server.work.join("never.txt").exists(),
+        "the write was not approved"
+    );
+    assert_eq!(
+        saved_user_messages(&server, &id),
+        vec!["write while I leave".to_string()]
+    );
+    assert_eq!(fake.requests().len(), 1, "no request after the interrupt");
+}
+
+#[test]
+fn sigterm_during_a_stalled_stream_interrupts_the_turn_and_saves_the_session() {
+    let (stall, _release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![stall]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "hang on"}),
+    );
+    events.until("turn_start");
+    fake.wait_for_requests(1);
+    terminate(&mut server);
+    let rest = events.until("shutdown");
+    let end = rest
+        .iter()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
+    assert_eq!(end["outcome"], "interrupted", "{end}");
+    assert_eq!(
+        saved_user_messages(&server, &id),
+        vec!["hang on".to_string()]
+    );
 }
 
 /// Whether Chromium, ChromeDriver and Selenium are here; `.ci/run` installs them and sets
@@ -1474,4 +1561,334 @@ fn an_unbound_session_moves_to_another_workspace_and_a_bound_one_is_refused() {
     assert_eq!(refused.json()["code"], "agent_composition.workspace_bound");
     assert!(std::path::Path::new(&bound).exists());
     assert_eq!(crate::util::session_files(&server._home), files_before);
+}
+
+/// The content of the tool result for call `call` in request `n` (0-based) the model got.
+fn tool_result_in(fake: &FakeOpenAI, n: usize, call: &str) -> String {
+    let requests = fake.wait_for_requests(n + 1);
+    requests[n].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no result for {call} in request {n}: {}", requests[n].body))
+        .to_string()
+}
+
+const ASK: &str = r#"{"question":"Which database should I use?","options":["Postgres","SQLite"],"allow_free_text":true}"#;
+
+#[test]
+fn an_ask_card_is_answered_over_http_with_an_option_or_free_text() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("q1", "ask", ASK)]),
+        Reply::text("SQLite it is"),
+        Reply::tool_calls(&[("q2", "ask", ASK)]),
+        Reply::text("MySQL then"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "set up storage"}),
+    );
+    let asked = events.until("ask_request").pop().unwrap();
+    assert_eq!(asked["question"], "Which database should I use?", "{asked}");
+    assert_eq!(asked["options"], json!(["Postgres", "SQLite"]), "{asked}");
+    assert_eq!(asked["allow_free_text"], true, "{asked}");
+    let n = asked["id"].as_u64().expect("a question id");
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(described["pending"], json!([n]), "{described}");
+    // A question that is not waiting, an option it does not offer, and a plan review under
+    // the question's id are refused, and the question keeps waiting.
+    let wrong = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{}", n + 7),
+        json!({"option": 0}),
+    );
+    assert_eq!(wrong.status, 409, "{}", wrong.body);
+    let beyond = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 2}),
+    );
+    assert_eq!(beyond.status, 409, "{}", beyond.body);
+    let as_plan = post(
+        &server,
+        &format!("/api/sessions/{id}/plans/{n}"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(as_plan.status, 409, "{}", as_plan.body);
+    let answered = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 1}),
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let rest = events.until("turn_end");
+    assert!(
+        rest.iter().any(|e| e["type"] == "answered" && e["id"] == n),
+        "{rest:?}"
+    );
+    assert_eq!(rest.last().unwrap()["outcome"], "done");
+    assert_eq!(text_of(&rest), "SQLite it is");
+    assert_eq!(tool_result_in(&fake, 1, "q1"), "user answered: SQLite");
+    // Answered once: the same question cannot be answered again.
+    let again = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 0}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+
+    // The second time, in the user's own words.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "ask me again"}),
+    );
+    let asked = events.until("ask_request").pop().unwrap();
+    let n = asked["id"].as_u64().unwrap();
+    let answered = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"text": "  MySQL, please  "}),
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(text_of(&events.until("turn_end")), "MySQL then");
+    assert_eq!(
+        tool_result_in(&fake, 3, "q2"),
+        "user answered: MySQL, please"
+    );
+}
+
+const PLAN: &str = "## Plan\n\n1. Write b.txt\n2. Check it";
+
+fn exit_plan(call: &str) -> Reply {
+    Reply::tool_calls(&[(call, "exit_plan_mode", &json!({ "plan": PLAN }).to_string())])
+}
+
+#[test]
+fn a_plan_review_is_answered_over_http_approve_ends_plan_mode_and_keep_planning_sends_feedback() {
+    let fake = FakeOpenAI::start(vec![
+        exit_plan("p1"),
+        Reply::text("Revising the plan."),
+        exit_plan("p2"),
+        Reply::text("Carrying it out."),
+    ]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let mode = format!("/api/sessions/{id}/mode");
+    assert_eq!(post(&server, &mode, json!({"planning": true})).status, 200);
+    assert_eq!(events.until("plan_mode").last().unwrap()["planning"], true);
+
+    // Keep planning, with feedback: the model reads it, and the session is still planning.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write b.txt"}),
+    );
+    let review = events.until("plan_review").pop().unwrap();
+    assert_eq!(review["plan"], PLAN, "{review}");
+    let n = review["id"].as_u64().expect("a review id");
+    let plans = |n: u64| format!("/api/sessions/{id}/plans/{n}");
+    let bad = post(&server, &plans(n), json!({"decision": "maybe"}));
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let as_ask = post(
+        &server,
+        &format!("/api/sessions/{id}/asks/{n}"),
+        json!({"option": 0}),
+    );
+    assert_eq!(as_ask.status, 409, "{}", as_ask.body);
+    let kept = post(
+        &server,
+        &plans(n),
+        json!({"decision": "keep_planning", "feedback": "smaller steps please"}),
+    );
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    let rest = events.until("turn_end");
+    assert_eq!(rest.last().unwrap()["outcome"], "done", "{rest:?}");
+    assert_eq!(text_of(&rest), "Revising the plan.");
+    let result = tool_result_in(&fake, 1, "p1");
+    assert!(result.contains("smaller steps please"), "{result}");
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(described["planning"], true, "{described}");
+
+    // Approve: the model is told, and plan mode is off for the session.
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "how about now"}),
+    );
+    let n = events.until("plan_review").pop().unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let approved = post(&server, &plans(n), json!({"decision": "approve"}));
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let rest = events.until("turn_end");
+    assert_eq!(text_of(&rest), "Carrying it out.");
+    let result = tool_result_in(&fake, 3, "p2");
+    assert!(result.contains("The user approved the plan"), "{result}");
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(described["planning"], false, "{described}");
+    assert_eq!(described["pending"], json!([]), "{described}");
+}
+
+/// A bcrypt hash of `password` at cost 10, made by `reasonix serve --hash-password`.
+fn hash_of(password: &str) -> String {
+    let home = Dir::new();
+    let work = Dir::new();
+    let out = run(reasonix(&home, work.path()).args([
+        "serve",
+        "--hash-password",
+        "--password",
+        password,
+        "--cost",
+        "10",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout.trim().to_string()
+}
+
+#[test]
+fn a_concurrent_burst_of_wrong_passwords_gets_no_more_guesses_than_the_limit() {
+    const GUESSES: usize = 12;
+    let fake = FakeOpenAI::start(vec![]);
+    let hash = hash_of("right one");
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
+    let server = std::sync::Arc::new(start(&fake, &extra, &[]));
+    // Every guess is on its way before the first bcrypt check can finish.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(GUESSES));
+    let guesses: Vec<_> = (0..GUESSES)
+        .map(|n| {
+            let server = std::sync::Arc::clone(&server);
+            let barrier = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                post(
+                    &server,
+                    "/api/login",
+                    json!({ "password": format!("guess {n}") }),
+                )
+                .status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = guesses.into_iter().map(|g| g.join().unwrap()).collect();
+    let checked = statuses.iter().filter(|s| **s != 429).count();
+    assert!(
+        checked <= 5,
+        "{checked} of {GUESSES} parallel guesses were checked (limit 5): {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "{statuses:?}"
+    );
+    // The client is locked out, the right password included.
+    let right = post(&server, "/api/login", json!({"password": "right one"}));
+    assert_eq!(right.status, 429, "{}", right.body);
+}
+
+#[test]
+fn wrong_bearer_tokens_count_as_failed_logins() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(
+        &fake,
+        "[serve]\ntoken = \"the-right-token-0123456789\"\n",
+        &["--auth", "token"],
+    );
+    let bearer = |token: &str| {
+        request(
+            server.addr,
+            "GET",
+            "/api/sessions",
+            &[("Authorization", &format!("Bearer {token}"))],
+            "",
+        )
+    };
+    assert_eq!(bearer("the-right-token-0123456789").status, 200);
+    for n in 0..5 {
+        let wrong = bearer(&format!("guess-{n}"));
+        assert_eq!(wrong.status, 401, "guess {n}: {}", wrong.body);
+    }
+    let limited = bearer("guess-5");
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert!(limited.header("Retry-After").is_some());
+    // Locked out: the right token too, and the login form and the URL token.
+    assert_eq!(bearer("the-right-token-0123456789").status, 429);
+    let form = post(
+        &server,
+        "/api/login",
+        json!({"token": "the-right-token-0123456789"}),
+    );
+    assert_eq!(form.status, 429, "{}", form.body);
+    let url = request(
+        server.addr,
+        "GET",
+        "/?token=the-right-token-0123456789",
+        &[],
+        "",
+    );
+    assert_eq!(url.status, 429, "{}", url.body);
+}
+
+/// Runs a `reasonix serve` that must refuse to start: a URL line on stdout means it served,
+/// and fails the test (the server is killed first) instead of waiting on it forever.
+fn refused_at_start(cmd: &mut std::process::Command) -> crate::util::Run {
+    let mut child = spawn_piped(cmd);
+    let mut first = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let _ = stdout.read_line(&mut first);
+    if !first.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the server started: {first}");
+    }
+    child.wait_with_output().expect("wait for reasonix").into()
+}
+
+#[test]
+fn a_stored_hash_below_cost_10_is_refused_at_start_up() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // A published vector, but at cost 5: 32 rounds, cheap to brute-force from a stolen config.
+    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{VECTOR_HASH}\"\n");
+    use_fake_provider(&home, "http://127.0.0.1:9", &extra);
+    let out = refused_at_start(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("FAKE_API_KEY", "k"),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("cost 5") && out.stderr.contains("reasonix serve --hash-password"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn no_auth_beyond_loopback_is_refused_before_the_missing_key_is_reported() {
+    let home = Dir::new();
+    let work = Dir::new();
+    // A remote provider (https) needs its key, and FAKE_API_KEY is not set: the security
+    // refusal is what the user must see first.
+    use_fake_provider(&home, "https://api.example.invalid/v1", "");
+    let out = refused_at_start(reasonix(&home, work.path()).args([
+        "serve",
+        "--listen",
+        "0.0.0.0:0",
+        "--auth",
+        "none",
+    ]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("refusing to serve 0.0.0.0:0 without authentication"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("FAKE_API_KEY"), "{out:?}");
 }

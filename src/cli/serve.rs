@@ -128,7 +128,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
                 "--hash-password needs --password '...'".into(),
             ));
         };
-        let salt = auth::random_salt().map_err(|e| Error::io("reading /dev/urandom", e))?;
+        let salt = auth::random_salt()
+            .map_err(|e| Error::io("reading random bytes from the kernel", e))?;
         let cost = args.cost.unwrap_or(bcrypt::DEFAULT_COST);
         super::print_out(&format!(
             "{}\n",
@@ -145,14 +146,17 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
     assemble::print_warnings(&loaded.warnings);
     let config = loaded.config;
-    let settings = config.resolve_model(args.common.model.as_deref())?;
-    assemble::check_key(&settings)?;
+    // Who may connect is settled before the model: a refused listen address or a weak stored
+    // hash is the first thing the user hears of, not a missing API key.
     let listen = args
         .listen
         .clone()
         .unwrap_or_else(|| "127.0.0.1:8787".into());
     let listen = resolve_listen(&listen)?;
     let mode = auth_mode(&args, &config)?;
+    serve::check_listen(&listen, &mode).map_err(Error::Usage)?;
+    let settings = config.resolve_model(args.common.model.as_deref())?;
+    assemble::check_key(&settings)?;
     let options = serve::Options {
         listen,
         mode: mode.clone(),
@@ -222,7 +226,8 @@ fn auth_mode(args: &ServeArgs, config: &Config) -> Result<auth::Mode, Error> {
             let configured = config.serve.token.clone().filter(|t| !t.trim().is_empty());
             let token = match configured {
                 Some(token) => token,
-                None => auth::random_hex(24).map_err(|e| Error::io("reading /dev/urandom", e))?,
+                None => auth::random_hex(24)
+                    .map_err(|e| Error::io("reading random bytes from the kernel", e))?,
             };
             auth::Mode::Token(token)
         }
@@ -234,8 +239,14 @@ fn auth_mode(args: &ServeArgs, config: &Config) -> Result<auth::Mode, Error> {
                 auth::Mode::Password(auth::Secret::Plain(password.clone()))
             } else if let Some(hash) = config.serve.password_hash.clone().filter(|h| !h.is_empty())
             {
-                bcrypt::check(&hash)
+                let cost = bcrypt::check(&hash)
                     .map_err(|e| Error::Usage(format!("[serve] password_hash: {e}")))?;
+                if cost < bcrypt::MIN_COST {
+                    return Err(Error::Usage(format!(
+                        "[serve] password_hash has bcrypt cost {cost}, below {}: make a new one with `reasonix serve --hash-password --password '...'`",
+                        bcrypt::MIN_COST
+                    )));
+                }
                 auth::Mode::Password(auth::Secret::Hash(hash))
             } else {
                 return Err(Error::Usage(

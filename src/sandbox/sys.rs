@@ -5,7 +5,7 @@
 //! directory-relative calls (`openat`, `openat2`, `mkdirat`, `renameat2`, `unlinkat`,
 //! `symlinkat`, `readlinkat`) behind [`Dir`], with which `sandbox::beneath` writes files
 //! without following symlinks, the non-blocking `flock` that keeps two processes off one
-//! session file (std's `File::try_lock` is newer than the crate's minimum Rust version), and
+//! session file, `getrandom` for the server's tokens (std's `File::try_lock` is newer than the crate's minimum Rust version), and
 //! `fstatfs` so the file tools can refuse kernel pseudo-files.
 //!
 //! This is one of the two places in the crate allowed to use `unsafe` (the other is
@@ -240,6 +240,26 @@ pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
             _ => return Err(err),
         }
     }
+}
+
+/// `getrandom(2)` with no flags: random bytes from the kernel's generator, waiting only until
+/// it is first seeded at boot. How many bytes it wrote (possibly fewer than asked for); fails
+/// with `ENOSYS` on kernels before 3.17, and on the other Unix systems of the platform check,
+/// so the caller falls back to `/dev/urandom`.
+#[cfg(target_os = "linux")]
+pub fn getrandom(buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: the pointer and length describe `buf`, a live and writable slice; the kernel
+    // writes at most `buf.len()` bytes into it and keeps no reference after the call.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn getrandom(_buf: &mut [u8]) -> io::Result<usize> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// Whether this process runs with effective user id 0 (root keeps capabilities inside a

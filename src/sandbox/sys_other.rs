@@ -82,6 +82,11 @@ pub fn try_lock_exclusive(_file: &File) -> io::Result<bool> {
     Ok(true)
 }
 
+/// No `getrandom(2)` and no `/dev/urandom`: nothing here makes secrets.
+pub fn getrandom(_buf: &mut [u8]) -> io::Result<usize> {
+    Err(unsupported())
+}
+
 pub fn is_root() -> bool {
     false
 }

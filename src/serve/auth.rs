@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -63,15 +64,53 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
 /// `n` random bytes from the kernel, as lower-case hex.
 pub fn random_hex(n: usize) -> std::io::Result<String> {
     let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    fill_random(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// 16 random bytes for a bcrypt salt.
 pub fn random_salt() -> std::io::Result<[u8; 16]> {
     let mut salt = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut salt)?;
+    fill_random(&mut salt)?;
     Ok(salt)
+}
+
+/// Fills `buf` from the kernel's generator: the `getrandom(2)` system call, which needs no
+/// file descriptor and no `/dev` (a chroot or a full descriptor table cannot break it), and
+/// `/dev/urandom` only where the call does not exist (`ENOSYS`).
+pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
+    fill_from(
+        buf,
+        crate::sandbox::sys::getrandom,
+        Path::new("/dev/urandom"),
+    )
+}
+
+/// [`fill_random`] over a given system call and fallback file: short reads are continued,
+/// interrupted calls retried, and any error but `ENOSYS` returned as it is.
+fn fill_from(
+    buf: &mut [u8],
+    mut call: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    fallback: &Path,
+) -> std::io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match call(&mut buf[filled..]) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "getrandom returned no bytes",
+                ))
+            }
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) if err.raw_os_error() == Some(libc::ENOSYS) => {
+                return std::fs::File::open(fallback)?.read_exact(&mut buf[filled..]);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// What a login attempt came to.
@@ -79,6 +118,18 @@ pub fn random_salt() -> std::io::Result<[u8; 16]> {
 pub enum Login {
     /// The new session id for the cookie.
     Ok(String),
+    Wrong,
+    /// Too many failures from this client; retry after this many seconds.
+    Limited(u64),
+}
+
+/// What a request's `Authorization: Bearer` header came to (token mode only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bearer {
+    /// No bearer header, or not token mode.
+    Absent,
+    Valid,
+    /// A wrong token, counted as a failed login.
     Wrong,
     /// Too many failures from this client; retry after this many seconds.
     Limited(u64),
@@ -124,25 +175,60 @@ impl Auth {
                 .is_some_and(|p| p.eq_ignore_ascii_case("https"))
     }
 
-    /// Whether the request may use the API.
-    pub fn allowed(&self, request: &Request) -> bool {
+    /// Whether the request may use the API, given what its bearer token came to.
+    pub fn allowed(&self, request: &Request, bearer: &Bearer) -> bool {
         match &self.mode {
             Mode::None => true,
-            Mode::Token(_) => self.bearer_ok(request) || self.cookie_ok(request),
+            Mode::Token(_) => matches!(bearer, Bearer::Valid) || self.cookie_ok(request),
             Mode::Password(_) => self.cookie_ok(request),
         }
     }
 
-    /// A token-mode request carrying the token as `Authorization: Bearer`: not ambient
-    /// authority, so it needs no CSRF check.
-    pub fn bearer_ok(&self, request: &Request) -> bool {
+    /// Checks a token-mode request's `Authorization: Bearer` header. A wrong token is a
+    /// failed login like a wrong password (counted against the client's limit), so the API
+    /// is no way around the login rate limit. Other modes ignore the header.
+    pub fn bearer(&self, request: &Request, client: IpAddr) -> Bearer {
         let Mode::Token(token) = &self.mode else {
-            return false;
+            return Bearer::Absent;
         };
-        request
+        let Some(given) = request
             .header("authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| same(given.trim().as_bytes(), token.as_bytes()))
+        else {
+            return Bearer::Absent;
+        };
+        match self.attempt(client, || same(given.trim().as_bytes(), token.as_bytes())) {
+            Ok(true) => Bearer::Valid,
+            Ok(false) => Bearer::Wrong,
+            Err(after) => Bearer::Limited(after),
+        }
+    }
+
+    /// Runs `check` as one login attempt of `client`. The attempt is counted as a failure
+    /// under the lock before `check` runs (a bcrypt check takes a while) and handed back when
+    /// it succeeds, so parallel guesses cannot all pass the limit before any is counted.
+    /// `Err(seconds)`: the client is over the limit and `check` did not run.
+    fn attempt(&self, client: IpAddr, check: impl FnOnce() -> bool) -> Result<bool, u64> {
+        {
+            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+            failures.retain(|_, (_, since)| since.elapsed() < WINDOW);
+            let (count, since) = failures.entry(client).or_insert((0, Instant::now()));
+            if *count >= MAX_FAILURES {
+                return Err(WINDOW.saturating_sub(since.elapsed()).as_secs().max(1));
+            }
+            *count += 1;
+        }
+        let right = check();
+        if right {
+            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((count, _)) = failures.get_mut(&client) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    failures.remove(&client);
+                }
+            }
+        }
+        Ok(right)
     }
 
     fn cookie_ok(&self, request: &Request) -> bool {
@@ -159,29 +245,18 @@ impl Auth {
 
     /// Checks a password or token, counting failures per client.
     pub fn login(&self, client: IpAddr, given: &str) -> Login {
-        {
-            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-            failures.retain(|_, (_, since)| since.elapsed() < WINDOW);
-            if let Some((count, since)) = failures.get(&client) {
-                if *count >= MAX_FAILURES {
-                    let left = WINDOW.saturating_sub(since.elapsed()).as_secs().max(1);
-                    return Login::Limited(left);
-                }
-            }
-        }
-        let right = match &self.mode {
+        let checked = self.attempt(client, || match &self.mode {
             Mode::None => true,
             Mode::Token(token) => same(given.as_bytes(), token.as_bytes()),
             Mode::Password(Secret::Plain(password)) => same(given.as_bytes(), password.as_bytes()),
             Mode::Password(Secret::Hash(hash)) => {
                 bcrypt::verify(given.as_bytes(), hash).unwrap_or(false)
             }
-        };
-        if !right {
-            let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-            let entry = failures.entry(client).or_insert((0, Instant::now()));
-            entry.0 += 1;
-            return Login::Wrong;
+        });
+        match checked {
+            Ok(true) => {}
+            Ok(false) => return Login::Wrong,
+            Err(after) => return Login::Limited(after),
         }
         let Ok(id) = random_hex(32) else {
             return Login::Wrong;
@@ -351,6 +426,148 @@ mod tests {
         assert!(matches!(auth.login(client, "secret"), Login::Limited(_)));
         let other: IpAddr = "10.0.0.2".parse().unwrap();
         assert!(matches!(auth.login(other, "secret"), Login::Ok(_)));
+    }
+
+    #[test]
+    fn a_success_hands_its_attempt_back() {
+        let auth = Auth::new(Mode::Token("secret".into()), false);
+        let client: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..MAX_FAILURES - 1 {
+            assert_eq!(auth.login(client, "nope"), Login::Wrong);
+        }
+        assert!(matches!(auth.login(client, "secret"), Login::Ok(_)));
+        assert_eq!(auth.login(client, "nope"), Login::Wrong);
+        assert!(matches!(auth.login(client, "secret"), Login::Limited(_)));
+    }
+
+    #[test]
+    fn parallel_attempts_are_counted_before_they_are_checked() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        const GUESSES: usize = 12;
+        let auth = Arc::new(Auth::new(Mode::Token("secret".into()), false));
+        let client: IpAddr = "10.0.0.1".parse().unwrap();
+        // Every check waits at this gate until all guesses are either in a check or refused.
+        let gate = Arc::new(Mutex::new(()));
+        let (inside, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let held = gate.lock().unwrap();
+        let threads: Vec<_> = (0..GUESSES)
+            .map(|_| {
+                let (auth, gate) = (Arc::clone(&auth), Arc::clone(&gate));
+                let (inside, refused) = (Arc::clone(&inside), Arc::clone(&refused));
+                std::thread::spawn(move || {
+                    let result = auth.attempt(client, || {
+                        inside.fetch_add(1, Ordering::SeqCst);
+                        drop(gate.lock().unwrap_or_else(PoisonError::into_inner));
+                        false
+                    });
+                    if result.is_err() {
+                        refused.fetch_add(1, Ordering::SeqCst);
+                    }
+                    result
+                })
+            })
+            .collect();
+        while inside.load(Ordering::SeqCst) + refused.load(Ordering::SeqCst) < GUESSES {
+            std::thread::yield_now();
+        }
+        drop(held);
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let checked = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(checked, MAX_FAILURES as usize, "{results:?}");
+        assert_eq!(inside.load(Ordering::SeqCst), MAX_FAILURES as usize);
+    }
+
+    #[test]
+    fn wrong_bearer_tokens_are_failed_logins() {
+        let auth = Auth::new(Mode::Token("secret".into()), false);
+        let client: IpAddr = "10.0.0.1".parse().unwrap();
+        let with = |token: &str| request(&[("authorization", &format!("Bearer {token}"))]);
+        assert_eq!(auth.bearer(&request(&[]), client), Bearer::Absent);
+        assert_eq!(auth.bearer(&with("secret"), client), Bearer::Valid);
+        assert!(auth.allowed(&with("secret"), &Bearer::Valid));
+        for _ in 0..MAX_FAILURES {
+            assert_eq!(auth.bearer(&with("nope"), client), Bearer::Wrong);
+        }
+        assert!(matches!(
+            auth.bearer(&with("secret"), client),
+            Bearer::Limited(_)
+        ));
+        assert!(matches!(auth.login(client, "secret"), Login::Limited(_)));
+        // Password mode does not read the header, so it counts nothing.
+        let password = Auth::new(Mode::Password(Secret::Plain("p".into())), false);
+        for _ in 0..=MAX_FAILURES {
+            assert_eq!(password.bearer(&with("nope"), client), Bearer::Absent);
+        }
+        assert!(matches!(password.login(client, "p"), Login::Ok(_)));
+    }
+
+    #[test]
+    fn random_bytes_come_from_getrandom() {
+        let mut a = [0u8; 32];
+        let mut b = [0u8; 32];
+        fill_random(&mut a).unwrap();
+        fill_random(&mut b).unwrap();
+        // Two draws of 256 bits are equal, or all zero, with probability 2^-256.
+        assert_ne!(a, b);
+        assert_ne!(a, [0u8; 32]);
+        #[cfg(target_os = "linux")]
+        assert_eq!(crate::sandbox::sys::getrandom(&mut a).unwrap(), 32);
+        let token = random_hex(24).unwrap();
+        assert_eq!(token.len(), 48);
+        assert!(token.bytes().all(|c| c.is_ascii_hexdigit()), "{token}");
+    }
+
+    #[test]
+    fn only_enosys_falls_back_to_the_file() {
+        let dir = crate::fsutil::scratch::TempDir::new("random");
+        let file = dir.write("urandom", b"0123456789abcdef");
+        // Short reads are continued and EINTR retried; the system call fills everything.
+        let mut calls = 0;
+        let mut buf = [0u8; 6];
+        fill_from(
+            &mut buf,
+            |rest| {
+                calls += 1;
+                match calls {
+                    1 => Err(std::io::Error::from_raw_os_error(libc::EINTR)),
+                    _ => {
+                        rest[0] = b'x';
+                        Ok(1)
+                    }
+                }
+            },
+            &file,
+        )
+        .unwrap();
+        assert_eq!(&buf, b"xxxxxx");
+        assert_eq!(calls, 7);
+        // ENOSYS after a short read: the rest comes from the file.
+        let mut first = true;
+        let mut buf = [0u8; 6];
+        fill_from(
+            &mut buf,
+            |rest| {
+                if std::mem::take(&mut first) {
+                    rest[..2].copy_from_slice(b"ab");
+                    return Ok(2);
+                }
+                Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+            },
+            &file,
+        )
+        .unwrap();
+        assert_eq!(&buf, b"ab0123");
+        // Any other error is returned, and the file is not read.
+        let mut buf = [0u8; 6];
+        let err = fill_from(
+            &mut buf,
+            |_| Err(std::io::Error::from_raw_os_error(libc::EFAULT)),
+            &file,
+        )
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EFAULT));
+        assert_eq!(buf, [0u8; 6]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::blowfish::Blowfish;
 
 /// The cost new hashes get: 2^12 rounds of the key schedule (a fraction of a second).
 pub const DEFAULT_COST: u32 = 12;
-/// The lowest cost `--hash-password` produces.
+/// The lowest cost `--hash-password` produces, and the lowest a stored hash may have.
 pub const MIN_COST: u32 = 10;
 
 const ALPHABET: &[u8; 64] = b"./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -109,9 +109,9 @@ pub fn verify(password: &[u8], stored: &str) -> Result<bool, BadHash> {
     ))
 }
 
-/// Checks a stored hash's shape without computing anything (at startup).
-pub fn check(stored: &str) -> Result<(), BadHash> {
-    parse(stored).map(|_| ())
+/// Checks a stored hash's shape without computing anything (at startup); its cost.
+pub fn check(stored: &str) -> Result<u32, BadHash> {
+    parse(stored).map(|parsed| parsed.cost)
 }
 
 /// bcrypt's base64: its own alphabet, most significant bits first, no padding.

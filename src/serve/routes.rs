@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::auth::{self, Auth, Login, Mode};
+use super::auth::{self, Auth, Bearer, Login, Mode};
 use super::http::{Request, Response};
 use super::sessions::{Hub, Live};
 use super::{archive_routes, commands, presets, Open, Refused};
@@ -79,9 +79,18 @@ impl Router {
                 "auth_mode none answers only to a loopback Host",
             ));
         }
+        let client = self.auth.client_ip(request, peer);
+        let bearer = self.auth.bearer(request, client);
+        if let Bearer::Limited(after) = bearer {
+            return respond(
+                Response::error(429, "too many failed attempts; wait and try again")
+                    .with("Retry-After", &after.to_string()),
+            );
+        }
         let method = request.method.as_str();
         let reading = matches!(method, "GET" | "HEAD");
-        if !reading && !self.auth.bearer_ok(request) && !auth::same_origin(request) {
+        // A bearer token is not ambient authority, so such a request needs no CSRF check.
+        if !reading && bearer != Bearer::Valid && !auth::same_origin(request) {
             return respond(Response::error(
                 403,
                 "cross-origin request refused (Origin must match Host)",
@@ -99,7 +108,7 @@ impl Router {
             ("GET", "/api/auth") => {
                 return respond(Response::json(
                     200,
-                    &json!({"mode": self.auth.mode.name(), "authenticated": self.auth.allowed(request)}),
+                    &json!({"mode": self.auth.mode.name(), "authenticated": self.auth.allowed(request, &bearer)}),
                 ))
             }
             // The page's strings in the server's language (the catalog in `src/i18n`); the
@@ -123,7 +132,7 @@ impl Router {
         if !path.starts_with("/api/") {
             return respond(Response::error(404, "not found"));
         }
-        if !self.auth.allowed(request) {
+        if !self.auth.allowed(request, &bearer) {
             return respond(Response::error(401, "log in first"));
         }
         self.api(request, method, path)

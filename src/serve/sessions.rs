@@ -39,7 +39,12 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A question waiting for the person, with the channel its answer goes back on.
 enum Pending {
     Approval(ApprovalRequest, Sender<ApprovalAnswer>),
-    Ask(Sender<Answer>),
+    /// An `ask` card: its answer must name one of `options` or, with `free_text`, be typed.
+    Ask {
+        reply: Sender<Answer>,
+        options: usize,
+        free_text: bool,
+    },
     Plan(Sender<PlanReview>),
 }
 
@@ -275,10 +280,28 @@ impl Live {
         }
     }
 
-    /// Answers a waiting approval; `false` when there is no such approval.
-    pub fn answer_approval(&self, id: u64, answer: &str) -> Result<(), String> {
+    /// Takes waiting question `id` when `kind` accepts it: an answer of the wrong kind (a
+    /// plan decision posted for an `ask` card) leaves the question waiting.
+    fn take(&self, id: u64, kind: impl Fn(&Pending) -> bool) -> Option<Pending> {
         let mut state = self.lock();
-        let Some(Pending::Approval(request, reply)) = state.pending.remove(&id) else {
+        if state.pending.get(&id).is_some_and(kind) {
+            state.pending.remove(&id)
+        } else {
+            None
+        }
+    }
+
+    /// Answers a waiting approval; an error when there is no such approval or the answer is
+    /// not one of the four.
+    pub fn answer_approval(&self, id: u64, answer: &str) -> Result<(), String> {
+        if !matches!(answer, "once" | "session" | "always" | "deny") {
+            return Err(format!(
+                "unknown answer {answer:?}: once, session, always or deny"
+            ));
+        }
+        let Some(Pending::Approval(request, reply)) =
+            self.take(id, |p| matches!(p, Pending::Approval(..)))
+        else {
             return Err(format!("no approval {id} is waiting"));
         };
         let answer = match answer {
@@ -291,38 +314,35 @@ impl Live {
                 Some(rule) => ApprovalAnswer::Always(rule.clone()),
                 None => ApprovalAnswer::Once,
             },
-            "deny" => ApprovalAnswer::Deny,
-            other => {
-                state.pending.insert(id, Pending::Approval(request, reply));
-                return Err(format!(
-                    "unknown answer {other:?}: once, session, always or deny"
-                ));
-            }
+            _ => ApprovalAnswer::Deny,
         };
         let _ = reply.send(answer);
-        drop(state);
         self.publish(json!({"type": "answered", "id": id}));
         Ok(())
     }
 
     pub fn answer_ask(&self, id: u64, answer: Answer) -> Result<(), String> {
-        let mut state = self.lock();
-        let Some(Pending::Ask(reply)) = state.pending.remove(&id) else {
-            return Err(format!("no question {id} is waiting"));
+        let fits = |pending: &Pending| match (pending, &answer) {
+            (Pending::Ask { options, .. }, Answer::Option(i)) => i < options,
+            (Pending::Ask { free_text, .. }, Answer::Text(_)) => *free_text,
+            (Pending::Ask { .. }, Answer::Dismissed) => true,
+            _ => false,
+        };
+        let Some(Pending::Ask { reply, .. }) = self.take(id, fits) else {
+            return Err(format!(
+                "no question {id} is waiting for that answer (an option it offers, or text where it allows it)"
+            ));
         };
         let _ = reply.send(answer);
-        drop(state);
         self.publish(json!({"type": "answered", "id": id}));
         Ok(())
     }
 
     pub fn answer_plan(&self, id: u64, review: PlanReview) -> Result<(), String> {
-        let mut state = self.lock();
-        let Some(Pending::Plan(reply)) = state.pending.remove(&id) else {
+        let Some(Pending::Plan(reply)) = self.take(id, |p| matches!(p, Pending::Plan(_))) else {
             return Err(format!("no plan review {id} is waiting"));
         };
         let _ = reply.send(review);
-        drop(state);
         self.publish(json!({"type": "answered", "id": id}));
         Ok(())
     }
@@ -396,7 +416,15 @@ impl Interact for WebInteract {
             "options": question.options,
             "allow_free_text": question.allow_free_text,
         });
-        let rx = live.wait_for(Pending::Ask, event);
+        let (options, free_text) = (question.options.len(), question.allow_free_text);
+        let rx = live.wait_for(
+            |reply| Pending::Ask {
+                reply,
+                options,
+                free_text,
+            },
+            event,
+        );
         drop(live);
         wait(rx, cancel)
     }
