@@ -141,6 +141,13 @@ struct Script {
     /// `tools/call` wants `mcp:write` on top: a 403 `insufficient_scope` until a token with
     /// that scope is presented.
     call_needs_write: bool,
+    /// The authorization server advertises `client_id_metadata_document_supported`.
+    cimd: bool,
+    /// The access token that served a `tools/call` is revoked right after it, so the next
+    /// request with it gets a 401 (a token revoked in the middle of a session).
+    revoke_after_call: bool,
+    /// The refresh grant is refused with `invalid_grant` (the refresh token was revoked too).
+    refuse_refresh: bool,
 }
 
 fn json_answer(status: u16, body: Value) -> Answer {
@@ -187,7 +194,12 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                         "capabilities": {"tools": {}}, "serverInfo": {"name": "vault", "version": "1"}}),
                     "tools/list" => json!({"tools": [{"name": "secret_count",
                         "inputSchema": {"type": "object"}}]}),
-                    "tools/call" => json!({"content": [{"type": "text", "text": "42 secrets"}]}),
+                    "tools/call" => {
+                        if script.revoke_after_call {
+                            state.valid.retain(|t| t != token);
+                        }
+                        json!({"content": [{"type": "text", "text": "42 secrets"}]})
+                    }
                     _ => return (202, vec![], String::new()),
                 };
                 json_answer(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
@@ -205,6 +217,7 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                        "registration_endpoint": format!("{base}/register"),
                        "code_challenge_methods_supported": ["S256"],
                        "scopes_supported": ["mcp:tools", "offline_access"],
+                       "client_id_metadata_document_supported": script.cimd,
                        "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"]}),
             ),
             ("POST", "/register") => json_answer(201, json!({"client_id": "dyn-client"})),
@@ -245,6 +258,9 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                             );
                         }
                         granted = state.scopes.remove(&form["code"]).unwrap_or_default();
+                    }
+                    "refresh_token" if script.refuse_refresh => {
+                        return json_answer(400, json!({"error": "invalid_grant"}));
                     }
                     "refresh_token"
                         if form.get("refresh_token").map(String::as_str) == Some("rt-1") => {}
@@ -840,5 +856,185 @@ fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_
         !pty.screen().contains("waiting for authorization"),
         "{}",
         pty.screen()
+    );
+}
+
+/// The Client ID Metadata Document the CIMD tests configure.
+const CLIENT_DOCUMENT: &str = "https://client.example/reasonix.json";
+
+#[test]
+fn a_server_that_supports_cimd_gets_the_document_url_as_client_id_and_no_registration() {
+    let oauth = format!("[plugins.oauth]\nclient_metadata_url = \"{CLIENT_DOCUMENT}\"\n");
+    let (base, seen) = protected_server(Script {
+        cimd: true,
+        ..Script::default()
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), &oauth),
+    );
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(requests(&seen, "/register").len(), 0, "no registration");
+    let authorize = requests(&seen, "/authorize");
+    assert_eq!(authorize.len(), 1);
+    assert_eq!(authorize[0].query()["client_id"], CLIENT_DOCUMENT);
+    let token = requests(&seen, "/token");
+    assert_eq!(token.len(), 1);
+    assert_eq!(token[0].form()["client_id"], CLIENT_DOCUMENT);
+    assert_eq!(token[0].form()["grant_type"], "authorization_code");
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "42 secrets\n"),
+        "{out:?}"
+    );
+
+    // The same configuration against a server without CIMD registers instead.
+    let (base, seen) = protected_server(Script::default());
+    let home = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), &oauth),
+    );
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(requests(&seen, "/register").len(), 1, "registered");
+    assert_eq!(
+        requests(&seen, "/authorize")[0].query()["client_id"],
+        "dyn-client"
+    );
+}
+
+#[test]
+fn a_token_revoked_mid_session_is_refreshed_on_the_401_and_the_call_repeated() {
+    let (base, seen) = protected_server(Script {
+        revoke_after_call: true,
+        ..Script::default()
+    });
+    let model = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
+        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
+        Reply::text("counted twice"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let url = format!("{base}/mcp");
+    use_fake_provider(&home, &model.base_url(), &plugin(&url, ""));
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    let before_run = requests(&seen, "/mcp").len();
+
+    let out = run(reasonix(&home, work.path()).args(["run", "count the secrets twice"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "counted twice\n"),
+        "{out:?}"
+    );
+    // Both calls answered, the second after the refresh.
+    let requests_seen = model.wait_for_requests(3);
+    for (n, id) in [(1, "c1"), (2, "c2")] {
+        let result = requests_seen[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+            .map(|m| m["content"].clone());
+        assert_eq!(result, Some(json!("42 secrets")), "call {id}");
+    }
+    // One session: the first call used at-1, which the server then revoked; the next request
+    // met a 401, the refresh grant got at-2 and the call went through with it.
+    let refresh: Vec<HashMap<String, String>> = requests(&seen, "/token")
+        .iter()
+        .map(Req::form)
+        .filter(|f| f["grant_type"] == "refresh_token")
+        .collect();
+    assert_eq!(refresh.len(), 1, "{refresh:?}");
+    let form = &refresh[0];
+    assert_eq!(form["refresh_token"], "rt-1");
+    assert_eq!(form["resource"], url, "RFC 8707 audience on the refresh");
+    assert_eq!(form["client_id"], "dyn-client");
+    assert!(!form.contains_key("code"), "{form:?}");
+    let mcp = requests(&seen, "/mcp").split_off(before_run);
+    let calls: Vec<Option<&str>> = mcp
+        .iter()
+        .filter(|r| r.body.contains("\"tools/call\""))
+        .map(|r| r.header("authorization"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            Some("Bearer at-1"),
+            Some("Bearer at-1"),
+            Some("Bearer at-2")
+        ],
+        "the first call with at-1, the second refused with at-1 and repeated once with at-2"
+    );
+    let handshakes: Vec<Option<&str>> = mcp
+        .iter()
+        .filter(|r| r.body.contains("\"initialize\""))
+        .map(|r| r.header("authorization"))
+        .collect();
+    assert_eq!(
+        handshakes,
+        [Some("Bearer at-1")],
+        "the run kept its session: no second handshake"
+    );
+}
+
+#[test]
+fn a_revoked_token_whose_refresh_fails_tells_to_log_in_again() {
+    let (base, seen) = protected_server(Script {
+        revoke_after_call: true,
+        refuse_refresh: true,
+        ..Script::default()
+    });
+    let model = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
+        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
+        Reply::text("gave up"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    let out = run(reasonix(&home, work.path()).args(["run", "count the secrets twice"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "gave up\n"), "{out:?}");
+    let requests_seen = model.wait_for_requests(3);
+    let result = |n: usize, id: &str| {
+        requests_seen[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+            .and_then(|m| m["content"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    assert_eq!(result(1, "c1"), "42 secrets");
+    let refused = result(2, "c2");
+    assert!(
+        refused.contains("run `reasonix mcp login vault`"),
+        "the model is told how the person logs in again: {refused}"
+    );
+    assert!(
+        out.stderr.contains("reasonix mcp login vault"),
+        "and so is the person: {out:?}"
+    );
+    let grants: Vec<String> = requests(&seen, "/token")
+        .iter()
+        .map(|r| r.form()["grant_type"].clone())
+        .collect();
+    assert_eq!(
+        grants,
+        ["authorization_code", "refresh_token"],
+        "one refresh attempt, no loop"
     );
 }

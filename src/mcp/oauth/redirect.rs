@@ -6,7 +6,8 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use super::pkce::same_secret;
@@ -15,6 +16,8 @@ use super::OAuthError;
 
 /// How long one browser connection may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the connection that wakes a timed-out listener may take.
+const WAKE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest request head read.
 const MAX_HEAD: u64 = 16 * 1024;
 pub const PATH: &str = "/callback";
@@ -105,14 +108,24 @@ impl Listener {
         })
     }
 
-    /// Waits up to `timeout` for the callback; returns its code.
+    /// Waits up to `timeout` for the callback; returns its code. The port is closed when this
+    /// returns, whatever the outcome: on a timeout the accepting thread is told to stop, woken
+    /// by a connection of our own, and joined, so a login that gave up leaves nothing bound.
     pub fn wait(self, expect: Expect, timeout: Duration) -> Result<String, OAuthError> {
         let (tx, rx) = mpsc::channel();
         let listener = self.listener;
-        std::thread::Builder::new()
+        let address = listener
+            .local_addr()
+            .map_err(|e| OAuthError::io("reading the redirect listener's port", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let accepting = std::thread::Builder::new()
             .name("mcp-oauth-redirect".into())
             .spawn(move || {
                 for stream in listener.incoming() {
+                    if stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
                     let Ok(stream) = stream else { continue };
                     if let Some(outcome) = serve(stream, &expect) {
                         let _ = tx.send(outcome);
@@ -121,16 +134,25 @@ impl Listener {
                 }
             })
             .map_err(|e| OAuthError::io("starting the redirect listener", e))?;
-        match rx.recv_timeout(timeout) {
+        let outcome = match rx.recv_timeout(timeout) {
             Ok(outcome) => outcome,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(OAuthError::Cancelled(format!(
-                "no redirect arrived within {} s",
-                timeout.as_secs()
-            ))),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                stop.store(true, Ordering::SeqCst);
+                // The thread sits in accept(): one connection wakes it to see the flag. A
+                // refused connection means it is already gone.
+                let _ = TcpStream::connect_timeout(&address, WAKE_TIMEOUT);
+                Err(OAuthError::Cancelled(format!(
+                    "no redirect arrived within {} s",
+                    timeout.as_secs()
+                )))
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(OAuthError::Cancelled(
                 "the redirect listener stopped".into(),
             )),
-        }
+        };
+        // Bounded: the thread is at accept() or reading one request (READ_TIMEOUT).
+        let _ = accepting.join();
+        outcome
     }
 }
 
@@ -269,5 +291,33 @@ mod tests {
         let code = listener.wait(expect(), Duration::from_secs(60)).unwrap();
         assert_eq!(code, "abc");
         assert!(client.join().unwrap().starts_with("HTTP/1.1 200"));
+        let addr = uri.trim_start_matches("http://").trim_end_matches(PATH);
+        assert!(
+            TcpStream::connect(addr).is_err(),
+            "the port is closed after the callback"
+        );
+    }
+
+    /// Regression: the accepting thread kept the port bound after a login timed out.
+    #[test]
+    fn a_timed_out_wait_closes_the_port() {
+        let listener = Listener::bind(0).unwrap();
+        let addr = listener
+            .redirect_uri
+            .trim_start_matches("http://")
+            .trim_end_matches(PATH)
+            .to_string();
+        let err = listener
+            .wait(expect(), Duration::from_millis(20))
+            .unwrap_err();
+        assert!(err.to_string().contains("no redirect arrived"), "{err}");
+        let refused = TcpStream::connect(&addr).map(|_| ()).map_err(|e| e.kind());
+        assert_eq!(
+            refused,
+            Err(std::io::ErrorKind::ConnectionRefused),
+            "nothing listens on {addr} any more"
+        );
+        // The port can be bound again (a fixed `callback_port` retried at once).
+        assert!(TcpListener::bind(&addr).is_ok(), "{addr} is free");
     }
 }
