@@ -26,6 +26,7 @@ pub mod serve;
 pub mod skill;
 pub mod term;
 pub mod text;
+pub mod toml;
 pub mod tool;
 
 /// The version string shown by `--version` and sent as `User-Agent`.
