@@ -12,7 +12,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
         &[
-            "text", "clock", "cancel", "fsutil", "platform", "hash", "sort", "i18n",
+            "text", "clock", "cancel", "fsutil", "platform", "hash", "sort", "i18n", "toml",
         ],
     ),
     ("provider", &["provider"]),

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::ConfigError;
+use crate::toml::{Table, Value};
 
 /// Adds `rule` to `[permissions] allow` in the TOML file at `path`, creating the file or
 /// the table when missing. The file is edited as text so comments, key order and every
@@ -22,7 +23,7 @@ pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), ConfigError> {
             })
         }
     };
-    let parsed: toml::Table = toml::from_str(&original).map_err(|e| {
+    let parsed: Table = crate::toml::from_str(&original).map_err(|e| {
         ConfigError::Invalid(format!(
             "{} is not valid TOML ({}); fix it, then allow again",
             path.display(),
@@ -33,7 +34,7 @@ pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), ConfigError> {
         return Ok(());
     }
     let edited = add_allow_rule(&original, rule);
-    let check: Result<toml::Table, _> = toml::from_str(&edited);
+    let check: Result<Table, _> = crate::toml::from_str(&edited);
     let ok = check
         .ok()
         .and_then(|t| allow_list(&t))
@@ -62,7 +63,7 @@ pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<Str
     if removed.is_empty() {
         return Ok(removed);
     }
-    let expected = toml::from_str::<toml::Table>(original)
+    let expected = crate::toml::from_str::<Table>(original)
         .ok()
         .map(|mut table| {
             for key in &removed {
@@ -71,7 +72,7 @@ pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<Str
             }
             table
         });
-    let ok = expected.is_some() && toml::from_str::<toml::Table>(&edited).ok() == expected;
+    let ok = expected.is_some() && crate::toml::from_str::<Table>(&edited).ok() == expected;
     if !ok {
         return Err(ConfigError::Invalid(format!(
             "could not remove {} from {} automatically; remove them yourself",
@@ -112,7 +113,7 @@ pub fn set_agent_string(path: &Path, key: &str, value: Option<&str>) -> Result<(
         let line = format!("{key} = {}\n", serde_json::Value::String(value.to_string()));
         edited = insert_in_table(&edited, "agent", &line);
     }
-    let now = toml::from_str::<toml::Table>(&edited).ok().map(|t| {
+    let now = crate::toml::from_str::<Table>(&edited).ok().map(|t| {
         t.get("agent")
             .and_then(|a| a.get(key))
             .and_then(|v| v.as_str())
@@ -167,14 +168,14 @@ fn insert_in_table(text: &str, table: &str, line: &str) -> String {
     out
 }
 
-fn remove_dotted(table: &mut toml::Table, parts: &[&str]) {
+fn remove_dotted(table: &mut Table, parts: &[&str]) {
     match parts {
         [] => {}
         [key] => {
             table.remove(*key);
         }
         [first, rest @ ..] => {
-            if let Some(toml::Value::Table(inner)) = table.get_mut(*first) {
+            if let Some(Value::Table(inner)) = table.get_mut(*first) {
                 remove_dotted(inner, rest);
             }
         }
@@ -213,7 +214,7 @@ fn without_keys(text: &str, keys: &[&str]) -> (String, Vec<String>) {
     (out, removed)
 }
 
-fn allow_list(table: &toml::Table) -> Option<Vec<String>> {
+fn allow_list(table: &Table) -> Option<Vec<String>> {
     let allow = table
         .get("permissions")?
         .as_table()?
@@ -339,7 +340,7 @@ mod tests {
     use crate::fsutil::scratch::TempDir;
 
     fn rules_in(text: &str) -> Vec<String> {
-        allow_list(&toml::from_str(text).unwrap()).unwrap_or_default()
+        allow_list(&crate::toml::from_str(text).unwrap()).unwrap_or_default()
     }
 
     #[test]

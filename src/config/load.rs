@@ -2,7 +2,7 @@
 //! `--config FILE`. Flags are applied above this by the `cli` layer.
 //!
 //! Each file is checked on its own, so every error and warning can point at `path:line:col`:
-//! 1. parse into toml's spanned document (syntax errors carry a span);
+//! 1. parse into the spanned document of `crate::toml` (syntax errors carry a span);
 //! 2. deserialise into [`Config`] (type and enum errors carry a span; we name the key at it);
 //! 3. serialise that back to TOML: the keys that survive are the known ones, so any other key in
 //!    the document is unknown and becomes a warning (retired keys are dropped silently);
@@ -23,8 +23,7 @@ use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use toml::de::{DeTable, DeValue};
-use toml::{Table, Value};
+use crate::toml::{DocTable, DocValue, Table, Value};
 
 use super::file::{builtin_provider, Config, Layer, PermissionMode, PluginType};
 use super::trust::{Standing, TrustStore};
@@ -160,7 +159,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         merge_layer(&mut merged, table, layer, &mut origins);
         sources.push(path);
     }
-    let config: Config = merged.try_into().map_err(|e: toml::de::Error| {
+    let config: Config = crate::toml::from_table(merged).map_err(|e| {
         ConfigError::Invalid(format!(
             "the layered files do not fit together: {}",
             joined_lines(e.message())
@@ -184,7 +183,7 @@ fn retire_keys(path: &Path, text: &str) -> Option<String> {
     {
         return None;
     }
-    toml::from_str::<Table>(text).ok()?;
+    crate::toml::parse(text).ok()?;
     match super::edit::remove_keys(path, text, RETIRED) {
         Ok(removed) if removed.is_empty() => None,
         Ok(removed) => Some(format!(
@@ -279,13 +278,15 @@ fn parse_layer(
     warnings: &mut Vec<String>,
 ) -> Result<Table, ConfigError> {
     let src = Source { path, text };
-    let doc = DeTable::parse(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
-    let doc = doc.get_ref();
-    let typed: Config = toml::from_str(text).map_err(|e| type_error(&src, doc, &e))?;
-    let known = Table::try_from(&typed)
+    let parsed =
+        crate::toml::parse(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
+    let doc = parsed.table();
+    let typed: Config =
+        crate::toml::from_document(&parsed).map_err(|e| type_error(&src, doc, &e))?;
+    let known = crate::toml::to_table(&typed)
         .map_err(|e| src.error(None, format!("cannot re-encode the parsed file: {e}")))?;
-    let mut raw: Table =
-        toml::from_str(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
+    let mut raw: Table = crate::toml::from_document(&parsed)
+        .map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
     // (byte offset, text): the document iterates keys alphabetically, users read top-down.
     let mut found = Vec::new();
     let mut walk = Prune {
@@ -310,7 +311,7 @@ fn parse_layer(
 }
 
 /// A serde error with the dotted key at its span named, so "unknown variant" says which key.
-fn type_error(src: &Source, doc: &DeTable, err: &toml::de::Error) -> ConfigError {
+fn type_error(src: &Source, doc: &DocTable, err: &crate::toml::Error) -> ConfigError {
     let message = joined_lines(err.message());
     let Some(span) = err.span() else {
         return src.error(None, message);
@@ -384,18 +385,18 @@ impl fmt::Display for KeyPath {
 
 /// The deepest key whose key or value span contains `offset`. Container spans are not trusted
 /// to cover their bodies (a `[table]` header does not), so every branch is searched.
-fn key_at(doc: &DeTable, offset: usize) -> KeyPath {
+fn key_at(doc: &DocTable, offset: usize) -> KeyPath {
     let mut path = KeyPath::default();
     key_at_table(doc, offset, &mut path);
     path
 }
 
-fn key_at_table(table: &DeTable, offset: usize, path: &mut KeyPath) -> bool {
-    for (key, value) in table.iter() {
-        path.0.push(Seg::Key(key.get_ref().to_string()));
-        if key_at_value(value.get_ref(), offset, path)
-            || key.span().contains(&offset)
-            || value.span().contains(&offset)
+fn key_at_table(table: &DocTable, offset: usize, path: &mut KeyPath) -> bool {
+    for (key, entry) in table {
+        path.0.push(Seg::Key(key.clone()));
+        if key_at_value(&entry.item.value, offset, path)
+            || entry.key.contains(&offset)
+            || entry.item.span.contains(&offset)
         {
             return true;
         }
@@ -404,13 +405,13 @@ fn key_at_table(table: &DeTable, offset: usize, path: &mut KeyPath) -> bool {
     false
 }
 
-fn key_at_value(value: &DeValue, offset: usize, path: &mut KeyPath) -> bool {
+fn key_at_value(value: &DocValue, offset: usize, path: &mut KeyPath) -> bool {
     match value {
-        DeValue::Table(table) => key_at_table(table, offset, path),
-        DeValue::Array(items) => {
+        DocValue::Table(table) => key_at_table(table, offset, path),
+        DocValue::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 path.0.push(Seg::Index(i));
-                if key_at_value(item.get_ref(), offset, path) || item.span().contains(&offset) {
+                if key_at_value(&item.value, offset, path) || item.span.contains(&offset) {
                     return true;
                 }
                 path.0.pop();
@@ -423,28 +424,28 @@ fn key_at_value(value: &DeValue, offset: usize, path: &mut KeyPath) -> bool {
 
 /// The span of the deepest existing part of `path`: the key itself, or the nearest ancestor
 /// when the key is absent (a validation error about a missing key points at its table).
-fn locate(doc: &DeTable, path: &[Seg]) -> Option<Range<usize>> {
+fn locate(doc: &DocTable, path: &[Seg]) -> Option<Range<usize>> {
     let mut best = None;
     let mut table = Some(doc);
-    let mut value: Option<&DeValue> = None;
+    let mut value: Option<&DocValue> = None;
     for seg in path {
         match seg {
             Seg::Key(name) => {
-                let (k, v) = table?.get_key_value(name.as_str())?;
-                best = Some(k.span());
-                value = Some(v.get_ref());
+                let entry = table?.get(name.as_str())?;
+                best = Some(entry.key.clone());
+                value = Some(&entry.item.value);
             }
             Seg::Index(i) => {
-                let DeValue::Array(items) = value? else {
+                let DocValue::Array(items) = value? else {
                     return best;
                 };
                 let item = items.get(*i)?;
-                best = Some(item.span());
-                value = Some(item.get_ref());
+                best = Some(item.span.clone());
+                value = Some(&item.value);
             }
         }
         table = match value {
-            Some(DeValue::Table(t)) => Some(t),
+            Some(DocValue::Table(t)) => Some(t),
             _ => None,
         };
     }
@@ -460,19 +461,20 @@ struct Prune<'a, 'w> {
 }
 
 impl Prune<'_, '_> {
-    fn table(&mut self, doc: &DeTable, known: &Table, raw: &mut Table) {
-        for (key, value) in doc.iter() {
-            let name: &str = key.get_ref();
+    fn table(&mut self, doc: &DocTable, known: &Table, raw: &mut Table) {
+        for (name, entry) in doc {
+            let name = name.as_str();
+            let key_span = &entry.key;
             self.path.0.push(Seg::Key(name.to_string()));
             let dotted = self.path.to_string();
             if RETIRED.contains(&dotted.as_str()) {
                 raw.remove(name);
             } else if UNSUPPORTED.contains(&self.path.schema().as_str()) {
                 self.warnings.push((
-                    key.span().start,
+                    key_span.start,
                     format!(
                         "{}: `{dotted}` is not supported yet (ignored)",
-                        self.src.location(Some(key.span()))
+                        self.src.location(Some(key_span.clone()))
                     ),
                 ));
                 raw.remove(name);
@@ -480,16 +482,16 @@ impl Prune<'_, '_> {
                 match known.get(name) {
                     None => {
                         self.warnings.push((
-                            key.span().start,
+                            key_span.start,
                             format!(
                                 "{}: unknown key `{dotted}` (ignored)",
-                                self.src.location(Some(key.span()))
+                                self.src.location(Some(key_span.clone()))
                             ),
                         ));
                         raw.remove(name);
                     }
                     Some(known_value) => {
-                        self.value(value.get_ref(), known_value, raw.get_mut(name))
+                        self.value(&entry.item.value, known_value, raw.get_mut(name))
                     }
                 }
             }
@@ -497,13 +499,13 @@ impl Prune<'_, '_> {
         }
     }
 
-    fn value(&mut self, doc: &DeValue, known: &Value, raw: Option<&mut Value>) {
+    fn value(&mut self, doc: &DocValue, known: &Value, raw: Option<&mut Value>) {
         match (doc, known, raw) {
-            (DeValue::Table(d), Value::Table(k), Some(Value::Table(r))) => self.table(d, k, r),
-            (DeValue::Array(d), Value::Array(k), Some(Value::Array(r))) => {
+            (DocValue::Table(d), Value::Table(k), Some(Value::Table(r))) => self.table(d, k, r),
+            (DocValue::Array(d), Value::Array(k), Some(Value::Array(r))) => {
                 for (i, ((d, k), r)) in d.iter().zip(k).zip(r.iter_mut()).enumerate() {
                     self.path.0.push(Seg::Index(i));
-                    self.value(d.get_ref(), k, Some(r));
+                    self.value(&d.value, k, Some(r));
                     self.path.0.pop();
                 }
             }
@@ -514,7 +516,7 @@ impl Prune<'_, '_> {
 
 fn strip_user_only(
     src: &Source,
-    doc: &DeTable,
+    doc: &DocTable,
     raw: &mut Table,
     warnings: &mut Vec<(usize, String)>,
 ) {
@@ -540,7 +542,7 @@ fn strip_user_only(
 /// attach the user's key (or secret-bearing headers) to it: those stay user-only.
 fn strip_provider_secrets(
     src: &Source,
-    doc: &DeTable,
+    doc: &DocTable,
     raw: &mut Table,
     warnings: &mut Vec<(usize, String)>,
 ) {
@@ -613,7 +615,7 @@ enum Overruled {
 /// permission keys are ignored even in a trusted workspace: flags beat project files.
 fn restrain_project(
     src: &Source,
-    doc: &DeTable,
+    doc: &DocTable,
     raw: &mut Table,
     check: &mut ProjectCheck,
     found: &mut Vec<(usize, String)>,
@@ -626,7 +628,7 @@ fn restrain_project(
         changed: check.changed,
     };
     let below = {
-        let mut config: Config = check.below.clone().try_into().unwrap_or_default();
+        let mut config: Config = crate::toml::from_table(check.below.clone()).unwrap_or_default();
         if config.providers.is_empty() {
             config.providers.push(builtin_provider());
         }
@@ -649,7 +651,7 @@ fn restrain_project(
             .get("permissions")
             .and_then(|p| p.get("mode"))
             .cloned()
-            .and_then(|m| m.try_into::<PermissionMode>().ok());
+            .and_then(|m| crate::toml::from_value::<PermissionMode>(m).ok());
         if mode.is_some_and(|m| strictness(m) < strictness(below.permissions.mode)) {
             out.ignore(raw, &["permissions", "mode"], why);
         }
@@ -710,7 +712,7 @@ fn restrain_project(
 /// apply.
 struct Overrule<'a> {
     src: &'a Source<'a>,
-    doc: &'a DeTable<'a>,
+    doc: &'a DocTable,
     found: &'a mut Vec<(usize, String)>,
     ignored: &'a mut Vec<(usize, String)>,
     /// The workspace was trusted with another version of the file.
@@ -1029,7 +1031,7 @@ mod tests {
     /// The project file `text` over the user layer `below`: what survives, the warnings and
     /// the keys ignored for want of trust.
     fn project(below: &str, text: &str, trusted: bool, strict: bool) -> (Table, Vec<String>) {
-        let below: Table = toml::from_str(below).unwrap();
+        let below: Table = crate::toml::from_str(below).unwrap();
         let mut check = ProjectCheck {
             trusted,
             changed: false,
@@ -1117,7 +1119,7 @@ mod tests {
                 "[[providers]] \"mine\""
             ]
         );
-        assert!(table.get("providers").is_none() && table.get("default_model").is_none());
+        assert!(!table.contains_key("providers") && !table.contains_key("default_model"));
         for model in ["mine/m2", "m2", "mine"] {
             let text = format!("default_model = \"{model}\"\n");
             let (table, ignored) = project(user, &text, false, false);
@@ -1226,7 +1228,10 @@ mod tests {
             warnings,
             vec!["/p/r.toml:5:47: unknown key `providers[0].model_overrides.m.colour` (ignored)"]
         );
-        let overrides = &table["providers"][0]["model_overrides"]["m"];
+        let overrides = table["providers"].as_array().unwrap()[0]
+            .get("model_overrides")
+            .and_then(|o| o.get("m"))
+            .unwrap();
         assert!(overrides.get("colour").is_none());
         assert!(table["agent"].get("max_steps").is_none());
     }
@@ -1249,17 +1254,17 @@ mod tests {
 
     #[test]
     fn merging_replaces_arrays_accumulates_deny_lists_and_keys_named_entries() {
-        let mut base: Table = toml::from_str(
+        let mut base: Table = crate::toml::from_str(
             "[tools]\nenabled = [\"a\"]\n[permissions]\ndeny = [\"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"1\"\n[agent]\nsystem_prompt_file = \"/f\"\ntemperature = 0.5\n",
         )
         .unwrap();
-        let over: Table = toml::from_str(
+        let over: Table = crate::toml::from_str(
             "[tools]\nenabled = [\"b\"]\n[permissions]\ndeny = [\"Y\", \"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"2\"\n[[providers]]\nname = \"q\"\nmodel = \"3\"\n[agent]\nsystem_prompt = \"inline\"\n",
         )
         .unwrap();
         let mut origins = Origins::new();
         merge_layer(&mut base, over, Layer::Project, &mut origins);
-        let merged: Config = base.try_into().unwrap();
+        let merged: Config = crate::toml::from_table(base).unwrap();
         assert_eq!(merged.tools.enabled, vec!["b"]);
         assert_eq!(merged.permissions.deny, vec!["X", "Y"]);
         let models: Vec<_> = merged

@@ -15,6 +15,7 @@ use super::env;
 use super::file::{Config, ProviderConfig};
 use super::ConfigError;
 use crate::provider::{Prices, ProviderSettings, RetryPolicy, Timeouts};
+use crate::toml::{Table, Value};
 
 impl Config {
     /// `reference`: the `--model` value, or `None` for `default_model` (then the first
@@ -259,23 +260,22 @@ fn retry(provider: &ProviderConfig) -> RetryPolicy {
     }
 }
 
-fn toml_table_to_json(table: &toml::Table) -> serde_json::Map<String, serde_json::Value> {
+fn toml_table_to_json(table: &Table) -> serde_json::Map<String, serde_json::Value> {
     table
         .iter()
         .map(|(k, v)| (k.clone(), toml_to_json(v)))
         .collect()
 }
 
-fn toml_to_json(value: &toml::Value) -> serde_json::Value {
+fn toml_to_json(value: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match value {
-        toml::Value::String(s) => J::String(s.clone()),
-        toml::Value::Integer(i) => J::from(*i),
-        toml::Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
-        toml::Value::Boolean(b) => J::Bool(*b),
-        toml::Value::Datetime(d) => J::String(d.to_string()),
-        toml::Value::Array(items) => J::Array(items.iter().map(toml_to_json).collect()),
-        toml::Value::Table(t) => J::Object(toml_table_to_json(t)),
+        Value::String(s) => J::String(s.clone()),
+        Value::Integer(i) => J::from(*i),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+        Value::Boolean(b) => J::Bool(*b),
+        Value::Array(items) => J::Array(items.iter().map(toml_to_json).collect()),
+        Value::Table(t) => J::Object(toml_table_to_json(t)),
     }
 }
 
@@ -285,7 +285,7 @@ mod tests {
     use crate::config::file::builtin_provider;
 
     fn config(text: &str) -> Config {
-        let mut config: Config = toml::from_str(text).unwrap();
+        let mut config: Config = crate::toml::from_str(text).unwrap();
         config.home = std::env::temp_dir().join("reasonix-resolve-no-such-home");
         config
     }
@@ -342,7 +342,7 @@ model = "qwen3"
 
     #[test]
     fn extra_body_keeps_nested_values_and_datetimes_become_strings() {
-        let table: toml::Table = toml::from_str(
+        let table: Table = crate::toml::from_str(
             "thinking = { type = \"enabled\", budget = 2 }\nat = 1979-05-27\nf = 0.5\n",
         )
         .unwrap();
