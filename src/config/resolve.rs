@@ -196,7 +196,7 @@ impl Config {
         if let Ok(store) = env::read_store(&self.home) {
             names.extend(store.into_keys());
         }
-        names.sort();
+        crate::sort::sort(&mut names);
         names.dedup();
         names
     }
