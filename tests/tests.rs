@@ -21,6 +21,7 @@ mod input;
 mod language;
 mod layers;
 mod mcp;
+mod mcp_elicit;
 mod mcp_oauth;
 mod memory_ui;
 mod output;

@@ -389,7 +389,10 @@ fn mcp_startup(
         interactive: true,
         approver: Some(Arc::new(UiApprover::new(tx.clone())) as Arc<dyn LaunchApprover>),
         events: forward_server_events(tx.clone()),
-        elicitor: Some(Arc::new(ui::UiElicitor::new(UiInteract::new(tx.clone())))),
+        elicitor: Some(Arc::new(ui::UiElicitor::new(
+            UiInteract::new(tx.clone()),
+            tx.clone(),
+        ))),
         keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
         login: true,
         ..McpOptions::default()

@@ -6,20 +6,23 @@
 //!
 //! On a terminal, project servers without a grant are offered for approval (once, or always
 //! for this exact command or URL); elsewhere they need `--trust-project-mcp`. On a terminal,
-//! a server's request for input (elicitation) is asked field by field on stderr.
+//! a server's request for input (elicitation) is asked field by field on stderr, and a URL it
+//! wants opened is shown whole, with its host, and opened in `$BROWSER` only when agreed to.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
+use crate::cancel::CancelToken;
 use crate::cli::error::{exit, Error};
 use crate::config::{self, Config, LoadOptions};
 use crate::mcp::config::{Endpoint, ServerSpec};
-use crate::mcp::elicit::{self, Answer, Elicitor, Mode};
+use crate::mcp::elicit::{self, Answer, Elicitor, Mode, Waited};
 use crate::mcp::manager::ServerState;
 use crate::mcp::oauth::{self, LoginOutcome};
 use crate::mcp::{self, LaunchAnswer, LaunchApprover, LaunchRequest, McpHandle, McpOptions};
@@ -86,7 +89,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         trust_project,
         interactive,
         approver: interactive.then(|| Arc::new(TerminalApprover) as Arc<dyn LaunchApprover>),
-        elicitor: interactive.then(|| Arc::new(TerminalElicitor) as Arc<dyn Elicitor>),
+        elicitor: interactive.then(|| Arc::new(TerminalElicitor::default()) as Arc<dyn Elicitor>),
         ..McpOptions::default()
     };
     match action {
@@ -395,77 +398,174 @@ fn open_browser(address: &str) {
     }
 }
 
-/// Asks a server's questions on the terminal, one field at a time.
-struct TerminalElicitor;
+/// What the terminal elicitor hears: a line the person typed, the end of input, or the
+/// server's completion notice for the URL it waits on.
+enum Heard {
+    Line(String),
+    End,
+    Complete,
+}
 
-impl Elicitor for TerminalElicitor {
-    fn elicit(&self, request: &elicit::Request) -> Answer {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "MCP server `{}` asks: {}",
-            sanitize(&request.server),
-            sanitize(&request.message)
-        );
-        let fields = match &request.mode {
-            Mode::Url { url } => {
-                let _ = writeln!(err, "Open: {}", sanitize(url));
-                drop(err);
-                open_browser(url);
-                return match read_answer("Done? [y]es / [N]o: ").as_deref() {
-                    Some("y" | "yes") => Answer::Accept(serde_json::Map::new()),
-                    Some(_) => Answer::Decline,
-                    None => Answer::Cancel,
-                };
+/// Asks a server's questions on the terminal, one field at a time. Lines come from a reader
+/// thread (started at the first question), so that waiting for a server's completion notice
+/// and waiting for the person's Enter can race; the lock keeps two requests from interleaving
+/// their prompts.
+#[derive(Default)]
+struct TerminalElicitor {
+    input: std::sync::Mutex<Option<(Sender<Heard>, Receiver<Heard>)>>,
+}
+
+/// The input of one request, asked while the elicitor's lock is held.
+struct Asking<'a> {
+    tx: &'a Sender<Heard>,
+    rx: &'a Receiver<Heard>,
+}
+
+impl Asking<'_> {
+    /// One trimmed line after `prompt`; `None` at the end of input. A completion notice
+    /// left over from an earlier wait is skipped.
+    fn line(&self, prompt: &str) -> Option<String> {
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
+        loop {
+            match self.rx.recv() {
+                Ok(Heard::Line(line)) => return Some(line.trim().to_string()),
+                Ok(Heard::Complete) => continue,
+                Ok(Heard::End) | Err(_) => return None,
             }
-            Mode::Form(fields) => fields,
-        };
-        drop(err);
-        let mut content = serde_json::Map::new();
-        for field in fields {
-            let mut prompt = sanitize(&field.title);
-            if let elicit::Kind::Enum(options) = &field.kind {
-                let listed: Vec<String> = options
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| format!("{}) {}", i + 1, sanitize(o)))
-                    .collect();
-                prompt.push_str(&format!(" [{}]", listed.join(" ")));
-            }
-            if let Some(default) = &field.default {
-                prompt.push_str(&format!(" (default {})", sanitize(&default.to_string())));
-            }
-            prompt.push_str(": ");
-            loop {
-                let Some(typed) = read_answer(&prompt) else {
-                    return Answer::Cancel;
-                };
-                match elicit::value_of(field, &typed) {
-                    Ok(Some(value)) => {
-                        content.insert(field.name.clone(), value);
-                        break;
-                    }
-                    Ok(None) => break,
-                    Err(why) => eprintln!("{}", sanitize(&why)),
-                }
-            }
-        }
-        match read_answer("Send this answer? [y]es / [n]o (decline): ").as_deref() {
-            Some("y" | "yes") => Answer::Accept(content),
-            Some(_) => Answer::Decline,
-            None => Answer::Cancel,
         }
     }
 }
 
-/// One trimmed line from stdin after `prompt`; `None` at end of input.
-fn read_answer(prompt: &str) -> Option<String> {
-    eprint!("{prompt}");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line.trim().to_string()),
+impl TerminalElicitor {
+    fn asking<T>(&self, ask: impl FnOnce(Asking<'_>) -> T) -> T {
+        let mut input = self
+            .input
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (tx, rx) = input.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel();
+            let reader = tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name("mcp-elicit-stdin".into())
+                .spawn(move || {
+                    for line in std::io::stdin().lines() {
+                        let Ok(line) = line else { break };
+                        if reader.send(Heard::Line(line)).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = reader.send(Heard::End);
+                });
+            if spawned.is_err() {
+                let _ = tx.send(Heard::End);
+            }
+            (tx, rx)
+        });
+        ask(Asking { tx, rx })
+    }
+}
+
+impl Elicitor for TerminalElicitor {
+    fn elicit(&self, request: &elicit::Request) -> Answer {
+        self.asking(|input| {
+            eprintln!(
+                "MCP server `{}` asks: {}",
+                sanitize(&request.server),
+                sanitize(&request.message)
+            );
+            match &request.mode {
+                Mode::Url { url, host, .. } => url_consent(&input, url, host),
+                Mode::Form(fields) => form(&input, fields),
+            }
+        })
+    }
+
+    fn wait(&self, request: &elicit::Request, complete: &CancelToken) -> Waited {
+        self.asking(|input| {
+            let notice = input.tx.clone();
+            let _hook = complete.on_cancel(move || {
+                let _ = notice.send(Heard::Complete);
+            });
+            eprint!(
+                "Waiting for `{}` to confirm the step in the browser; press Enter once it is \
+                 done to try again: ",
+                sanitize(&request.server)
+            );
+            let _ = std::io::stderr().flush();
+            match input.rx.recv() {
+                Ok(Heard::Complete) => {
+                    eprintln!("confirmed");
+                    Waited::Complete
+                }
+                Ok(Heard::Line(_)) => Waited::Retry,
+                Ok(Heard::End) | Err(_) => Waited::Cancel,
+            }
+        })
+    }
+}
+
+/// A URL request: the whole URL and its host are shown, and the browser opens only when
+/// the person agrees.
+fn url_consent(input: &Asking<'_>, url: &str, host: &str) -> Answer {
+    eprintln!("URL: {}\nHost: {}", sanitize(url), sanitize(host));
+    if elicit::punycode(host) {
+        eprintln!("The host is written in Punycode and may imitate another name; check it.");
+    }
+    match input
+        .line("Open it in the browser? [y]es / [N]o: ")
+        .as_deref()
+    {
+        Some("y" | "yes") => {
+            if std::env::var_os("BROWSER").is_some_and(|b| !b.is_empty()) {
+                open_browser(url);
+            } else {
+                eprintln!("Open the URL above in a browser.");
+            }
+            Answer::Opened
+        }
+        Some(_) => Answer::Decline,
+        None => Answer::Cancel,
+    }
+}
+
+fn form(input: &Asking<'_>, fields: &[elicit::Field]) -> Answer {
+    let mut content = serde_json::Map::new();
+    for field in fields {
+        let mut prompt = sanitize(&field.title);
+        if let elicit::Kind::Enum(options) = &field.kind {
+            let listed: Vec<String> = options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}) {}", i + 1, sanitize(o)))
+                .collect();
+            prompt.push_str(&format!(" [{}]", listed.join(" ")));
+        }
+        if let Some(default) = &field.default {
+            prompt.push_str(&format!(" (default {})", sanitize(&default.to_string())));
+        }
+        prompt.push_str(": ");
+        loop {
+            let Some(typed) = input.line(&prompt) else {
+                return Answer::Cancel;
+            };
+            match elicit::value_of(field, &typed) {
+                Ok(Some(value)) => {
+                    content.insert(field.name.clone(), value);
+                    break;
+                }
+                Ok(None) => break,
+                Err(why) => eprintln!("{}", sanitize(&why)),
+            }
+        }
+    }
+    match input
+        .line("Send this answer? [y]es / [n]o (decline): ")
+        .as_deref()
+    {
+        Some("y" | "yes") => Answer::Accept(content),
+        Some(_) => Answer::Decline,
+        None => Answer::Cancel,
     }
 }
 

@@ -1,9 +1,12 @@
 //! The MCP client core, written once for every transport: request ids and their correlation by
 //! a dispatcher thread, answers to the server's own requests (`ping`, `roots/list`; anything
-//! else is "method not found"), notifications (`tools/list_changed` marks the tool list stale;
-//! progress and log messages go to the debug log and the event channel), timeouts and
-//! cancellation (both send `notifications/cancelled`), and the typed MCP calls: the
-//! `initialize` handshake, paginated lists, `tools/call`, `prompts/get` and `resources/read`.
+//! else is "method not found"; `elicitation/create` goes to the [`Elicitor`] on a thread of its
+//! own), notifications (`tools/list_changed` marks the tool list stale; progress and log
+//! messages go to the debug log and the event channel; `elicitation/complete` ends the wait for
+//! a URL elicitation it knows), timeouts and cancellation (both send `notifications/cancelled`),
+//! a request the server refuses with `URLElicitationRequiredError` (the person opens the URLs,
+//! the request is sent again once), and the typed MCP calls: the `initialize` handshake,
+//! paginated lists, `tools/call`, `prompts/get` and `resources/read`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,10 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-2
 
 /// A paginated list stops after this many pages (a server looping on cursors).
 const MAX_PAGES: usize = 1000;
+
+/// URL elicitations whose completion notice is awaited, at most (the oldest is forgotten
+/// first): a server that never sends the notice must not grow the list without bound.
+const MAX_AWAITED: usize = 64;
 
 /// Something a server reported that a user interface may show.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +125,9 @@ struct Inner {
     next_id: AtomicI64,
     tools_stale: AtomicBool,
     info: Mutex<Option<ServerInfo>>,
+    /// URL elicitations the person agreed to, by `elicitationId`, each with the token that
+    /// `notifications/elicitation/complete` cancels.
+    awaited: Mutex<Vec<(String, CancelToken)>>,
 }
 
 /// A connection to one MCP server. Dropping it closes the transport.
@@ -142,6 +152,7 @@ impl Client {
             next_id: AtomicI64::new(1),
             tools_stale: AtomicBool::new(false),
             info: Mutex::new(None),
+            awaited: Mutex::new(Vec::new()),
         });
         let dispatcher = Arc::clone(&inner);
         std::thread::Builder::new()
@@ -193,9 +204,26 @@ impl Client {
             .clone()
     }
 
-    /// Sends a request and waits for its result. A session the HTTP server forgot is
-    /// re-initialized once and the request repeated.
+    /// Sends a request and waits for its result. A request the server refuses until URL
+    /// elicitations are done (`-32042`) is sent again once after the person did them.
     pub fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Value, McpError> {
+        match self.request_in_session(method, params.clone(), options) {
+            Err(McpError::Rpc(error)) if error.code == elicit::URL_ELICITATION_REQUIRED => {
+                self.browser_steps(&error, options)?;
+                self.request_in_session(method, params, options)
+            }
+            other => other,
+        }
+    }
+
+    /// A request; a session the HTTP server forgot is initialized again once and the request
+    /// repeated.
+    fn request_in_session(
         &self,
         method: &str,
         params: Option<Value>,
@@ -211,6 +239,82 @@ impl Client {
             }
             other => other,
         }
+    }
+
+    /// The URL elicitations of a `URLElicitationRequiredError`, one after another: the person
+    /// agrees to open the URL, then waits for the server's completion notice or says it is
+    /// done. Ok when the request may be sent again.
+    fn browser_steps(&self, error: &RpcError, options: &CallOptions) -> Result<(), McpError> {
+        let name = &self.inner.options.name;
+        let requests = elicit::required(name, error).map_err(McpError::Protocol)?;
+        let Some(elicitor) = &self.inner.options.elicitor else {
+            // No one here can open a URL; the person reads it in the log, the model does not
+            // (it must not fetch it on its own).
+            for request in &requests {
+                if let elicit::Mode::Url { url, .. } = &request.mode {
+                    let text = format!(
+                        "needs a step in the browser that this run cannot offer: {} ({url})",
+                        crate::text::one_line(&request.message, 200)
+                    );
+                    self.inner.log(&text);
+                    self.inner.emit(ServerEvent::Log {
+                        server: name.clone(),
+                        level: "warning".into(),
+                        text,
+                    });
+                }
+            }
+            return Err(McpError::BrowserStep(format!(
+                "the server needs the user to finish a step in the browser first ({}); this run \
+                 cannot ask them: use the chat or `reasonix mcp call` on a terminal",
+                crate::text::one_line(&requests[0].message, 200)
+            )));
+        };
+        // Every id is awaited before anyone is asked: the server may finish early.
+        let awaited: Vec<CancelToken> = requests
+            .iter()
+            .filter_map(|r| match &r.mode {
+                elicit::Mode::Url { id, .. } => Some(self.inner.await_completion(id)),
+                elicit::Mode::Form(_) => None,
+            })
+            .collect();
+        let outcome = requests
+            .iter()
+            .zip(&awaited)
+            .try_for_each(|(request, complete)| {
+                match elicitor.elicit(request) {
+                    Answer::Opened => {}
+                    Answer::Cancel => return Err(McpError::Cancelled),
+                    _ => {
+                        return Err(McpError::BrowserStep(format!(
+                            "the user declined the server's step in the browser ({})",
+                            crate::text::one_line(&request.message, 200)
+                        )))
+                    }
+                }
+                // The wait ends with the notice, the person, or the cancelled call.
+                let wake = CancelToken::new();
+                let woken = wake.clone();
+                let _complete = complete.on_cancel(move || woken.cancel());
+                let _cancel = options.cancel.as_ref().map(|cancel| {
+                    let woken = wake.clone();
+                    cancel.on_cancel(move || woken.cancel())
+                });
+                let waited = elicitor.wait(request, &wake);
+                if options
+                    .cancel
+                    .as_ref()
+                    .is_some_and(CancelToken::is_cancelled)
+                {
+                    return Err(McpError::Cancelled);
+                }
+                match waited {
+                    elicit::Waited::Complete | elicit::Waited::Retry => Ok(()),
+                    elicit::Waited::Cancel => Err(McpError::Cancelled),
+                }
+            });
+        self.inner.forget_awaited(&requests);
+        outcome
     }
 
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
@@ -513,6 +617,59 @@ impl Inner {
         }
     }
 
+    /// Starts awaiting the completion notice of the URL elicitation `id`; the token is
+    /// cancelled when it arrives.
+    fn await_completion(&self, id: &str) -> CancelToken {
+        let token = CancelToken::new();
+        let mut awaited = self.awaited.lock().unwrap_or_else(PoisonError::into_inner);
+        awaited.retain(|(known, _)| known != id);
+        if awaited.len() >= MAX_AWAITED {
+            awaited.remove(0);
+        }
+        awaited.push((id.to_string(), token.clone()));
+        token
+    }
+
+    fn forget_awaited(&self, requests: &[elicit::Request]) {
+        let mut awaited = self.awaited.lock().unwrap_or_else(PoisonError::into_inner);
+        awaited.retain(|(known, _)| {
+            !requests
+                .iter()
+                .any(|r| matches!(&r.mode, elicit::Mode::Url { id, .. } if id == known))
+        });
+    }
+
+    /// `notifications/elicitation/complete`: ends the wait for a URL elicitation we know;
+    /// an unknown or already completed id is ignored, as the protocol says.
+    fn elicitation_complete(&self, params: &Value) {
+        let id = params
+            .get("elicitationId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let found = {
+            let mut awaited = self.awaited.lock().unwrap_or_else(PoisonError::into_inner);
+            awaited
+                .iter()
+                .position(|(known, _)| known == id)
+                .map(|i| awaited.remove(i).1)
+        };
+        let Some(token) = found else {
+            self.log(&format!(
+                "ignored the completion of an unknown elicitation `{}`",
+                crate::text::one_line(id, 80)
+            ));
+            return;
+        };
+        token.cancel();
+        let text = "the step in the browser is complete".to_string();
+        self.log(&text);
+        self.emit(ServerEvent::Log {
+            server: self.options.name.clone(),
+            level: "info".into(),
+            text,
+        });
+    }
+
     fn roots(&self) -> Vec<Value> {
         self.options
             .roots
@@ -534,6 +691,7 @@ impl Inner {
                 self.tools_stale.store(true, Ordering::SeqCst);
                 self.log("the tool list changed");
             }
+            "notifications/elicitation/complete" => self.elicitation_complete(&params),
             "notifications/progress" => {
                 let number = |key: &str| params.get(key).and_then(Value::as_f64);
                 let message = params
@@ -673,7 +831,14 @@ fn answer_elicitation(inner: &Inner, id: Id, params: &Value) {
     };
     let result = match elicit::parse(&inner.options.name, params) {
         Err(why) => Err(RpcError::new(INVALID_PARAMS, why)),
-        Ok(request) => Ok(elicit::result(&elicitor.elicit(&request))),
+        Ok(request) => {
+            let answer = elicitor.elicit(&request);
+            if let (Answer::Opened, elicit::Mode::Url { id, .. }) = (&answer, &request.mode) {
+                // The notice only updates the person; the call itself goes on meanwhile.
+                inner.await_completion(id);
+            }
+            Ok(elicit::result(&answer))
+        }
     };
     let response = Message::Response { id, result };
     if let Err(err) = inner.transport.notify(&response) {
@@ -1065,6 +1230,237 @@ mod tests {
             panic!("expected an error response");
         };
         assert_eq!(e.code, crate::mcp::jsonrpc::INVALID_PARAMS);
+    }
+
+    /// Agrees to open every URL and says so on `asked`; waits as the trait does by default.
+    struct Opens {
+        asked: Mutex<Sender<String>>,
+        answer: Answer,
+    }
+
+    impl Elicitor for Opens {
+        fn elicit(&self, request: &elicit::Request) -> Answer {
+            let _ = self.asked.lock().unwrap().send(request.message.clone());
+            self.answer.clone()
+        }
+    }
+
+    fn opening_peer(answer: Answer) -> (Peer, StdReceiver<String>, StdReceiver<ServerEvent>) {
+        let (asked_tx, asked) = mpsc::channel();
+        let (events_tx, events) = mpsc::channel();
+        let p = peer_with(ClientOptions {
+            name: "t".into(),
+            elicitor: Some(Arc::new(Opens {
+                asked: Mutex::new(asked_tx),
+                answer,
+            })),
+            events: Some(events_tx),
+            ..ClientOptions::default()
+        });
+        (p, asked, events)
+    }
+
+    fn url_required(id: Id, elicitation: &str) -> Message {
+        Message::Response {
+            id,
+            result: Err(RpcError {
+                code: elicit::URL_ELICITATION_REQUIRED,
+                message: "needs a browser step".into(),
+                data: Some(
+                    json!({"elicitations": [{"mode": "url", "elicitationId": elicitation,
+                    "url": "https://pay.example/connect", "message": "Connect your account"}]}),
+                ),
+            }),
+        }
+    }
+
+    fn complete(elicitation: &str) -> Message {
+        Message::notification(
+            "notifications/elicitation/complete",
+            Some(json!({ "elicitationId": elicitation })),
+        )
+    }
+
+    /// A ping round trip: the dispatcher handled everything sent before it.
+    fn settle(p: &Peer, n: i64) {
+        p.send(Message::request(Id::Number(100 + n), "ping", None));
+        assert_eq!(
+            p.next(),
+            Message::Response {
+                id: Id::Number(100 + n),
+                result: Ok(json!({}))
+            },
+            "nothing else before the ping's answer"
+        );
+    }
+
+    #[test]
+    fn a_request_that_needs_a_url_elicitation_is_sent_again_once_after_its_notice() {
+        let (p, asked, _events) = opening_peer(Answer::Opened);
+        std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                p.client.request(
+                    "tools/call",
+                    Some(json!({"name": "pay"})),
+                    &CallOptions::default(),
+                )
+            });
+            let (id, _) = request_id(&p.next(), "tools/call");
+            p.send(url_required(id, "e-1"));
+            assert_eq!(
+                asked.recv_timeout(Duration::from_secs(10)).unwrap(),
+                "Connect your account"
+            );
+            // Another id, or none, does not end the wait.
+            p.send(complete("someone-else"));
+            p.send(Message::notification(
+                "notifications/elicitation/complete",
+                None,
+            ));
+            settle(&p, 1);
+            p.send(complete("e-1"));
+            let (id, params) = request_id(&p.next(), "tools/call");
+            assert_eq!(params.unwrap()["name"], "pay", "the same request again");
+            p.answer(id, json!({"content": []}));
+            assert_eq!(call.join().unwrap().unwrap(), json!({"content": []}));
+        });
+        // Completed once: the same notice again is an unknown id now, and no request follows.
+        p.send(complete("e-1"));
+        settle(&p, 2);
+    }
+
+    #[test]
+    fn a_second_refusal_is_the_callers_error_and_a_declined_step_is_not_retried() {
+        let (p, asked, _events) = opening_peer(Answer::Opened);
+        let err = std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                p.client
+                    .request("tools/call", None, &CallOptions::default())
+            });
+            let (id, _) = request_id(&p.next(), "tools/call");
+            p.send(url_required(id, "e-1"));
+            asked.recv_timeout(Duration::from_secs(10)).unwrap();
+            p.send(complete("e-1"));
+            let (id, _) = request_id(&p.next(), "tools/call");
+            p.send(url_required(id, "e-2"));
+            call.join().unwrap().unwrap_err()
+        });
+        assert!(
+            matches!(&err, McpError::Rpc(e) if e.code == elicit::URL_ELICITATION_REQUIRED),
+            "{err}"
+        );
+
+        let (p, asked, _events) = opening_peer(Answer::Decline);
+        let err = std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                p.client
+                    .request("tools/call", None, &CallOptions::default())
+            });
+            let (id, _) = request_id(&p.next(), "tools/call");
+            p.send(url_required(id, "e-1"));
+            asked.recv_timeout(Duration::from_secs(10)).unwrap();
+            call.join().unwrap().unwrap_err()
+        });
+        assert_eq!(
+            err.to_string(),
+            "mcp: the user declined the server's step in the browser (Connect your account)"
+        );
+        settle(&p, 1);
+    }
+
+    #[test]
+    fn cancelling_the_call_ends_the_wait_for_the_notice() {
+        let (p, asked, _events) = opening_peer(Answer::Opened);
+        let cancel = CancelToken::new();
+        let options = CallOptions {
+            timeout: None,
+            cancel: Some(cancel.clone()),
+        };
+        let err = std::thread::scope(|s| {
+            let call = s.spawn(|| p.client.request("tools/call", None, &options));
+            let (id, _) = request_id(&p.next(), "tools/call");
+            p.send(url_required(id, "e-1"));
+            asked.recv_timeout(Duration::from_secs(10)).unwrap();
+            cancel.cancel();
+            call.join().unwrap().unwrap_err()
+        });
+        assert!(matches!(err, McpError::Cancelled), "{err}");
+        settle(&p, 1);
+    }
+
+    #[test]
+    fn without_anyone_to_ask_the_url_goes_to_the_log_and_not_to_the_model() {
+        let (events_tx, events) = mpsc::channel();
+        let p = peer_with(ClientOptions {
+            name: "t".into(),
+            events: Some(events_tx),
+            ..ClientOptions::default()
+        });
+        let err = std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                p.client
+                    .request("tools/call", None, &CallOptions::default())
+            });
+            let (id, _) = request_id(&p.next(), "tools/call");
+            p.send(url_required(id, "e-1"));
+            call.join().unwrap().unwrap_err()
+        });
+        let text = err.to_string();
+        assert!(
+            text.contains("Connect your account") && text.contains("cannot ask"),
+            "{text}"
+        );
+        assert!(!text.contains("pay.example"), "{text}");
+        let Ok(ServerEvent::Log { level, text, .. }) = events.try_recv() else {
+            panic!("expected a warning");
+        };
+        assert_eq!(level, "warning");
+        assert!(text.contains("https://pay.example/connect"), "{text}");
+    }
+
+    #[test]
+    fn an_opened_url_is_accepted_without_content_and_its_notice_is_shown_once() {
+        let (p, asked, events) = opening_peer(Answer::Opened);
+        p.send(Message::request(
+            Id::Number(5),
+            "elicitation/create",
+            Some(
+                json!({"mode": "url", "elicitationId": "e-9", "message": "Pay",
+                "url": "https://pay.example/checkout"}),
+            ),
+        ));
+        assert_eq!(asked.recv_timeout(Duration::from_secs(10)).unwrap(), "Pay");
+        assert_eq!(
+            p.next(),
+            Message::Response {
+                id: Id::Number(5),
+                result: Ok(json!({"action": "accept"}))
+            }
+        );
+        p.send(complete("e-9"));
+        p.send(complete("e-9"));
+        p.send(complete("unknown"));
+        settle(&p, 1);
+        let shown: Vec<ServerEvent> = events.try_iter().collect();
+        assert_eq!(
+            shown,
+            [ServerEvent::Log {
+                server: "t".into(),
+                level: "info".into(),
+                text: "the step in the browser is complete".into()
+            }]
+        );
+        // A URL the browser must not be given is invalid params, and no one is asked.
+        p.send(Message::request(
+            Id::Number(6),
+            "elicitation/create",
+            Some(json!({"mode": "url", "elicitationId": "e", "url": "file:///etc/passwd"})),
+        ));
+        let Message::Response { result: Err(e), .. } = p.next() else {
+            panic!("expected an error response");
+        };
+        assert_eq!(e.code, crate::mcp::jsonrpc::INVALID_PARAMS);
+        assert!(asked.try_recv().is_err());
     }
 
     #[test]

@@ -1,14 +1,23 @@
 //! Elicitation (`elicitation/create`): a server asking the user for input in the middle of a
 //! request. This file owns the request as parsed (form mode with its flat schema of string,
-//! number, integer, boolean and enum fields, or URL mode), the defaults a form starts from
-//! (SEP-1034), multi-select enums (arrays of enum items), validation of what the user typed
-//! against the schema, and the answer's JSON
-//! (`accept` with content, `decline`, `cancel`). Asking is the front end's job through
-//! [`Elicitor`]; without one (a headless run) every request is declined, unless the server is
-//! set to [`AcceptDefaults`].
+//! number, integer, boolean and enum fields, or URL mode with its `elicitationId`), the
+//! defaults a form starts from (SEP-1034), multi-select enums (arrays of enum items),
+//! validation of what the user typed against the schema, the answer's JSON (`accept` with
+//! content, `accept` without it for a URL the person agreed to open, `decline`, `cancel`), and
+//! the URL elicitations a `-32042` error lists. Asking, opening the browser and waiting for the
+//! server's completion notice are the front end's job through [`Elicitor`]; the client
+//! ([`super::client`]) tracks the ids and retries. Without an elicitor (a headless run) every
+//! request is declined, unless the server is set to [`AcceptDefaults`].
 
+use crate::cancel::CancelToken;
 use crate::i18n::{trf, Ui};
 use serde_json::{json, Map, Value};
+
+use super::jsonrpc::RpcError;
+
+/// The JSON-RPC error code of `URLElicitationRequiredError`: the request can be retried once
+/// the URL elicitations in its `data.elicitations` are done.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 
 /// One field of a form.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,9 +44,13 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     Form(Vec<Field>),
-    /// Open `url` (out-of-band input such as a payment or a third-party login).
+    /// Open `url` (out-of-band input such as a payment or a third-party login). `id` is the
+    /// `elicitationId` that `notifications/elicitation/complete` names later; `host` is the
+    /// URL's host, which the person must be shown before agreeing.
     Url {
         url: String,
+        id: String,
+        host: String,
     },
 }
 
@@ -51,13 +64,42 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Accept(Map<String, Value>),
+    /// URL mode: the person agreed and the URL went to the browser (`accept` without
+    /// content: consent, not completion).
+    Opened,
     Decline,
+    Cancel,
+}
+
+/// How waiting for a URL elicitation the server required ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The server said it is complete (`notifications/elicitation/complete`).
+    Complete,
+    /// The person says it is done: try the request again now.
+    Retry,
+    /// The person gave up on the request.
     Cancel,
 }
 
 /// Asks a person.
 pub trait Elicitor: Send + Sync {
     fn elicit(&self, request: &Request) -> Answer;
+
+    /// After the person opened the URL of `request`, which the server requires before it
+    /// answers (`-32042`): waits until `complete` is cancelled (the server's notice) or the
+    /// person decides. Without a way to ask, it waits for the notice.
+    fn wait(&self, request: &Request, complete: &CancelToken) -> Waited {
+        let _ = request;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _hook = complete.on_cancel(move || {
+            let _ = tx.send(());
+        });
+        match rx.recv() {
+            Ok(()) => Waited::Complete,
+            Err(_) => Waited::Cancel,
+        }
+    }
 }
 
 /// `elicitation = "accept_defaults"` on a server, where no person can answer (a headless run,
@@ -89,18 +131,10 @@ pub fn parse(server: &str, params: &Value) -> Result<Request, String> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    if params.get("mode").and_then(Value::as_str) == Some("url") {
-        let url = params
-            .get("url")
-            .and_then(Value::as_str)
-            .ok_or("a URL elicitation without `url`")?;
-        return Ok(Request {
-            server: server.to_string(),
-            message,
-            mode: Mode::Url {
-                url: url.to_string(),
-            },
-        });
+    match params.get("mode").and_then(Value::as_str) {
+        Some("url") => return url_request(server, message, params),
+        None | Some("form") => {}
+        Some(other) => return Err(format!("the elicitation mode `{other}` is not supported")),
     }
     let schema = params.get("requestedSchema").cloned().unwrap_or(json!({}));
     let required: Vec<&str> = schema
@@ -119,6 +153,63 @@ pub fn parse(server: &str, params: &Value) -> Result<Request, String> {
         message,
         mode: Mode::Form(fields),
     })
+}
+
+/// A URL-mode request: an absolute http(s) URL (nothing a browser would run or read from this
+/// machine) and a non-empty `elicitationId`.
+fn url_request(server: &str, message: String, params: &Value) -> Result<Request, String> {
+    let url = params
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or("a URL elicitation without `url`")?;
+    let parts = super::oauth::url::parts(url)
+        .ok_or("a URL elicitation whose `url` is not an absolute http or https URL")?;
+    let id = params
+        .get("elicitationId")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .ok_or("a URL elicitation without `elicitationId`")?;
+    Ok(Request {
+        server: server.to_string(),
+        message,
+        mode: Mode::Url {
+            url: url.to_string(),
+            id: id.to_string(),
+            host: parts.host,
+        },
+    })
+}
+
+/// The URL elicitations of a `URLElicitationRequiredError` (`data.elicitations`), each a
+/// URL-mode request with its id; an error when there is none or one is not URL mode.
+pub fn required(server: &str, error: &RpcError) -> Result<Vec<Request>, String> {
+    let listed = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .filter(|l| !l.is_empty())
+        .ok_or("a URL elicitation required error that lists no elicitations")?;
+    listed
+        .iter()
+        .map(|entry| {
+            if entry.get("mode").and_then(Value::as_str) != Some("url") {
+                return Err("a URL elicitation required error lists a non-URL elicitation".into());
+            }
+            let message = entry
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            url_request(server, message, entry)
+        })
+        .collect()
+}
+
+/// Whether a host is written in Punycode (`xn--`), which can spell a look-alike of another
+/// name: the person is warned before agreeing to open it.
+pub fn punycode(host: &str) -> bool {
+    host.split('.').any(|label| label.starts_with("xn--"))
 }
 
 fn field(name: &str, property: &Value, required: bool) -> Result<Field, String> {
@@ -241,6 +332,7 @@ fn pick(field: &Field, options: &[String], typed: &str) -> Result<String, String
 pub fn result(answer: &Answer) -> Value {
     match answer {
         Answer::Accept(content) => json!({"action": "accept", "content": content}),
+        Answer::Opened => json!({"action": "accept"}),
         Answer::Decline => json!({"action": "decline"}),
         Answer::Cancel => json!({"action": "cancel"}),
     }
@@ -330,7 +422,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(AcceptDefaults.elicit(&request), Answer::Decline);
-        let url = parse("s", &json!({"mode": "url", "url": "https://x.example/"})).unwrap();
+        let url = parse(
+            "s",
+            &json!({"mode": "url", "url": "https://x.example/", "elicitationId": "e"}),
+        )
+        .unwrap();
         assert_eq!(AcceptDefaults.elicit(&url), Answer::Decline);
     }
 
@@ -338,15 +434,57 @@ mod tests {
     fn url_mode_and_unaskable_schemas() {
         let request = parse(
             "s",
-            &json!({"mode": "url", "url": "https://x.example/pay", "message": "Pay"}),
+            &json!({"mode": "url", "url": "https://X.example:8443/pay?x=1", "message": "Pay",
+                "elicitationId": "e-1"}),
         )
         .unwrap();
         assert_eq!(
             request.mode,
             Mode::Url {
-                url: "https://x.example/pay".into()
+                url: "https://X.example:8443/pay?x=1".into(),
+                id: "e-1".into(),
+                host: "x.example".into(),
             }
         );
+        // The host shown is the one the browser goes to, not what precedes an `@`.
+        let spoof = parse(
+            "s",
+            &json!({"mode": "url", "url": "https://bank.example@evil.example/", "elicitationId": "e"}),
+        )
+        .unwrap();
+        assert!(matches!(spoof.mode, Mode::Url { host, .. } if host == "evil.example"));
+        for (params, why) in [
+            (
+                json!({"mode": "url", "url": "https://x.example/"}),
+                "`elicitationId`",
+            ),
+            (
+                json!({"mode": "url", "url": "https://x.example/", "elicitationId": ""}),
+                "`elicitationId`",
+            ),
+            (
+                json!({"mode": "url", "elicitationId": "e"}),
+                "without `url`",
+            ),
+            (
+                json!({"mode": "url", "url": "file:///etc/passwd", "elicitationId": "e"}),
+                "http or https",
+            ),
+            (
+                json!({"mode": "url", "url": "javascript:alert(1)", "elicitationId": "e"}),
+                "http or https",
+            ),
+            (
+                json!({"mode": "url", "url": "/relative", "elicitationId": "e"}),
+                "http or https",
+            ),
+            (json!({"mode": "telepathy"}), "`telepathy` is not supported"),
+        ] {
+            let err = parse("s", &params).unwrap_err();
+            assert!(err.contains(why), "{params}: {err}");
+        }
+        assert!(punycode("xn--pple-43d.com") && !punycode("apple.com"));
+        assert_eq!(result(&Answer::Opened), json!({"action": "accept"}));
         let err = parse(
             "s",
             &json!({"requestedSchema": {"properties": {"o": {"type": "object"}}}}),
@@ -360,5 +498,49 @@ mod tests {
             result(&Answer::Accept(content)),
             json!({"action": "accept", "content": {"a": 1}})
         );
+    }
+
+    #[test]
+    fn a_url_elicitation_required_error_lists_url_requests_only() {
+        let error = |data: Value| RpcError {
+            code: URL_ELICITATION_REQUIRED,
+            message: "needs more".into(),
+            data: Some(data),
+        };
+        let listed = required(
+            "s",
+            &error(
+                json!({"elicitations": [{"mode": "url", "elicitationId": "a",
+                "url": "https://x.example/a", "message": "Connect"}]}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].message, "Connect");
+        assert!(matches!(&listed[0].mode, Mode::Url { id, .. } if id == "a"));
+        for data in [
+            json!({}),
+            json!({"elicitations": []}),
+            json!({"elicitations": [{"mode": "form", "message": "x"}]}),
+            json!({"elicitations": [{"mode": "url", "url": "https://x.example/"}]}),
+        ] {
+            assert!(required("s", &error(data.clone())).is_err(), "{data}");
+        }
+        let bare = RpcError::new(URL_ELICITATION_REQUIRED, "no data");
+        assert!(required("s", &bare).is_err());
+    }
+
+    #[test]
+    fn waiting_without_a_person_ends_with_the_servers_notice() {
+        let complete = CancelToken::new();
+        let request = parse(
+            "s",
+            &json!({"mode": "url", "url": "https://x.example/", "elicitationId": "e"}),
+        )
+        .unwrap();
+        let notice = complete.clone();
+        let server = std::thread::spawn(move || notice.cancel());
+        assert_eq!(AcceptDefaults.wait(&request, &complete), Waited::Complete);
+        server.join().unwrap();
     }
 }

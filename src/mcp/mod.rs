@@ -86,6 +86,8 @@ pub enum McpError {
     NotConnected(String),
     /// Authorization failed or needs the user (`reasonix mcp login`).
     Auth(oauth::OAuthError),
+    /// The server needs a step in the browser (a URL elicitation) that was not done.
+    BrowserStep(String),
     /// Talking to the server failed below the protocol: a pipe, a socket, a thread.
     Io {
         context: String,
@@ -138,6 +140,7 @@ impl fmt::Display for McpError {
                 write!(f, "mcp: server `{server}` is not connected")
             }
             McpError::Io { context, source } => write!(f, "mcp: {context}: {source}"),
+            McpError::BrowserStep(detail) => write!(f, "mcp: {detail}"),
             McpError::Auth(error) => {
                 let text = error.to_string();
                 write!(f, "mcp: {}", text.strip_prefix("oauth: ").unwrap_or(&text))

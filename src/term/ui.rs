@@ -119,6 +119,8 @@ pub enum Msg {
     Ask(Question, Reply<Answer>),
     /// A plan from `exit_plan_mode` for the review modal.
     PlanReview(String, Reply<PlanReview>),
+    /// The asker of a question or plan stopped waiting: its card closes.
+    Withdrawn,
     Prepared(Prepared),
     ShellDone(Result<String, String>),
     /// The [`Startup`] finished (or its thread died, with the reason).
@@ -291,6 +293,15 @@ impl Modal {
         match self {
             Modal::Ask(card, _) => card.owns_input(),
             Modal::Plan(card, _) => card.owns_input(),
+            _ => false,
+        }
+    }
+
+    /// A card no one waits for any more.
+    fn withdrawn(&self) -> bool {
+        match self {
+            Modal::Ask(_, reply) => reply.withdrawn(),
+            Modal::Plan(_, reply) => reply.withdrawn(),
             _ => false,
         }
     }

@@ -79,6 +79,7 @@ impl Chat {
             Msg::PlanReview(plan, reply) => {
                 self.open_modal(Modal::Plan(PlanCard::new(plan), reply))
             }
+            Msg::Withdrawn => self.close_withdrawn_modals(),
             Msg::Prepared(prepared) => self.on_prepared(prepared),
             Msg::ShellDone(result) => self.on_shell_done(result),
             Msg::Started(started) => self.on_started(started),

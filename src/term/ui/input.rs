@@ -37,6 +37,15 @@ impl Chat {
         self.modal = self.waiting_modals.pop_front();
     }
 
+    /// Drops the cards whose asker stopped waiting (an MCP server finished what the card
+    /// waited for), the open one included.
+    pub(super) fn close_withdrawn_modals(&mut self) {
+        self.waiting_modals.retain(|modal| !modal.withdrawn());
+        if self.modal.as_ref().is_some_and(Modal::withdrawn) {
+            self.close_modal();
+        }
+    }
+
     /// An overlay borrows the composer: the user's unsent draft waits aside meanwhile.
     fn lend_composer(&mut self) {
         self.menu = None;

@@ -1,8 +1,9 @@
 //! The chat's [`Interact`]: an `ask` question or a plan to review travels to the UI thread as
 //! a [`Msg`] with a reply channel, like an approval, and the tool's thread waits for the
-//! modal's answer. Cancelling the turn answers `None` at once (a cancel hook sends it on the
-//! same channel), and so does a UI that is gone or drops the modal (a [`Reply`] dropped
-//! unanswered says `None`: the hook's copy of the sender keeps the channel open, so the
+//! modal's answer. Cancelling the asker's token answers `None` at once (a cancel hook sends it
+//! on the same channel) and tells the UI with [`Msg::Withdrawn`], which closes the card whose
+//! [`Reply`] is withdrawn; a UI that is gone or drops the modal answers `None` too (a [`Reply`]
+//! dropped unanswered says `None`: the hook's copy of the sender keeps the channel open, so the
 //! waiting side cannot rely on a disconnect).
 
 use std::sync::mpsc::{self, Sender};
@@ -13,20 +14,29 @@ use crate::cancel::CancelToken;
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
 /// Where the UI sends its answer; dropping it unanswered answers `None`.
-pub struct Reply<A>(Option<Sender<Option<A>>>);
+pub struct Reply<A> {
+    tx: Option<Sender<Option<A>>>,
+    /// The asker's token: once cancelled, no one waits for the answer.
+    asker: CancelToken,
+}
 
 impl<A> Reply<A> {
     /// Answers; a second answer is ignored.
     pub fn send(&mut self, answer: A) {
-        if let Some(tx) = self.0.take() {
+        if let Some(tx) = self.tx.take() {
             let _ = tx.send(Some(answer));
         }
+    }
+
+    /// The asker stopped waiting: the card can go.
+    pub fn withdrawn(&self) -> bool {
+        self.asker.is_cancelled()
     }
 }
 
 impl<A> Drop for Reply<A> {
     fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
+        if let Some(tx) = self.tx.take() {
             let _ = tx.send(None);
         }
     }
@@ -48,8 +58,14 @@ impl UiInteract {
     ) -> Option<A> {
         let (reply, answer) = mpsc::channel();
         let on_cancel = reply.clone();
+        let ui = self
+            .tx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let _hook = cancel.on_cancel(move || {
             let _ = on_cancel.send(None);
+            let _ = ui.send(Msg::Withdrawn);
         });
         if cancel.is_cancelled() {
             return None;
@@ -58,7 +74,10 @@ impl UiInteract {
             .tx
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .send(make(Reply(Some(reply))));
+            .send(make(Reply {
+                tx: Some(reply),
+                asker: cancel.clone(),
+            }));
         sent.ok()?;
         answer.recv().ok().flatten()
     }
@@ -132,10 +151,14 @@ mod tests {
             let Ok(Msg::Ask(_, reply)) = rx.recv() else {
                 panic!("expected a question");
             };
+            assert!(!reply.withdrawn());
             canceller.cancel();
-            reply
+            (reply, rx)
         });
         assert_eq!(interact.ask(&question(), &cancel), None);
-        drop(ui.join().unwrap());
+        let (reply, rx) = ui.join().unwrap();
+        // The UI hears of it, and the card's reply says it is withdrawn.
+        assert!(matches!(rx.recv(), Ok(Msg::Withdrawn)));
+        assert!(reply.withdrawn());
     }
 }

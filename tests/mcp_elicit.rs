@@ -1,0 +1,538 @@
+//! MCP elicitation end to end: the real `reasonix` binary (the chat in a pseudo-terminal, and a
+//! headless run) against a streamable HTTP server written here. Its tools ask for input in the
+//! middle of a call: `book` sends a form, `pay` a URL to open (then the completion notice),
+//! and `connect` refuses with `URLElicitationRequiredError` (-32042) until the step in the
+//! browser is done, which it announces on the standing GET stream. The browser is a script
+//! that records the URL it was given.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::pty::Pty;
+use crate::util::{reasonix, run, use_fake_provider, Dir};
+
+const PAY_URL: &str = "https://pay.example/checkout?order=7";
+const CONNECT_URL: &str = "https://connect.example/link?elicitation=e-connect";
+
+/// What the fake server shares between its connections and with the test.
+struct Shared {
+    /// Every JSON-RPC message POSTed, in order.
+    posted: Mutex<Vec<Value>>,
+    /// Our answers to the server's `elicitation/create`, for the call waiting on them.
+    answers_tx: Mutex<Sender<Value>>,
+    answers_rx: Mutex<Receiver<Value>>,
+    /// What the test pushes onto the standing GET stream (taken by the first GET).
+    standing: Mutex<Option<Receiver<Value>>>,
+    connect_calls: AtomicUsize,
+}
+
+struct Fake {
+    url: String,
+    shared: Arc<Shared>,
+    /// Sends a message on the standing GET stream.
+    push: Sender<Value>,
+}
+
+impl Fake {
+    fn start() -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (answers_tx, answers_rx) = mpsc::channel();
+        let (push, standing) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            posted: Mutex::new(Vec::new()),
+            answers_tx: Mutex::new(answers_tx),
+            answers_rx: Mutex::new(answers_rx),
+            standing: Mutex::new(Some(standing)),
+            connect_calls: AtomicUsize::new(0),
+        });
+        let server = shared.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let shared = server.clone();
+                std::thread::spawn(move || connection(&shared, stream));
+            }
+        });
+        Fake { url, shared, push }
+    }
+
+    fn posted(&self) -> Vec<Value> {
+        self.shared.posted.lock().unwrap().clone()
+    }
+
+    /// Our answers to `elicitation/create` (responses the client POSTed).
+    fn answers(&self) -> Vec<Value> {
+        self.posted()
+            .into_iter()
+            .filter(|m| m.get("method").is_none() && m.get("id").is_some())
+            .collect()
+    }
+
+    fn calls_of(&self, tool: &str) -> usize {
+        self.posted()
+            .iter()
+            .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == tool)
+            .count()
+    }
+
+    fn plugin(&self) -> String {
+        format!(
+            "[[plugins]]\nname = \"vault\"\ntype = \"http\"\nurl = \"{}\"\n\
+             trusted_read_only_tools = [\"book\", \"pay\", \"connect\"]\n",
+            self.url
+        )
+    }
+}
+
+struct Request {
+    method: String,
+    body: Value,
+}
+
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let method = line.split_whitespace().next()?.to_string();
+    let mut length = 0;
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        match header.trim().split_once(':') {
+            Some((n, v)) if n.eq_ignore_ascii_case("content-length") => {
+                length = v.trim().parse().ok()?
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        method,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    })
+}
+
+fn reply(mut stream: &TcpStream, status: u16, body: &str) {
+    let head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+}
+
+/// An SSE reply written as it happens, one chunk per event.
+struct Events<'a>(&'a TcpStream);
+
+impl<'a> Events<'a> {
+    fn open(mut stream: &'a TcpStream) -> Events<'a> {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                    Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+        let _ = stream.write_all(head.as_bytes());
+        Events(stream)
+    }
+
+    fn send(&self, message: Value) {
+        let event = format!("event: message\ndata: {message}\n\n");
+        let mut stream = self.0;
+        let _ = stream.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes());
+        let _ = stream.flush();
+    }
+
+    fn end(self) {
+        let mut stream = self.0;
+        let _ = stream.write_all(b"0\r\n\r\n");
+    }
+}
+
+fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn text(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+fn connection(shared: &Shared, stream: TcpStream) {
+    let Some(request) = read_request(&stream) else {
+        return;
+    };
+    if request.method == "GET" {
+        let Some(standing) = shared.standing.lock().unwrap().take() else {
+            return reply(&stream, 405, "");
+        };
+        let events = Events::open(&stream);
+        for message in standing {
+            events.send(message);
+        }
+        return events.end();
+    }
+    if request.method != "POST" {
+        return reply(&stream, 405, "");
+    }
+    let message = request.body;
+    shared.posted.lock().unwrap().push(message.clone());
+    let id = message["id"].clone();
+    match message["method"].as_str() {
+        Some("initialize") => reply(
+            &stream,
+            200,
+            &result(
+                &id,
+                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "vault", "version": "1"}}),
+            )
+            .to_string(),
+        ),
+        Some("tools/list") => {
+            let tool = |name: &str| {
+                json!({"name": name, "inputSchema": {"type": "object"},
+                       "annotations": {"readOnlyHint": true}})
+            };
+            let tools = json!({"tools": [tool("book"), tool("pay"), tool("connect")]});
+            reply(&stream, 200, &result(&id, tools).to_string())
+        }
+        Some("tools/call") => call(shared, &stream, &id, &message["params"]),
+        Some(_) => reply(&stream, 202, ""),
+        // Our answer to a request of the server's.
+        None => {
+            let _ = shared.answers_tx.lock().unwrap().send(message);
+            reply(&stream, 202, "")
+        }
+    }
+}
+
+fn call(shared: &Shared, stream: &TcpStream, id: &Value, params: &Value) {
+    let answer = || {
+        shared
+            .answers_rx
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(60))
+            .expect("an answer to elicitation/create")
+    };
+    match params["name"].as_str().unwrap_or("") {
+        "book" => {
+            let events = Events::open(stream);
+            events.send(
+                json!({"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+                "params": {"mode": "form", "message": "Book a table",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "guests": {"type": "integer", "default": 2},
+                        "name": {"type": "string", "title": "Name"}},
+                    "required": ["name"]}}}),
+            );
+            let answer = answer();
+            events.send(result(id, text(&answer["result"].to_string())));
+            events.end();
+        }
+        "pay" => {
+            let events = Events::open(stream);
+            events.send(
+                json!({"jsonrpc": "2.0", "id": "ask-2", "method": "elicitation/create",
+                "params": {"mode": "url", "elicitationId": "e-pay", "url": PAY_URL,
+                    "message": "Pay for the order"}}),
+            );
+            let answer = answer();
+            let action = answer["result"]["action"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            if action == "accept" {
+                events.send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                    "params": {"elicitationId": "e-pay"}}),
+                );
+                events.send(result(id, text("paid")));
+            } else {
+                events.send(result(id, text(&format!("not paid: {action}"))));
+            }
+            events.end();
+        }
+        "connect" => {
+            if shared.connect_calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32042,
+                    "message": "This request requires more information.",
+                    "data": {"elicitations": [{"mode": "url", "elicitationId": "e-connect",
+                        "url": CONNECT_URL, "message": "Link your calendar"}]}}});
+                reply(stream, 200, &error.to_string());
+            } else {
+                reply(stream, 200, &result(id, text("connected")).to_string());
+            }
+        }
+        other => reply(
+            stream,
+            200,
+            &json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32602, "message": format!("no tool {other}")}})
+            .to_string(),
+        ),
+    }
+}
+
+/// A `$BROWSER` that writes the URL it is given to a file (atomically, by a rename).
+fn browser(home: &Dir) -> (PathBuf, PathBuf) {
+    let script = home.join("browser");
+    let opened = home.join("opened-url");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, opened)
+}
+
+/// The URL the browser was given, once it has been.
+fn opened_url(opened: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(url) = std::fs::read_to_string(opened) {
+            return url;
+        }
+        assert!(Instant::now() < deadline, "the browser was never opened");
+        std::thread::yield_now();
+    }
+}
+
+/// The chat, with `replies` from the model and the fake server configured; the home and
+/// workspace directories live as long as the returned value.
+fn chat(fake: &Fake, replies: Vec<Reply>) -> (FakeOpenAI, (Dir, Dir), Pty, PathBuf) {
+    let model = FakeOpenAI::start(replies);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &model.base_url(), &fake.plugin());
+    let (script, opened) = browser(&home);
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat")
+        .env("FAKE_API_KEY", "k")
+        .env("BROWSER", &script);
+    let mut pty = Pty::spawn(cmd, 160, 40);
+    pty.wait_text("fake-model · ask");
+    (model, (home, work), pty, opened)
+}
+
+/// The result of tool call `id` in a model request.
+fn tool_result(body: &Value, id: &str) -> Option<String> {
+    body["messages"]
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .and_then(|m| m["content"].as_str().map(str::to_string))
+}
+
+#[test]
+fn a_form_is_answered_in_the_chat_and_the_server_receives_the_answer() {
+    let fake = Fake::start();
+    let (model, _dirs, mut pty, _opened) = chat(
+        &fake,
+        vec![
+            Reply::tool_calls(&[("c1", "mcp__vault__book", "{}")]),
+            Reply::text("booked for two"),
+        ],
+    );
+    pty.send("book a table\r");
+    // One card per field, in name order: `guests` offers its default.
+    pty.wait_text("MCP server vault asks: Book a table");
+    pty.wait_text("2 (default)");
+    pty.send("1");
+    // `name` is required text: typed into the composer.
+    pty.wait_for("the card of `name`", |vt| {
+        let screen = vt.screen();
+        !screen.contains("2 (default)") && screen.contains("Type an answer")
+    });
+    pty.send("1");
+    pty.send("Ann\r");
+    pty.wait_text("Send guests: 2, name: \"Ann\"?");
+    pty.send("1");
+    pty.wait_text("booked for two");
+
+    let answers = fake.answers();
+    assert_eq!(
+        answers,
+        [json!({"jsonrpc": "2.0", "id": "ask-1",
+                "result": {"action": "accept", "content": {"guests": 2, "name": "Ann"}}})],
+        "the server received the form's answer"
+    );
+    let requests = model.wait_for_requests(2);
+    assert_eq!(
+        tool_result(&requests[1].body, "c1").as_deref(),
+        Some(r#"{"action":"accept","content":{"guests":2,"name":"Ann"}}"#)
+    );
+}
+
+#[test]
+fn a_url_is_opened_only_after_consent_and_its_completion_is_shown() {
+    let fake = Fake::start();
+    let (model, _dirs, mut pty, opened) = chat(
+        &fake,
+        vec![
+            Reply::tool_calls(&[("c1", "mcp__vault__pay", "{}")]),
+            Reply::text("the order is paid"),
+        ],
+    );
+    pty.send("pay the order\r");
+    pty.wait_text("MCP server vault asks: Pay for the order");
+    pty.wait_text(&format!("Open {PAY_URL}"));
+    pty.wait_text("Host: pay.example");
+    pty.wait_text("Open in the browser");
+    assert!(!opened.exists(), "the browser waits for the person's yes");
+    pty.send("1");
+    assert_eq!(opened_url(&opened), PAY_URL);
+    pty.wait_text("vault (info): the step in the browser is complete");
+    pty.wait_text("the order is paid");
+
+    assert_eq!(
+        fake.answers(),
+        [json!({"jsonrpc": "2.0", "id": "ask-2", "result": {"action": "accept"}})],
+        "consent is an accept without content"
+    );
+    let requests = model.wait_for_requests(2);
+    assert_eq!(
+        tool_result(&requests[1].body, "c1").as_deref(),
+        Some("paid")
+    );
+}
+
+#[test]
+fn a_call_refused_until_a_url_is_opened_is_repeated_once_the_server_confirms() {
+    let fake = Fake::start();
+    let (model, _dirs, mut pty, opened) = chat(
+        &fake,
+        vec![
+            Reply::tool_calls(&[("c1", "mcp__vault__connect", "{}")]),
+            Reply::text("the calendar is linked"),
+        ],
+    );
+    pty.send("link my calendar\r");
+    pty.wait_text("MCP server vault asks: Link your calendar");
+    pty.wait_text(&format!("Open {CONNECT_URL}"));
+    pty.wait_text("Host: connect.example");
+    assert!(!opened.exists(), "the browser waits for the person's yes");
+    pty.send("1");
+    assert_eq!(opened_url(&opened), CONNECT_URL);
+    // Until the server confirms, the person may retry or cancel.
+    pty.wait_text("Waiting for vault to confirm the step in the browser (connect.example).");
+    pty.wait_text("It is done: try again");
+    assert_eq!(fake.calls_of("connect"), 1, "no retry before the notice");
+
+    // The browser step is done: the server says so on its standing stream.
+    fake.push
+        .send(
+            json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                     "params": {"elicitationId": "e-connect"}}),
+        )
+        .unwrap();
+    pty.wait_text("the calendar is linked");
+    assert!(
+        !pty.screen().contains("It is done: try again"),
+        "the waiting card closed itself:\n{}",
+        pty.screen()
+    );
+    assert_eq!(fake.calls_of("connect"), 2, "sent again once");
+    let requests = model.wait_for_requests(2);
+    assert_eq!(
+        tool_result(&requests[1].body, "c1").as_deref(),
+        Some("connected")
+    );
+    assert!(
+        fake.answers().is_empty(),
+        "nothing to answer: it was an error"
+    );
+}
+
+#[test]
+fn a_headless_run_declines_urls_and_keeps_a_required_one_from_the_model() {
+    let fake = Fake::start();
+    let model = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[
+            ("c1", "mcp__vault__pay", "{}"),
+            ("c2", "mcp__vault__connect", "{}"),
+        ]),
+        Reply::text("could not do either"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &model.base_url(), &fake.plugin());
+    let (script, opened) = browser(&home);
+    let log = home.join("mcp.log");
+    let out = run(reasonix(&home, work.path())
+        .env("BROWSER", &script)
+        .env("REASONIX_LOG", &log)
+        .args(["run", "pay and link"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "could not do either\n"),
+        "{out:?}"
+    );
+    assert!(!opened.exists(), "no browser without a person");
+    let requests = model.wait_for_requests(2);
+    assert_eq!(
+        tool_result(&requests[1].body, "c1").as_deref(),
+        Some("not paid: decline")
+    );
+    let refused = tool_result(&requests[1].body, "c2").unwrap_or_default();
+    assert!(
+        refused
+            .contains("needs the user to finish a step in the browser first (Link your calendar)"),
+        "{refused}"
+    );
+    assert!(
+        !refused.contains("connect.example"),
+        "the model never sees the URL: {refused}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains(&format!("Link your calendar ({CONNECT_URL})")),
+        "the person finds it in the MCP log: {logged}"
+    );
+    assert_eq!(fake.calls_of("connect"), 1, "not sent again");
+}
+
+#[test]
+fn mcp_call_on_a_terminal_asks_before_opening_and_retries_when_the_person_says_done() {
+    let fake = Fake::start();
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(".reasonix/config.toml", &fake.plugin());
+    let (script, opened) = browser(&home);
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["mcp", "call", "vault", "connect"])
+        .env("BROWSER", &script);
+    let mut pty = Pty::spawn(cmd, 160, 40);
+    pty.wait_text("MCP server `vault` asks: Link your calendar");
+    pty.wait_text(&format!("URL: {CONNECT_URL}"));
+    pty.wait_text("Host: connect.example");
+    pty.wait_text("Open it in the browser? [y]es / [N]o:");
+    assert!(!opened.exists(), "the browser waits for the person's yes");
+    pty.send("y\r");
+    assert_eq!(opened_url(&opened), CONNECT_URL);
+    // This server never confirms: the person says when it is done.
+    pty.wait_text("press Enter once it is done to try again");
+    assert_eq!(
+        fake.calls_of("connect"),
+        1,
+        "no retry before the person says so"
+    );
+    pty.send("\r");
+    pty.wait_text("connected");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    assert_eq!(fake.calls_of("connect"), 2, "sent again once");
+}
