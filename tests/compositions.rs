@@ -862,3 +862,241 @@ fn an_explicit_mcp_selection_never_launches_unselected_servers() {
         "{out:?}"
     );
 }
+
+/// Marks (or unmarks) the fake provider's model as reading images.
+fn set_vision(home: &Dir, on: bool) {
+    let config = home.read(".reasonix/config.toml");
+    let config = if on {
+        config.replace(
+            "model = \"fake-model\"\n",
+            "model = \"fake-model\"\nvision = true\n",
+        )
+    } else {
+        config.replace("vision = true\n", "")
+    };
+    home.write(".reasonix/config.toml", &config);
+}
+
+/// A conversation bound to `user:eye` (a copy of builtin:minimal, which needs a vision
+/// model) on a model that then stops being marked as one: its binding is unavailable.
+fn unavailable_bound_session(home: &Dir, work: &Path) -> String {
+    set_vision(home, true);
+    let out = agent(
+        home,
+        work,
+        &["create", "user:eye", "--from", "builtin:minimal"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(home, work, &["--agent-composition", "user:eye", "look"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    set_vision(home, false);
+    let (header, _) = read_session(&session_files(home)[0]);
+    assert_eq!(header["composition"]["id"], "user:eye", "{header}");
+    header["id"].as_str().expect("a session id").to_string()
+}
+
+/// Opens the `/resume` picker of a ready chat and resumes its first (newest) entry.
+fn slash_resume_first(pty: &mut crate::util::pty::Pty) {
+    pty.send("/resume\r");
+    pty.wait_text("Resume a conversation");
+    pty.send("\r");
+}
+
+#[test]
+fn slash_resume_of_a_bound_session_in_an_unbound_chat_continues_under_its_binding() {
+    let server = FakeOpenAI::start(vec![Reply::text("first answer"), Reply::text("again done")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = agent(
+        &home,
+        work.path(),
+        &[
+            "create",
+            "user:lean",
+            "--persona-prefix",
+            "You are Lean.",
+            "--tools",
+            "read_file",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text(READY);
+    slash_resume_first(&mut pty);
+    pty.wait_text("first answer");
+    pty.send("again\r");
+    pty.wait_text("again done");
+    // The composer's placeholder is back once the turn has ended and the agent is free.
+    pty.wait_text("Ask anything");
+    pty.send("/agent\r");
+    pty.wait_text("bound: ");
+    let shown = pty.screen();
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let requests = server.wait_for_requests(2);
+    assert_eq!(
+        tool_names(&requests[1].body),
+        ["read_file"],
+        "the resumed conversation continued under the chat's tools"
+    );
+    assert!(
+        system_prompt(&requests[1].body).starts_with("You are Lean."),
+        "{}",
+        system_prompt(&requests[1].body)
+    );
+    assert!(shown.contains("bound: user:lean"), "{shown}");
+}
+
+#[test]
+fn slash_resume_of_an_unavailable_binding_opens_it_as_history_and_sends_nothing() {
+    let server = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("fresh answer")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    unavailable_bound_session(&home, work.path());
+    let history = session_files(&home).pop().expect("the bound session");
+    let before = std::fs::read_to_string(&history).expect("read the session");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text(READY);
+    slash_resume_first(&mut pty);
+    pty.wait_text("opened as history only");
+    assert!(pty.screen().contains("seen it"), "{}", pty.screen());
+    assert!(
+        pty.screen().contains("agent_composition.unavailable"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("continue please\r");
+    pty.wait_text("not sent");
+    pty.send("!touch shelled\r");
+    pty.wait_for("the shell refusal", |vt| {
+        vt.screen().matches("not sent").count() >= 2
+    });
+    pty.send("/compact\r");
+    pty.wait_for("the compaction refusal", |vt| {
+        vt.screen().matches("not sent").count() >= 3
+    });
+    assert_eq!(server.requests().len(), 1, "a history view sent a prompt");
+    assert!(
+        !work.join("shelled").exists(),
+        "a history view ran a command"
+    );
+    // `/new` (the fix the refusal names) rebuilds the chat as it started: unbound.
+    pty.send("/new\r");
+    pty.wait_text("new conversation");
+    pty.send("fresh start\r");
+    pty.wait_text("fresh answer");
+    pty.wait_text("Ask anything");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let requests = server.wait_for_requests(2);
+    assert!(
+        tool_names(&requests[1].body)
+            .iter()
+            .any(|t| t == "read_file"),
+        "the new conversation has the ordinary tools"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&history).expect("read the session"),
+        before,
+        "the history-only conversation was changed"
+    );
+}
+
+#[test]
+fn chat_resume_of_an_unavailable_binding_shows_the_history_and_refuses_prompts() {
+    let server = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("must not")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let id = unavailable_bound_session(&home, work.path());
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["chat", "--resume", &id]).env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("opened as history only");
+    pty.wait_text("seen it");
+    assert!(
+        pty.screen().contains("vision"),
+        "the fix is named: {}",
+        pty.screen()
+    );
+    pty.send("continue please\r");
+    pty.wait_text("not sent");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    assert_eq!(server.requests().len(), 1, "a history view sent a prompt");
+    // The plain (non-terminal) chat has no view: it refuses as before.
+    let out = crate::util::piped_chat(&home, work.path(), &["--resume", &id], "hi\n");
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn slash_resume_of_a_project_binding_from_another_workspace_is_refused_and_sends_nothing() {
+    let server = FakeOpenAI::start(vec![Reply::text("scouted"), Reply::text("must not")]);
+    let home = Dir::new();
+    let bound = Dir::new();
+    let other = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = agent(
+        &home,
+        bound.path(),
+        &["create", "project:scout", "--tools", "read_file"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        bound.path(),
+        &["--agent-composition", "project:scout", "scout"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let source = session_files(&home).pop().expect("the bound session");
+    let mut cmd = reasonix(&home, other.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text(READY);
+    // The chat's own (blank) session names the other workspace's history directory; the
+    // project-bound conversation is copied there, as a file moved between projects would be.
+    let own = session_files(&home)
+        .into_iter()
+        .find(|p| p != &source)
+        .expect("the chat's session");
+    let copied = own.with_file_name(source.file_name().expect("a file name"));
+    std::fs::copy(&source, &copied).expect("copy the session");
+    slash_resume_first(&mut pty);
+    pty.wait_text("opened as history only");
+    assert!(
+        pty.screen().contains("agent_composition.unavailable"),
+        "{}",
+        pty.screen()
+    );
+    assert!(pty.screen().contains("scouted"), "{}", pty.screen());
+    pty.send("go on\r");
+    pty.wait_text("not sent");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a project binding continued outside its workspace"
+    );
+    // `--resume` refuses the same conversation the same way.
+    let out = bound_run(
+        &home,
+        other.path(),
+        &["--resume", &copied.display().to_string(), "again"],
+    );
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1);
+}
