@@ -1100,3 +1100,79 @@ fn slash_resume_of_a_project_binding_from_another_workspace_is_refused_and_sends
     refused(&out, "unavailable");
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn a_project_definition_selects_a_project_mcp_server_only_once_the_user_granted_its_launch() {
+    let server = FakeOpenAI::start(vec![Reply::text("granted run")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    // A project server runs jailed, and the jail has a private /tmp: run a copy in the workspace.
+    let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
+    let jailed = crate::util::copy_into(example, work.path());
+    let declare = |args: &[&str]| {
+        let command = jailed.display().to_string();
+        serde_json::json!({"mcpServers": {"proj": {"command": command, "args": args}}}).to_string()
+    };
+    work.write(".mcp.json", &declare(&[]));
+    let out = run(reasonix(&home, work.path()).arg("trust"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = agent(
+        &home,
+        work.path(),
+        &["create", "project:docs", "--mcp-servers", "proj"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // Trusting the workspace is not a launch grant: the selection is refused before anything
+    // starts or is sent.
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "project:docs", "hi"],
+    );
+    refused(&out, "unavailable");
+    assert!(out.stderr.contains("no launch grant"), "{out:?}");
+    assert!(session_files(&home).is_empty(), "a session was started");
+    // The user grants the launch in the chat ("remember it for this workspace").
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("Start MCP server proj?");
+    pty.send("a");
+    pty.wait_for("the granted server to start", |vt| {
+        let screen = vt.screen();
+        !screen.contains("Start MCP server proj?")
+            && screen.contains(READY)
+            && !screen.contains("starting MCP servers")
+    });
+    pty.send("/mcp\r");
+    pty.wait_text("proj  connected");
+    pty.send("\x1b");
+    pty.wait_text("Ask anything");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "project:docs", "hi"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(1);
+    let tools = tool_names(&requests[0].body);
+    assert!(tools.iter().any(|t| t == "mcp__proj__echo"), "{tools:?}");
+    let (header, _) = read_session(&session_files(&home).pop().expect("the bound run"));
+    assert_eq!(
+        header["composition"]["modules"]["mcpServers"],
+        serde_json::json!(["proj"]),
+        "{header}"
+    );
+    // A changed launch is not the one the user granted: refused again.
+    work.write(".mcp.json", &declare(&["--dynamic-tools"]));
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "project:docs", "again"],
+    );
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1, "the refused run sent a request");
+}

@@ -348,7 +348,9 @@ impl Flags {
 }
 
 /// What this machine offers a composition: the enabled tools, skills, MCP servers (with
-/// whether the user authorised each), hook events and custom commands.
+/// whether the user authorised each: declared in the user's own config, or a project server
+/// whose launch the user granted for this workspace and this exact launch identity), hook
+/// events and custom commands.
 pub fn available(config: &Config, cwd: &Path) -> Available {
     let enabled = &config.tools.enabled;
     let wanted = |name: &str| enabled.is_empty() || enabled.iter().any(|n| n == name);
@@ -370,6 +372,10 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
         }
     }
     let declared = crate::mcp::config::declared(config, cwd);
+    let grants = crate::mcp::grants::GrantStore::new(&config.home);
+    let authorised = |s: &crate::mcp::config::ServerSpec| {
+        !s.origin.needs_grant() || grants.is_granted(cwd, &s.name, &s.identity_hash())
+    };
     let mut hooks: Vec<String> = Vec::new();
     for hook in &config.hooks {
         if !hooks.contains(&hook.event) {
@@ -382,7 +388,7 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
         mcp_servers: declared
             .servers
             .iter()
-            .map(|s| (s.name.clone(), !s.origin.needs_grant()))
+            .map(|s| (s.name.clone(), authorised(s)))
             .collect(),
         hooks,
         commands: crate::command::custom::load_for(&config.home, cwd)
