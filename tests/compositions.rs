@@ -64,6 +64,26 @@ fn assert_pinned_after_the_catalog_changed(
     results
 }
 
+/// The catalog table (`reasonix agent list`, `/agent`) names each entry's source on its row.
+fn assert_sources(table: &str) {
+    for (id, source) in [
+        ("builtin:general", "built-in"),
+        ("builtin:minimal", "built-in"),
+        ("user:mine", "personal"),
+        ("project:mine", "project"),
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().any(|w| w == id))
+            .unwrap_or_else(|| panic!("no row for {id}:\n{table}"));
+        assert_eq!(
+            row.split_whitespace().skip_while(|w| *w != id).nth(1),
+            Some(source),
+            "{row}"
+        );
+    }
+}
+
 fn refused(out: &Run, code: &str) {
     assert_eq!(out.code, REFUSED, "{out:?}");
     assert!(
@@ -103,6 +123,7 @@ fn the_catalog_keeps_scopes_apart_counts_revisions_and_refuses_a_stale_save() {
         assert!(list.stdout.contains(id), "{id}: {list:?}");
     }
     assert!(list.stdout.contains("tools: bash,view_image"), "{list:?}");
+    assert_sources(&list.stdout);
     // Two editors read revision 1; the second save is refused and loses nothing.
     let first = agent(
         &home,
@@ -258,6 +279,32 @@ fn import_previews_diagnostics_and_saves_only_when_asked() {
     let value: Value = serde_json::from_str(&export.stdout).expect("export is JSON");
     assert_eq!(value["name"], "Port");
     assert_eq!(value["revision"], 0, "exports carry no local revision");
+}
+
+#[test]
+fn an_export_keeps_credential_references_even_when_the_variables_are_set() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    let file = home.write(
+        "creds.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"env":{"TOKEN":"${DOCS_TOKEN}"},"headers":{"Authorization":"${DOCS_AUTH}"}}}}"#,
+    );
+    let file = file.display().to_string();
+    let out = agent(&home, work.path(), &["import", &file, "--as", "user:creds"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(reasonix(&home, work.path())
+        .args(["agent", "export", "user:creds"])
+        .env("DOCS_TOKEN", "sk-live-token-value")
+        .env("DOCS_AUTH", "Bearer live-auth-value"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let value: Value = serde_json::from_str(&out.stdout).expect("export is JSON");
+    let docs = &value["mcp"]["docs"];
+    assert_eq!(docs["env"]["TOKEN"], "${DOCS_TOKEN}", "{value}");
+    assert_eq!(docs["headers"]["Authorization"], "${DOCS_AUTH}", "{value}");
+    for secret in ["sk-live-token-value", "live-auth-value"] {
+        assert!(!out.stdout.contains(secret), "{}", out.stdout);
+    }
 }
 
 #[test]
@@ -536,15 +583,10 @@ fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
-    assert_eq!(
-        agent(
-            &home,
-            work.path(),
-            &["create", "user:lean", "--tools", "read_file"]
-        )
-        .code,
-        0
-    );
+    for id in ["user:lean", "user:mine", "project:mine"] {
+        let out = agent(&home, work.path(), &["create", id, "--tools", "read_file"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
     let mut cmd = reasonix(&home, work.path());
     cmd.args(["chat", "--agent-composition", "user:lean"])
         .env("FAKE_API_KEY", "k");
@@ -552,7 +594,8 @@ fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     pty.wait_text("fake-model · ask");
     pty.send("/agent\r");
     pty.wait_text("bound: user:lean");
-    assert!(pty.screen().contains("builtin:minimal"), "{}", pty.screen());
+    pty.wait_text("project:mine");
+    assert_sources(&pty.screen());
     pty.send("/persona prefix Be brief.\r");
     pty.wait_text("saved [agent] persona_prefix");
     pty.send("hi\r");
@@ -1175,4 +1218,52 @@ fn a_project_definition_selects_a_project_mcp_server_only_once_the_user_granted_
     );
     refused(&out, "unavailable");
     assert_eq!(server.requests().len(), 1, "the refused run sent a request");
+}
+
+/// A stdio MCP server that lists one tool, `stall`, and never answers a call.
+const STALLING_SERVER: &str = r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; read l; echo '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"stall","inputSchema":{"type":"object"}}]}}'; cat > /dev/null"#;
+
+#[test]
+fn a_timeout_only_project_definition_is_bound_and_its_call_timeout_applies() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__docs__stall", "{}")]),
+        Reply::text("gave up"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let plugin = format!(
+        "[[plugins]]\nname = \"docs\"\ncommand = \"sh\"\nargs = [\"-c\", '''{STALLING_SERVER}''']\n"
+    );
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    work.write(
+        ".reasonix/agent-presets/definitions/quick.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"callTimeoutSeconds":1}}}"#,
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &[
+            "--agent-composition",
+            "project:quick",
+            "--permission-mode",
+            "yolo",
+            "stall",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (header, _) = read_session(&session_files(&home)[0]);
+    let binding = &header["composition"];
+    assert_eq!(binding["id"], "project:quick", "{header}");
+    assert_eq!(binding["mcp"]["docs"]["callTimeoutSeconds"], 1, "{header}");
+    let requests = server.wait_for_requests(2);
+    let result = requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "tool"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        result.contains("no answer within 1 s"),
+        "the binding's call timeout did not apply: {result}"
+    );
 }
