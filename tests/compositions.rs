@@ -64,6 +64,26 @@ fn assert_pinned_after_the_catalog_changed(
     results
 }
 
+/// The catalog table (`reasonix agent list`, `/agent`) names each entry's source on its row.
+fn assert_sources(table: &str) {
+    for (id, source) in [
+        ("builtin:general", "built-in"),
+        ("builtin:minimal", "built-in"),
+        ("user:mine", "personal"),
+        ("project:mine", "project"),
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().any(|w| w == id))
+            .unwrap_or_else(|| panic!("no row for {id}:\n{table}"));
+        assert_eq!(
+            row.split_whitespace().skip_while(|w| *w != id).nth(1),
+            Some(source),
+            "{row}"
+        );
+    }
+}
+
 fn refused(out: &Run, code: &str) {
     assert_eq!(out.code, REFUSED, "{out:?}");
     assert!(
@@ -103,6 +123,7 @@ fn the_catalog_keeps_scopes_apart_counts_revisions_and_refuses_a_stale_save() {
         assert!(list.stdout.contains(id), "{id}: {list:?}");
     }
     assert!(list.stdout.contains("tools: bash,view_image"), "{list:?}");
+    assert_sources(&list.stdout);
     // Two editors read revision 1; the second save is refused and loses nothing.
     let first = agent(
         &home,
@@ -258,6 +279,32 @@ fn import_previews_diagnostics_and_saves_only_when_asked() {
     let value: Value = serde_json::from_str(&export.stdout).expect("export is JSON");
     assert_eq!(value["name"], "Port");
     assert_eq!(value["revision"], 0, "exports carry no local revision");
+}
+
+#[test]
+fn an_export_keeps_credential_references_even_when_the_variables_are_set() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    let file = home.write(
+        "creds.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"env":{"TOKEN":"${DOCS_TOKEN}"},"headers":{"Authorization":"${DOCS_AUTH}"}}}}"#,
+    );
+    let file = file.display().to_string();
+    let out = agent(&home, work.path(), &["import", &file, "--as", "user:creds"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(reasonix(&home, work.path())
+        .args(["agent", "export", "user:creds"])
+        .env("DOCS_TOKEN", "sk-live-token-value")
+        .env("DOCS_AUTH", "Bearer live-auth-value"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let value: Value = serde_json::from_str(&out.stdout).expect("export is JSON");
+    let docs = &value["mcp"]["docs"];
+    assert_eq!(docs["env"]["TOKEN"], "${DOCS_TOKEN}", "{value}");
+    assert_eq!(docs["headers"]["Authorization"], "${DOCS_AUTH}", "{value}");
+    for secret in ["sk-live-token-value", "live-auth-value"] {
+        assert!(!out.stdout.contains(secret), "{}", out.stdout);
+    }
 }
 
 #[test]
@@ -536,15 +583,10 @@ fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
-    assert_eq!(
-        agent(
-            &home,
-            work.path(),
-            &["create", "user:lean", "--tools", "read_file"]
-        )
-        .code,
-        0
-    );
+    for id in ["user:lean", "user:mine", "project:mine"] {
+        let out = agent(&home, work.path(), &["create", id, "--tools", "read_file"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
     let mut cmd = reasonix(&home, work.path());
     cmd.args(["chat", "--agent-composition", "user:lean"])
         .env("FAKE_API_KEY", "k");
@@ -552,7 +594,8 @@ fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     pty.wait_text("fake-model · ask");
     pty.send("/agent\r");
     pty.wait_text("bound: user:lean");
-    assert!(pty.screen().contains("builtin:minimal"), "{}", pty.screen());
+    pty.wait_text("project:mine");
+    assert_sources(&pty.screen());
     pty.send("/persona prefix Be brief.\r");
     pty.wait_text("saved [agent] persona_prefix");
     pty.send("hi\r");
@@ -860,5 +903,367 @@ fn an_explicit_mcp_selection_never_launches_unselected_servers() {
             .iter()
             .any(|n| n.starts_with("mcp__proj__")),
         "{out:?}"
+    );
+}
+
+/// Marks (or unmarks) the fake provider's model as reading images.
+fn set_vision(home: &Dir, on: bool) {
+    let config = home.read(".reasonix/config.toml");
+    let config = if on {
+        config.replace(
+            "model = \"fake-model\"\n",
+            "model = \"fake-model\"\nvision = true\n",
+        )
+    } else {
+        config.replace("vision = true\n", "")
+    };
+    home.write(".reasonix/config.toml", &config);
+}
+
+/// A conversation bound to `user:eye` (a copy of builtin:minimal, which needs a vision
+/// model) on a model that then stops being marked as one: its binding is unavailable.
+fn unavailable_bound_session(home: &Dir, work: &Path) -> String {
+    set_vision(home, true);
+    let out = agent(
+        home,
+        work,
+        &["create", "user:eye", "--from", "builtin:minimal"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(home, work, &["--agent-composition", "user:eye", "look"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    set_vision(home, false);
+    let (header, _) = read_session(&session_files(home)[0]);
+    assert_eq!(header["composition"]["id"], "user:eye", "{header}");
+    header["id"].as_str().expect("a session id").to_string()
+}
+
+/// Opens the `/resume` picker of a ready chat and resumes its first (newest) entry.
+fn slash_resume_first(pty: &mut crate::util::pty::Pty) {
+    pty.send("/resume\r");
+    pty.wait_text("Resume a conversation");
+    pty.send("\r");
+}
+
+#[test]
+fn slash_resume_of_a_bound_session_in_an_unbound_chat_continues_under_its_binding() {
+    let server = FakeOpenAI::start(vec![Reply::text("first answer"), Reply::text("again done")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = agent(
+        &home,
+        work.path(),
+        &[
+            "create",
+            "user:lean",
+            "--persona-prefix",
+            "You are Lean.",
+            "--tools",
+            "read_file",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text(READY);
+    slash_resume_first(&mut pty);
+    pty.wait_text("first answer");
+    pty.send("again\r");
+    pty.wait_text("again done");
+    // The composer's placeholder is back once the turn has ended and the agent is free.
+    pty.wait_text("Ask anything");
+    pty.send("/agent\r");
+    pty.wait_text("bound: ");
+    let shown = pty.screen();
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let requests = server.wait_for_requests(2);
+    assert_eq!(
+        tool_names(&requests[1].body),
+        ["read_file"],
+        "the resumed conversation continued under the chat's tools"
+    );
+    assert!(
+        system_prompt(&requests[1].body).starts_with("You are Lean."),
+        "{}",
+        system_prompt(&requests[1].body)
+    );
+    assert!(shown.contains("bound: user:lean"), "{shown}");
+}
+
+#[test]
+fn slash_resume_of_an_unavailable_binding_opens_it_as_history_and_sends_nothing() {
+    let server = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("fresh answer")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    unavailable_bound_session(&home, work.path());
+    let history = session_files(&home).pop().expect("the bound session");
+    let before = std::fs::read_to_string(&history).expect("read the session");
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text(READY);
+    slash_resume_first(&mut pty);
+    pty.wait_text("opened as history only");
+    assert!(pty.screen().contains("seen it"), "{}", pty.screen());
+    assert!(
+        pty.screen().contains("agent_composition.unavailable"),
+        "{}",
+        pty.screen()
+    );
+    pty.send("continue please\r");
+    pty.wait_text("not sent");
+    pty.send("!touch shelled\r");
+    pty.wait_for("the shell refusal", |vt| {
+        vt.screen().matches("not sent").count() >= 2
+    });
+    pty.send("/compact\r");
+    pty.wait_for("the compaction refusal", |vt| {
+        vt.screen().matches("not sent").count() >= 3
+    });
+    assert_eq!(server.requests().len(), 1, "a history view sent a prompt");
+    assert!(
+        !work.join("shelled").exists(),
+        "a history view ran a command"
+    );
+    // `/new` (the fix the refusal names) rebuilds the chat as it started: unbound.
+    pty.send("/new\r");
+    pty.wait_text("new conversation");
+    pty.send("fresh start\r");
+    pty.wait_text("fresh answer");
+    pty.wait_text("Ask anything");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let requests = server.wait_for_requests(2);
+    assert!(
+        tool_names(&requests[1].body)
+            .iter()
+            .any(|t| t == "read_file"),
+        "the new conversation has the ordinary tools"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&history).expect("read the session"),
+        before,
+        "the history-only conversation was changed"
+    );
+}
+
+#[test]
+fn chat_resume_of_an_unavailable_binding_shows_the_history_and_refuses_prompts() {
+    let server = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("must not")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let id = unavailable_bound_session(&home, work.path());
+    let mut cmd = reasonix(&home, work.path());
+    cmd.args(["chat", "--resume", &id]).env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("opened as history only");
+    pty.wait_text("seen it");
+    assert!(
+        pty.screen().contains("vision"),
+        "the fix is named: {}",
+        pty.screen()
+    );
+    pty.send("continue please\r");
+    pty.wait_text("not sent");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    assert_eq!(server.requests().len(), 1, "a history view sent a prompt");
+    // The plain (non-terminal) chat has no view: it refuses as before.
+    let out = crate::util::piped_chat(&home, work.path(), &["--resume", &id], "hi\n");
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn slash_resume_of_a_project_binding_from_another_workspace_is_refused_and_sends_nothing() {
+    let server = FakeOpenAI::start(vec![Reply::text("scouted"), Reply::text("must not")]);
+    let home = Dir::new();
+    let bound = Dir::new();
+    let other = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = agent(
+        &home,
+        bound.path(),
+        &["create", "project:scout", "--tools", "read_file"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = bound_run(
+        &home,
+        bound.path(),
+        &["--agent-composition", "project:scout", "scout"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let source = session_files(&home).pop().expect("the bound session");
+    let mut cmd = reasonix(&home, other.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text(READY);
+    // The chat's own (blank) session names the other workspace's history directory; the
+    // project-bound conversation is copied there, as a file moved between projects would be.
+    let own = session_files(&home)
+        .into_iter()
+        .find(|p| p != &source)
+        .expect("the chat's session");
+    let copied = own.with_file_name(source.file_name().expect("a file name"));
+    std::fs::copy(&source, &copied).expect("copy the session");
+    slash_resume_first(&mut pty);
+    pty.wait_text("opened as history only");
+    assert!(
+        pty.screen().contains("agent_composition.unavailable"),
+        "{}",
+        pty.screen()
+    );
+    assert!(pty.screen().contains("scouted"), "{}", pty.screen());
+    pty.send("go on\r");
+    pty.wait_text("not sent");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a project binding continued outside its workspace"
+    );
+    // `--resume` refuses the same conversation the same way.
+    let out = bound_run(
+        &home,
+        other.path(),
+        &["--resume", &copied.display().to_string(), "again"],
+    );
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_project_definition_selects_a_project_mcp_server_only_once_the_user_granted_its_launch() {
+    let server = FakeOpenAI::start(vec![Reply::text("granted run")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    // A project server runs jailed, and the jail has a private /tmp: run a copy in the workspace.
+    let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
+    let jailed = crate::util::copy_into(example, work.path());
+    let declare = |args: &[&str]| {
+        let command = jailed.display().to_string();
+        serde_json::json!({"mcpServers": {"proj": {"command": command, "args": args}}}).to_string()
+    };
+    work.write(".mcp.json", &declare(&[]));
+    let out = run(reasonix(&home, work.path()).arg("trust"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = agent(
+        &home,
+        work.path(),
+        &["create", "project:docs", "--mcp-servers", "proj"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // Trusting the workspace is not a launch grant: the selection is refused before anything
+    // starts or is sent.
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "project:docs", "hi"],
+    );
+    refused(&out, "unavailable");
+    assert!(out.stderr.contains("no launch grant"), "{out:?}");
+    assert!(session_files(&home).is_empty(), "a session was started");
+    // The user grants the launch in the chat ("remember it for this workspace").
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 120, 30);
+    pty.wait_text("Start MCP server proj?");
+    pty.send("a");
+    pty.wait_for("the granted server to start", |vt| {
+        let screen = vt.screen();
+        !screen.contains("Start MCP server proj?")
+            && screen.contains(READY)
+            && !screen.contains("starting MCP servers")
+    });
+    pty.send("/mcp\r");
+    pty.wait_text("proj  connected");
+    pty.send("\x1b");
+    pty.wait_text("Ask anything");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "project:docs", "hi"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(1);
+    let tools = tool_names(&requests[0].body);
+    assert!(tools.iter().any(|t| t == "mcp__proj__echo"), "{tools:?}");
+    let (header, _) = read_session(&session_files(&home).pop().expect("the bound run"));
+    assert_eq!(
+        header["composition"]["modules"]["mcpServers"],
+        serde_json::json!(["proj"]),
+        "{header}"
+    );
+    // A changed launch is not the one the user granted: refused again.
+    work.write(".mcp.json", &declare(&["--dynamic-tools"]));
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "project:docs", "again"],
+    );
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1, "the refused run sent a request");
+}
+
+/// A stdio MCP server that lists one tool, `stall`, and never answers a call.
+const STALLING_SERVER: &str = r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; read l; echo '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"stall","inputSchema":{"type":"object"}}]}}'; cat > /dev/null"#;
+
+#[test]
+fn a_timeout_only_project_definition_is_bound_and_its_call_timeout_applies() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__docs__stall", "{}")]),
+        Reply::text("gave up"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let plugin = format!(
+        "[[plugins]]\nname = \"docs\"\ncommand = \"sh\"\nargs = [\"-c\", '''{STALLING_SERVER}''']\n"
+    );
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    work.write(
+        ".reasonix/agent-presets/definitions/quick.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"callTimeoutSeconds":1}}}"#,
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &[
+            "--agent-composition",
+            "project:quick",
+            "--permission-mode",
+            "yolo",
+            "stall",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (header, _) = read_session(&session_files(&home)[0]);
+    let binding = &header["composition"];
+    assert_eq!(binding["id"], "project:quick", "{header}");
+    assert_eq!(binding["mcp"]["docs"]["callTimeoutSeconds"], 1, "{header}");
+    let requests = server.wait_for_requests(2);
+    let result = requests[1].body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "tool"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        result.contains("no answer within 1 s"),
+        "the binding's call timeout did not apply: {result}"
     );
 }

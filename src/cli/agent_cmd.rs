@@ -348,7 +348,9 @@ impl Flags {
 }
 
 /// What this machine offers a composition: the enabled tools, skills, MCP servers (with
-/// whether the user authorised each), hook events and custom commands.
+/// whether the user authorised each: declared in the user's own config, or a project server
+/// whose launch the user granted for this workspace and this exact launch identity), hook
+/// events and custom commands.
 pub fn available(config: &Config, cwd: &Path) -> Available {
     let enabled = &config.tools.enabled;
     let wanted = |name: &str| enabled.is_empty() || enabled.iter().any(|n| n == name);
@@ -370,6 +372,10 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
         }
     }
     let declared = crate::mcp::config::declared(config, cwd);
+    let grants = crate::mcp::grants::GrantStore::new(&config.home);
+    let authorised = |s: &crate::mcp::config::ServerSpec| {
+        !s.origin.needs_grant() || grants.is_granted(cwd, &s.name, &s.identity_hash())
+    };
     let mut hooks: Vec<String> = Vec::new();
     for hook in &config.hooks {
         if !hooks.contains(&hook.event) {
@@ -382,7 +388,7 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
         mcp_servers: declared
             .servers
             .iter()
-            .map(|s| (s.name.clone(), !s.origin.needs_grant()))
+            .map(|s| (s.name.clone(), authorised(s)))
             .collect(),
         hooks,
         commands: crate::command::custom::load_for(&config.home, cwd)
@@ -393,17 +399,19 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
     }
 }
 
-/// The binding of the run or chat about to start, applied to `config`: a resumed session's
-/// retained binding, or the one `--agent-composition` chooses for a new session. `None`: the
-/// ordinary configuration. A resumed conversation keeps its binding (a different choice is
-/// `agent_composition.locked`); one that cannot run here is `agent_composition.unavailable`.
+/// The one check every conversation passes before it runs: a new one, or one continued by
+/// `--continue`, `--resume` or the chat's `/resume`. A resumed session keeps its retained
+/// binding (a different `--agent-composition` is `agent_composition.locked`), which must
+/// still run here ([`resolve::check_runnable`], and [`resolve::check_imported`] for an
+/// archive's); one that cannot is [`Prepared::history_only`]. A new session is bound to what
+/// `flag` chooses. The binding is applied to `config`; `None` keeps the ordinary configuration.
 pub fn prepare(
     flag: Option<&str>,
     choice: &SessionChoice,
     config: &mut Config,
     settings: &ProviderSettings,
     cwd: &Path,
-) -> Result<Option<Binding>, Error> {
+) -> Result<Prepared, Error> {
     let catalog = Catalog::new(&config.home, cwd);
     let existing = match choice {
         SessionChoice::New => None,
@@ -415,42 +423,18 @@ pub fn prepare(
         }
     };
     if let Some(path) = existing {
-        let (header, _) = session::load(&path)?;
-        // What the flag names; `builtin:general` stands for no binding.
-        let general = format!("builtin:{}", crate::composition::builtin::GENERAL);
-        let chosen = match flag {
-            Some(flag) => Some(
-                resolve::choose(&catalog, flag)?
-                    .map_or_else(|| general.clone(), |(id, _)| id.to_string()),
-            ),
-            None => None,
-        };
-        return match header.composition {
-            Some(binding) => {
-                if chosen.as_ref().is_some_and(|c| *c != binding.id) {
-                    return Err(locked(&binding.id));
-                }
-                if binding.imported {
-                    resolve::check_imported(&binding, &catalog)
-                        .map_err(|e| history_only(&header.id, e))?;
-                }
-                resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
-                    .map_err(|e| history_only(&header.id, e))?;
-                let skills = available(config, cwd).skills;
-                resolve::apply(&binding, config, &skills);
-                Ok(Some(binding))
-            }
-            None if chosen.is_some_and(|c| c != general) => {
-                Err(locked("the ordinary configuration (no composition)"))
-            }
-            None => Ok(None),
-        };
+        return resumed(&path, flag, &catalog, config, settings, cwd);
     }
+    let fresh = |binding| Prepared {
+        binding,
+        session: choice.clone(),
+        history_only: None,
+    };
     let Some(flag) = flag else {
-        return Ok(None);
+        return Ok(fresh(None));
     };
     let Some((id, definition)) = resolve::choose(&catalog, flag)? else {
-        return Ok(None);
+        return Ok(fresh(None));
     };
     // Gathered only for a binding: an ordinary run reads no extra directories.
     let available = available(config, cwd);
@@ -469,7 +453,83 @@ pub fn prepare(
         }
     }
     resolve::apply(&binding, config, &available.skills);
-    Ok(Some(binding))
+    Ok(fresh(Some(binding)))
+}
+
+/// [`prepare`] for the session at `path`, which is continued.
+fn resumed(
+    path: &Path,
+    flag: Option<&str>,
+    catalog: &Catalog,
+    config: &mut Config,
+    settings: &ProviderSettings,
+    cwd: &Path,
+) -> Result<Prepared, Error> {
+    let (header, _) = session::load(path)?;
+    // What the flag names; `builtin:general` stands for no binding.
+    let general = format!("builtin:{}", crate::composition::builtin::GENERAL);
+    let chosen = match flag {
+        Some(flag) => Some(
+            resolve::choose(catalog, flag)?
+                .map_or_else(|| general.clone(), |(id, _)| id.to_string()),
+        ),
+        None => None,
+    };
+    // The file checked is the file opened: `--continue` does not look for the newest again.
+    let mut prepared = Prepared {
+        binding: None,
+        session: SessionChoice::Reference(path.display().to_string()),
+        history_only: None,
+    };
+    let Some(binding) = header.composition else {
+        if chosen.is_some_and(|c| c != general) {
+            return Err(locked("the ordinary configuration (no composition)"));
+        }
+        return Ok(prepared);
+    };
+    if chosen.as_ref().is_some_and(|c| *c != binding.id) {
+        return Err(locked(&binding.id));
+    }
+    let checked = if binding.imported {
+        resolve::check_imported(&binding, catalog)
+    } else {
+        Ok(())
+    };
+    let checked = checked.and_then(|()| {
+        resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
+    });
+    match checked {
+        Err(err) => prepared.history_only = Some(history_only(&header.id, err)),
+        Ok(()) => {
+            let skills = available(config, cwd).skills;
+            resolve::apply(&binding, config, &skills);
+            prepared.binding = Some(binding);
+        }
+    }
+    Ok(prepared)
+}
+
+/// What [`prepare`] found.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The binding applied to the configuration; `None`: the ordinary configuration.
+    pub binding: Option<Binding>,
+    /// The session to open: a new one, or the checked session's file.
+    pub session: SessionChoice,
+    /// The resumed conversation's retained binding is unavailable or untrusted here: it can
+    /// be read as history but cannot continue, and nothing was applied to the configuration.
+    pub history_only: Option<CompositionError>,
+}
+
+impl Prepared {
+    /// For a front end that cannot show a conversation it may not continue (`run`, the plain
+    /// chat, the browser): a history-only conversation is refused.
+    pub fn runnable(self) -> Result<(Option<Binding>, SessionChoice), Error> {
+        match self.history_only {
+            Some(err) => Err(err.into()),
+            None => Ok((self.binding, self.session)),
+        }
+    }
 }
 
 fn locked(bound: &str) -> Error {
@@ -483,7 +543,7 @@ fn locked(bound: &str) -> Error {
     .into()
 }
 
-fn history_only(session: &str, err: CompositionError) -> Error {
+fn history_only(session: &str, err: CompositionError) -> CompositionError {
     CompositionError::new(
         err.code,
         format!(
@@ -491,7 +551,6 @@ fn history_only(session: &str, err: CompositionError) -> Error {
             err.message
         ),
     )
-    .into()
 }
 
 /// After the MCP tools are registered: a new binding pins their contracts; a restored one

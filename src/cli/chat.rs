@@ -98,6 +98,10 @@ struct Setup {
     warnings: Vec<String>,
     /// The agent composition the conversation is bound to (already applied to `config`).
     binding: Option<crate::composition::resolve::Binding>,
+    /// The session to open: a new one, or the file the binding checks read.
+    session: SessionChoice,
+    /// The resumed conversation's binding cannot run here: it opens as history only.
+    history_only: Option<crate::composition::CompositionError>,
 }
 
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
@@ -138,13 +142,14 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let mut config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
     assemble::check_key(&settings)?;
-    let binding = super::agent_cmd::prepare(
+    let prepared = super::agent_cmd::prepare(
         args.agent_composition.as_deref(),
         &args.session(),
         &mut config,
         &settings,
         &cwd,
     )?;
+    let binding = prepared.binding;
     let mut commands = custom::load_for(&config.home, &cwd);
     if let Some(binding) = &binding {
         commands
@@ -164,6 +169,8 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         untrusted: loaded.untrusted,
         warnings: loaded.warnings,
         binding,
+        session: prepared.session,
+        history_only: prepared.history_only,
     })
 }
 
@@ -189,12 +196,12 @@ fn build_agent(
     if let Some(mcp) = mcp {
         mcp.register(&mut tools);
         if let Some(binding) = binding.as_mut() {
-            super::agent_cmd::pin_mcp(binding, args.resume.is_none(), &tools)?;
+            let fresh = setup.session == SessionChoice::New;
+            super::agent_cmd::pin_mcp(binding, fresh, &tools)?;
         }
     }
-    let choice = args.resume.clone().unwrap_or(SessionChoice::New);
     let session = assemble::open_session(
-        &choice,
+        &setup.session,
         args.attach,
         &PromptFlags {
             binding: binding.clone(),
@@ -291,7 +298,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let warning = |message: &String| (NoticeLevel::Warning, message.clone());
     notices.extend(setup.commands.notices.iter().map(warning));
     notices.extend(untrusted_notice(&setup.untrusted).iter().map(warning));
-    if args.resume.is_some() {
+    if args.resume.is_some() && setup.history_only.is_none() {
         notices.push((
             NoticeLevel::Info,
             format!(
@@ -302,6 +309,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         ));
     }
     let startup = mcp_startup(args, &setup, &tx, Arc::clone(&mcp_policies));
+    let history_only = setup.history_only.as_ref().map(history_view);
     let catalog = Catalog::new(setup.commands.commands.clone(), Vec::new());
     let history_file = history_file(&setup.config, &setup.cwd);
     let parts = ui::Parts {
@@ -330,6 +338,7 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         model: setup.settings.model.clone(),
         context_window: setup.settings.context_window,
         notices,
+        history_only,
     };
     install_panic_hook();
     let outcome = ui::run(parts).map_err(|e| Error::io("setting up the terminal", e))?;
@@ -372,14 +381,26 @@ fn late_lookup(policies: Policies) -> McpLookup {
     })
 }
 
+/// What the UI shows of a conversation that opens as history only.
+fn history_view(err: &crate::composition::CompositionError) -> ui::HistoryOnly {
+    ui::HistoryOnly {
+        code: err.code.as_str().to_string(),
+        reason: err.to_string(),
+    }
+}
+
 /// Starting the declared MCP servers, for the UI to run once it can ask for launch grants.
-/// `None` when no server is declared.
+/// `None` when no server is declared, and for a history-only conversation, which launches
+/// nothing.
 fn mcp_startup(
     args: &ChatArgs,
     setup: &Setup,
     tx: &std::sync::mpsc::Sender<ui::Msg>,
     policies: Policies,
 ) -> Option<ui::Startup> {
+    if setup.history_only.is_some() {
+        return None;
+    }
     let declared = mcp::config::declared(&setup.config, &setup.cwd);
     if declared.servers.is_empty() && declared.problems.is_empty() {
         return None;
@@ -481,6 +502,26 @@ impl ChatServices {
         let mut args = self.args.clone();
         args.agent_composition = Some(id.to_string());
         args.resume = None;
+        let switched = self.rebuild(args)?;
+        let shown = self
+            .binding
+            .as_ref()
+            .map_or("builtin:general", |b| b.id.as_str());
+        let message = format!(
+            "this conversation now uses {shown} (persona, tools, skills, commands, hooks and \
+             MCP servers); it is kept from the first prompt on"
+        );
+        Ok(ui::Switched {
+            message,
+            ..switched
+        })
+    }
+
+    /// The chat for `args` on the current model, assembled as at start: through
+    /// [`prepare`] (the binding checks of `--agent-composition` and `--resume`), with its own
+    /// agent, tools, commands and MCP servers. Nothing changes on an error; on success the
+    /// services follow the new chat.
+    fn rebuild(&mut self, mut args: ChatArgs) -> Result<ui::Switched, Error> {
         args.model = Some(format!("{}/{}", self.settings.name, self.settings.model));
         let setup = prepare(&args)?;
         let mut notices = Vec::new();
@@ -495,14 +536,6 @@ impl ChatServices {
         notices.extend((setup.commands.notices.iter()).map(|m| (NoticeLevel::Warning, m.clone())));
         *self.policies.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let startup = mcp_startup(&args, &setup, &self.tx, Arc::clone(&self.policies));
-        let shown = setup
-            .binding
-            .as_ref()
-            .map_or("builtin:general", |b| b.id.as_str());
-        let message = format!(
-            "this conversation now uses {shown} (persona, tools, skills, commands, hooks and \
-             MCP servers); it is kept from the first prompt on"
-        );
         let switched = ui::Switched {
             agent,
             ctx,
@@ -510,10 +543,13 @@ impl ChatServices {
             mcp: Arc::new(NoMcp),
             startup,
             notices,
-            message,
+            message: String::new(),
+            history_only: setup.history_only.as_ref().map(history_view),
         };
         self.config = setup.config;
         self.binding = setup.binding;
+        // A later `/new` or `/agent` starts from these flags, not from the resumed session.
+        args.resume = None;
         self.args = args;
         Ok(switched)
     }
@@ -567,8 +603,22 @@ impl Services for ChatServices {
         session::list(&config::paths::sessions_dir(&self.config.home, &self.cwd))
     }
 
-    fn open_session(&mut self, path: &Path) -> Result<Session, String> {
-        Session::open(path).map_err(|e| e.to_string())
+    fn resume(&mut self, path: &Path) -> Result<Box<ui::Switched>, String> {
+        let mut args = self.args.clone();
+        // The conversation keeps its own binding; the chat's choice applies to new ones only.
+        args.agent_composition = None;
+        args.resume = Some(SessionChoice::Reference(path.display().to_string()));
+        args.attach = assemble::Attach::InPlace;
+        let chosen = self.args.agent_composition.clone();
+        let switched = self.rebuild(args).map_err(|e| e.to_string())?;
+        self.args.agent_composition = chosen;
+        Ok(Box::new(switched))
+    }
+
+    fn fresh(&mut self) -> Result<Box<ui::Switched>, String> {
+        let mut args = self.args.clone();
+        args.resume = None;
+        self.rebuild(args).map(Box::new).map_err(|e| e.to_string())
     }
 
     fn agent(&mut self, args: &str, blank: bool) -> Result<ui::AgentAnswer, String> {
@@ -591,6 +641,9 @@ impl Services for ChatServices {
 /// Built-ins other than `/exit` need the interactive chat. No one can grant a project MCP server's
 /// launch here: it needs a stored grant or `--trust-project-mcp`.
 fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
+    if let Some(err) = setup.history_only {
+        return Err(err.into());
+    }
     let policy = assemble::permission_policy(&setup.config, &setup.cwd)?;
     let mut output = Output::new(Format::Text, false);
     let options = McpOptions {

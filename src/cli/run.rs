@@ -341,13 +341,14 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     }
     settings.record_file = args.own.record.clone();
     assemble::check_key(&settings)?;
-    let mut binding = super::agent_cmd::prepare(
+    let (mut binding, choice) = super::agent_cmd::prepare(
         args.common.agent_composition.as_deref(),
         &args.common.session(),
         &mut config,
         &settings,
         &cwd,
-    )?;
+    )?
+    .runnable()?;
     // A subagent profile run is one agent; a plain run pairs with the planner model if any.
     let planner = match &profile {
         None => assemble::planner_settings(&config, &settings)?,
@@ -378,7 +379,6 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let typed = prompt.clone();
     let keep = binding.as_ref().map(|b| &b.modules.commands);
     let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, keep, output)?;
-    let choice = args.common.session();
     let flags = PromptFlags {
         system_prompt: args
             .own

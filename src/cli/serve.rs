@@ -288,7 +288,7 @@ impl ServeFactory {
             }
             None => self.settings.clone(),
         };
-        let choice = open.resume.as_ref().map_or(SessionChoice::New, |r| {
+        let wanted = open.resume.as_ref().map_or(SessionChoice::New, |r| {
             SessionChoice::Reference(r.to_string())
         });
         let flag = match (&open.composition, &open.resume) {
@@ -296,7 +296,8 @@ impl ServeFactory {
             (None, None) => self.composition.as_deref(),
             (None, Some(_)) => None,
         };
-        let mut binding = super::agent_cmd::prepare(flag, &choice, &mut config, &settings, cwd)?;
+        let (mut binding, choice) =
+            super::agent_cmd::prepare(flag, &wanted, &mut config, &settings, cwd)?.runnable()?;
         let policy = assemble::permission_policy(&config, cwd)?;
         let mut ignore = |_: Event| {};
         let planner = assemble::planner_settings(&config, &settings)?;

@@ -27,7 +27,7 @@ pub struct Available {
     pub tools: Vec<String>,
     pub skills: Vec<String>,
     /// MCP server names, each with whether the user authorised it (declared outside the
-    /// project's own files).
+    /// project's own files, or a project server with a stored launch grant).
     pub mcp_servers: Vec<(String, bool)>,
     /// Hook events the configuration has hooks for.
     pub hooks: Vec<String>,
@@ -183,7 +183,9 @@ pub fn bind(
                 Some((_, false)) if id.scope == Scope::Project => {
                     return Err(unavailable(format!(
                         "a project composition may only select MCP servers you authorised; \
-                         `{name}` is declared by the project itself"
+                         `{name}` is declared by the project itself and has no launch grant \
+                         for this workspace (start it once in the chat and answer \"remember \
+                         it\")"
                     )))
                 }
                 _ => {}

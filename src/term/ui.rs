@@ -204,7 +204,13 @@ pub trait Services {
     fn new_session(&mut self) -> Result<Session, String>;
     /// This workspace's sessions, newest first.
     fn sessions(&self) -> Vec<session::Summary>;
-    fn open_session(&mut self, path: &Path) -> Result<Session, String>;
+    /// `/resume`: the chat rebuilt for the conversation at `path` through the same binding
+    /// checks as `--resume` (its retained composition, or history only when that cannot run
+    /// here). Nothing changes on an error.
+    fn resume(&mut self, path: &Path) -> Result<Box<Switched>, String>;
+    /// `/new` or `/clear` in a history-only chat: the chat rebuilt as it started, in a new
+    /// conversation.
+    fn fresh(&mut self) -> Result<Box<Switched>, String>;
     /// `/agent [ID]`: the composition catalog, or choosing one (`blank`: no prompt yet),
     /// which rebuilds the chat's agent for it.
     fn agent(&mut self, _args: &str, _blank: bool) -> Result<AgentAnswer, String> {
@@ -222,9 +228,9 @@ pub enum AgentAnswer {
     Switched(Box<Switched>),
 }
 
-/// A blank chat rebuilt for another agent composition (persona, tools, skills, commands,
-/// hooks, MCP servers): it replaces the agent, its context, the command catalog and the MCP
-/// servers, in a new conversation.
+/// The chat rebuilt for another agent composition or another conversation (persona, tools,
+/// skills, commands, hooks, MCP servers): it replaces the agent, its context, the command
+/// catalog and the MCP servers.
 pub struct Switched {
     pub agent: Runner,
     pub ctx: ToolContext,
@@ -233,8 +239,21 @@ pub struct Switched {
     /// The composition's MCP servers, started like the chat's first ones.
     pub startup: Option<Startup>,
     pub notices: Vec<(NoticeLevel, String)>,
-    /// What to tell the user.
+    /// What to tell the user (nothing when empty).
     pub message: String,
+    /// The conversation can be read but not continued.
+    pub history_only: Option<HistoryOnly>,
+}
+
+/// A conversation opened as history only: its retained agent composition cannot run here, so
+/// no prompt, `!` command or compaction reaches the model or the shell, and no MCP server
+/// starts.
+#[derive(Debug, Clone)]
+pub struct HistoryOnly {
+    /// The stable refusal code, e.g. `agent_composition.unavailable`.
+    pub code: String,
+    /// The whole refusal: why, and what would let it continue.
+    pub reason: String,
 }
 
 /// The parts the CLI assembles for a chat.
@@ -259,6 +278,8 @@ pub struct Parts {
     pub context_window: u64,
     /// Shown under the banner (skipped command files, config warnings, a resumed session).
     pub notices: Vec<(NoticeLevel, String)>,
+    /// The resumed conversation can be read but not continued.
+    pub history_only: Option<HistoryOnly>,
 }
 
 /// How the chat ended.
@@ -379,6 +400,8 @@ struct Chat {
     /// A prompt was accepted in this conversation: its composition is locked, also after
     /// `/clear` or `/rewind`; only `/new` starts an unlocked one.
     prompted: bool,
+    /// The conversation is history only: nothing is sent until another one is opened.
+    history_only: Option<HistoryOnly>,
     exiting: Option<i32>,
     quit: Option<i32>,
 }
@@ -440,10 +463,12 @@ pub fn run(parts: Parts) -> io::Result<Exit> {
         exit_armed: false,
         interrupted: false,
         prompted,
+        history_only: None,
         exiting: None,
         quit: None,
     };
     chat.banner(&parts.notices);
+    chat.open_history_only(parts.history_only);
     if !resumed.is_empty() {
         chat.transcript.push_lines(resumed);
         chat.transcript.gap();

@@ -127,22 +127,29 @@ impl Chat {
         }
     }
 
-    /// Puts the rebuilt agent in place of the blank one, keeping plan mode, and starts the
-    /// composition's MCP servers. The blank conversation left behind is removed, as the chat
-    /// does with one at exit.
+    /// Puts the rebuilt agent in place of the blank one and starts the composition's MCP
+    /// servers. The blank conversation left behind is removed, as the chat does with one at
+    /// exit.
     fn switch_composition(&mut self, switched: super::Switched) {
+        if let Some(old) = self.put_in_place(switched) {
+            remove_session(old);
+        }
+    }
+
+    /// Puts a rebuilt chat (see [`super::Switched`]) in place of the current one, keeping plan
+    /// mode and the reasoning effort, and starts its MCP servers. Returns the replaced runner
+    /// for the caller to keep or remove its conversation; `None` when a turn holds the agent.
+    fn put_in_place(&mut self, switched: super::Switched) -> Option<crate::agent::driver::Runner> {
         let planning = self.planning();
-        let Some(mut agent) = self.agent_or_notice() else {
-            return;
-        };
+        let mut agent = self.agent_or_notice()?;
+        let effort = agent.options_mut().reasoning_effort.clone();
         let old = std::mem::replace(&mut *agent, switched.agent);
         agent.set_planning(planning);
+        agent.options_mut().reasoning_effort = effort;
         let names = super::servers::tool_names(&agent);
         let (workflow, todos) = (agent.workflow(), agent.todos());
+        let prompted = agent.session().turns() > 0;
         drop(agent);
-        let old_path = old.session().path().to_path_buf();
-        drop(old);
-        let _ = std::fs::remove_file(old_path);
         self.tool_names = names;
         self.workflow = workflow;
         self.todo_panel = super::TodoPanel::new(todos);
@@ -152,17 +159,88 @@ impl Chat {
         self.waiting_tools.clear();
         self.waiting_source = None;
         self.waiting_contracts = None;
+        self.prompted = prompted;
         self.reset_conversation_state();
         for (level, notice) in &switched.notices {
             self.transcript.notice(*level, notice);
         }
-        self.transcript.notice(NoticeLevel::Info, &switched.message);
+        if !switched.message.is_empty() {
+            self.transcript.notice(NoticeLevel::Info, &switched.message);
+        }
+        self.history_only = None;
+        self.open_history_only(switched.history_only);
         if let Some(startup) = switched.startup {
             self.start_up(startup);
+        }
+        Some(old)
+    }
+
+    /// Marks the conversation as history only, saying why.
+    pub(super) fn open_history_only(&mut self, history_only: Option<super::HistoryOnly>) {
+        if let Some(history_only) = &history_only {
+            self.transcript.notice(
+                NoticeLevel::Warning,
+                &trf(Ui::HistoryOnlyOpened, &[&one_row(&history_only.reason)]),
+            );
+        }
+        self.history_only = history_only;
+    }
+
+    /// In a history-only conversation: refuses what would continue it (a prompt, a `!`
+    /// command, compaction, a replan), with the code and the fix. `true` when refused.
+    pub(super) fn refused_as_history(&mut self) -> bool {
+        let Some(history_only) = &self.history_only else {
+            return false;
+        };
+        let message = trf(Ui::HistoryOnlyNotSent, &[&history_only.code]);
+        self.transcript.notice(NoticeLevel::Warning, &message);
+        true
+    }
+
+    /// Rebuilding the chat waits for its MCP servers to start and its queue to empty: a late
+    /// startup would hand the old composition's tools to the new agent.
+    fn rebuild_busy(&mut self) -> bool {
+        if self.starting.is_none() && self.queue.is_empty() {
+            return false;
+        }
+        self.transcript
+            .notice(NoticeLevel::Warning, tr(Ui::ResumeBusy));
+        true
+    }
+
+    /// `/new` or `/clear` in a history-only chat: the chat rebuilt as it started, in a new
+    /// conversation (the history-only one is kept, or removed by `/clear`).
+    fn fresh_conversation(&mut self, clear: Clear) {
+        if self.rebuild_busy() {
+            return;
+        }
+        let switched = match self.services.fresh() {
+            Ok(switched) => switched,
+            Err(err) => return self.transcript.error(&err),
+        };
+        let Some(old) = self.put_in_place(*switched) else {
+            return;
+        };
+        let id = old.session().id().to_string();
+        match clear {
+            Clear::Keep => {
+                drop(old);
+                self.transcript
+                    .notice(NoticeLevel::Info, &trf(Ui::NewConversation, &[&id]));
+            }
+            Clear::Remove => {
+                remove_session(old);
+                self.forget_snapshots(&id);
+                self.transcript
+                    .notice(NoticeLevel::Info, tr(Ui::ConversationCleared));
+            }
         }
     }
 
     pub(super) fn new_conversation(&mut self) {
+        if self.history_only.is_some() {
+            return self.fresh_conversation(Clear::Keep);
+        }
         match self.services.new_session() {
             Ok(session) => {
                 let Some(old) = self
@@ -181,6 +259,9 @@ impl Chat {
     }
 
     pub(super) fn clear_conversation(&mut self) {
+        if self.history_only.is_some() {
+            return self.fresh_conversation(Clear::Remove);
+        }
         match self.services.new_session() {
             Ok(session) => {
                 let Some(old) = self
@@ -486,30 +567,51 @@ impl Chat {
         }));
     }
 
+    /// Continues the conversation at `path` in a chat rebuilt for it: its retained
+    /// composition's agent, tools and MCP servers (the CLI applies the checks `--resume` does),
+    /// or a history-only view when that cannot run here. A blank conversation left behind is
+    /// removed, as at exit.
     pub(super) fn resume(&mut self, path: &Path) {
-        match self.services.open_session(path) {
-            Ok(session) => {
-                let summary =
-                    super::resumed::last_exchanges(session.messages(), self.screen.width());
-                let id = session.id().to_string();
-                let repaired = session.repair_notice();
-                let Some(mut agent) = self.agent_or_notice() else {
+        if self.rebuild_busy() {
+            return;
+        }
+        match self.services.resume(path) {
+            Ok(switched) => {
+                let Some(old) = self.put_in_place(*switched) else {
                     return;
                 };
-                agent.replace_session(session);
+                if old.session().turns() == 0 {
+                    remove_session(old);
+                }
+                let Some(agent) = self.idle_agent() else {
+                    return;
+                };
+                let width = self.screen.width();
+                let summary = super::resumed::last_exchanges(agent.session().messages(), width);
+                let id = agent.session().id().to_string();
                 drop(agent);
-                self.reset_conversation_state();
                 self.transcript
                     .notice(NoticeLevel::Info, &trf(Ui::ResumedConversation, &[&id]));
-                if let Some(message) = repaired {
-                    self.transcript.notice(NoticeLevel::Warning, &message);
-                }
                 self.transcript.push_lines(summary);
             }
             Err(err) => self.transcript.error(&err),
         }
         self.transcript.gap();
     }
+}
+
+/// Whether `/clear` removes the conversation it replaces (`/new` keeps it).
+#[derive(Clone, Copy)]
+enum Clear {
+    Keep,
+    Remove,
+}
+
+/// Closes a replaced conversation and removes its file.
+fn remove_session(old: crate::agent::driver::Runner) {
+    let path = old.session().path().to_path_buf();
+    drop(old);
+    let _ = std::fs::remove_file(path);
 }
 
 /// A prepared message for the UI thread; a prompt that could not render becomes a notice.

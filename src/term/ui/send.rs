@@ -29,6 +29,13 @@ impl Chat {
     }
 
     pub(super) fn send(&mut self, pending: Pending) {
+        if self.history_only.is_some() {
+            if !pending.display.is_empty() {
+                self.transcript.user_message(&pending.display);
+            }
+            self.refused_as_history();
+            return;
+        }
         if self.busy() || self.starting.is_some() || !self.queue.is_empty() {
             self.queue.push_back(pending);
             return;

@@ -26,6 +26,9 @@ impl Chat {
         let mut echo = Line::styled("! ", Style::Accent);
         echo.push(one_row(&command), Style::Bold);
         self.transcript.push_line(echo);
+        if self.refused_as_history() {
+            return;
+        }
         if self.busy() {
             self.transcript
                 .notice(NoticeLevel::Warning, tr(Ui::ShellWhileTurn));

@@ -20,6 +20,9 @@ const SNAPSHOT_CAP: u64 = 1024 * 1024;
 
 impl Chat {
     pub(super) fn start_turn(&mut self, text: String) {
+        if self.refused_as_history() {
+            return;
+        }
         self.prompted = true;
         let text = if std::mem::take(&mut self.interrupted) {
             format!("[The user interrupted your previous reply.]\n\n{text}")
@@ -31,6 +34,10 @@ impl Chat {
 
     /// Runs `work` on the turn thread, so the UI stays live while the model answers.
     pub(super) fn start_work(&mut self, work: Work) {
+        // Every request to the model starts here: a history-only conversation makes none.
+        if self.refused_as_history() {
+            return;
+        }
         let Some(cancel) = self.agent_or_notice().map(|mut a| a.reset_cancel()) else {
             return;
         };
