@@ -773,6 +773,20 @@ fn slash_agent_in_a_blank_chat_switches_the_running_chat_and_locks_after_the_fir
     assert!(sessions.is_empty(), "{sessions:?}");
 }
 
+/// Declares the project MCP server `proj` in `.mcp.json`; launching it touches
+/// `launched-proj` in the workspace. A project server runs jailed, and the jail has a private
+/// /tmp: a checkout under /tmp (as CI clones) is invisible there, so the jailed shell runs a
+/// copy of `example` in the workspace.
+fn declare_marker_project_server(work: &Dir, example: &str) {
+    let jailed = crate::util::copy_into(example, work.path());
+    let launch = format!("touch launched-proj; exec {}", jailed.display());
+    work.write(
+        ".mcp.json",
+        &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
+            .to_string(),
+    );
+}
+
 #[test]
 fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
     let server = FakeOpenAI::start(vec![
@@ -788,15 +802,7 @@ fn the_interactive_chat_pins_mcp_contracts_and_starts_only_selected_servers() {
     );
     use_fake_provider(&home, &server.base_url(), &plugin);
     // A project server the composition does not select: launching it leaves a marker.
-    // A project server runs jailed, and the jail has a private /tmp: a checkout under /tmp
-    // (as CI clones) is invisible there, so the jailed shell runs a copy in the workspace.
-    let jailed = crate::util::copy_into(example, work.path());
-    let launch = format!("touch launched-proj; exec {}", jailed.display());
-    work.write(
-        ".mcp.json",
-        &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
-            .to_string(),
-    );
+    declare_marker_project_server(&work, example);
     let out = agent(
         &home,
         work.path(),
@@ -857,15 +863,7 @@ fn an_explicit_mcp_selection_never_launches_unselected_servers() {
     let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
     let plugin = format!("[[plugins]]\nname = \"local\"\ncommand = \"{example}\"\n");
     use_fake_provider(&home, &server.base_url(), &plugin);
-    // A project server runs jailed, and the jail has a private /tmp: a checkout under /tmp
-    // (as CI clones) is invisible there, so the jailed shell runs a copy in the workspace.
-    let jailed = crate::util::copy_into(example, work.path());
-    let launch = format!("touch launched-proj; exec {}", jailed.display());
-    work.write(
-        ".mcp.json",
-        &serde_json::json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}})
-            .to_string(),
-    );
+    declare_marker_project_server(&work, example);
     let out = agent(
         &home,
         work.path(),

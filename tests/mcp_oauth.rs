@@ -908,23 +908,40 @@ fn a_server_that_supports_cimd_gets_the_document_url_as_client_id_and_no_registr
     );
 }
 
-#[test]
-fn a_token_revoked_mid_session_is_refreshed_on_the_401_and_the_call_repeated() {
+/// A logged-in user of a server that revokes the access token after its first tool call
+/// (and refuses the refresh grant when `refuse_refresh`), and a model that calls the tool
+/// twice and then answers `answer`: the server's base URL, the requests it saw, the model,
+/// the home and the workspace.
+fn logged_in_revoking_session(
+    refuse_refresh: bool,
+    answer: &str,
+) -> (String, Arc<Mutex<Vec<Req>>>, FakeOpenAI, Dir, Dir) {
     let (base, seen) = protected_server(Script {
         revoke_after_call: true,
+        refuse_refresh,
         ..Script::default()
     });
     let model = FakeOpenAI::start(vec![
         Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
         Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
-        Reply::text("counted twice"),
+        Reply::text(answer),
     ]);
     let home = Dir::new();
     let work = Dir::new();
-    let url = format!("{base}/mcp");
-    use_fake_provider(&home, &model.base_url(), &plugin(&url, ""));
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
+    (base, seen, model, home, work)
+}
+
+#[test]
+fn a_token_revoked_mid_session_is_refreshed_on_the_401_and_the_call_repeated() {
+    let (base, seen, model, home, work) = logged_in_revoking_session(false, "counted twice");
+    let url = format!("{base}/mcp");
     let before_run = requests(&seen, "/mcp").len();
 
     let out = run(reasonix(&home, work.path()).args(["run", "count the secrets twice"]));
@@ -986,25 +1003,7 @@ fn a_token_revoked_mid_session_is_refreshed_on_the_401_and_the_call_repeated() {
 
 #[test]
 fn a_revoked_token_whose_refresh_fails_tells_to_log_in_again() {
-    let (base, seen) = protected_server(Script {
-        revoke_after_call: true,
-        refuse_refresh: true,
-        ..Script::default()
-    });
-    let model = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
-        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
-        Reply::text("gave up"),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &model.base_url(),
-        &plugin(&format!("{base}/mcp"), ""),
-    );
-    let out = login_via_browser(&home, work.path(), str::to_string);
-    assert_eq!(out.code, 0, "{out:?}");
+    let (_, seen, model, home, work) = logged_in_revoking_session(true, "gave up");
 
     let out = run(reasonix(&home, work.path()).args(["run", "count the secrets twice"]));
     assert_eq!((out.code, out.stdout.as_str()), (0, "gave up\n"), "{out:?}");
