@@ -216,57 +216,31 @@ impl ArraySer {
     }
 }
 
-impl ser::SerializeSeq for ArraySer {
-    type Ok = Option<Value>;
-    type Error = Error;
+/// serde's four sequence-like serialisers differ only in the method's name; each pushes an
+/// element onto the array.
+macro_rules! array_serializer {
+    ($($trait:ident::$method:ident),*) => {$(
+        impl ser::$trait for ArraySer {
+            type Ok = Option<Value>;
+            type Error = Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.push(value)
+            }
 
-    fn end(self) -> Out {
-        self.finish()
-    }
+            fn end(self) -> Out {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for ArraySer {
-    type Ok = Option<Value>;
-    type Error = Error;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-
-    fn end(self) -> Out {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for ArraySer {
-    type Ok = Option<Value>;
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-
-    fn end(self) -> Out {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for ArraySer {
-    type Ok = Option<Value>;
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-
-    fn end(self) -> Out {
-        self.finish()
-    }
-}
+array_serializer!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A table being serialised; `variant` wraps it in a one-key table (a struct variant).
 #[derive(Default)]
