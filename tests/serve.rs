@@ -1892,3 +1892,76 @@ fn no_auth_beyond_loopback_is_refused_before_the_missing_key_is_reported() {
     );
     assert!(!out.stderr.contains("FAKE_API_KEY"), "{out:?}");
 }
+
+/// Reads one response off a keep-alive connection: its status, and its body by
+/// Content-Length.
+fn read_response(reader: &mut BufReader<TcpStream>) -> (u16, String) {
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("a status line");
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut length = 0;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).expect("a header line");
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap();
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).unwrap();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[test]
+fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after() {
+    use reasonix::serve::{QUEUE, WORKERS};
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    let keep = format!("GET /api/auth HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
+    // Each worker is held by a keep-alive connection it has answered once: it now waits for
+    // that connection's next request.
+    let holders: Vec<BufReader<TcpStream>> = (0..WORKERS)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream.write_all(keep.as_bytes()).unwrap();
+            let mut reader = BufReader::new(stream);
+            assert_eq!(read_response(&mut reader).0, 200);
+            reader
+        })
+        .collect();
+    // These fill the queue, their requests already sent; the acceptor takes connections in
+    // order, so the one after them finds it full.
+    let close = format!(
+        "GET /api/auth HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    let queued: Vec<TcpStream> = (0..QUEUE)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream.write_all(close.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    // The acceptor answers the next connection as soon as it takes it; this one sends
+    // nothing, so no unread request can turn the server's close into a reset.
+    let mut busy = BufReader::new(TcpStream::connect(server.addr).unwrap());
+    let (status, body) = read_response(&mut busy);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("busy"), "{body}");
+    // The held workers go free and serve every queued request.
+    drop(holders);
+    for (n, stream) in queued.into_iter().enumerate() {
+        let (status, body) = read_response(&mut BufReader::new(stream));
+        assert_eq!(status, 200, "queued request {n}: {body}");
+    }
+    assert_eq!(get(&server, "/api/auth").status, 200);
+}

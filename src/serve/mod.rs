@@ -114,6 +114,12 @@ pub struct Built {
     pub cwd: std::path::PathBuf,
 }
 
+/// The limits `reasonix serve` runs with: worker threads, connections waiting for one (a full
+/// queue gets a 503), and live sessions.
+pub const WORKERS: usize = 16;
+pub const QUEUE: usize = 64;
+pub const MAX_SESSIONS: usize = 64;
+
 pub struct Options {
     pub listen: SocketAddr,
     pub mode: auth::Mode,

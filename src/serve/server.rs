@@ -71,8 +71,26 @@ fn accept(listener: TcpListener, tx: SyncSender<(TcpStream, SocketAddr)>, stop: 
                 let busy =
                     Response::error(503, "the server is busy; try again").with("Retry-After", "1");
                 let _ = busy.write_to(&mut stream, false, false);
+                drain_and_close(stream);
             }
             Err(TrySendError::Disconnected(_)) => break,
+        }
+    }
+}
+
+/// Closes a connection answered without reading its request: what has arrived of the request
+/// is read first (without waiting), since closing a socket with unread data resets it, and a
+/// reset can destroy the answer before the client reads it.
+fn drain_and_close(stream: TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    if stream.set_nonblocking(true).is_ok() {
+        let mut scratch = [0u8; 4096];
+        let mut left = 64 * 1024;
+        while left > 0 {
+            match (&stream).read(&mut scratch) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left -= n.min(left),
+            }
         }
     }
 }
