@@ -1965,3 +1965,106 @@ fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after()
     }
     assert_eq!(get(&server, "/api/auth").status, 200);
 }
+
+/// An event stream request answered with anything but 200: its status and body.
+fn refused_stream(server: &Server, session: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    write!(
+        stream,
+        "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    read_response(&mut BufReader::new(stream))
+}
+
+/// Opens an event stream on `session`, which must succeed once the server has seen streams
+/// that the test closed: a close reaches the server's socket on its own time, so a refusal
+/// before that is retried (each retry is a whole request, and the server forgets closed
+/// streams on every one made at its cap).
+fn open_once_freed(server: &Server, session: &str) -> Events {
+    for _ in 0..1000 {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        write!(
+            stream,
+            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+            server.addr
+        )
+        .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.starts_with("HTTP/1.1 200") {
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" {
+                    return Events { reader };
+                }
+            }
+        }
+        assert!(line.starts_with("HTTP/1.1 503"), "{line}");
+    }
+    panic!("the closed streams never gave their places back");
+}
+
+#[test]
+fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
+    use reasonix::serve::{MAX_STREAMS, MAX_STREAMS_PER_SESSION};
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("still streaming"),
+        Reply::text("still streaming too"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let sessions = MAX_STREAMS / MAX_STREAMS_PER_SESSION;
+    let ids: Vec<String> = (0..=sessions).map(|_| new_session(&server)).collect();
+    let mut first: Vec<Events> = (0..MAX_STREAMS_PER_SESSION)
+        .map(|_| Events::open(&server, &ids[0]))
+        .collect();
+    let (status, body) = refused_stream(&server, &ids[0]);
+    assert_eq!(status, 503, "{body}");
+    let expected = format!(
+        "this conversation already has {MAX_STREAMS_PER_SESSION} open event streams, the most it serves; close a tab showing it"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        expected.as_str(),
+        "{body}"
+    );
+    // The streams already open keep streaming: the newest and the oldest see a whole turn.
+    let id = &ids[0];
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "are you there"}),
+    );
+    for n in [MAX_STREAMS_PER_SESSION - 1, 0] {
+        assert_eq!(text_of(&first[n].until("turn_end")), "still streaming");
+    }
+    // The cap is per session: the others fill up to the server's.
+    let mut rest: Vec<Events> = Vec::new();
+    for id in &ids[1..sessions] {
+        rest.extend((0..MAX_STREAMS_PER_SESSION).map(|_| Events::open(&server, id)));
+    }
+    let (status, body) = refused_stream(&server, &ids[sessions]);
+    assert_eq!(status, 503, "{body}");
+    let expected = format!(
+        "the server already has {MAX_STREAMS} open event streams, the most it serves; close some tabs"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        expected.as_str(),
+        "{body}"
+    );
+    let id = &ids[1];
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "and you"}),
+    );
+    assert_eq!(text_of(&rest[0].until("turn_end")), "still streaming too");
+    // Closed tabs give their places back, to any session.
+    drop(first);
+    let _again = open_once_freed(&server, &ids[sessions]);
+    let _and_first = open_once_freed(&server, &ids[0]);
+}

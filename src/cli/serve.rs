@@ -164,6 +164,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         workers: serve::WORKERS,
         queue: serve::QUEUE,
         max_sessions: serve::MAX_SESSIONS,
+        max_streams_per_session: serve::MAX_STREAMS_PER_SESSION,
+        max_streams: serve::MAX_STREAMS,
     };
     let bound = serve::bind(&options).map_err(Error::Usage)?;
     let url = match &mode {

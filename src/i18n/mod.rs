@@ -478,6 +478,7 @@ catalog! {
     PageTurnInterrupted => "Interrupted.",
     PageTurnError => "The turn failed: {error}",
     PageServerShutdown => "The server stopped.",
+    PageStreamRefused => "Live updates for this conversation were refused (the server may have too many open; close other tabs showing it) or the login expired; reload the page.",
     PageStatusTokens => "{tokens} tokens",
     PageStatusCache => "cache {ratio}",
     PageStatusContext => "context {tokens}",

@@ -38,6 +38,7 @@ pub const PAGE: &[(&str, Ui)] = &[
     ("turn.interrupted", PageTurnInterrupted),
     ("turn.error", PageTurnError),
     ("server.shutdown", PageServerShutdown),
+    ("stream.refused", PageStreamRefused),
     ("status.tokens", PageStatusTokens),
     ("status.cache", PageStatusCache),
     ("status.context", PageStatusContext),

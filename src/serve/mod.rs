@@ -115,10 +115,12 @@ pub struct Built {
 }
 
 /// The limits `reasonix serve` runs with: worker threads, connections waiting for one (a full
-/// queue gets a 503), and live sessions.
+/// queue gets a 503), live sessions, and event streams per session and in all.
 pub const WORKERS: usize = 16;
 pub const QUEUE: usize = 64;
 pub const MAX_SESSIONS: usize = 64;
+pub const MAX_STREAMS_PER_SESSION: usize = 64;
+pub const MAX_STREAMS: usize = 256;
 
 pub struct Options {
     pub listen: SocketAddr,
@@ -127,6 +129,8 @@ pub struct Options {
     pub workers: usize,
     pub queue: usize,
     pub max_sessions: usize,
+    pub max_streams_per_session: usize,
+    pub max_streams: usize,
 }
 
 /// Refuses to serve without authentication beyond loopback.
@@ -156,7 +160,8 @@ pub fn bind(options: &Options) -> Result<Bound, String> {
 /// Serves until `stop` is cancelled (SIGINT/SIGTERM), then interrupts the turns and stops
 /// the sessions, whose files are complete when this returns.
 pub fn run(bound: Bound, options: Options, factory: Arc<dyn Factory>, stop: CancelToken) {
-    let hub = Arc::new(sessions::Hub::new(factory, options.max_sessions));
+    let streams = sessions::Streams::new(options.max_streams_per_session, options.max_streams);
+    let hub = Arc::new(sessions::Hub::new(factory, options.max_sessions, streams));
     let router = Arc::new(routes::Router {
         auth: auth::Auth::new(options.mode, options.behind_proxy),
         hub: Arc::clone(&hub),

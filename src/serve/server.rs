@@ -4,7 +4,7 @@
 //! pool once its headers are sent (the session writes to it from then on). Shutdown stops the
 //! acceptor; the caller then stops the sessions.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -162,9 +162,10 @@ fn connection(stream: TcpStream, peer: SocketAddr, router: &Router) {
                     header.push_str(&format!("{name}: {value}\r\n"));
                 }
                 header.push_str("\r\n: stream\n\n");
-                if out.write_all(header.as_bytes()).is_ok() {
-                    let _ = out.set_read_timeout(None);
-                    live.subscribe(out, after);
+                let _ = out.set_read_timeout(None);
+                if let Err(mut full) = router.hub.subscribe(&live, out, &header, after) {
+                    let busy = Response::error(503, &full.why).with("Retry-After", "5");
+                    let _ = router.finish(busy).write_to(&mut full.stream, false, false);
                 }
                 return;
             }

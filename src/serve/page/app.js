@@ -427,6 +427,12 @@ async function openSession(described) {
   state.source.onmessage = (message) => {
     try { handle(JSON.parse(message.data)); } catch (error) { notice(String(error)); }
   };
+  // A lost connection reconnects by itself; a refused one (a 503 at the server's stream cap,
+  // a 401 once the login expired) closes the source for good, so say so.
+  const source = state.source;
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED && state.source === source) notice(t("stream.refused"));
+  };
   $("sidebar").classList.remove("open");
   $("prompt").focus();
   refreshSessions();
