@@ -517,6 +517,155 @@ fn a_write_waits_for_approval_over_http() {
     );
 }
 
+/// A diff's lines as the page shows them: hunk headers, then `kind number text`.
+fn diff_lines(diff: &Value) -> Vec<String> {
+    diff["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diff lines in {diff}"))
+        .iter()
+        .map(|l| match l["kind"].as_str().unwrap() {
+            "hunk" => l["text"].as_str().unwrap().to_string(),
+            kind => format!("{kind} {} {}", l["line"], l["text"].as_str().unwrap()),
+        })
+        .collect()
+}
+
+#[test]
+fn approvals_and_results_of_edits_carry_the_diff_of_the_real_file() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "edit_file",
+            r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#,
+        )]),
+        Reply::text("edited it"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let body = "zero\none\ntwo\nthree\nfour\nfive\nsix\n";
+    server.work.write("notes.txt", body);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "edit"}),
+    );
+    let approval = events.until("approval").pop().unwrap();
+    let expected = vec![
+        "@@ -1,6 +1,6 @@",
+        "keep 1 zero",
+        "keep 2 one",
+        "del 3 two",
+        "add 3 2",
+        "keep 4 three",
+        "keep 5 four",
+        "keep 6 five",
+    ];
+    assert_eq!(diff_lines(&approval["diff"]), expected, "{approval}");
+    assert_eq!(approval["diff"]["path"], "notes.txt");
+    assert_eq!(approval["diff"]["added"], 1);
+    assert_eq!(approval["diff"]["removed"], 1);
+    let n = approval["id"].as_u64().unwrap();
+    post(
+        &server,
+        &format!("/api/sessions/{id}/approvals/{n}"),
+        json!({"answer": "once"}),
+    );
+    let rest = events.until("turn_end");
+    let result = rest
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool_result: {rest:?}"));
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(diff_lines(&result["diff"]), expected, "{result}");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("notes.txt")).unwrap(),
+        body.replace("two", "2")
+    );
+}
+
+/// The attack: the model names a file outside the workspace (by its absolute path, through
+/// `..`, or through a symbolic link inside the workspace), and its approval, or the result of
+/// an approved call, would have shown the file's text in the page as the diff's lines.
+#[test]
+fn an_edit_outside_the_workspace_shows_no_diff_of_the_file() {
+    let outside = Dir::new();
+    // The model's arguments name "line two", so only the other line can show a leak.
+    let secret = outside.write("id_key", "PRIVATE KEY MATERIAL\nline two\n");
+    let name = outside.path().file_name().unwrap().to_str().unwrap();
+    let absolute = json!({"path": secret.to_str().unwrap(), "content": "overwritten\n"});
+    let dotted = json!({"path": format!("../{name}/id_key"), "content": "overwritten\n"});
+    let linked_write = json!({"path": "link", "content": "overwritten\n"});
+    let linked_edit = json!({"path": "link", "old_string": "line two", "new_string": "line 2"});
+    let calls = [
+        ("c1", "write_file", absolute.to_string()),
+        ("c2", "write_file", dotted.to_string()),
+        ("c3", "write_file", linked_write.to_string()),
+        ("c4", "edit_file", linked_edit.to_string()),
+    ];
+    let calls: Vec<(&str, &str, &str)> =
+        calls.iter().map(|(i, t, a)| (*i, *t, a.as_str())).collect();
+    let fake = FakeOpenAI::start(vec![Reply::tool_calls(&calls), Reply::text("tried")]);
+    // The sandbox lets the approved edit through, so its result is not an error and the
+    // result's diff is what is tested: the page shows only the workspace's files.
+    let allowed = format!("[sandbox]\nallow_write = [{:?}]", outside.path());
+    let server = start(&fake, &allowed, &[]);
+    std::os::unix::fs::symlink(&secret, server.work.join("link")).unwrap();
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write there"}),
+    );
+    // Each approval is answered as it arrives: the turn waits for it. The last call (the edit
+    // through the link) is let through, so its result is shown too.
+    let mut approvals = 0;
+    let mut results = Vec::new();
+    loop {
+        let event = events.next();
+        // The approved edit's own answer quotes the lines it edited, as it does to the model
+        // (the user let it write there); only its diff is the page's doing.
+        let approved_result = event["type"] == "tool_result" && event["id"] == "c4";
+        assert!(
+            approved_result || !event.to_string().contains("PRIVATE KEY"),
+            "the file's text reached the page: {event}"
+        );
+        match event["type"].as_str() {
+            Some("approval") => {
+                approvals += 1;
+                assert!(event["diff"].is_null(), "{event}");
+                let answer = if approvals == calls.len() {
+                    "once"
+                } else {
+                    "deny"
+                };
+                let n = event["id"].as_u64().unwrap();
+                let answered = post(
+                    &server,
+                    &format!("/api/sessions/{id}/approvals/{n}"),
+                    json!({ "answer": answer }),
+                );
+                assert_eq!(answered.status, 200, "{}", answered.body);
+            }
+            Some("tool_result") => {
+                assert!(event["diff"].is_null(), "{event}");
+                results.push(event);
+            }
+            Some("turn_end") => break,
+            _ => {}
+        }
+    }
+    assert_eq!(approvals, calls.len(), "every call asked: {results:?}");
+    assert_eq!(results.len(), calls.len(), "{results:?}");
+    assert_eq!(results[3]["is_error"], false, "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "PRIVATE KEY MATERIAL\nline 2\n",
+        "only the approved edit went through"
+    );
+}
+
 #[test]
 fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     let (stall, _release) = Reply::stall();

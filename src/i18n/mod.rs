@@ -478,6 +478,8 @@ catalog! {
     PageTurnInterrupted => "Interrupted.",
     PageTurnError => "The turn failed: {error}",
     PageServerShutdown => "The server stopped.",
+    PageDiffNone => "(no change to the file)",
+    PageDiffMore => "… {lines} more diff lines",
     PageStreamRefused => "Live updates for this conversation were refused (the server may have too many open; close other tabs showing it) or the login expired; reload the page.",
     PageStatusTokens => "{tokens} tokens",
     PageStatusCache => "cache {ratio}",

@@ -39,6 +39,8 @@ pub const PAGE: &[(&str, Ui)] = &[
     ("turn.error", PageTurnError),
     ("server.shutdown", PageServerShutdown),
     ("stream.refused", PageStreamRefused),
+    ("diff.none", PageDiffNone),
+    ("diff.more", PageDiffMore),
     ("status.tokens", PageStatusTokens),
     ("status.cache", PageStatusCache),
     ("status.context", PageStatusContext),

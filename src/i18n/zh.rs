@@ -396,6 +396,8 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (PageTurnInterrupted, "已中断。"),
     (PageTurnError, "本轮失败：{error}"),
     (PageServerShutdown, "服务器已停止。"),
+    (PageDiffNone, "（文件没有变化）"),
+    (PageDiffMore, "… 另有 {lines} 行差异"),
     (PageStreamRefused, "此对话的实时更新被拒绝（服务器打开的事件流可能过多，请关闭显示它的其他标签页）或登录已过期；请重新加载页面。"),
     (PageStatusTokens, "{tokens} 个 token"),
     (PageStatusCache, "缓存 {ratio}"),

@@ -1,7 +1,7 @@
 //! `reasonix serve`: the browser front end. An HTTP/1.1 server on `std::net` with a bounded
 //! worker pool ([`server`]), its parser ([`http`]), authentication ([`auth`], [`bcrypt`] on
 //! [`blowfish`]), the routes and the embedded page ([`routes`]), the agent composition routes
-//! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), and the live sessions,
+//! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), the diffs of file edits ([`edits`]), and the live sessions,
 //! each driving the same agent and event stream as the chat ([`sessions`]). What a session is
 //! made of (config, tools, MCP servers, composition, provider) comes from the CLI through
 //! [`Factory`].
@@ -11,6 +11,7 @@ pub mod auth;
 pub mod bcrypt;
 mod blowfish;
 pub mod commands;
+pub mod edits;
 pub mod http;
 pub mod presets;
 pub mod routes;

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{Factory, Open, Refused, Switch};
+use super::{edits, Factory, Open, Refused, Switch};
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, NoticeLevel};
 use crate::agent::runner::AgentError;
@@ -495,6 +495,7 @@ impl Approver for WebApprover {
             "rule": request.rule,
             "session_scope": request.session_scope().map(|r| r.to_string()),
             "always_scope": request.always_scope().map(|r| r.to_string()),
+            "diff": edits::proposed(&request.tool, &request.args, &live.cwd),
         });
         let rx = live.wait_for(|tx| Pending::Approval(request.clone(), tx), event);
         drop(live);
@@ -825,8 +826,14 @@ fn agent_thread(
             }
             state.running = Some(cancel);
         }
+        // A file-writing call's result carries the diff of what it did to the file.
+        let mut snapshots = edits::Snapshots::new(&cwd);
         let mut sink = |event: Event| {
-            if let Some(value) = crate::cli::output::stream_json(&event) {
+            let diff = snapshots.watch(&event);
+            if let Some(mut value) = crate::cli::output::stream_json(&event) {
+                if let Some(diff) = diff {
+                    value["diff"] = diff;
+                }
                 live.publish(value);
             }
         };
