@@ -517,6 +517,155 @@ fn a_write_waits_for_approval_over_http() {
     );
 }
 
+/// A diff's lines as the page shows them: hunk headers, then `kind number text`.
+fn diff_lines(diff: &Value) -> Vec<String> {
+    diff["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diff lines in {diff}"))
+        .iter()
+        .map(|l| match l["kind"].as_str().unwrap() {
+            "hunk" => l["text"].as_str().unwrap().to_string(),
+            kind => format!("{kind} {} {}", l["line"], l["text"].as_str().unwrap()),
+        })
+        .collect()
+}
+
+#[test]
+fn approvals_and_results_of_edits_carry_the_diff_of_the_real_file() {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[(
+            "c1",
+            "edit_file",
+            r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#,
+        )]),
+        Reply::text("edited it"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let body = "zero\none\ntwo\nthree\nfour\nfive\nsix\n";
+    server.work.write("notes.txt", body);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "edit"}),
+    );
+    let approval = events.until("approval").pop().unwrap();
+    let expected = vec![
+        "@@ -1,6 +1,6 @@",
+        "keep 1 zero",
+        "keep 2 one",
+        "del 3 two",
+        "add 3 2",
+        "keep 4 three",
+        "keep 5 four",
+        "keep 6 five",
+    ];
+    assert_eq!(diff_lines(&approval["diff"]), expected, "{approval}");
+    assert_eq!(approval["diff"]["path"], "notes.txt");
+    assert_eq!(approval["diff"]["added"], 1);
+    assert_eq!(approval["diff"]["removed"], 1);
+    let n = approval["id"].as_u64().unwrap();
+    post(
+        &server,
+        &format!("/api/sessions/{id}/approvals/{n}"),
+        json!({"answer": "once"}),
+    );
+    let rest = events.until("turn_end");
+    let result = rest
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool_result: {rest:?}"));
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(diff_lines(&result["diff"]), expected, "{result}");
+    assert_eq!(
+        std::fs::read_to_string(server.work.join("notes.txt")).unwrap(),
+        body.replace("two", "2")
+    );
+}
+
+/// The attack: the model names a file outside the workspace (by its absolute path, through
+/// `..`, or through a symbolic link inside the workspace), and its approval, or the result of
+/// an approved call, would have shown the file's text in the page as the diff's lines.
+#[test]
+fn an_edit_outside_the_workspace_shows_no_diff_of_the_file() {
+    let outside = Dir::new();
+    // The model's arguments name "line two", so only the other line can show a leak.
+    let secret = outside.write("id_key", "PRIVATE KEY MATERIAL\nline two\n");
+    let name = outside.path().file_name().unwrap().to_str().unwrap();
+    let absolute = json!({"path": secret.to_str().unwrap(), "content": "overwritten\n"});
+    let dotted = json!({"path": format!("../{name}/id_key"), "content": "overwritten\n"});
+    let linked_write = json!({"path": "link", "content": "overwritten\n"});
+    let linked_edit = json!({"path": "link", "old_string": "line two", "new_string": "line 2"});
+    let calls = [
+        ("c1", "write_file", absolute.to_string()),
+        ("c2", "write_file", dotted.to_string()),
+        ("c3", "write_file", linked_write.to_string()),
+        ("c4", "edit_file", linked_edit.to_string()),
+    ];
+    let calls: Vec<(&str, &str, &str)> =
+        calls.iter().map(|(i, t, a)| (*i, *t, a.as_str())).collect();
+    let fake = FakeOpenAI::start(vec![Reply::tool_calls(&calls), Reply::text("tried")]);
+    // The sandbox lets the approved edit through, so its result is not an error and the
+    // result's diff is what is tested: the page shows only the workspace's files.
+    let allowed = format!("[sandbox]\nallow_write = [{:?}]", outside.path());
+    let server = start(&fake, &allowed, &[]);
+    std::os::unix::fs::symlink(&secret, server.work.join("link")).unwrap();
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "write there"}),
+    );
+    // Each approval is answered as it arrives: the turn waits for it. The last call (the edit
+    // through the link) is let through, so its result is shown too.
+    let mut approvals = 0;
+    let mut results = Vec::new();
+    loop {
+        let event = events.next();
+        // The approved edit's own answer quotes the lines it edited, as it does to the model
+        // (the user let it write there); only its diff is the page's doing.
+        let approved_result = event["type"] == "tool_result" && event["id"] == "c4";
+        assert!(
+            approved_result || !event.to_string().contains("PRIVATE KEY"),
+            "the file's text reached the page: {event}"
+        );
+        match event["type"].as_str() {
+            Some("approval") => {
+                approvals += 1;
+                assert!(event["diff"].is_null(), "{event}");
+                let answer = if approvals == calls.len() {
+                    "once"
+                } else {
+                    "deny"
+                };
+                let n = event["id"].as_u64().unwrap();
+                let answered = post(
+                    &server,
+                    &format!("/api/sessions/{id}/approvals/{n}"),
+                    json!({ "answer": answer }),
+                );
+                assert_eq!(answered.status, 200, "{}", answered.body);
+            }
+            Some("tool_result") => {
+                assert!(event["diff"].is_null(), "{event}");
+                results.push(event);
+            }
+            Some("turn_end") => break,
+            _ => {}
+        }
+    }
+    assert_eq!(approvals, calls.len(), "every call asked: {results:?}");
+    assert_eq!(results.len(), calls.len(), "{results:?}");
+    assert_eq!(results[3]["is_error"], false, "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "PRIVATE KEY MATERIAL\nline 2\n",
+        "only the approved edit went through"
+    );
+}
+
 #[test]
 fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     let (stall, _release) = Reply::stall();
@@ -1891,4 +2040,180 @@ fn no_auth_beyond_loopback_is_refused_before_the_missing_key_is_reported() {
         "{out:?}"
     );
     assert!(!out.stderr.contains("FAKE_API_KEY"), "{out:?}");
+}
+
+/// Reads one response off a keep-alive connection: its status, and its body by
+/// Content-Length.
+fn read_response(reader: &mut BufReader<TcpStream>) -> (u16, String) {
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("a status line");
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut length = 0;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).expect("a header line");
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap();
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).unwrap();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[test]
+fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after() {
+    use reasonix::serve::{QUEUE, WORKERS};
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    let keep = format!("GET /api/auth HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
+    // Each worker is held by a keep-alive connection it has answered once: it now waits for
+    // that connection's next request.
+    let holders: Vec<BufReader<TcpStream>> = (0..WORKERS)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream.write_all(keep.as_bytes()).unwrap();
+            let mut reader = BufReader::new(stream);
+            assert_eq!(read_response(&mut reader).0, 200);
+            reader
+        })
+        .collect();
+    // These fill the queue, their requests already sent; the acceptor takes connections in
+    // order, so the one after them finds it full.
+    let close = format!(
+        "GET /api/auth HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    let queued: Vec<TcpStream> = (0..QUEUE)
+        .map(|_| {
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream.write_all(close.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    // The acceptor answers the next connection as soon as it takes it; this one sends
+    // nothing, so no unread request can turn the server's close into a reset.
+    let mut busy = BufReader::new(TcpStream::connect(server.addr).unwrap());
+    let (status, body) = read_response(&mut busy);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("busy"), "{body}");
+    // The held workers go free and serve every queued request.
+    drop(holders);
+    for (n, stream) in queued.into_iter().enumerate() {
+        let (status, body) = read_response(&mut BufReader::new(stream));
+        assert_eq!(status, 200, "queued request {n}: {body}");
+    }
+    assert_eq!(get(&server, "/api/auth").status, 200);
+}
+
+/// An event stream request answered with anything but 200: its status and body.
+fn refused_stream(server: &Server, session: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    write!(
+        stream,
+        "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    read_response(&mut BufReader::new(stream))
+}
+
+/// Opens an event stream on `session`, which must succeed once the server has seen streams
+/// that the test closed: a close reaches the server's socket on its own time, so a refusal
+/// before that is retried (each retry is a whole request, and the server forgets closed
+/// streams on every one made at its cap).
+fn open_once_freed(server: &Server, session: &str) -> Events {
+    for _ in 0..1000 {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        write!(
+            stream,
+            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+            server.addr
+        )
+        .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.starts_with("HTTP/1.1 200") {
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" {
+                    return Events { reader };
+                }
+            }
+        }
+        assert!(line.starts_with("HTTP/1.1 503"), "{line}");
+    }
+    panic!("the closed streams never gave their places back");
+}
+
+#[test]
+fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
+    use reasonix::serve::{MAX_STREAMS, MAX_STREAMS_PER_SESSION};
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("still streaming"),
+        Reply::text("still streaming too"),
+    ]);
+    let server = start(&fake, "", &[]);
+    let sessions = MAX_STREAMS / MAX_STREAMS_PER_SESSION;
+    let ids: Vec<String> = (0..=sessions).map(|_| new_session(&server)).collect();
+    let mut first: Vec<Events> = (0..MAX_STREAMS_PER_SESSION)
+        .map(|_| Events::open(&server, &ids[0]))
+        .collect();
+    let (status, body) = refused_stream(&server, &ids[0]);
+    assert_eq!(status, 503, "{body}");
+    let expected = format!(
+        "this conversation already has {MAX_STREAMS_PER_SESSION} open event streams, the most it serves; close a tab showing it"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        expected.as_str(),
+        "{body}"
+    );
+    // The streams already open keep streaming: the newest and the oldest see a whole turn.
+    let id = &ids[0];
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "are you there"}),
+    );
+    for n in [MAX_STREAMS_PER_SESSION - 1, 0] {
+        assert_eq!(text_of(&first[n].until("turn_end")), "still streaming");
+    }
+    // The cap is per session: the others fill up to the server's.
+    let mut rest: Vec<Events> = Vec::new();
+    for id in &ids[1..sessions] {
+        rest.extend((0..MAX_STREAMS_PER_SESSION).map(|_| Events::open(&server, id)));
+    }
+    let (status, body) = refused_stream(&server, &ids[sessions]);
+    assert_eq!(status, 503, "{body}");
+    let expected = format!(
+        "the server already has {MAX_STREAMS} open event streams, the most it serves; close some tabs"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        expected.as_str(),
+        "{body}"
+    );
+    let id = &ids[1];
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "and you"}),
+    );
+    assert_eq!(text_of(&rest[0].until("turn_end")), "still streaming too");
+    // Closed tabs give their places back, to any session.
+    drop(first);
+    let _again = open_once_freed(&server, &ids[sessions]);
+    let _and_first = open_once_freed(&server, &ids[0]);
 }

@@ -161,9 +161,11 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         listen,
         mode: mode.clone(),
         behind_proxy: config.serve.behind_proxy,
-        workers: 16,
-        queue: 64,
-        max_sessions: 64,
+        workers: serve::WORKERS,
+        queue: serve::QUEUE,
+        max_sessions: serve::MAX_SESSIONS,
+        max_streams_per_session: serve::MAX_STREAMS_PER_SESSION,
+        max_streams: serve::MAX_STREAMS,
     };
     let bound = serve::bind(&options).map_err(Error::Usage)?;
     let url = match &mode {

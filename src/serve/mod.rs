@@ -1,7 +1,7 @@
 //! `reasonix serve`: the browser front end. An HTTP/1.1 server on `std::net` with a bounded
 //! worker pool ([`server`]), its parser ([`http`]), authentication ([`auth`], [`bcrypt`] on
 //! [`blowfish`]), the routes and the embedded page ([`routes`]), the agent composition routes
-//! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), and the live sessions,
+//! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), the diffs of file edits ([`edits`]), and the live sessions,
 //! each driving the same agent and event stream as the chat ([`sessions`]). What a session is
 //! made of (config, tools, MCP servers, composition, provider) comes from the CLI through
 //! [`Factory`].
@@ -11,6 +11,7 @@ pub mod auth;
 pub mod bcrypt;
 mod blowfish;
 pub mod commands;
+pub mod edits;
 pub mod http;
 pub mod presets;
 pub mod routes;
@@ -114,6 +115,14 @@ pub struct Built {
     pub cwd: std::path::PathBuf,
 }
 
+/// The limits `reasonix serve` runs with: worker threads, connections waiting for one (a full
+/// queue gets a 503), live sessions, and event streams per session and in all.
+pub const WORKERS: usize = 16;
+pub const QUEUE: usize = 64;
+pub const MAX_SESSIONS: usize = 64;
+pub const MAX_STREAMS_PER_SESSION: usize = 64;
+pub const MAX_STREAMS: usize = 256;
+
 pub struct Options {
     pub listen: SocketAddr,
     pub mode: auth::Mode,
@@ -121,6 +130,8 @@ pub struct Options {
     pub workers: usize,
     pub queue: usize,
     pub max_sessions: usize,
+    pub max_streams_per_session: usize,
+    pub max_streams: usize,
 }
 
 /// Refuses to serve without authentication beyond loopback.
@@ -150,7 +161,8 @@ pub fn bind(options: &Options) -> Result<Bound, String> {
 /// Serves until `stop` is cancelled (SIGINT/SIGTERM), then interrupts the turns and stops
 /// the sessions, whose files are complete when this returns.
 pub fn run(bound: Bound, options: Options, factory: Arc<dyn Factory>, stop: CancelToken) {
-    let hub = Arc::new(sessions::Hub::new(factory, options.max_sessions));
+    let streams = sessions::Streams::new(options.max_streams_per_session, options.max_streams);
+    let hub = Arc::new(sessions::Hub::new(factory, options.max_sessions, streams));
     let router = Arc::new(routes::Router {
         auth: auth::Auth::new(options.mode, options.behind_proxy),
         hub: Arc::clone(&hub),

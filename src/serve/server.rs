@@ -4,7 +4,7 @@
 //! pool once its headers are sent (the session writes to it from then on). Shutdown stops the
 //! acceptor; the caller then stops the sessions.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -71,8 +71,26 @@ fn accept(listener: TcpListener, tx: SyncSender<(TcpStream, SocketAddr)>, stop: 
                 let busy =
                     Response::error(503, "the server is busy; try again").with("Retry-After", "1");
                 let _ = busy.write_to(&mut stream, false, false);
+                drain_and_close(stream);
             }
             Err(TrySendError::Disconnected(_)) => break,
+        }
+    }
+}
+
+/// Closes a connection answered without reading its request: what has arrived of the request
+/// is read first (without waiting), since closing a socket with unread data resets it, and a
+/// reset can destroy the answer before the client reads it.
+fn drain_and_close(stream: TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    if stream.set_nonblocking(true).is_ok() {
+        let mut scratch = [0u8; 4096];
+        let mut left = 64 * 1024;
+        while left > 0 {
+            match (&stream).read(&mut scratch) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left -= n.min(left),
+            }
         }
     }
 }
@@ -144,9 +162,10 @@ fn connection(stream: TcpStream, peer: SocketAddr, router: &Router) {
                     header.push_str(&format!("{name}: {value}\r\n"));
                 }
                 header.push_str("\r\n: stream\n\n");
-                if out.write_all(header.as_bytes()).is_ok() {
-                    let _ = out.set_read_timeout(None);
-                    live.subscribe(out, after);
+                let _ = out.set_read_timeout(None);
+                if let Err(mut full) = router.hub.subscribe(&live, out, &header, after) {
+                    let busy = Response::error(503, &full.why).with("Retry-After", "5");
+                    let _ = router.finish(busy).write_to(&mut full.stream, false, false);
                 }
                 return;
             }

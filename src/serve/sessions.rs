@@ -1,7 +1,8 @@
 //! The live sessions of the server: each has its agent on a thread of its own, a log of the
 //! events it produced (as stream-json values, so the browser reads what `--output-format
-//! stream-json` prints), the SSE subscribers that receive them, and the questions waiting for
-//! a person (tool approvals, `ask` cards, plan reviews). A turn runs exactly as in the chat:
+//! stream-json` prints), the SSE subscribers that receive them (held to a cap per session and
+//! in all, [`Streams`]), and the questions waiting for a person (tool approvals, `ask` cards,
+//! plan reviews). A turn runs exactly as in the chat:
 //! `Runner::run` with an event sink; approvals and questions block the agent's thread until
 //! an answer comes over HTTP or the turn is interrupted. Between turns the thread also applies
 //! what the page changed (plan mode, the model, the effort) and runs `/compact`; a session's
@@ -11,6 +12,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::JoinHandle;
@@ -18,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{Factory, Open, Refused, Switch};
+use super::{edits, Factory, Open, Refused, Switch};
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, NoticeLevel};
 use crate::agent::runner::AgentError;
@@ -65,7 +67,7 @@ enum Command {
 struct State {
     log: VecDeque<(u64, String)>,
     next_event: u64,
-    subscribers: Vec<TcpStream>,
+    subscribers: Vec<Subscriber>,
     /// The running turn's cancel token.
     running: Option<CancelToken>,
     pending: HashMap<u64, Pending>,
@@ -79,6 +81,75 @@ struct State {
     model: String,
     /// Whether a prompt was ever accepted: the composition binding is locked from then on.
     prompted: bool,
+}
+
+/// The event streams open on the whole server, held to a cap per session and in total: each
+/// stream keeps a socket and a place in every `publish`, so a client opening them without end
+/// would exhaust descriptors and slow every session down.
+pub struct Streams {
+    open: AtomicUsize,
+    pub per_session: usize,
+    pub total: usize,
+}
+
+impl Streams {
+    pub fn new(per_session: usize, total: usize) -> Arc<Streams> {
+        Arc::new(Streams {
+            open: AtomicUsize::new(0),
+            per_session,
+            total,
+        })
+    }
+
+    /// A place for one more stream, if the server has one.
+    fn reserve(self: &Arc<Self>) -> Option<Slot> {
+        self.open
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.total).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(Arc::clone(self)))
+    }
+
+    fn full(&self) -> bool {
+        self.open.load(Ordering::SeqCst) >= self.total
+    }
+}
+
+/// One stream's place in [`Streams`], given back when its subscriber is dropped (however it
+/// leaves: a failed write, a closed session, shutdown).
+struct Slot(Arc<Streams>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+struct Subscriber {
+    stream: TcpStream,
+    _slot: Slot,
+}
+
+/// An event stream refused because a cap is reached: the connection, for the 503, and why.
+pub struct Full {
+    pub stream: TcpStream,
+    pub why: String,
+}
+
+/// Whether an event stream's client has gone: it sends nothing after its request, so a
+/// readable end of file (or a reset) means it closed. Checked without blocking.
+fn closed(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let gone = match stream.peek(&mut [0u8; 1]) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(err) => err.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    let _ = stream.set_nonblocking(false);
+    gone
 }
 
 /// One session the server has open.
@@ -111,8 +182,9 @@ impl Live {
         state.next_event += 1;
         let frame = format!("id: {id}\ndata: {value}\n\n");
         state.subscribers.retain_mut(|s| {
-            s.write_all(frame.as_bytes())
-                .and_then(|_| s.flush())
+            s.stream
+                .write_all(frame.as_bytes())
+                .and_then(|_| s.stream.flush())
                 .is_ok()
         });
         state.log.push_back((id, frame));
@@ -121,28 +193,66 @@ impl Live {
         }
     }
 
-    /// Sends the events after `after` to a new subscriber and keeps it for the rest, with no
-    /// gap and no repeat (both under the one lock `publish` takes).
-    pub fn subscribe(&self, mut stream: TcpStream, after: Option<u64>) {
-        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    /// Opens an event stream: writes `head` (the response's status line and headers) and the
+    /// events after `after`, and keeps the stream for the rest, with no gap and no repeat
+    /// (both under the one lock `publish` takes). Refused, before anything is written, when the
+    /// session or the server has as many streams as it serves; a session at its cap first
+    /// forgets streams whose clients have gone.
+    pub fn subscribe(
+        &self,
+        mut stream: TcpStream,
+        head: &str,
+        after: Option<u64>,
+        streams: &Arc<Streams>,
+    ) -> Result<(), Full> {
         let mut state = self.lock();
-        let mut ok = true;
+        if state.subscribers.len() >= streams.per_session {
+            state.subscribers.retain(|s| !closed(&s.stream));
+        }
+        if state.subscribers.len() >= streams.per_session {
+            let why = format!(
+                "this conversation already has {} open event streams, the most it serves; close a tab showing it",
+                streams.per_session
+            );
+            return Err(Full { stream, why });
+        }
+        let Some(slot) = streams.reserve() else {
+            let why = format!(
+                "the server already has {} open event streams, the most it serves; close some tabs",
+                streams.total
+            );
+            return Err(Full { stream, why });
+        };
+        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+        let mut ok = stream.write_all(head.as_bytes()).is_ok();
         for (id, frame) in &state.log {
             if after.is_none_or(|after| *id > after) && ok {
                 ok = stream.write_all(frame.as_bytes()).is_ok();
             }
         }
         if ok && stream.flush().is_ok() {
-            state.subscribers.push(stream);
+            state.subscribers.push(Subscriber {
+                stream,
+                _slot: slot,
+            });
         }
+        Ok(())
+    }
+
+    /// Forgets the streams whose clients have gone.
+    fn prune(&self) {
+        self.lock().subscribers.retain(|s| !closed(&s.stream));
     }
 
     /// A comment line to every subscriber, so dead connections are noticed and proxies keep
     /// the stream open.
     pub fn ping(&self) {
-        self.lock()
-            .subscribers
-            .retain_mut(|s| s.write_all(b": ping\n\n").and_then(|_| s.flush()).is_ok());
+        self.lock().subscribers.retain_mut(|s| {
+            s.stream
+                .write_all(b": ping\n\n")
+                .and_then(|_| s.stream.flush())
+                .is_ok()
+        });
     }
 
     pub fn subscriber_count(&self) -> usize {
@@ -385,6 +495,7 @@ impl Approver for WebApprover {
             "rule": request.rule,
             "session_scope": request.session_scope().map(|r| r.to_string()),
             "always_scope": request.always_scope().map(|r| r.to_string()),
+            "diff": edits::proposed(&request.tool, &request.args, &live.cwd),
         });
         let rx = live.wait_for(|tx| Pending::Approval(request.clone(), tx), event);
         drop(live);
@@ -442,15 +553,34 @@ pub struct Hub {
     factory: Arc<dyn Factory>,
     lives: Mutex<HashMap<String, Arc<Live>>>,
     pub max_sessions: usize,
+    streams: Arc<Streams>,
 }
 
 impl Hub {
-    pub fn new(factory: Arc<dyn Factory>, max_sessions: usize) -> Hub {
+    pub fn new(factory: Arc<dyn Factory>, max_sessions: usize, streams: Arc<Streams>) -> Hub {
         Hub {
             factory,
             lives: Mutex::new(HashMap::new()),
             max_sessions,
+            streams,
         }
+    }
+
+    /// Opens an event stream on `live` (see [`Live::subscribe`]); with the server at its cap,
+    /// the streams whose clients have gone are forgotten first.
+    pub fn subscribe(
+        &self,
+        live: &Live,
+        stream: TcpStream,
+        head: &str,
+        after: Option<u64>,
+    ) -> Result<(), Full> {
+        if self.streams.full() {
+            for other in self.all() {
+                other.prune();
+            }
+        }
+        live.subscribe(stream, head, after, &self.streams)
     }
 
     pub fn factory(&self) -> &dyn Factory {
@@ -696,8 +826,14 @@ fn agent_thread(
             }
             state.running = Some(cancel);
         }
+        // A file-writing call's result carries the diff of what it did to the file.
+        let mut snapshots = edits::Snapshots::new(&cwd);
         let mut sink = |event: Event| {
-            if let Some(value) = crate::cli::output::stream_json(&event) {
+            let diff = snapshots.watch(&event);
+            if let Some(mut value) = crate::cli::output::stream_json(&event) {
+                if let Some(diff) = diff {
+                    value["diff"] = diff;
+                }
                 live.publish(value);
             }
         };

@@ -224,19 +224,26 @@ pub fn proposed_change(tool: &str, args: &Value, cwd: &Path) -> Option<(String, 
     let path = args.get("path").and_then(Value::as_str)?;
     let full = cwd.join(path);
     let before = read_small(&full).unwrap_or_default();
-    let after = match tool {
+    let after = after_call(tool, args, &before)?;
+    Some((path.to_string(), before, after))
+}
+
+/// The text a built-in file writer's call would leave in a file that holds `before`; `None`
+/// for another tool or an edit that does not apply. Apart from reading the file, so a caller
+/// that must check what it reads (`serve::edits`) diffs exactly the text it checked.
+pub fn after_call(tool: &str, args: &Value, before: &str) -> Option<String> {
+    Some(match tool {
         "write_file" => args.get("content").and_then(Value::as_str)?.to_string(),
-        "edit_file" => apply_edit(&before, args)?,
+        "edit_file" => apply_edit(before, args)?,
         "multi_edit" => {
-            let mut text = before.clone();
+            let mut text = before.to_string();
             for edit in args.get("edits").and_then(Value::as_array)? {
                 text = apply_edit(&text, edit)?;
             }
             text
         }
         _ => return None,
-    };
-    Some((path.to_string(), before, after))
+    })
 }
 
 fn apply_edit(text: &str, edit: &Value) -> Option<String> {

@@ -92,7 +92,23 @@ function markdown(source) {
   return out.join("");
 }
 
-// ---- Diffs of file-writing tool calls, from their arguments.
+// ---- Diffs of file edits as the server computed them (`serve/edits.rs`): the file before and
+// after, in hunks with context and line numbers.
+function renderDiff(diff) {
+  const node = el("div", { class: "diff", "data-path": diff.path || "" });
+  const signs = { keep: " ", del: "-", add: "+" };
+  const lines = diff.lines || [];
+  for (const line of lines) {
+    if (line.kind === "hunk") node.append(el("span", { class: "hunk", text: line.text }));
+    else node.append(el("span", { class: line.kind }, [el("span", { class: "ln", text: String(line.line) }), document.createTextNode(signs[line.kind] + " " + line.text)]));
+  }
+  if (!lines.length) node.append(el("span", { class: "hunk", text: t("diff.none") }));
+  if (diff.omitted) node.append(el("span", { class: "hunk", text: t("diff.more", { lines: diff.omitted }) }));
+  return node;
+}
+
+// A stored conversation has no snapshots of its files: its edits show the text each call
+// asked to replace and put in place, from the call's arguments.
 function diffLines(oldText, newText) {
   // A file's final newline is not a line of its own.
   oldText = (oldText || "").replace(/\n$/, "");
@@ -103,7 +119,7 @@ function diffLines(oldText, newText) {
   return node;
 }
 
-function diffOf(name, input) {
+function requestedChange(name, input) {
   if (!input || typeof input !== "object") return null;
   if (name === "write_file") return diffLines("", input.content || "");
   if (name === "edit_file") return diffLines(input.old_string || "", input.new_string || "");
@@ -239,21 +255,27 @@ function appendReasoning(text) {
 
 function endBlocks() { state.assistant = null; state.reasoning = null; }
 
-function toolCard(id, name, input) {
+function toolCard(id, name, input, change) {
   endBlocks();
   const summary = typeof input === "object" && input !== null ? (input.path || input.command || input.pattern || "") : String(input || "");
   const output = el("div", { class: "output", text: t("tool.running") });
   const card = add(el("div", { class: "card tool", "data-tool": name }, [
     el("h3", {}, [el("code", { text: name }), document.createTextNode(" " + summary)]),
-    diffOf(name, input),
+    change,
     output,
   ]));
-  state.tools[id] = { card, output };
+  state.tools[id] = { card, output, change };
 }
 
 function toolResult(event) {
   const tool = state.tools[event.id];
   if (!tool) return;
+  // What the call did to its file, read around it by the server.
+  if (event.diff) {
+    const diff = renderDiff(event.diff);
+    if (tool.change) tool.change.replaceWith(diff); else tool.card.insertBefore(diff, tool.output);
+    tool.change = diff;
+  }
   tool.output.textContent = event.content || "";
   if (event.is_error) tool.card.classList.add("error");
 }
@@ -283,7 +305,7 @@ function approvalCard(event) {
   const once = el("button", { class: "primary", type: "button", "data-answer": "once", text: t("approval.once") + " (y)", onclick: () => send("once") });
   card.append(
     el("h3", { text: t("approval.title", { tool: event.tool }) + (event.subject ? " " + event.subject : "") }),
-    diffOf(event.tool, event.args) || el("pre", { text: JSON.stringify(event.args, null, 2) }),
+    event.diff ? renderDiff(event.diff) : el("pre", { text: JSON.stringify(event.args, null, 2) }),
     actions([
       once,
       event.session_scope ? el("button", { type: "button", "data-answer": "session", text: t("approval.session") + " (s)", onclick: () => send("session") }) : null,
@@ -349,7 +371,7 @@ function handle(event) {
       break;
     case "text": appendText(event.text); break;
     case "reasoning": appendReasoning(event.text); break;
-    case "tool_use": toolCard(event.id, event.name, event.input); break;
+    case "tool_use": toolCard(event.id, event.name, event.input, null); break;
     case "tool_result": toolResult(event); break;
     case "approval": approvalCard(event); break;
     case "ask_request": askCard(event); break;
@@ -401,7 +423,8 @@ function renderHistory(messages) {
       for (const call of message.tool_calls || []) {
         let input = call.function && call.function.arguments;
         try { input = JSON.parse(input); } catch (_) { /* shown as text */ }
-        toolCard(call.id, call.function && call.function.name, input);
+        const name = call.function && call.function.name;
+        toolCard(call.id, name, input, requestedChange(name, input));
       }
     } else if (message.role === "tool") toolResult({ id: message.tool_call_id, content: message.content });
   }
@@ -426,6 +449,12 @@ async function openSession(described) {
   state.source = new EventSource("/api/sessions/" + described.id + "/events");
   state.source.onmessage = (message) => {
     try { handle(JSON.parse(message.data)); } catch (error) { notice(String(error)); }
+  };
+  // A lost connection reconnects by itself; a refused one (a 503 at the server's stream cap,
+  // a 401 once the login expired) closes the source for good, so say so.
+  const source = state.source;
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED && state.source === source) notice(t("stream.refused"));
   };
   $("sidebar").classList.remove("open");
   $("prompt").focus();
