@@ -954,3 +954,52 @@ fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
         "{text}"
     );
 }
+
+/// A hostile repository's reasonix.toml is loaded by every command, trusted or not, so its
+/// size must not buy it time: tens of thousands of unknown keys, providers (one warning each
+/// while untrusted, merged by name once trusted) and deny rules over the user's own once took
+/// minutes (every warning counted lines from the top of the file; every merged entry searched
+/// all the ones before it). Linear work takes well under a second; the bound is generous for
+/// a loaded debug build.
+#[test]
+fn a_huge_project_file_loads_in_linear_time() {
+    const N: usize = 30_000;
+    let fx = Fixture::new();
+    fx.user("[permissions]\ndeny = [\"Bash(rm -rf /)\"]\n");
+    let mut text = String::from("[permissions]\ndeny = [");
+    for i in 0..N {
+        text.push_str(&format!("\"Bash(x{i})\", "));
+    }
+    text.push_str("]\n");
+    for i in 0..N {
+        text.push_str(&format!("unknown{i} = 1\n"));
+    }
+    for i in 0..N {
+        text.push_str(&format!(
+            "[[providers]]\nname = \"p{i}\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
+        ));
+    }
+    fx.project(&text);
+    for trust_project in [false, true] {
+        let started = std::time::Instant::now();
+        let loaded = load(&LoadOptions {
+            trust_project,
+            ..fx.options(None)
+        })
+        .unwrap_or_else(|e| panic!("load failed: {e}"));
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "trusted {trust_project}: {took:?}"
+        );
+        assert_eq!(loaded.config.permissions.deny.len(), N + 1);
+        let last = loaded.warnings.last().unwrap();
+        if trust_project {
+            assert_eq!(loaded.config.providers.len(), N);
+            assert!(last.contains(&format!(":{}:1: unknown key", N + 2)), "{last}");
+        } else {
+            let line = N + 3 + 4 * (N - 1);
+            assert!(last.contains(&format!(":{line}:1: [[providers]]")), "{last}");
+        }
+    }
+}

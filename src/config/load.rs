@@ -17,7 +17,7 @@
 //! `sandbox.forbid_read`) accumulated so no later file can drop an earlier file's restriction.
 //! The merged table is deserialised once more into the final [`Config`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::io;
 use std::ops::Range;
@@ -232,13 +232,25 @@ fn read_layer(path: &Path, layer: Layer) -> Result<Option<String>, ConfigError> 
 struct Source<'a> {
     path: &'a Path,
     text: &'a str,
+    /// Where lines and columns stand every [`LineIndex::STEP`] bytes, made at the first
+    /// location asked for.
+    index: std::cell::OnceCell<LineIndex>,
 }
 
-impl Source<'_> {
+impl<'a> Source<'a> {
+    fn new(path: &'a Path, text: &'a str) -> Source<'a> {
+        Source {
+            path,
+            text,
+            index: std::cell::OnceCell::new(),
+        }
+    }
+
     fn location(&self, span: Option<Range<usize>>) -> String {
         match span {
             Some(span) => {
-                let (line, col) = line_col(self.text, span.start);
+                let index = self.index.get_or_init(|| LineIndex::new(self.text));
+                let (line, col) = index.line_col(self.text, span.start);
                 format!("{}:{line}:{col}", self.path.display())
             }
             None => self.path.display().to_string(),
@@ -253,16 +265,60 @@ impl Source<'_> {
     }
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
+/// Line and column checkpoints through a file, so each location costs at most
+/// [`LineIndex::STEP`] bytes of counting. A project file comes from the repository and may
+/// earn one warning per key: counting from the top for each would be quadratic in its size.
+struct LineIndex {
+    /// `(byte offset, line, column)`, 1-based, at a character boundary; the first at 0.
+    marks: Vec<(usize, usize, usize)>,
+}
+
+impl LineIndex {
+    const STEP: usize = 1024;
+
+    fn new(text: &str) -> LineIndex {
+        let mut marks = vec![(0, 1, 1)];
+        let (mut line, mut col) = (1, 1);
+        let mut next = LineIndex::STEP;
+        for (at, c) in text.char_indices() {
+            if at >= next {
+                marks.push((at, line, col));
+                next = at + LineIndex::STEP;
+            }
+            if c == '\n' {
+                line += 1;
+                col = 1;
+            } else {
+                col += 1;
+            }
+        }
+        LineIndex { marks }
     }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-    (line, col)
+
+    /// 1-based line and column (in characters) of a byte offset.
+    fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let at = self.marks.partition_point(|&(byte, _, _)| byte <= offset);
+        let (start, mut line, mut col) = self.marks[at.saturating_sub(1)];
+        for c in text.get(start..offset).unwrap_or_default().chars() {
+            if c == '\n' {
+                line += 1;
+                col = 1;
+            } else {
+                col += 1;
+            }
+        }
+        (line, col)
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+#[cfg(test)]
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    LineIndex::new(text).line_col(text, offset)
 }
 
 /// A parser message on one line, its lines joined with "; " (they are separate statements).
@@ -277,7 +333,7 @@ fn parse_layer(
     project: Option<&mut ProjectCheck>,
     warnings: &mut Vec<String>,
 ) -> Result<Table, ConfigError> {
-    let src = Source { path, text };
+    let src = Source::new(path, text);
     let parsed =
         crate::toml::parse(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
     let doc = parsed.table();
@@ -939,8 +995,11 @@ fn merge_value(base: &mut Table, key: String, value: Value, parent: &str) {
         (Some(Value::Array(existing)), Value::Array(over))
             if ACCUMULATE.contains(&path.as_str()) =>
         {
+            // A set of what is there already: a project file's list may be long, and searching
+            // the list for each item would be quadratic in it.
+            let mut seen: HashSet<String> = existing.iter().map(|v| format!("{v:?}")).collect();
             for item in over {
-                if !existing.contains(&item) {
+                if seen.insert(format!("{item:?}")) {
                     existing.push(item);
                 }
             }
@@ -967,14 +1026,30 @@ fn merge_named(
     let Value::Array(existing) = entry else {
         return;
     };
+    // Where each name is, the first entry of that name (so the search is not quadratic in a
+    // long list of entries).
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (pos, e) in existing.iter().enumerate() {
+        if let Some(name) = entry_name(e) {
+            at.entry(name.to_string()).or_insert(pos);
+        }
+    }
     for item in items {
         let name = entry_name(&item).unwrap_or_default().to_string();
-        match existing
-            .iter()
-            .position(|e| entry_name(e) == Some(name.as_str()))
-        {
-            Some(pos) => existing[pos] = item,
-            None => existing.push(item),
+        match at.get(&name) {
+            Some(&pos) => {
+                if entry_name(&item) != Some(name.as_str()) {
+                    // A nameless entry took the place of one named "".
+                    at.remove(&name);
+                }
+                existing[pos] = item;
+            }
+            None => {
+                if entry_name(&item).is_some() {
+                    at.insert(name.clone(), existing.len());
+                }
+                existing.push(item);
+            }
         }
         origins.insert((section.clone(), name), layer);
     }
@@ -1178,6 +1253,19 @@ mod tests {
         assert_eq!(line_col(text, 6), (2, 1));
         assert_eq!(line_col(text, 9), (2, 3));
         assert_eq!(line_col(text, 999), (3, 1));
+        // Across the index's checkpoints, inside characters too: the same as counting.
+        let long: String = (0..3000).map(|i| format!("k{i} = \"é€😀\"\n")).collect();
+        let index = LineIndex::new(&long);
+        for offset in (0..long.len() + 2).step_by(7) {
+            let mut at = offset.min(long.len());
+            while !long.is_char_boundary(at) {
+                at -= 1;
+            }
+            let before = &long[..at];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            assert_eq!(index.line_col(&long, offset), (line, col), "offset {offset}");
+        }
     }
 
     #[test]

@@ -681,8 +681,22 @@ impl Parser<'_> {
                     .and_then(|d| u32::from_str_radix(d, 16).ok())
                     .and_then(char::from_u32);
                 let Some(ch) = ch else {
-                    let end = (start + 2 + n).min(self.text.len());
-                    let shown = self.text.get(start..end).unwrap_or("\\u");
+                    // The escape's bytes, widened to the end of a character they cut into, so
+                    // the span can be sliced; shown escaped, as the file may hold controls.
+                    let mut end = (start + 2 + n).min(self.text.len());
+                    while !self.text.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    let shown: String = self
+                        .text
+                        .get(start..end)
+                        .unwrap_or("\\u")
+                        .chars()
+                        .map(|c| match c {
+                            c if c.is_control() => c.escape_unicode().to_string(),
+                            c => c.to_string(),
+                        })
+                        .collect();
                     return Err(Error::new(
                         format!("invalid unicode escape `{shown}`"),
                         start..end,
