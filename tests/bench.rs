@@ -1343,3 +1343,33 @@ fn bench_serve_twenty_sessions_at_once() {
         peak
     );
 }
+
+/// Loading a hostile project reasonix.toml (deny rules, unknown keys and providers, `n` of
+/// each, trusted so every provider is merged): linear work means 3x the entries take about 3x
+/// the time. It once grew quadratically (129 s for 30,000 of each in a debug build).
+#[test]
+#[ignore]
+fn bench_config_load_of_a_huge_project_file() {
+    let time = |n: usize| {
+        let fx = crate::config::huge_project_fixture(n);
+        let options = reasonix::config::LoadOptions {
+            trust_project: true,
+            ..fx.options(None)
+        };
+        let runs: Vec<Duration> = (0..3)
+            .map(|_| {
+                let started = Instant::now();
+                reasonix::config::load(&options).expect("the huge file loads");
+                started.elapsed()
+            })
+            .collect();
+        median(runs)
+    };
+    let (small, large) = (time(10_000), time(30_000));
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    println!(
+        "config load of a project file with 10,000 / 30,000 deny rules, unknown keys and providers each: {:.0} / {:.0} ms; ratio {ratio:.2} (linear is about 3)",
+        ms(small),
+        ms(large)
+    );
+}

@@ -14,12 +14,12 @@ use reasonix::provider::Prices;
 use crate::util::{reasonix, run, run_with_stdin, Dir};
 
 /// A home and a project directory inside one temp dir.
-struct Fixture {
+pub(crate) struct Fixture {
     dir: Dir,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = Dir::new();
         std::fs::create_dir_all(dir.join("home")).unwrap();
         std::fs::create_dir_all(dir.join("proj")).unwrap();
@@ -30,15 +30,15 @@ impl Fixture {
         self.dir.join("home")
     }
 
-    fn user(&self, text: &str) -> PathBuf {
+    pub(crate) fn user(&self, text: &str) -> PathBuf {
         self.dir.write("home/config.toml", text)
     }
 
-    fn project(&self, text: &str) -> PathBuf {
+    pub(crate) fn project(&self, text: &str) -> PathBuf {
         self.dir.write("proj/reasonix.toml", text)
     }
 
-    fn options(&self, extra: Option<&str>) -> LoadOptions {
+    pub(crate) fn options(&self, extra: Option<&str>) -> LoadOptions {
         LoadOptions {
             home: self.home(),
             cwd: self.dir.join("proj"),
@@ -955,51 +955,58 @@ fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
     );
 }
 
-/// A hostile repository's reasonix.toml is loaded by every command, trusted or not, so its
-/// size must not buy it time: tens of thousands of unknown keys, providers (one warning each
-/// while untrusted, merged by name once trusted) and deny rules over the user's own once took
-/// minutes (every warning counted lines from the top of the file; every merged entry searched
-/// all the ones before it). Linear work takes well under a second; the bound is generous for
-/// a loaded debug build.
-#[test]
-fn a_huge_project_file_loads_in_linear_time() {
-    const N: usize = 30_000;
+/// A project reasonix.toml a hostile repository might ship: `n` deny rules, `n` unknown keys
+/// and `n` providers, written in a fixture whose user file has one deny rule of its own.
+pub(crate) fn huge_project_fixture(n: usize) -> Fixture {
     let fx = Fixture::new();
     fx.user("[permissions]\ndeny = [\"Bash(rm -rf /)\"]\n");
     let mut text = String::from("[permissions]\ndeny = [");
-    for i in 0..N {
+    for i in 0..n {
         text.push_str(&format!("\"Bash(x{i})\", "));
     }
     text.push_str("]\n");
-    for i in 0..N {
+    for i in 0..n {
         text.push_str(&format!("unknown{i} = 1\n"));
     }
-    for i in 0..N {
+    for i in 0..n {
         text.push_str(&format!(
             "[[providers]]\nname = \"p{i}\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
         ));
     }
     fx.project(&text);
+    fx
+}
+
+/// A hostile repository's reasonix.toml is loaded by every command, trusted or not, so its
+/// size must not buy it time: tens of thousands of unknown keys, providers (one warning each
+/// while untrusted, merged by name once trusted) and deny rules over the user's own once took
+/// minutes (every warning counted lines from the top of the file; every merged entry searched
+/// all the ones before it). This test holds what such a load must produce; `make bench`
+/// (`bench_config_load_of_a_huge_project_file`) measures that the time grows linearly.
+#[test]
+fn a_huge_project_file_loads_with_every_entry_and_location() {
+    const N: usize = 30_000;
+    let fx = huge_project_fixture(N);
     for trust_project in [false, true] {
-        let started = std::time::Instant::now();
         let loaded = load(&LoadOptions {
             trust_project,
             ..fx.options(None)
         })
         .unwrap_or_else(|e| panic!("load failed: {e}"));
-        let took = started.elapsed();
-        assert!(
-            took < std::time::Duration::from_secs(20),
-            "trusted {trust_project}: {took:?}"
-        );
         assert_eq!(loaded.config.permissions.deny.len(), N + 1);
         let last = loaded.warnings.last().unwrap();
         if trust_project {
             assert_eq!(loaded.config.providers.len(), N);
-            assert!(last.contains(&format!(":{}:1: unknown key", N + 2)), "{last}");
+            assert!(
+                last.contains(&format!(":{}:1: unknown key", N + 2)),
+                "{last}"
+            );
         } else {
             let line = N + 3 + 4 * (N - 1);
-            assert!(last.contains(&format!(":{line}:1: [[providers]]")), "{last}");
+            assert!(
+                last.contains(&format!(":{line}:1: [[providers]]")),
+                "{last}"
+            );
         }
     }
 }

@@ -234,7 +234,7 @@ mod tests {
         let args = json!({"path": "latin1.txt", "content": "cafe\n"});
         assert!(proposed("write_file", &args, dir.path()).is_none());
         // At the cap exactly, the file is still shown.
-        dir.write("edge.txt", &"y".repeat(FILE_CAP as usize));
+        dir.write("edge.txt", "y".repeat(FILE_CAP as usize));
         let args = json!({"path": "edge.txt", "content": "small\n"});
         assert!(proposed("write_file", &args, dir.path()).is_some());
     }
