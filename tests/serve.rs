@@ -817,8 +817,8 @@ fn browser_end_to_end() {
         Reply::text("Hello from the fake model"),
         Reply::tool_calls(&[(
             "c1",
-            "write_file",
-            r#"{"path":"note.txt","content":"approved\n"}"#,
+            "edit_file",
+            r#"{"path":"note.txt","old_string":"beta","new_string":"approved"}"#,
         )]),
         Reply::text("wrote it"),
         stall,
@@ -828,6 +828,9 @@ fn browser_end_to_end() {
         &second_model(&fake),
         &["--auth", "password", "--password", "s3cret pass"],
     );
+    // The edit's diff in the page is of this file: a deleted and an added line between two
+    // kept ones, each with its number (the script checks them).
+    server.work.write("note.txt", "alpha\nbeta\ngamma\n");
     let shot = server.work.join("serve-e2e.png");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/serve_e2e.py");
     let out = run(std::process::Command::new("python3").args([
@@ -840,7 +843,7 @@ fn browser_end_to_end() {
     assert!(out.stdout.contains("browser e2e: ok"), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(server.work.join("note.txt")).unwrap(),
-        "approved\n"
+        "alpha\napproved\ngamma\n"
     );
     assert!(
         std::fs::metadata(&shot).unwrap().len() > 1000,

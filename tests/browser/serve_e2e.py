@@ -1,6 +1,7 @@
 """End-to-end test of the `reasonix serve` page in a real headless Chromium, driven with
 Selenium. Started by tests/serve.rs (`browser_end_to_end`) against a running server whose
-fake model answers, in order: a greeting, a write_file call then "wrote it", and a request
+fake model answers, in order: a greeting, an edit_file call (of note.txt, which the test
+writes as "alpha", "beta", "gamma"; "beta" becomes "approved") then "wrote it", and a request
 that never answers (to be interrupted), which goes to the second model picked in the page
 after `/help` was typed (the test checks the model of that request).
 
@@ -17,6 +18,30 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 URL, PASSWORD, SCREENSHOT = sys.argv[1], sys.argv[2], sys.argv[3]
+
+# The diff of the edit as the page must show it, in the approval and in the result: the
+# server's hunk header, then (kind, line number, sign and text) for each line.
+EDIT_DIFF = [
+    ("hunk", "", "@@ -1,3 +1,3 @@"),
+    ("keep", "1", "  alpha"),
+    ("del", "2", "- beta"),
+    ("add", "2", "+ approved"),
+    ("keep", "3", "  gamma"),
+]
+
+
+def diff_rows(driver, container):
+    """The rows of the diff in `container` as in EDIT_DIFF, read from the DOM."""
+    return [
+        tuple(row)
+        for row in driver.execute_script(
+            """return [...arguments[0].querySelectorAll(".diff > span")].map(s => {
+                const ln = s.querySelector(".ln");
+                return [s.className, ln ? ln.textContent : "", ln ? s.lastChild.textContent : s.textContent];
+            });""",
+            container,
+        )
+    ]
 
 
 def browser():
@@ -65,20 +90,27 @@ def main():
         wait.until(lambda d: not interrupt.is_enabled())
         wait.until(lambda d: "tokens" in d.find_element(By.ID, "status").text)
 
-        # A write waits for approval; the card shows the diff; approve it with the keyboard.
-        prompt.send_keys("write a note")
+        # An edit waits for approval; the card shows the diff of the real file, with line
+        # numbers; approve it with the keyboard.
+        prompt.send_keys("edit the note")
         prompt.send_keys(Keys.ENTER)
         card = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".card.approval")))
-        diff = card.find_element(By.CSS_SELECTOR, ".diff .add").text
-        assert "+ approved" in diff, diff
+        rows = diff_rows(driver, card)
+        assert rows == EDIT_DIFF, "the approval's diff: %r" % rows
+        path = card.find_element(By.CSS_SELECTOR, ".diff").get_attribute("data-path")
+        assert path == "note.txt", path
         button = card.find_element(By.CSS_SELECTOR, 'button[data-answer="once"]')
         assert driver.switch_to.active_element == button, "the approval's first choice has focus"
         button.send_keys("y")
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".card.approval").get_attribute("data-answered") == "true")
         wait.until(lambda d: any("wrote it" in m.text for m in d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))
         wait.until(lambda d: not interrupt.is_enabled())
-        tool = driver.find_element(By.CSS_SELECTOR, '.card.tool[data-tool="write_file"]')
-        assert "+ approved" in tool.find_element(By.CSS_SELECTOR, ".diff").text
+        # The result shows what the call did to the file, from snapshots around it; it came
+        # before "wrote it" in the same stream, so it is in the page by now.
+        tool = driver.find_element(By.CSS_SELECTOR, '.card.tool[data-tool="edit_file"]')
+        assert tool.find_elements(By.CSS_SELECTOR, ".diff"), "the edit's result shows no diff: " + tool.text
+        rows = diff_rows(driver, tool)
+        assert rows == EDIT_DIFF, "the result's diff: %r" % rows
 
         # The model picker: the next turn goes to the other model (the test checks the request).
         picker = Select(driver.find_element(By.ID, "model"))
@@ -109,6 +141,8 @@ def main():
         viewport = driver.execute_script("return window.innerWidth")
         assert width <= viewport, (width, viewport)
         driver.set_window_size(1100, 900)
+        # The screenshot is for a person to look at: it shows the edit's diff.
+        driver.execute_script('arguments[0].scrollIntoView({block: "center"})', tool)
         driver.save_screenshot(SCREENSHOT)
         print("browser e2e: ok")
     finally:
