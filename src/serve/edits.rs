@@ -227,14 +227,14 @@ mod tests {
     fn large_and_non_utf8_files_are_not_diffed() {
         let dir = TempDir::new("edits-kinds");
         let big = "x".repeat(FILE_CAP as usize) + "\n";
-        dir.write("big.txt", &big);
+        dir.write("big.txt", big);
         let args = json!({"path": "big.txt", "content": "small\n"});
         assert!(proposed("write_file", &args, dir.path()).is_none());
         std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9\n").unwrap();
         let args = json!({"path": "latin1.txt", "content": "cafe\n"});
         assert!(proposed("write_file", &args, dir.path()).is_none());
         // At the cap exactly, the file is still shown.
-        dir.write("edge.txt", &"y".repeat(FILE_CAP as usize));
+        dir.write("edge.txt", "y".repeat(FILE_CAP as usize));
         let args = json!({"path": "edge.txt", "content": "small\n"});
         assert!(proposed("write_file", &args, dir.path()).is_some());
     }
