@@ -227,7 +227,7 @@ mod tests {
     fn large_and_non_utf8_files_are_not_diffed() {
         let dir = TempDir::new("edits-kinds");
         let big = "x".repeat(FILE_CAP as usize) + "\n";
-        dir.write("big.txt", &big);
+        dir.write("big.txt", big);
         let args = json!({"path": "big.txt", "content": "small\n"});
         assert!(proposed("write_file", &args, dir.path()).is_none());
         std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9\n").unwrap();
