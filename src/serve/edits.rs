@@ -47,6 +47,11 @@ fn read(cwd: &Path, path: &str) -> Option<String> {
             // At most the cap is read even if the file grew since its size was looked at.
             let mut bytes = Vec::new();
             let file = std::fs::File::open(&full).ok()?;
+            // A folder on the way may have been swapped for a link since `inside` looked: what
+            // counts is where the opened file really is.
+            if !opened_inside(&file, cwd) {
+                return None;
+            }
             file.take(FILE_CAP + 1).read_to_end(&mut bytes).ok()?;
             if bytes.len() as u64 > FILE_CAP {
                 return None;
@@ -54,6 +59,25 @@ fn read(cwd: &Path, path: &str) -> Option<String> {
             String::from_utf8(bytes).ok()
         }
     }
+}
+
+/// Whether the open `file` lies inside the workspace `cwd`, judged by the path the kernel
+/// holds for it (`/proc/self/fd`), so no rename or link after the path was checked counts.
+/// Where that path cannot be read the answer is no: nothing is shown.
+#[cfg(unix)]
+fn opened_inside(file: &std::fs::File, cwd: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(root) = cwd.canonicalize() else {
+        return false;
+    };
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .is_ok_and(|real| real.starts_with(&root))
+}
+
+/// Without `/proc` the opened file's place cannot be confirmed, so no file is shown.
+#[cfg(not(unix))]
+fn opened_inside(_file: &std::fs::File, _cwd: &Path) -> bool {
+    false
 }
 
 /// The diff an approval of `tool` with `args` shows: the file now against what the call would
