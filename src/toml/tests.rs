@@ -717,69 +717,56 @@ fn documents_deserialise_into_the_shapes_config_uses() {
 
 #[test]
 fn type_errors_use_serdes_words_and_the_innermost_span() {
-    assert_eq!(
-        de_err::<Conf>("port = 70000"),
+    // (document, message, the text the span covers)
+    for (text, message, span) in [
         (
-            "invalid value: integer `70000`, expected u16".into(),
-            Some("70000")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("port = -1"),
+            "port = 70000",
+            "invalid value: integer `70000`, expected u16",
+            "70000",
+        ),
         (
-            "invalid value: integer `-1`, expected u16".into(),
-            Some("-1")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("port = \"80\""),
+            "port = -1",
+            "invalid value: integer `-1`, expected u16",
+            "-1",
+        ),
         (
-            "invalid type: string \"80\", expected u16".into(),
-            Some("\"80\"")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("port = 1.5"),
+            "port = \"80\"",
+            "invalid type: string \"80\", expected u16",
+            "\"80\"",
+        ),
         (
-            "invalid type: floating point `1.5`, expected u16".into(),
-            Some("1.5")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("mode = \"maybe\""),
+            "port = 1.5",
+            "invalid type: floating point `1.5`, expected u16",
+            "1.5",
+        ),
         (
-            "unknown variant `maybe`, expected `ask` or `allow`".into(),
-            Some("\"maybe\"")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("mode = { ask = 1 }"),
+            "mode = \"maybe\"",
+            "unknown variant `maybe`, expected `ask` or `allow`",
+            "\"maybe\"",
+        ),
         (
-            "invalid type: map, expected enum Mode".into(),
-            Some("{ ask = 1 }")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("[[list]]\nvalues = [1]\n[[list]]\nvalues = [1, 2, 300]\n"),
+            "mode = { ask = 1 }",
+            "invalid type: map, expected enum Mode",
+            "{ ask = 1 }",
+        ),
         (
-            "invalid value: integer `300`, expected u8".into(),
-            Some("300")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("inner = { when = [1] }"),
+            "[[list]]\nvalues = [1]\n[[list]]\nvalues = [1, 2, 300]\n",
+            "invalid value: integer `300`, expected u8",
+            "300",
+        ),
         (
-            "invalid type: sequence, expected a string".into(),
-            Some("[1]")
-        )
-    );
-    assert_eq!(
-        de_err::<Conf>("map = { x = true }"),
+            "inner = { when = [1] }",
+            "invalid type: sequence, expected a string",
+            "[1]",
+        ),
         (
-            "invalid type: boolean `true`, expected u32".into(),
-            Some("true")
-        )
-    );
+            "map = { x = true }",
+            "invalid type: boolean `true`, expected u32",
+            "true",
+        ),
+    ] {
+        assert_eq!(de_err::<Conf>(text), (message.into(), Some(span)), "{text}");
+    }
     assert_eq!(
         de_err::<Strict>("b = 1"),
         ("missing field `a`".into(), None),
