@@ -2130,6 +2130,17 @@ fn refused_stream(server: &Server, session: &str) -> (u16, String) {
     read_response(&mut BufReader::new(stream))
 }
 
+/// Asserts that an event stream on `session` is refused with a 503 whose error is `expected`.
+fn assert_stream_refused(server: &Server, session: &str, expected: &str) {
+    let (status, body) = refused_stream(server, session);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"],
+        expected,
+        "{body}"
+    );
+}
+
 /// Opens an event stream on `session`, which must succeed once the server has seen streams
 /// that the test closed: a close reaches the server's socket on its own time, so a refusal
 /// before that is retried (each retry is a whole request, and the server forgets closed
@@ -2173,15 +2184,10 @@ fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
     let mut first: Vec<Events> = (0..MAX_STREAMS_PER_SESSION)
         .map(|_| Events::open(&server, &ids[0]))
         .collect();
-    let (status, body) = refused_stream(&server, &ids[0]);
-    assert_eq!(status, 503, "{body}");
-    let expected = format!(
-        "this conversation already has {MAX_STREAMS_PER_SESSION} open event streams, the most it serves; close a tab showing it"
-    );
-    assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["error"],
-        expected.as_str(),
-        "{body}"
+    assert_stream_refused(
+        &server,
+        &ids[0],
+        &format!("this conversation already has {MAX_STREAMS_PER_SESSION} open event streams, the most it serves; close a tab showing it"),
     );
     // The streams already open keep streaming: the newest and the oldest see a whole turn.
     let id = &ids[0];
@@ -2198,15 +2204,10 @@ fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
     for id in &ids[1..sessions] {
         rest.extend((0..MAX_STREAMS_PER_SESSION).map(|_| Events::open(&server, id)));
     }
-    let (status, body) = refused_stream(&server, &ids[sessions]);
-    assert_eq!(status, 503, "{body}");
-    let expected = format!(
-        "the server already has {MAX_STREAMS} open event streams, the most it serves; close some tabs"
-    );
-    assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["error"],
-        expected.as_str(),
-        "{body}"
+    assert_stream_refused(
+        &server,
+        &ids[sessions],
+        &format!("the server already has {MAX_STREAMS} open event streams, the most it serves; close some tabs"),
     );
     let id = &ids[1];
     post(
