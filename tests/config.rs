@@ -996,10 +996,16 @@ fn a_huge_project_file_loads_in_linear_time() {
         let last = loaded.warnings.last().unwrap();
         if trust_project {
             assert_eq!(loaded.config.providers.len(), N);
-            assert!(last.contains(&format!(":{}:1: unknown key", N + 2)), "{last}");
+            assert!(
+                last.contains(&format!(":{}:1: unknown key", N + 2)),
+                "{last}"
+            );
         } else {
             let line = N + 3 + 4 * (N - 1);
-            assert!(last.contains(&format!(":{line}:1: [[providers]]")), "{last}");
+            assert!(
+                last.contains(&format!(":{line}:1: [[providers]]")),
+                "{last}"
+            );
         }
     }
 }

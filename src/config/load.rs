@@ -1264,7 +1264,11 @@ mod tests {
             let before = &long[..at];
             let line = before.matches('\n').count() + 1;
             let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
-            assert_eq!(index.line_col(&long, offset), (line, col), "offset {offset}");
+            assert_eq!(
+                index.line_col(&long, offset),
+                (line, col),
+                "offset {offset}"
+            );
         }
     }
 

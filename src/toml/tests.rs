@@ -303,7 +303,11 @@ const ERRORS: &[(&str, &str, Range<usize>)] = &[
     ("a = \"\\u12\"", "invalid unicode escape `\\u12\"`", 5..10),
     // The span and the text shown end at a character boundary, not inside the `é`.
     ("a = \"\\u000é\"", "invalid unicode escape `\\u000é`", 5..12),
-    ("a = \"\\u\u{1b}[2J\"", "invalid unicode escape `\\u\\u{1b}[2J`", 5..11),
+    (
+        "a = \"\\u\u{1b}[2J\"",
+        "invalid unicode escape `\\u\\u{1b}[2J`",
+        5..11,
+    ),
     (
         "a = \"\\U00110000\"",
         "invalid unicode escape `\\U00110000`",
@@ -574,7 +578,11 @@ fn random_garbage_is_an_error_not_a_panic() {
             .collect();
         survives(&String::from_utf8_lossy(&bytes));
         // Multi-byte characters where escapes and tokens end.
-        survives(&String::from_utf8_lossy(&bytes).replace('a', "é").replace('0', "\\u0é"));
+        survives(
+            &String::from_utf8_lossy(&bytes)
+                .replace('a', "é")
+                .replace('0', "\\u0é"),
+        );
     }
 }
 
@@ -1007,4 +1015,3 @@ fn python_tomllib_reads_the_same_documents_the_same_way() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
-
