@@ -1267,3 +1267,67 @@ fn a_timeout_only_project_definition_is_bound_and_its_call_timeout_applies() {
         "the binding's call timeout did not apply: {result}"
     );
 }
+
+/// A session file from outside the home (here one a repository ships under `.reasonix/`) is
+/// not reasonix's own record: its binding is as untrusted as an archive's. It once continued
+/// as a local binding, so the launch parameters it carried for a server of the user's own
+/// config (here the `args` of a stdio server) were applied and the server started with them.
+/// Now it is checked as imported: without that composition here, with the same launch, it is
+/// history only and nothing starts.
+#[test]
+fn a_session_file_from_the_workspace_cannot_carry_a_trusted_binding() {
+    let server = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let marker = work.join("launched-with-the-files-args");
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[[plugins]]\nname = \"helper\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"exit 0\"]\n",
+    );
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let own = &session_files(&home)[0];
+    let (mut header, messages) = read_session(own);
+    assert_eq!(header["composition"]["id"], "user:lean", "{header}");
+    // What the file in the repository says: the same binding, launching `helper` otherwise.
+    header["composition"]["mcp"] = serde_json::json!({"helper": {"args": [
+        "-c", format!("touch '{}'", marker.display())
+    ]}});
+    let mut text = format!("{header}\n");
+    for message in &messages {
+        text.push_str(&format!("{message}\n"));
+    }
+    let planted = work.write(".reasonix/sessions/handoff.jsonl", &text);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--resume", planted.to_str().unwrap(), "second"],
+    );
+    assert!(
+        !marker.exists(),
+        "the file's launch parameters were applied: {out:?}"
+    );
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1, "nothing was sent");
+    // The user's own record of the same conversation still continues.
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--resume", own.to_str().unwrap(), "again"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -481,12 +481,18 @@ fn resumed(
         session: SessionChoice::Reference(path.display().to_string()),
         history_only: None,
     };
-    let Some(binding) = header.composition else {
+    let Some(mut binding) = header.composition else {
         if chosen.is_some_and(|c| c != general) {
             return Err(locked("the ordinary configuration (no composition)"));
         }
         return Ok(prepared);
     };
+    // A file reasonix did not write under the home (one a repository ships, `--resume
+    // ./x.jsonl`) says what it likes about its binding, launch parameters included: it is
+    // checked as an archive's is, never trusted as the user's own.
+    if !crate::cli::session_archive::kept_in_home(&config.home, path) {
+        binding.imported = true;
+    }
     if chosen.as_ref().is_some_and(|c| *c != binding.id) {
         return Err(locked(&binding.id));
     }
