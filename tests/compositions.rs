@@ -1331,3 +1331,51 @@ fn a_session_file_from_the_workspace_cannot_carry_a_trusted_binding() {
     );
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// A binding continued from elsewhere (an archive, a file outside the home) cannot widen the
+/// user's `[tools] enabled`: applying its tool list once replaced the user's, so `bash`, which
+/// the user had left out, was offered to the model again.
+#[test]
+fn a_foreign_binding_cannot_enable_a_tool_the_user_left_out() {
+    let server = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[tools]\nenabled = [\"read_file\", \"grep\"]\n",
+    );
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (mut header, messages) = read_session(&session_files(&home)[0]);
+    header["composition"]["modules"]["tools"] = serde_json::json!(["read_file", "bash"]);
+    let mut text = format!("{header}\n");
+    for message in &messages {
+        text.push_str(&format!("{message}\n"));
+    }
+    let planted = work.write(".reasonix/sessions/handoff.jsonl", &text);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--resume", planted.to_str().unwrap(), "second"],
+    );
+    let offered = server.requests().get(1).map(|r| tool_names(&r.body));
+    assert!(
+        !offered.iter().flatten().any(|t| t == "bash"),
+        "bash was offered: {offered:?}"
+    );
+    refused(&out, "unavailable");
+}
