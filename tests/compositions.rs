@@ -1265,3 +1265,115 @@ fn a_timeout_only_project_definition_is_bound_and_its_call_timeout_applies() {
         "the binding's call timeout did not apply: {result}"
     );
 }
+
+/// A session file from outside the home (here one a repository ships under `.reasonix/`) is
+/// not reasonix's own record: its binding is as untrusted as an archive's. It once continued
+/// as a local binding, so the launch parameters it carried for a server of the user's own
+/// config (here the `args` of a stdio server) were applied and the server started with them.
+/// Now it is checked as imported: without that composition here, with the same launch, it is
+/// history only and nothing starts.
+#[test]
+fn a_session_file_from_the_workspace_cannot_carry_a_trusted_binding() {
+    let server = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let marker = work.join("launched-with-the-files-args");
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[[plugins]]\nname = \"helper\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"exit 0\"]\n",
+    );
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let own = &session_files(&home)[0];
+    let (mut header, messages) = read_session(own);
+    assert_eq!(header["composition"]["id"], "user:lean", "{header}");
+    // What the file in the repository says: the same binding, launching `helper` otherwise.
+    header["composition"]["mcp"] = serde_json::json!({"helper": {"args": [
+        "-c", format!("touch '{}'", marker.display())
+    ]}});
+    let mut text = format!("{header}\n");
+    for message in &messages {
+        text.push_str(&format!("{message}\n"));
+    }
+    let planted = work.write(".reasonix/sessions/handoff.jsonl", &text);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--resume", planted.to_str().unwrap(), "second"],
+    );
+    assert!(
+        !marker.exists(),
+        "the file's launch parameters were applied: {out:?}"
+    );
+    refused(&out, "unavailable");
+    assert_eq!(server.requests().len(), 1, "nothing was sent");
+    // The user's own record of the same conversation still continues.
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--resume", own.to_str().unwrap(), "again"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// A binding continued from elsewhere (an archive, a file outside the home) cannot widen the
+/// user's `[tools] enabled`: applying its tool list once replaced the user's, so `bash`, which
+/// the user had left out, was offered to the model again.
+#[test]
+fn a_foreign_binding_cannot_enable_a_tool_the_user_left_out() {
+    let server = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[tools]\nenabled = [\"read_file\", \"grep\"]\n",
+    );
+    assert_eq!(
+        agent(
+            &home,
+            work.path(),
+            &["create", "user:lean", "--tools", "read_file"]
+        )
+        .code,
+        0
+    );
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:lean", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (mut header, messages) = read_session(&session_files(&home)[0]);
+    header["composition"]["modules"]["tools"] = serde_json::json!(["read_file", "bash"]);
+    let mut text = format!("{header}\n");
+    for message in &messages {
+        text.push_str(&format!("{message}\n"));
+    }
+    let planted = work.write(".reasonix/sessions/handoff.jsonl", &text);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--resume", planted.to_str().unwrap(), "second"],
+    );
+    let offered = server.requests().get(1).map(|r| tool_names(&r.body));
+    assert!(
+        !offered.iter().flatten().any(|t| t == "bash"),
+        "bash was offered: {offered:?}"
+    );
+    refused(&out, "unavailable");
+}

@@ -440,20 +440,28 @@ pub fn prepare(
     let available = available(config, cwd);
     let binding = resolve::bind(&id, &definition, &available, cwd)?;
     resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)?;
+    check_tools(&binding, &available)?;
+    resolve::apply(&binding, config, &available.skills);
+    Ok(fresh(Some(binding)))
+}
+
+/// A binding's tool list becomes `[tools] enabled` when applied, so it may only name tools
+/// this configuration offers: a retained or foreign binding cannot turn on a tool the user
+/// left out.
+fn check_tools(binding: &Binding, available: &Available) -> Result<(), CompositionError> {
     if let Selection::Only(tools) = &binding.modules.tools {
         if let Some(missing) = tools.iter().find(|t| !available.tools.contains(t)) {
             return Err(CompositionError::new(
                 Code::Unavailable,
                 format!(
-                    "{id}: selects the tool `{missing}`, which this reasonix or its [tools] \
-                     configuration does not offer; no other tool set is substituted"
+                    "{}: selects the tool `{missing}`, which this reasonix or its [tools] \
+                     configuration does not offer; no other tool set is substituted",
+                    binding.id
                 ),
-            )
-            .into());
+            ));
         }
     }
-    resolve::apply(&binding, config, &available.skills);
-    Ok(fresh(Some(binding)))
+    Ok(())
 }
 
 /// [`prepare`] for the session at `path`, which is continued.
@@ -481,12 +489,18 @@ fn resumed(
         session: SessionChoice::Reference(path.display().to_string()),
         history_only: None,
     };
-    let Some(binding) = header.composition else {
+    let Some(mut binding) = header.composition else {
         if chosen.is_some_and(|c| c != general) {
             return Err(locked("the ordinary configuration (no composition)"));
         }
         return Ok(prepared);
     };
+    // A file reasonix did not write under the home (one a repository ships, `--resume
+    // ./x.jsonl`) says what it likes about its binding, launch parameters included: it is
+    // checked as an archive's is, never trusted as the user's own.
+    if !crate::cli::session_archive::kept_in_home(&config.home, path) {
+        binding.imported = true;
+    }
     if chosen.as_ref().is_some_and(|c| *c != binding.id) {
         return Err(locked(&binding.id));
     }
@@ -498,11 +512,11 @@ fn resumed(
     let checked = checked.and_then(|()| {
         resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
     });
-    match checked {
+    let here = available(config, cwd);
+    match checked.and_then(|()| check_tools(&binding, &here)) {
         Err(err) => prepared.history_only = Some(history_only(&header.id, err)),
         Ok(()) => {
-            let skills = available(config, cwd).skills;
-            resolve::apply(&binding, config, &skills);
+            resolve::apply(&binding, config, &here.skills);
             prepared.binding = Some(binding);
         }
     }

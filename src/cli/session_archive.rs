@@ -397,6 +397,27 @@ fn encoded_len(value: &Value) -> usize {
 }
 
 /// A session id names its file: no path separators, no leading dot, nothing a shell quotes.
+/// Whether `path`, once every symlink on the way is resolved, is a conversation reasonix keeps
+/// under `home`: `<home>/projects/<slug>/sessions/<id>.jsonl`. Only such a file is the user's
+/// own record; any other (one a repository ships, one a link leads out to) is as untrusted as
+/// an archive.
+pub fn kept_in_home(home: &Path, path: &Path) -> bool {
+    let projects = crate::config::paths::state_dir(home).join("projects");
+    let (Ok(real), Ok(projects)) = (path.canonicalize(), projects.canonicalize()) else {
+        return false;
+    };
+    let sessions = real.parent();
+    real.extension().is_some_and(|x| x == "jsonl")
+        && real
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .is_some_and(valid_id)
+        && sessions
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "sessions")
+        && sessions.and_then(Path::parent).and_then(Path::parent) == Some(projects.as_path())
+}
+
 pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128

@@ -188,21 +188,7 @@ fn session_file(factory: &dyn Factory, reference: &str) -> Result<PathBuf, Respo
     let real = named
         .canonicalize()
         .map_err(|_| Response::error(404, "no such session"))?;
-    let projects = paths::state_dir(&home)
-        .join("projects")
-        .canonicalize()
-        .map_err(|_| Response::error(404, "no such session"))?;
-    let sessions = real.parent();
-    let managed = meta.file_type().is_file()
-        && real.extension().is_some_and(|x| x == "jsonl")
-        && real
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .is_some_and(session_archive::valid_id)
-        && sessions
-            .and_then(Path::file_name)
-            .is_some_and(|n| n == "sessions")
-        && sessions.and_then(Path::parent).and_then(Path::parent) == Some(projects.as_path());
+    let managed = meta.file_type().is_file() && session_archive::kept_in_home(&home, &real);
     if !managed {
         return Err(Response::error(
             403,

@@ -4,7 +4,9 @@
 //! scrollback.
 
 /// Keeps newlines and tabs; shows every other C0 control and DEL in caret form (`^[` for
-/// ESC) and C1 controls as `\u{..}`, so the text stays readable but inert.
+/// ESC), and C1 controls and bidirectional overrides and isolates as `\u{..}`, so the text
+/// stays readable but inert: an override would make the text read differently than it is
+/// (the "Trojan Source" trick).
 pub fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -15,7 +17,9 @@ pub fn sanitize(text: &str) -> String {
                 out.push((b'@' + c as u8) as char);
             }
             '\u{7f}' => out.push_str("^?"),
-            '\u{80}'..='\u{9f}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
             _ => out.push(c),
         }
     }
@@ -79,6 +83,11 @@ mod tests {
         assert_eq!(sanitize("a\u{1b}[2Jb\r\nc\td"), "a^[[2Jb^M\nc\td");
         assert_eq!(sanitize("\u{9b}31m"), "\\u{9b}31m");
         assert_eq!(sanitize("日本語 ✓"), "日本語 ✓");
+        assert_eq!(
+            sanitize("a\u{202e}b\u{2066}c"),
+            "a\\u{202e}b\\u{2066}c",
+            "bidi overrides too, wherever plain sanitize is the last step"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::i18n::{tr, Ui};
 use crate::term::ansi::{Line, Style};
 use crate::term::keys::Key;
 use crate::term::modal::{Choice, Choices, Outcome};
+use crate::term::sanitize::{for_display, one_row};
 use crate::tool::collab::{Answer, Question};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +39,15 @@ pub(super) struct AskCard {
 }
 
 impl AskCard {
+    /// The question and its options come from the model or an MCP server (an elicitation's
+    /// texts, and its reasons for asking again, which quote them): they are made inert here,
+    /// where they reach the terminal, whoever wrote them.
     pub(super) fn new(question: Question) -> AskCard {
+        let question = Question {
+            question: for_display(&question.question),
+            options: question.options.iter().map(|o| one_row(o)).collect(),
+            allow_free_text: question.allow_free_text,
+        };
         let mut items: Vec<Choice<Pick>> = question
             .options
             .iter()
@@ -185,6 +194,24 @@ mod tests {
         );
         assert!(lines.iter().any(|l| l == "│ ❯ 1. Postgres"), "{lines:?}");
         assert!(!lines.iter().any(|l| l.contains("Type an answer")));
+    }
+
+    #[test]
+    fn the_models_question_and_options_reach_the_terminal_inert() {
+        let c = AskCard::new(Question {
+            question: "Pick\u{1b}]0;pwned\u{7} \u{202e}one\nsecond line".into(),
+            options: vec!["a\u{9b}2J".into(), "b\nc".into()],
+            allow_free_text: true,
+        });
+        let lines = text(&c);
+        let all = lines.join("\n");
+        assert!(
+            !all.contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}']),
+            "{lines:?}"
+        );
+        assert!(all.contains("Pick^[]0;pwned^G \\u{202e}one"), "{lines:?}");
+        assert!(all.contains("second line"), "the question keeps its lines");
+        assert!(all.contains("b⏎c"), "an option stays on its row: {lines:?}");
     }
 
     #[test]

@@ -108,7 +108,8 @@ impl UiElicitor {
                 text.push_str(&trf(Ui::ElicitTypeChoices, &[&listed.join(" ")]));
             }
             if !problem.is_empty() {
-                text.push_str(&format!("\n{problem}"));
+                // The reason quotes the server's title and options.
+                text.push_str(&format!("\n{}", one_row(&problem)));
             }
             let question = Question {
                 question: text,
