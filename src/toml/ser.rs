@@ -288,36 +288,26 @@ impl ser::SerializeMap for TableSer {
     }
 }
 
-impl ser::SerializeStruct for TableSer {
-    type Ok = Option<Value>;
-    type Error = Error;
+/// serde's two struct serialisers are the same: each field is a key of the table.
+macro_rules! struct_serializer {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for TableSer {
+            type Ok = Option<Value>;
+            type Error = Error;
 
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.insert(key.to_string(), value)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.insert(key.to_string(), value)
+            }
 
-    fn end(self) -> Out {
-        self.finish()
-    }
+            fn end(self) -> Out {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for TableSer {
-    type Ok = Option<Value>;
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.insert(key.to_string(), value)
-    }
-
-    fn end(self) -> Out {
-        self.finish()
-    }
-}
+struct_serializer!(SerializeStruct, SerializeStructVariant);
