@@ -396,7 +396,6 @@ fn encoded_len(value: &Value) -> usize {
     count.0
 }
 
-/// A session id names its file: no path separators, no leading dot, nothing a shell quotes.
 /// Whether `path`, once every symlink on the way is resolved, is a conversation reasonix keeps
 /// under `home`: `<home>/projects/<slug>/sessions/<id>.jsonl`. Only such a file is the user's
 /// own record; any other (one a repository ships, one a link leads out to) is as untrusted as
@@ -418,6 +417,7 @@ pub fn kept_in_home(home: &Path, path: &Path) -> bool {
         && sessions.and_then(Path::parent).and_then(Path::parent) == Some(projects.as_path())
 }
 
+/// A session id names its file: no path separators, no leading dot, nothing a shell quotes.
 pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
