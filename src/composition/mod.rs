@@ -334,6 +334,9 @@ pub fn parse(text: &str) -> Result<Definition, CompositionError> {
     Ok(definition)
 }
 
+/// The longest MCP call or startup timeout a definition may set, in seconds (one day).
+pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+
 /// The hook events a composition can never deselect: they guard what the model may do.
 pub const SAFETY_HOOKS: &[&str] = &["PreToolUse", "UserPromptSubmit", "PermissionRequest"];
 
@@ -451,6 +454,16 @@ pub fn check_authority(scope: Scope, definition: &Definition) -> Result<(), Comp
                 }
             }
         }
+        for (key, secs) in [
+            ("callTimeoutSeconds", params.call_timeout_seconds),
+            ("startupTimeoutSeconds", params.startup_timeout_seconds),
+        ] {
+            if secs.is_some_and(|s| s > MAX_TIMEOUT_SECONDS) {
+                return Err(invalid(format!(
+                    "mcp.{server}.{key}: at most {MAX_TIMEOUT_SECONDS} seconds (one day)"
+                )));
+            }
+        }
         if let Some(url) = &params.url {
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(invalid(format!(
@@ -558,6 +571,14 @@ mod tests {
             startup_timeout_seconds: Some(5),
             ..McpParams::default()
         };
+        let huge_call = McpParams {
+            call_timeout_seconds: Some(MAX_TIMEOUT_SECONDS + 1),
+            ..McpParams::default()
+        };
+        let huge_start = McpParams {
+            startup_timeout_seconds: Some(u64::MAX),
+            ..McpParams::default()
+        };
         // (params, builtin ok, user ok, project ok)
         let rows = [
             ("args", args, false, true, false),
@@ -569,6 +590,8 @@ mod tests {
             ("header reference", header_ref, false, true, false),
             ("empty headers", empty_headers, false, true, false),
             ("timeouts", timeouts, true, true, true),
+            ("a call timeout over a day", huge_call, false, false, false),
+            ("a startup timeout over a day", huge_start, false, false, false),
         ];
         for (what, params, builtin, user, project) in rows {
             let d = with_mcp(params);
