@@ -1377,3 +1377,82 @@ fn a_foreign_binding_cannot_enable_a_tool_the_user_left_out() {
     );
     refused(&out, "unavailable");
 }
+
+/// A project definition may set MCP timeouts, but not ones no clock can hold: a startup
+/// timeout of u64::MAX seconds once overflowed the start deadline and the run panicked. It
+/// is refused as invalid in every scope, before anything starts or is sent.
+#[test]
+fn a_project_definition_with_an_absurd_mcp_timeout_is_refused_not_a_crash() {
+    let server = FakeOpenAI::start(vec![Reply::text("must not")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
+    let plugin = format!("[[plugins]]\nname = \"docs\"\ncommand = \"{example}\"\n");
+    use_fake_provider(&home, &server.base_url(), &plugin);
+    for (name, key) in [
+        ("slow-start", "startupTimeoutSeconds"),
+        ("slow-call", "callTimeoutSeconds"),
+    ] {
+        work.write(
+            &format!(".reasonix/agent-presets/definitions/{name}.json"),
+            &format!(
+                r#"{{"schemaVersion":1,"modules":{{"mcpServers":["docs"]}},"mcp":{{"docs":{{"{key}":18446744073709551615}}}}}}"#
+            ),
+        );
+        let id = format!("project:{name}");
+        let out = bound_run(&home, work.path(), &["--agent-composition", &id, "hi"]);
+        refused(&out, "invalid");
+        assert!(out.stderr.contains(key), "{out:?}");
+    }
+    // The same bound for a user definition.
+    let file = home.write(
+        "slow.json",
+        r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"startupTimeoutSeconds":18446744073709551615}}}"#,
+    );
+    let out = agent(
+        &home,
+        work.path(),
+        &["import", &file.display().to_string(), "--as", "user:slow"],
+    );
+    refused(&out, "invalid");
+    assert!(server.requests().is_empty(), "nothing reached the model");
+    assert!(session_files(&home).is_empty(), "no session was started");
+}
+
+/// A project definition's display name, description and persona are repository text: `agent
+/// list`, `agent show` and an import preview write them to the terminal inert, so a file
+/// cannot retitle the window, set the clipboard or hide text with escape sequences.
+#[test]
+fn repository_text_in_a_definition_reaches_the_terminal_inert() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    let hostile = r#"{"schemaVersion":1,"name":"Nice\u001b]52;c;cm0gLXJmIH4=\u0007\u009b2J","description":"d\u202eoc","persona":{"prefix":"p\u009b1m"}}"#;
+    work.write(".reasonix/agent-presets/definitions/evil.json", hostile);
+    work.write(
+        ".reasonix/agent-presets/definitions/broken.json",
+        r#"{"schemaVersion":1,"\u001b]0;owned\u0007":1}"#,
+    );
+    let file = work.write("evil.json", hostile);
+    for args in [
+        vec!["list"],
+        vec!["show", "project:evil"],
+        vec!["export", "project:evil"],
+        vec!["import", file.to_str().unwrap()],
+    ] {
+        let out = agent(&home, work.path(), &args);
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}']),
+                "{args:?} wrote a raw control to {stream}: {text:?}"
+            );
+        }
+        if args[0] != "list" {
+            // JSON stays JSON: the same text, escaped.
+            let json = out.stdout.trim_start_matches(|c| c != '{');
+            let value: Value = serde_json::from_str(json).expect("JSON");
+            assert_eq!(value["persona"]["prefix"], "p\u{9b}1m", "{args:?}");
+        }
+    }
+}
