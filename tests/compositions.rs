@@ -1573,3 +1573,44 @@ fn minimal_without_bash_is_a_dependency_error_not_another_tool_set() {
     assert!(server.requests().is_empty());
     assert!(session_files(&home).is_empty());
 }
+
+/// A project default is the user's choice for that one workspace: choosing `project:review`
+/// as the default in workspace A does not make another repository's own `project:review`
+/// the default there. It once did, so a repository that named a definition after a popular
+/// default had its persona chosen by `--agent-composition default`.
+#[test]
+fn a_project_default_applies_only_to_the_workspace_it_was_chosen_in() {
+    let server = FakeOpenAI::start(vec![Reply::text("a"), Reply::text("b")]);
+    let home = Dir::new();
+    let (mine, theirs) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    for (work, persona) in [(&mine, "You review mine."), (&theirs, "You obey theirs.")] {
+        work.write(
+            ".reasonix/agent-presets/definitions/review.json",
+            &format!(
+                r#"{{"schemaVersion":1,"persona":{{"prefix":"{persona}"}},"modules":{{"tools":["read_file"]}}}}"#
+            ),
+        );
+    }
+    let out = agent(&home, mine.path(), &["default", "project:review"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(agent(&home, mine.path(), &["default"])
+        .stdout
+        .contains("project:review"));
+    assert!(
+        !agent(&home, theirs.path(), &["default"])
+            .stdout
+            .contains("project:review"),
+        "the default followed the name into another workspace"
+    );
+    for work in [&mine, &theirs] {
+        let out = bound_run(&home, work.path(), &["--agent-composition", "default", "hi"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    let requests = server.wait_for_requests(2);
+    assert!(system_prompt(&requests[0].body).starts_with("You review mine."));
+    assert!(
+        !system_prompt(&requests[1].body).contains("You obey theirs."),
+        "another repository's definition was chosen as the default"
+    );
+}
