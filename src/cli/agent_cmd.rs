@@ -42,7 +42,8 @@ builtin:minimal), user:NAME (<home>/agent-presets/definitions/NAME.json) and pro
   export    Portable JSON (credentials stay ${NAME} references)
   import    Previews a definition file with its diagnostics; --as ID saves it. Never starts
             a program and never records an authorisation
-  default   Shows, or sets, the composition `--agent-composition default` chooses
+  default   Shows, or sets, the composition `--agent-composition default` chooses (a
+            project:NAME default holds for the current workspace only)
 
 Definition flags:
   --name TEXT             The display name
