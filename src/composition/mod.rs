@@ -624,6 +624,48 @@ mod tests {
         assert!(check_authority(Scope::User, &d).is_err());
     }
 
+    /// Parameter names are validated in every scope: server names, env and header names,
+    /// and the parameter keys themselves.
+    #[test]
+    fn parameter_names_are_validated() {
+        let env = |name: &str| McpParams {
+            env: Some(BTreeMap::from([(name.to_string(), "${OK}".to_string())])),
+            ..McpParams::default()
+        };
+        let header = |name: &str| McpParams {
+            headers: Some(BTreeMap::from([(name.to_string(), "${OK}".to_string())])),
+            ..McpParams::default()
+        };
+        for (what, params) in [
+            ("env name with a digit first", env("1TOKEN")),
+            ("env name with a dash", env("MY-TOKEN")),
+            ("env name with =", env("A=B")),
+            ("header name with a space", header("X Auth")),
+            ("header name with a colon", header("X:Auth")),
+            ("empty header name", header("")),
+        ] {
+            let err = check_authority(Scope::User, &with_mcp(params)).unwrap_err();
+            assert_eq!(err.code, Code::Invalid, "{what}");
+            assert!(err.message.contains("not a valid name"), "{what}: {err}");
+        }
+        assert!(check_authority(Scope::User, &with_mcp(env("DOCS_TOKEN_2"))).is_ok());
+        assert!(check_authority(Scope::User, &with_mcp(header("X-Api_Key"))).is_ok());
+        let mut bad_server = with_mcp(McpParams::default());
+        bad_server.modules.mcp_servers = Selection::Inherit;
+        bad_server.mcp = BTreeMap::from([("../x".to_string(), McpParams::default())]);
+        assert_eq!(
+            check_authority(Scope::User, &bad_server).unwrap_err().code,
+            Code::Invalid
+        );
+        for unknown in [
+            r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"cwd":"/"}}}"#,
+            r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"Args":[]}}}"#,
+            r#"{"schemaVersion":1,"modules":{"extensions":[]}}"#,
+        ] {
+            assert_eq!(parse(unknown).unwrap_err().code, Code::Invalid, "{unknown}");
+        }
+    }
+
     #[test]
     fn references_are_exactly_dollar_brace_name() {
         assert!(is_reference("${A_B1}"));
