@@ -1499,12 +1499,7 @@ fn import_never_starts_a_program_or_records_an_authorisation() {
     let added: Vec<String> = files_under(home.path())
         .into_iter()
         .filter(|p| !before.contains(p))
-        .map(|p| {
-            p.strip_prefix(home.path())
-                .unwrap()
-                .display()
-                .to_string()
-        })
+        .map(|p| p.strip_prefix(home.path()).unwrap().display().to_string())
         .collect();
     assert_eq!(
         added,
@@ -1515,7 +1510,10 @@ fn import_never_starts_a_program_or_records_an_authorisation() {
         ],
         "an import writes the definition and nothing else"
     );
-    assert!(!work.join("launched-proj").exists(), "an import started a program");
+    assert!(
+        !work.join("launched-proj").exists(),
+        "an import started a program"
+    );
 }
 
 /// A repository cannot choose the default: a `default.json` in the project's preset folder
@@ -1538,7 +1536,11 @@ fn a_project_file_cannot_set_the_default() {
     }
     let shown = agent(&home, work.path(), &["default"]);
     assert!(shown.stdout.contains("nothing saved"), "{shown:?}");
-    let out = bound_run(&home, work.path(), &["--agent-composition", "default", "hi"]);
+    let out = bound_run(
+        &home,
+        work.path(),
+        &["--agent-composition", "default", "hi"],
+    );
     assert_eq!(out.code, 0, "{out:?}");
     let requests = server.wait_for_requests(1);
     assert!(
@@ -1604,7 +1606,11 @@ fn a_project_default_applies_only_to_the_workspace_it_was_chosen_in() {
         "the default followed the name into another workspace"
     );
     for work in [&mine, &theirs] {
-        let out = bound_run(&home, work.path(), &["--agent-composition", "default", "hi"]);
+        let out = bound_run(
+            &home,
+            work.path(),
+            &["--agent-composition", "default", "hi"],
+        );
         assert_eq!(out.code, 0, "{out:?}");
     }
     let requests = server.wait_for_requests(2);

@@ -2310,7 +2310,9 @@ fn serve_refuses_to_resume_a_session_whose_binding_is_unavailable() {
         .env("FAKE_API_KEY", "k"));
     assert_eq!(out.code, 0, "{out:?}");
     vision(false);
-    let file = crate::util::session_files(&home).pop().expect("the session");
+    let file = crate::util::session_files(&home)
+        .pop()
+        .expect("the session");
     let id = file.file_stem().unwrap().to_string_lossy().to_string();
     let server = start_in(home, work, &[]);
     let resumed = post(&server, "/api/sessions", json!({"resume": id}));

@@ -310,13 +310,10 @@ impl ServeFactory {
             trust_project: self.trust_project_mcp,
             ..McpOptions::default()
         };
-        let handle = super::agent_cmd::start_mcp(
-            binding.as_ref(),
-            &config,
-            cwd,
-            options,
-            &mut |notice| notices.push(notice),
-        );
+        let handle =
+            super::agent_cmd::start_mcp(binding.as_ref(), &config, cwd, options, &mut |notice| {
+                notices.push(notice)
+            });
         handle.register(&mut tools);
         if let Some(binding) = binding.as_mut() {
             super::agent_cmd::pin_mcp(binding, open.resume.is_none(), &tools)?;

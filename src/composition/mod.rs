@@ -591,7 +591,13 @@ mod tests {
             ("empty headers", empty_headers, false, true, false),
             ("timeouts", timeouts, true, true, true),
             ("a call timeout over a day", huge_call, false, false, false),
-            ("a startup timeout over a day", huge_start, false, false, false),
+            (
+                "a startup timeout over a day",
+                huge_start,
+                false,
+                false,
+                false,
+            ),
         ];
         for (what, params, builtin, user, project) in rows {
             let d = with_mcp(params);

@@ -304,8 +304,7 @@ impl Catalog {
             _ => {
                 saved["id"] = serde_json::json!(id.to_string());
                 // This workspace now follows the personal default too.
-                if let Some(projects) = saved.get_mut("projects").and_then(|p| p.as_object_mut())
-                {
+                if let Some(projects) = saved.get_mut("projects").and_then(|p| p.as_object_mut()) {
                     projects.remove(here.as_str());
                 }
             }
