@@ -2221,3 +2221,107 @@ fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
     let _again = open_once_freed(&server, &ids[sessions]);
     let _and_first = open_once_freed(&server, &ids[0]);
 }
+
+/// A session bound to a composition that selects only `mine` never launches another server,
+/// here a trusted project server whose launch leaves a marker. The browser's sessions once
+/// started every declared server and only hid the unselected ones' tools, so the project
+/// server ran. An unbound session of the same server is the control: it does launch it.
+#[test]
+fn a_bound_serve_session_never_launches_a_server_its_composition_does_not_select() {
+    let fake = FakeOpenAI::start(vec![]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let plugin = format!(
+        "[[plugins]]\nname = \"mine\"\ncommand = {}\n",
+        serde_json::to_string(example_server()).unwrap()
+    );
+    use_fake_provider(&home, &fake.base_url(), &plugin);
+    let jailed = crate::util::copy_into(example_server(), work.path());
+    let launch = format!("touch launched-proj; exec {}", jailed.display());
+    work.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": {"command": "sh", "args": ["-c", launch]}}}).to_string(),
+    );
+    let out = run(reasonix(&home, work.path()).args([
+        "agent",
+        "create",
+        "user:one",
+        "--mcp-servers",
+        "mine",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let server = start_in(home, work, &["--trust-project-mcp"]);
+    let bound = post(
+        &server,
+        "/api/sessions",
+        json!({"agentComposition": "user:one"}),
+    );
+    assert_eq!(bound.status, 201, "{}", bound.body);
+    let id = bound.json()["id"].as_str().expect("an id").to_string();
+    let status = get(&server, &format!("/api/sessions/{id}/mcp")).json();
+    assert!(
+        status["servers"].to_string().contains("\"mine\""),
+        "{status}"
+    );
+    assert!(
+        !server.work.join("launched-proj").exists(),
+        "an unselected server was launched: {status}"
+    );
+    let plain = new_session(&server);
+    let status = get(&server, &format!("/api/sessions/{plain}/mcp")).json();
+    assert!(
+        server.work.join("launched-proj").exists(),
+        "the control launched: {status}"
+    );
+}
+
+/// The browser's resume route continues a stored session only through the same binding
+/// check as `--resume`: a conversation bound to a composition that needs a vision model, on a
+/// model no longer marked as one, is refused with its code and nothing is sent.
+#[test]
+fn serve_refuses_to_resume_a_session_whose_binding_is_unavailable() {
+    let fake = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("must not")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &fake.base_url(), "");
+    let vision = |on: bool| {
+        let config = home.read(".reasonix/config.toml");
+        let config = if on {
+            config.replace(
+                "model = \"fake-model\"\n",
+                "model = \"fake-model\"\nvision = true\n",
+            )
+        } else {
+            config.replace("vision = true\n", "")
+        };
+        home.write(".reasonix/config.toml", &config);
+    };
+    vision(true);
+    let out = run(reasonix(&home, work.path()).args([
+        "agent",
+        "create",
+        "user:eye",
+        "--from",
+        "builtin:minimal",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(reasonix(&home, work.path())
+        .args(["run", "--agent-composition", "user:eye", "look"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    vision(false);
+    let file = crate::util::session_files(&home)
+        .pop()
+        .expect("the session");
+    let id = file.file_stem().unwrap().to_string_lossy().to_string();
+    let server = start_in(home, work, &[]);
+    let resumed = post(&server, "/api/sessions", json!({"resume": id}));
+    assert_ne!(resumed.status, 201, "{}", resumed.body);
+    assert_eq!(
+        resumed.json()["code"],
+        "agent_composition.unavailable",
+        "{}",
+        resumed.body
+    );
+    assert_eq!(fake.requests().len(), 1, "nothing was sent");
+}

@@ -15,6 +15,7 @@ use crate::composition::store::{self, Catalog};
 use crate::composition::{Code, CompositionError, Definition, Id, Scope, Selection};
 use crate::config::Config;
 use crate::provider::ProviderSettings;
+use crate::term::sanitize::sanitize;
 use crate::tool::Registry;
 
 pub const HELP: &str = "\
@@ -41,7 +42,8 @@ builtin:minimal), user:NAME (<home>/agent-presets/definitions/NAME.json) and pro
   export    Portable JSON (credentials stay ${NAME} references)
   import    Previews a definition file with its diagnostics; --as ID saves it. Never starts
             a program and never records an authorisation
-  default   Shows, or sets, the composition `--agent-composition default` chooses
+  default   Shows, or sets, the composition `--agent-composition default` chooses (a
+            project:NAME default holds for the current workspace only)
 
 Definition flags:
   --name TEXT             The display name
@@ -135,7 +137,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         }
         "export" => {
             let id = Id::parse(&word(1, "an ID")?)?;
-            print_out(&store::export(&catalog.get(&id)?));
+            print_out(&inert_json(&store::export(&catalog.get(&id)?)));
             Ok(exit::OK)
         }
         "import" => {
@@ -147,7 +149,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             let available = available(&loaded.config, &cwd);
             let (definition, diagnostics) = store::preview(&text, scope, &available)?;
             for line in &diagnostics {
-                print_out(&format!("diagnostic: {line}\n"));
+                print_out(&format!("diagnostic: {}\n", sanitize(line)));
             }
             match &flags.save_as {
                 None => {
@@ -187,7 +189,24 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
 }
 
 fn json(definition: &Definition) -> String {
-    serde_json::to_string_pretty(definition).unwrap_or_default() + "\n"
+    inert_json(&(serde_json::to_string_pretty(definition).unwrap_or_default() + "\n"))
+}
+
+/// JSON for the terminal: a definition's strings are repository or user text, and serde
+/// escapes only the C0 controls, so DEL, the C1 controls (a lone 0x9B starts a CSI sequence)
+/// and the bidirectional overrides are written as `\uXXXX` escapes too: the same JSON
+/// value, inert on a terminal. Outside strings JSON text is ASCII, so only strings change.
+fn inert_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 fn read_file(path: &str) -> Result<String, Error> {
@@ -206,7 +225,7 @@ fn list(catalog: &Catalog) -> Result<i32, Error> {
     let default = catalog.default_id();
     print_out(&render_list(&entries, default.as_deref()));
     for problem in problems {
-        eprintln!("reasonix: warning: {problem}");
+        eprintln!("reasonix: warning: {}", sanitize(&problem));
     }
     Ok(exit::OK)
 }
@@ -226,11 +245,12 @@ pub fn render_list(entries: &[store::Entry], default: Option<&str>) -> String {
             Scope::User => "personal",
             Scope::Project => "project",
         };
+        // The name is the file's text (a repository's, for a project entry): shown inert.
         text.push_str(&format!(
             "{mark} {id:<24} {source:<9} r{:<3} {:<40} {}\n",
             entry.definition.revision,
-            capabilities(&entry.definition),
-            entry.definition.name
+            sanitize(&capabilities(&entry.definition)),
+            sanitize(&entry.definition.name)
         ));
     }
     text
@@ -595,6 +615,27 @@ pub fn pin_mcp(binding: &mut Binding, fresh: bool, tools: &Registry) -> Result<(
     Ok(())
 }
 
+/// Starts the MCP servers of a conversation: a bound one only those its composition selects
+/// (none at all for an empty selection), whatever `options` says; an unbound one every
+/// declared server under the usual launch rules. Every front end without the chat's
+/// background start goes through here, so none can forget the selection.
+pub fn start_mcp(
+    binding: Option<&Binding>,
+    config: &Config,
+    cwd: &Path,
+    options: crate::mcp::McpOptions,
+    warn: &mut dyn FnMut(String),
+) -> crate::mcp::McpHandle {
+    if binding.is_some_and(|b| !b.uses_mcp()) {
+        return crate::mcp::McpHandle::default();
+    }
+    let options = crate::mcp::McpOptions {
+        keep: mcp_keep(binding),
+        ..options
+    };
+    crate::mcp::start(config, cwd, options, warn)
+}
+
 /// The MCP servers a run may start: a binding's selection (resolved to an explicit list at
 /// binding), so an unselected server is never launched; `None` for an unbound run.
 pub fn mcp_keep(binding: Option<&Binding>) -> Option<Vec<String>> {
@@ -698,7 +739,7 @@ pub fn slash_agent(
         let mut text = format!("bound: {current}\n");
         text.push_str(&render_list(&entries, catalog.default_id().as_deref()));
         for problem in problems {
-            text.push_str(&format!("problem: {problem}\n"));
+            text.push_str(&format!("problem: {}\n", sanitize(&problem)));
         }
         text.push_str("(* = your default; `/agent ID` chooses before the first prompt)\n");
         return Ok(SlashAgent::Text(text));

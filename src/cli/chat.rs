@@ -648,7 +648,6 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     let mut output = Output::new(Format::Text, false);
     let options = McpOptions {
         trust_project: args.trust_project_mcp,
-        keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
         ..McpOptions::default()
     };
     let mut warn = |message| {
@@ -657,7 +656,13 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             message,
         })
     };
-    let handle = mcp::start(&setup.config, &setup.cwd, options, &mut warn);
+    let handle = super::agent_cmd::start_mcp(
+        setup.binding.as_ref(),
+        &setup.config,
+        &setup.cwd,
+        options,
+        &mut warn,
+    );
     let gate = Arc::new(
         PolicyGate::new(policy, args.posture.unwrap_or(Posture::Ask), None)
             .with_mcp(handle.tool_policies()),

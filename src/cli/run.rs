@@ -358,7 +358,6 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let mut tools = assemble::registry(&config, output);
     let mcp_options = McpOptions {
         trust_project: args.common.trust_project_mcp,
-        keep: super::agent_cmd::mcp_keep(binding.as_ref()),
         ..McpOptions::default()
     };
     let mut warn = |message| {
@@ -367,10 +366,8 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message,
         })
     };
-    let handle = match &binding {
-        Some(b) if !b.uses_mcp() => mcp::McpHandle::default(),
-        _ => mcp::start(&config, &cwd, mcp_options, &mut warn),
-    };
+    let handle =
+        super::agent_cmd::start_mcp(binding.as_ref(), &config, &cwd, mcp_options, &mut warn);
     handle.register(&mut tools);
     if let Some(binding) = binding.as_mut() {
         super::agent_cmd::pin_mcp(binding, args.common.resume.is_none(), &tools)?;

@@ -306,16 +306,14 @@ impl ServeFactory {
         let provider_handle = provider::build(settings.clone())?;
         let mut tools = assemble::registry(&config, &mut ignore);
         let mut notices = Vec::new();
-        let handle = match &binding {
-            Some(b) if !b.uses_mcp() => McpHandle::default(),
-            _ => {
-                let options = McpOptions {
-                    trust_project: self.trust_project_mcp,
-                    ..McpOptions::default()
-                };
-                mcp::start(&config, cwd, options, &mut |notice| notices.push(notice))
-            }
+        let options = McpOptions {
+            trust_project: self.trust_project_mcp,
+            ..McpOptions::default()
         };
+        let handle =
+            super::agent_cmd::start_mcp(binding.as_ref(), &config, cwd, options, &mut |notice| {
+                notices.push(notice)
+            });
         handle.register(&mut tools);
         if let Some(binding) = binding.as_mut() {
             super::agent_cmd::pin_mcp(binding, open.resume.is_none(), &tools)?;

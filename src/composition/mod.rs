@@ -334,6 +334,9 @@ pub fn parse(text: &str) -> Result<Definition, CompositionError> {
     Ok(definition)
 }
 
+/// The longest MCP call or startup timeout a definition may set, in seconds (one day).
+pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+
 /// The hook events a composition can never deselect: they guard what the model may do.
 pub const SAFETY_HOOKS: &[&str] = &["PreToolUse", "UserPromptSubmit", "PermissionRequest"];
 
@@ -451,6 +454,16 @@ pub fn check_authority(scope: Scope, definition: &Definition) -> Result<(), Comp
                 }
             }
         }
+        for (key, secs) in [
+            ("callTimeoutSeconds", params.call_timeout_seconds),
+            ("startupTimeoutSeconds", params.startup_timeout_seconds),
+        ] {
+            if secs.is_some_and(|s| s > MAX_TIMEOUT_SECONDS) {
+                return Err(invalid(format!(
+                    "mcp.{server}.{key}: at most {MAX_TIMEOUT_SECONDS} seconds (one day)"
+                )));
+            }
+        }
         if let Some(url) = &params.url {
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(invalid(format!(
@@ -558,6 +571,14 @@ mod tests {
             startup_timeout_seconds: Some(5),
             ..McpParams::default()
         };
+        let huge_call = McpParams {
+            call_timeout_seconds: Some(MAX_TIMEOUT_SECONDS + 1),
+            ..McpParams::default()
+        };
+        let huge_start = McpParams {
+            startup_timeout_seconds: Some(u64::MAX),
+            ..McpParams::default()
+        };
         // (params, builtin ok, user ok, project ok)
         let rows = [
             ("args", args, false, true, false),
@@ -569,6 +590,14 @@ mod tests {
             ("header reference", header_ref, false, true, false),
             ("empty headers", empty_headers, false, true, false),
             ("timeouts", timeouts, true, true, true),
+            ("a call timeout over a day", huge_call, false, false, false),
+            (
+                "a startup timeout over a day",
+                huge_start,
+                false,
+                false,
+                false,
+            ),
         ];
         for (what, params, builtin, user, project) in rows {
             let d = with_mcp(params);
@@ -599,6 +628,48 @@ mod tests {
         }
         let d = parse(r#"{"schemaVersion":1,"modules":{"hooks":["Teardown"]}}"#).unwrap();
         assert!(check_authority(Scope::User, &d).is_err());
+    }
+
+    /// Parameter names are validated in every scope: server names, env and header names,
+    /// and the parameter keys themselves.
+    #[test]
+    fn parameter_names_are_validated() {
+        let env = |name: &str| McpParams {
+            env: Some(BTreeMap::from([(name.to_string(), "${OK}".to_string())])),
+            ..McpParams::default()
+        };
+        let header = |name: &str| McpParams {
+            headers: Some(BTreeMap::from([(name.to_string(), "${OK}".to_string())])),
+            ..McpParams::default()
+        };
+        for (what, params) in [
+            ("env name with a digit first", env("1TOKEN")),
+            ("env name with a dash", env("MY-TOKEN")),
+            ("env name with =", env("A=B")),
+            ("header name with a space", header("X Auth")),
+            ("header name with a colon", header("X:Auth")),
+            ("empty header name", header("")),
+        ] {
+            let err = check_authority(Scope::User, &with_mcp(params)).unwrap_err();
+            assert_eq!(err.code, Code::Invalid, "{what}");
+            assert!(err.message.contains("not a valid name"), "{what}: {err}");
+        }
+        assert!(check_authority(Scope::User, &with_mcp(env("DOCS_TOKEN_2"))).is_ok());
+        assert!(check_authority(Scope::User, &with_mcp(header("X-Api_Key"))).is_ok());
+        let mut bad_server = with_mcp(McpParams::default());
+        bad_server.modules.mcp_servers = Selection::Inherit;
+        bad_server.mcp = BTreeMap::from([("../x".to_string(), McpParams::default())]);
+        assert_eq!(
+            check_authority(Scope::User, &bad_server).unwrap_err().code,
+            Code::Invalid
+        );
+        for unknown in [
+            r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"cwd":"/"}}}"#,
+            r#"{"schemaVersion":1,"modules":{"mcpServers":["docs"]},"mcp":{"docs":{"Args":[]}}}"#,
+            r#"{"schemaVersion":1,"modules":{"extensions":[]}}"#,
+        ] {
+            assert_eq!(parse(unknown).unwrap_err().code, Code::Invalid, "{unknown}");
+        }
     }
 
     #[test]

@@ -260,20 +260,56 @@ impl Catalog {
         self.root().join("default.json")
     }
 
-    /// The user's saved default, if any. Only personal state holds it: a project file cannot
-    /// choose it.
+    /// The user's saved default for this workspace, if any. Only personal state holds it: a
+    /// project file cannot choose it. A `project:` default is the user's choice for the one
+    /// workspace it was chosen in (`projects`, by workspace path); elsewhere the personal or
+    /// built-in default (`id`) applies, never another repository's entry of the same name.
     pub fn default_id(&self) -> Option<String> {
-        let text = fs::read_to_string(self.default_path()).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        value.get("id")?.as_str().map(str::to_string)
+        let saved = self.saved_default();
+        let here = self.workspace.display().to_string();
+        let project = saved
+            .get("projects")
+            .and_then(|p| p.get(here.as_str()))
+            .and_then(|id| id.as_str());
+        let global = saved
+            .get("id")
+            .and_then(|id| id.as_str())
+            .filter(|id| !id.starts_with("project:"));
+        project.or(global).map(str::to_string)
     }
 
-    /// Saves the default after checking the entry exists here.
+    fn saved_default(&self) -> serde_json::Value {
+        fs::read_to_string(self.default_path())
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .filter(serde_json::Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({}))
+    }
+
+    /// Saves the default after checking the entry exists here: a `project:` entry as this
+    /// workspace's default, any other as the default everywhere else.
     pub fn set_default(&self, id: &Id) -> Result<(), CompositionError> {
         self.get(id)?;
         let root = self.root();
         crate::fsutil::create_private_dir(&root).map_err(|e| io_error("creating", &root, e))?;
-        let text = serde_json::json!({ "id": id.to_string() }).to_string() + "\n";
+        let mut saved = self.saved_default();
+        let here = self.workspace.display().to_string();
+        match id.scope {
+            Scope::Project => {
+                if !saved.get("projects").is_some_and(|p| p.is_object()) {
+                    saved["projects"] = serde_json::json!({});
+                }
+                saved["projects"][here.as_str()] = serde_json::json!(id.to_string());
+            }
+            _ => {
+                saved["id"] = serde_json::json!(id.to_string());
+                // This workspace now follows the personal default too.
+                if let Some(projects) = saved.get_mut("projects").and_then(|p| p.as_object_mut()) {
+                    projects.remove(here.as_str());
+                }
+            }
+        }
+        let text = saved.to_string() + "\n";
         let path = self.default_path();
         crate::fsutil::write_atomic(&path, text.as_bytes(), Some(0o600))
             .map_err(|e| io_error("writing", &path, e))

@@ -249,9 +249,13 @@ pub fn connect_all(
         }
     }
     drop(tx);
-    let deadline = Instant::now() + longest + STARTUP_SLACK;
+    // Saturating: a startup timeout no clock can hold waits without a deadline, never panics.
+    let deadline = Instant::now().checked_add(longest.saturating_add(STARTUP_SLACK));
     while outstanding > 0 {
-        let wait = deadline.saturating_duration_since(Instant::now());
+        let wait = match deadline {
+            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+            None => Duration::MAX,
+        };
         match rx.recv_timeout(wait) {
             Ok((index, result)) => {
                 results[index] = Some(result);
