@@ -1207,3 +1207,32 @@ fn tokens_never_reach_project_files_logs_sessions_or_output() {
         "the session files were among those checked: {checked:?}"
     );
 }
+
+#[test]
+fn a_pre_registered_client_comes_before_cimd_and_registration() {
+    let oauth = format!(
+        "[plugins.oauth]\nclient_id = \"pre-registered\"\nclient_metadata_url = \"{CLIENT_DOCUMENT}\"\n"
+    );
+    let (base, seen) = protected_server(Script {
+        cimd: true,
+        ..Script::default()
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), &oauth),
+    );
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(requests(&seen, "/register").is_empty(), "no registration");
+    let authorize = requests(&seen, "/authorize");
+    assert_eq!(authorize.len(), 1);
+    assert_eq!(authorize[0].query()["client_id"], "pre-registered");
+    let token = requests(&seen, "/token");
+    assert_eq!(token[0].form()["client_id"], "pre-registered");
+    assert!(
+        token[0].header("authorization").is_none(),
+        "a public client sends no secret"
+    );
+}
