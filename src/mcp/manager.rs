@@ -476,7 +476,10 @@ mod tests {
                 "mcp: server `s` (error): disk full"
             ]
         );
-        assert!(take_warnings(Some(&unshown)).is_empty(), "each is told once");
+        assert!(
+            take_warnings(Some(&unshown)).is_empty(),
+            "each is told once"
+        );
         assert!(take_warnings(None).is_empty());
     }
 }
