@@ -40,7 +40,8 @@ pub struct McpOptions {
     pub approver: Option<Arc<dyn LaunchApprover>>,
     /// Where progress and log notifications go, for a UI that shows them. Without one, the
     /// warnings among them (a request for input declined because no one can answer) wait in
-    /// the handle for [`McpHandle::unshown_warnings`] and the [`ToolWatch`].
+    /// the handle for [`McpHandle::unshown_warnings`] and the [`ToolWatch`] (at most
+    /// `MAX_WAITING` between two looks).
     pub events: Option<Sender<ServerEvent>>,
     /// Start only this server (`reasonix mcp call`).
     pub only: Option<String>,
@@ -85,27 +86,27 @@ pub struct McpHandle {
     unshown: Option<Unshown>,
 }
 
-/// Server events no UI receives, kept for the warnings among them.
+/// The warnings of servers no UI shows (see [`ClientOptions::warnings`]), waiting for the
+/// next look.
 pub(super) type Unshown = Arc<Mutex<Receiver<ServerEvent>>>;
 
-/// The log levels (RFC 5424, as MCP names them) a run without a UI still reports.
-const REPORTED_LEVELS: [&str; 5] = ["warning", "error", "critical", "alert", "emergency"];
+/// At most this many warnings wait between two looks; the MCP log keeps the rest.
+const MAX_WAITING: usize = 32;
 
-/// The warnings and worse among the events waiting in `unshown`, one notice line each;
-/// progress and informational events are dropped.
+/// The warnings that waited in `unshown` since the last look, one notice line each.
 pub(super) fn take_warnings(unshown: Option<&Unshown>) -> Vec<String> {
     let Some(unshown) = unshown else {
         return Vec::new();
     };
-    let events = unshown.lock().unwrap_or_else(PoisonError::into_inner);
-    events
+    let waiting = unshown.lock().unwrap_or_else(PoisonError::into_inner);
+    waiting
         .try_iter()
         .filter_map(|event| match event {
             ServerEvent::Log {
                 server,
                 level,
                 text,
-            } if REPORTED_LEVELS.contains(&level.as_str()) => {
+            } => {
                 let level = match level.as_str() {
                     "warning" => String::new(),
                     other => format!(" ({other})"),
@@ -115,7 +116,7 @@ pub(super) fn take_warnings(unshown: Option<&Unshown>) -> Vec<String> {
                     crate::text::one_line(&text, 300)
                 ))
             }
-            _ => None,
+            ServerEvent::Progress { .. } => None,
         })
         .collect()
 }
@@ -165,10 +166,10 @@ pub fn start(
     let grants = GrantStore::new(&config.home);
     let sandbox = Settings::from_config(config, cwd).map_err(Arc::new);
     let mut handle = McpHandle::default();
-    let mut options = options;
+    let mut warnings = None;
     if options.events.is_none() {
-        let (tx, rx) = mpsc::channel();
-        options.events = Some(tx);
+        let (tx, rx) = mpsc::sync_channel(MAX_WAITING);
+        warnings = Some(tx);
         handle.unshown = Some(Arc::new(Mutex::new(rx)));
     }
     let mut launch = Vec::new();
@@ -206,6 +207,7 @@ pub fn start(
             name: String::new(),
             roots: vec![config::workspace_root(config, cwd)],
             events: options.events.clone(),
+            warnings,
             log: Log::from_env(),
             elicitor: options.elicitor.clone(),
             ..ClientOptions::default()
@@ -448,7 +450,7 @@ mod tests {
 
     #[test]
     fn a_run_without_a_ui_keeps_only_warnings_and_worse() {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(MAX_WAITING);
         let unshown: Unshown = Arc::new(Mutex::new(rx));
         let log = |level: &str, text: &str| ServerEvent::Log {
             server: "s".into(),
@@ -456,16 +458,8 @@ mod tests {
             text: text.into(),
         };
         for event in [
-            log("info", "chatty"),
-            ServerEvent::Progress {
-                server: "s".into(),
-                progress: 1.0,
-                total: None,
-                message: None,
-            },
             log("warning", "declined\na form"),
             log("error", "disk full"),
-            log("debug", "noise"),
         ] {
             tx.send(event).unwrap();
         }
