@@ -778,6 +778,89 @@ fn interop_server_filesystem_keeps_a_configured_directory_outside_the_workspace(
         json!({}),
     );
     assert!(out.stdout.contains(&dir), "{out:?}");
+
+    // `roots = []` does not declare the capability: the server keeps its own directories.
+    // (A list of roots replaces them, but server-filesystem applies it asynchronously after
+    // answering, so no call can be sure to see it; `the_roots_setting_reaches_the_server`
+    // checks the lists.)
+    home.write(
+        ".reasonix/config.toml",
+        &stdio_plugin(
+            "fs",
+            "node",
+            &[&entry, &dir],
+            "sandbox = \"off\"\nroots = []",
+        ),
+    );
+    let out = mcp_call(
+        &home,
+        work.path(),
+        "fs",
+        "read_text_file",
+        json!({"path": note.to_string_lossy()}),
+    );
+    assert_eq!(out.stdout, "kept outside\n", "{out:?}");
+    let out = mcp_call(
+        &home,
+        work.path(),
+        "fs",
+        "list_allowed_directories",
+        json!({}),
+    );
+    assert!(out.stdout.contains(&dir), "{out:?}");
+}
+
+/// server-everything asks for the roots when its `get-roots-list` tool is called, and offers
+/// that tool only to a client that declares the roots capability.
+#[test]
+fn the_roots_setting_reaches_the_server() {
+    let Some((program, args)) = server_everything() else {
+        return skip_or_fail(
+            "@modelcontextprotocol/server-everything",
+            "npm install -g @modelcontextprotocol/server-everything",
+        );
+    };
+    let home = Dir::new();
+    let work = Dir::new();
+    let data = Dir::new();
+    let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+    all.push("stdio");
+    let roots_of = |extra: &str| {
+        home.write(
+            ".reasonix/config.toml",
+            &stdio_plugin(
+                "everything",
+                &program,
+                &all,
+                &format!("sandbox = \"off\"\n{extra}"),
+            ),
+        );
+        mcp_call(
+            &home,
+            work.path(),
+            "everything",
+            "get-roots-list",
+            json!({}),
+        )
+    };
+    let uri = |dir: &Dir| format!("file://{}", dir.path().display());
+    // Default: the workspace (the args name no directory).
+    let out = roots_of("");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains(&uri(&work)), "{out:?}");
+    assert!(!out.stdout.contains(&uri(&data)), "{out:?}");
+    // A list: exactly those.
+    let out = roots_of(&format!("roots = [{:?}]", data.path().to_string_lossy()));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains(&uri(&data)), "{out:?}");
+    assert!(!out.stdout.contains(&uri(&work)), "{out:?}");
+    // `[]`: no capability, so no such tool.
+    let out = roots_of("roots = []");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("has no tool `get-roots-list`"),
+        "{out:?}"
+    );
 }
 
 /// Forces Node servers onto the loopback interface (server-everything listens on all).

@@ -103,7 +103,7 @@ impl Fake {
     fn plugin(&self) -> String {
         format!(
             "[[plugins]]\nname = \"vault\"\ntype = \"http\"\nurl = \"{}\"\n\
-             trusted_read_only_tools = [\"book\", \"pay\", \"connect\", \"hostile\"]\n",
+             trusted_read_only_tools = [\"book\", \"pay\", \"connect\", \"hostile\", \"prefs\"]\n",
             self.url
         )
     }
@@ -220,7 +220,7 @@ fn connection(shared: &Shared, stream: TcpStream) {
                        "annotations": {"readOnlyHint": true}})
             };
             let tools = json!({"tools": [tool("book"), tool("pay"), tool("connect"),
-                tool("hostile")]});
+                tool("hostile"), tool("prefs")]});
             reply(&stream, 200, &result(&id, tools).to_string())
         }
         Some("tools/call") => call(shared, &stream, &id, &message["params"]),
@@ -252,6 +252,23 @@ fn call(shared: &Shared, stream: &TcpStream, id: &Value, params: &Value) {
                         "guests": {"type": "integer", "default": 2},
                         "name": {"type": "string", "title": "Name"}},
                     "required": ["name"]}}}),
+            );
+            let answer = answer();
+            events.send(result(id, text(&answer["result"].to_string())));
+            events.end();
+        }
+        "prefs" => {
+            // One request per call, named after the call's argument `n`.
+            let ask = format!("ask-prefs-{}", params["arguments"]["n"]);
+            let events = Events::open(stream);
+            events.send(
+                json!({"jsonrpc": "2.0", "id": ask, "method": "elicitation/create",
+                "params": {"mode": "form", "message": "Notification settings",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "notify": {"type": "boolean", "title": "Notify me", "default": true},
+                        "size": {"type": "string", "title": "Digest size",
+                            "enum": ["small", "medium", "large"], "default": "medium"}},
+                    "required": ["notify", "size"]}}}),
             );
             let answer = answer();
             events.send(result(id, text(&answer["result"].to_string())));
@@ -629,4 +646,110 @@ fn a_hostile_forms_text_reaches_mcp_call_on_a_terminal_inert() {
     pty.send("y\r");
     assert!(pty.wait_exit().success(), "{}", pty.screen());
     assert_inert(&pty.raw_text());
+}
+
+#[test]
+fn a_form_in_the_chat_offers_boolean_and_enum_defaults_and_can_be_declined_or_cancelled() {
+    let fake = Fake::start();
+    let (model, _dirs, mut pty, _opened) = chat(
+        &fake,
+        vec![
+            Reply::tool_calls(&[("c1", "mcp__vault__prefs", r#"{"n":1}"#)]),
+            Reply::tool_calls(&[("c2", "mcp__vault__prefs", r#"{"n":2}"#)]),
+            Reply::text("left as they were"),
+        ],
+    );
+    pty.send("set my notifications\r");
+    // `notify`: a boolean, as Yes / No with its default marked (SEP-1034).
+    pty.wait_text("MCP server vault asks: Notification settings");
+    pty.wait_text("Notify me");
+    pty.wait_text("Yes (default)");
+    pty.send("2");
+    // `size`: an enum, its options with the default marked.
+    pty.wait_text("Digest size");
+    pty.wait_text("medium (default)");
+    pty.send("3");
+    pty.wait_text(r#"Send notify: false, size: "large"?"#);
+    // The person declines on the last card.
+    pty.send("2");
+    let declined = loop {
+        if let Some(answer) = fake.answers().first().cloned() {
+            break answer;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(
+        declined,
+        json!({"jsonrpc": "2.0", "id": "ask-prefs-1", "result": {"action": "decline"}}),
+        "a decline carries no content"
+    );
+    // The second time, Esc on the first card cancels the whole request.
+    pty.wait_for("the second form", |vt| {
+        let screen = vt.screen();
+        screen.contains("Yes (default)") && !screen.contains("Send notify")
+    });
+    pty.send("\x1b");
+    pty.wait_text("left as they were");
+    let answers = fake.answers();
+    assert_eq!(
+        answers[1],
+        json!({"jsonrpc": "2.0", "id": "ask-prefs-2", "result": {"action": "cancel"}}),
+        "{answers:?}"
+    );
+    let requests = model.wait_for_requests(3);
+    assert_eq!(
+        tool_result(&requests[1].body, "c1").as_deref(),
+        Some(r#"{"action":"decline"}"#)
+    );
+    assert_eq!(
+        tool_result(&requests[2].body, "c2").as_deref(),
+        Some(r#"{"action":"cancel"}"#)
+    );
+}
+
+#[test]
+fn a_headless_run_declines_a_form_and_says_so_once() {
+    let fake = Fake::start();
+    let model = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__vault__prefs", r#"{"n":1}"#)]),
+        Reply::text("could not ask"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &model.base_url(), &fake.plugin());
+    let out = run(reasonix(&home, work.path()).args(["run", "set my notifications"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "could not ask\n"),
+        "{out:?}"
+    );
+    assert_eq!(
+        fake.answers(),
+        [json!({"jsonrpc": "2.0", "id": "ask-prefs-1", "result": {"action": "decline"}})],
+        "declined without content, although every field has a default"
+    );
+    let notice = "warning: mcp: server `vault`: declined a request for input (no one can \
+                  answer here): Notification settings";
+    assert_eq!(
+        out.stderr.matches(notice).count(),
+        1,
+        "the person is told once: {out:?}"
+    );
+
+    // `mcp call` without a terminal declines and says so too.
+    let out = run(reasonix(&home, work.path())
+        .stdin(std::process::Stdio::null())
+        .args(["mcp", "call", "vault", "prefs", r#"{"n":2}"#]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "{\"action\":\"decline\"}\n"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains(
+            "reasonix: mcp: server `vault`: declined a request for input (no one can answer \
+             here): Notification settings"
+        ),
+        "{out:?}"
+    );
 }

@@ -1,9 +1,11 @@
 //! MCP OAuth end to end: the real `reasonix` binary against a loopback server written here that
 //! is both a protected MCP endpoint and its authorization server (protected resource metadata,
 //! RFC 8414 metadata, dynamic registration, `/authorize`, `/token`). The browser step is the
-//! test itself: it reads the URL `reasonix mcp login` prints, asks `/authorize` for the
-//! redirect and follows it to the loopback listener. Attacks (a foreign `state`, metadata on
-//! another origin, metadata for another resource) must stop the login before any token.
+//! test itself (it reads the URL `reasonix mcp login` prints, asks `/authorize` for the
+//! redirect and follows it to the loopback listener) or a `$BROWSER` script that does the
+//! same. Attacks (a foreign `state`, metadata on another origin, metadata for another
+//! resource) must stop the login before any token, and no token may reach a file other than
+//! the private token store, a log or the output.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -148,6 +150,9 @@ struct Script {
     revoke_after_call: bool,
     /// The refresh grant is refused with `invalid_grant` (the refresh token was revoked too).
     refuse_refresh: bool,
+    /// Put before every access and refresh token (`at-N`, `rt-1`), so a test can look for
+    /// them in files without matching anything else.
+    token_prefix: &'static str,
 }
 
 fn json_answer(status: u16, body: Value) -> Answer {
@@ -263,7 +268,8 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                         return json_answer(400, json!({"error": "invalid_grant"}));
                     }
                     "refresh_token"
-                        if form.get("refresh_token").map(String::as_str) == Some("rt-1") => {}
+                        if form.get("refresh_token")
+                            == Some(&format!("{}rt-1", script.token_prefix)) => {}
                     // A signed client assertion is checked by the test itself (with openssl).
                     "client_credentials" if form.contains_key("client_assertion") => {}
                     "client_credentials" => {
@@ -275,7 +281,7 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                     _ => return json_answer(400, json!({"error": "unsupported_grant_type"})),
                 }
                 state.issued += 1;
-                let token = format!("at-{}", state.issued);
+                let token = format!("{}at-{}", script.token_prefix, state.issued);
                 state.valid.push(token.clone());
                 if granted.split(' ').any(|s| s == "mcp:write") {
                     state.write.push(token.clone());
@@ -283,7 +289,8 @@ fn protected_server(script: Script) -> (String, Arc<Mutex<Vec<Req>>>) {
                 json_answer(
                     200,
                     json!({"access_token": token, "token_type": "Bearer",
-                    "expires_in": 3600, "refresh_token": "rt-1", "scope": granted}),
+                    "expires_in": 3600, "refresh_token": format!("{}rt-1", script.token_prefix),
+                    "scope": granted}),
                 )
             }
             _ => (404, vec![], String::new()),
@@ -1035,5 +1042,197 @@ fn a_revoked_token_whose_refresh_fails_tells_to_log_in_again() {
         grants,
         ["authorization_code", "refresh_token"],
         "one refresh attempt, no loop"
+    );
+}
+
+/// A `$BROWSER` that plays the person: it loads the authorization URL it is given and follows
+/// the authorization server's redirect to the loopback listener (python3's urllib, no proxy).
+fn following_browser(home: &Dir) -> std::path::PathBuf {
+    let script = home.join("browser");
+    std::fs::write(
+        &script,
+        "#!/usr/bin/env python3\nimport sys, urllib.request\n\
+         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n\
+         opener.open(sys.argv[1], timeout=60).read()\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn mcp_login_opens_browser_whose_redirect_completes_the_login() {
+    let (base, seen) = protected_server(Script::default());
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    // Nobody reads the printed URL: the browser alone must finish the login.
+    let out = run(reasonix(&home, work.path())
+        .env("BROWSER", following_browser(&home))
+        .stdin(Stdio::null())
+        .args(["mcp", "login", "vault"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.starts_with("Logged in to `vault`"), "{out:?}");
+    assert!(out.stderr.contains("open this URL"), "printed too: {out:?}");
+    let authorize = requests(&seen, "/authorize");
+    assert_eq!(authorize.len(), 1, "the browser loaded the URL");
+    let redirect_uri = authorize[0].query()["redirect_uri"].clone();
+    assert!(
+        redirect_uri.starts_with("http://127.0.0.1:") && redirect_uri.ends_with("/callback"),
+        "{redirect_uri}"
+    );
+    let token = requests(&seen, "/token");
+    assert_eq!(token.len(), 1);
+    assert_eq!(token[0].form()["redirect_uri"], redirect_uri);
+    assert_eq!(token_files(&home).len(), 1);
+    let out = run(reasonix(&home, work.path()).args(["mcp", "call", "vault", "secret_count"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "42 secrets\n"),
+        "{out:?}"
+    );
+}
+
+/// Every file under `dir`, except those under `skip`.
+fn files_under(dir: &Path, skip: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.starts_with(skip) {
+                continue;
+            }
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file() {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn tokens_never_reach_project_files_logs_sessions_or_output() {
+    const PREFIX: &str = "tok-9f3c-";
+    let (base, seen) = protected_server(Script {
+        revoke_after_call: true,
+        token_prefix: PREFIX,
+        ..Script::default()
+    });
+    let model = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
+        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
+        Reply::text("counted"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
+    // The MCP log and the recording are written into the project, where they would be
+    // committed or shared.
+    let log = work.join("mcp.log");
+    let record = work.join("run.jsonl");
+    let mut outputs = Vec::new();
+    let out = run(reasonix(&home, work.path())
+        .env("BROWSER", following_browser(&home))
+        .env("REASONIX_LOG", &log)
+        .stdin(Stdio::null())
+        .args(["mcp", "login", "vault"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    outputs.push(out);
+    let out = run(reasonix(&home, work.path())
+        .env("REASONIX_LOG", &log)
+        .args(["run", "--record"])
+        .arg(&record)
+        .arg("count the secrets twice"));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "counted\n"), "{out:?}");
+    outputs.push(out);
+    for args in [
+        &["mcp", "list"][..],
+        &["mcp", "call", "vault", "secret_count"][..],
+    ] {
+        let out = run(reasonix(&home, work.path())
+            .env("REASONIX_LOG", &log)
+            .args(args));
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        outputs.push(out);
+    }
+    // Each revoked token was refreshed (in the run, then in `mcp call`), so several access
+    // tokens and the refresh token passed through the client.
+    let grants: Vec<String> = requests(&seen, "/token")
+        .iter()
+        .map(|r| r.form()["grant_type"].clone())
+        .collect();
+    assert_eq!(
+        grants,
+        ["authorization_code", "refresh_token", "refresh_token"]
+    );
+    let stored = token_files(&home);
+    assert_eq!(stored.len(), 1);
+    let kept = std::fs::read_to_string(&stored[0]).unwrap();
+    assert!(
+        kept.contains(&format!("{PREFIX}at-3")) && kept.contains(&format!("{PREFIX}rt-1")),
+        "the search looks for what the token file holds: {kept}"
+    );
+    for out in &outputs {
+        assert!(
+            !out.stdout.contains(PREFIX) && !out.stderr.contains(PREFIX),
+            "a token was printed: {out:?}"
+        );
+    }
+    assert!(log.exists() && record.exists(), "both were written");
+    let auth_dir = home.join(".reasonix/mcp-auth");
+    let mut checked = files_under(work.path(), &auth_dir);
+    checked.extend(files_under(home.path(), &auth_dir));
+    for file in &checked {
+        let text = String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
+        assert!(
+            !text.contains(PREFIX),
+            "{} holds a token:\n{text}",
+            file.display()
+        );
+    }
+    assert!(
+        checked
+            .iter()
+            .any(|f| f.starts_with(home.join(".reasonix/projects"))
+                && f.components().any(|c| c.as_os_str() == "sessions")),
+        "the session files were among those checked: {checked:?}"
+    );
+}
+
+#[test]
+fn a_pre_registered_client_comes_before_cimd_and_registration() {
+    let oauth = format!(
+        "[plugins.oauth]\nclient_id = \"pre-registered\"\nclient_metadata_url = \"{CLIENT_DOCUMENT}\"\n"
+    );
+    let (base, seen) = protected_server(Script {
+        cimd: true,
+        ..Script::default()
+    });
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), &oauth),
+    );
+    let out = login_via_browser(&home, work.path(), str::to_string);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(requests(&seen, "/register").is_empty(), "no registration");
+    let authorize = requests(&seen, "/authorize");
+    assert_eq!(authorize.len(), 1);
+    assert_eq!(authorize[0].query()["client_id"], "pre-registered");
+    let token = requests(&seen, "/token");
+    assert_eq!(token[0].form()["client_id"], "pre-registered");
+    assert!(
+        token[0].header("authorization").is_none(),
+        "a public client sends no secret"
     );
 }

@@ -296,7 +296,12 @@ fn call(handle: &McpHandle, server_name: &str, tool: &str, args: &Value) -> Resu
     }
     let cancel = crate::cancel::CancelToken::new();
     let _ = crate::term::sys::cancel_on_interrupt(cancel.clone());
-    match server.call_tool(&raw, args, &cancel) {
+    let called = server.call_tool(&raw, args, &cancel);
+    // What the server's requests during the call came to (a form declined off a terminal).
+    for warning in handle.unshown_warnings() {
+        eprintln!("reasonix: {}", sanitize(&warning));
+    }
+    match called {
         Ok(output) if output.is_error => {
             print_out(&format!("{}\n", sanitize(&output.text)));
             eprintln!("reasonix: the tool reported an error");

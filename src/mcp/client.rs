@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,12 @@ pub enum ServerEvent {
     },
 }
 
+/// The log levels (RFC 5424, as MCP names them) reported even where no UI shows server
+/// events: warning and worse.
+pub fn reported_level(level: &str) -> bool {
+    ["warning", "error", "critical", "alert", "emergency"].contains(&level)
+}
+
 /// What the client needs besides a transport.
 #[derive(Clone, Default)]
 pub struct ClientOptions {
@@ -63,6 +69,10 @@ pub struct ClientOptions {
     /// Do not declare the roots capability (`roots = []` in the config).
     pub no_roots: bool,
     pub events: Option<Sender<ServerEvent>>,
+    /// Without `events` (no UI shows them): where the warnings and worse among them wait for
+    /// the run to report them. A bounded queue: when it is full, more are dropped (the MCP log
+    /// keeps them), so a server that floods costs no memory.
+    pub warnings: Option<SyncSender<ServerEvent>>,
     pub log: Log,
     /// Who answers `elicitation/create`; `None` declines every request (headless runs).
     pub elicitor: Option<Arc<dyn Elicitor>>,
@@ -740,6 +750,10 @@ impl Inner {
     fn emit(&self, event: ServerEvent) {
         if let Some(events) = &self.options.events {
             let _ = events.send(event);
+        } else if let Some(warnings) = &self.options.warnings {
+            if matches!(&event, ServerEvent::Log { level, .. } if reported_level(level)) {
+                let _ = warnings.try_send(event);
+            }
         }
     }
 }
@@ -985,6 +999,51 @@ mod tests {
         assert!(
             err.contains("1999-01-01") && err.contains("2025-11-25"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn without_a_ui_only_warnings_wait_and_a_flood_is_cut_at_the_queue() {
+        let (tx, rx) = mpsc::sync_channel(3);
+        let p = peer_with(ClientOptions {
+            name: "t".into(),
+            warnings: Some(tx),
+            ..ClientOptions::default()
+        });
+        let message = |level: &str, data: &str| {
+            Message::notification(
+                "notifications/message",
+                Some(json!({"level": level, "data": data})),
+            )
+        };
+        p.send(message("info", "chatty"));
+        p.send(Message::notification(
+            "notifications/progress",
+            Some(json!({"progressToken": 1, "progress": 1})),
+        ));
+        p.send(message("warning", "w1"));
+        p.send(message("debug", "noise"));
+        p.send(message("error", "e1"));
+        for n in 0..100 {
+            p.send(message("critical", &format!("flood {n}")));
+        }
+        // Notifications are handled in order: once the ping is answered, all of them were.
+        p.send(Message::request(Id::Number(1), "ping", None));
+        assert!(matches!(p.next(), Message::Response { .. }));
+        let kept: Vec<(String, String)> = rx
+            .try_iter()
+            .map(|e| match e {
+                ServerEvent::Log { level, text, .. } => (level, text),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("warning".to_string(), "w1".to_string()),
+                ("error".into(), "e1".into()),
+                ("critical".into(), "flood 0".into())
+            ]
         );
     }
 

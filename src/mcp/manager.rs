@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,10 @@ pub struct McpOptions {
     /// A person can answer launch approvals (requires `approver`).
     pub interactive: bool,
     pub approver: Option<Arc<dyn LaunchApprover>>,
-    /// Where progress and log notifications go, for a UI that shows them.
+    /// Where progress and log notifications go, for a UI that shows them. Without one, the
+    /// warnings among them (a request for input declined because no one can answer) wait in
+    /// the handle for [`McpHandle::unshown_warnings`] and the [`ToolWatch`] (at most
+    /// `MAX_WAITING` between two looks).
     pub events: Option<Sender<ServerEvent>>,
     /// Start only this server (`reasonix mcp call`).
     pub only: Option<String>,
@@ -79,6 +82,43 @@ pub struct McpHandle {
     late: Late,
     statuses: Vec<ServerStatus>,
     catalog: Arc<Mutex<Catalog>>,
+    /// The servers' events when the run has no UI for them (`McpOptions::events` unset).
+    unshown: Option<Unshown>,
+}
+
+/// The warnings of servers no UI shows (see [`ClientOptions::warnings`]), waiting for the
+/// next look.
+pub(super) type Unshown = Arc<Mutex<Receiver<ServerEvent>>>;
+
+/// At most this many warnings wait between two looks; the MCP log keeps the rest.
+const MAX_WAITING: usize = 32;
+
+/// The warnings that waited in `unshown` since the last look, one notice line each.
+pub(super) fn take_warnings(unshown: Option<&Unshown>) -> Vec<String> {
+    let Some(unshown) = unshown else {
+        return Vec::new();
+    };
+    let waiting = unshown.lock().unwrap_or_else(PoisonError::into_inner);
+    waiting
+        .try_iter()
+        .filter_map(|event| match event {
+            ServerEvent::Log {
+                server,
+                level,
+                text,
+            } => {
+                let level = match level.as_str() {
+                    "warning" => String::new(),
+                    other => format!(" ({other})"),
+                };
+                Some(format!(
+                    "mcp: server `{server}`{level}: {}",
+                    crate::text::one_line(&text, 300)
+                ))
+            }
+            ServerEvent::Progress { .. } => None,
+        })
+        .collect()
 }
 
 /// The adapted tools of every server, shared by the handle, its [`ToolWatch`]es and the
@@ -126,6 +166,12 @@ pub fn start(
     let grants = GrantStore::new(&config.home);
     let sandbox = Settings::from_config(config, cwd).map_err(Arc::new);
     let mut handle = McpHandle::default();
+    let mut warnings = None;
+    if options.events.is_none() {
+        let (tx, rx) = mpsc::sync_channel(MAX_WAITING);
+        warnings = Some(tx);
+        handle.unshown = Some(Arc::new(Mutex::new(rx)));
+    }
     let mut launch = Vec::new();
     for spec in declared.servers {
         if options.only.as_ref().is_some_and(|only| *only != spec.name) {
@@ -161,6 +207,7 @@ pub fn start(
             name: String::new(),
             roots: vec![config::workspace_root(config, cwd)],
             events: options.events.clone(),
+            warnings,
             log: Log::from_env(),
             elicitor: options.elicitor.clone(),
             ..ClientOptions::default()
@@ -320,7 +367,14 @@ impl McpHandle {
             late: Arc::clone(&self.late),
             seen: lock(&self.catalog).generations.clone(),
             catalog: Arc::clone(&self.catalog),
+            unshown: self.unshown.clone(),
         }
+    }
+
+    /// The warnings servers sent since the last look, for a run without a UI for server
+    /// events (see [`McpOptions::events`]); empty when there is one.
+    pub fn unshown_warnings(&self) -> Vec<String> {
+        take_warnings(self.unshown.as_ref())
     }
 
     pub fn servers(&self) -> &[Arc<Server>] {
@@ -391,5 +445,39 @@ impl Drop for McpHandle {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_a_ui_keeps_only_warnings_and_worse() {
+        let (tx, rx) = mpsc::sync_channel(MAX_WAITING);
+        let unshown: Unshown = Arc::new(Mutex::new(rx));
+        let log = |level: &str, text: &str| ServerEvent::Log {
+            server: "s".into(),
+            level: level.into(),
+            text: text.into(),
+        };
+        for event in [
+            log("warning", "declined\na form"),
+            log("error", "disk full"),
+        ] {
+            tx.send(event).unwrap();
+        }
+        assert_eq!(
+            take_warnings(Some(&unshown)),
+            [
+                "mcp: server `s`: declined a form",
+                "mcp: server `s` (error): disk full"
+            ]
+        );
+        assert!(
+            take_warnings(Some(&unshown)).is_empty(),
+            "each is told once"
+        );
+        assert!(take_warnings(None).is_empty());
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::manager::{generations, lock, update_catalog, Catalog};
+use super::manager::{generations, lock, take_warnings, update_catalog, Catalog, Unshown};
 use super::server::Server;
 use super::McpError;
 use crate::cancel::CancelToken;
@@ -21,10 +21,16 @@ pub struct ToolWatch {
     /// The generations behind the tools the agent has.
     pub(super) seen: Vec<u64>,
     pub(super) catalog: Arc<Mutex<Catalog>>,
+    /// Server events no UI shows: their warnings become notices here, before the next
+    /// request (a headless run's declined request for input).
+    pub(super) unshown: Option<Unshown>,
 }
 
 impl ToolSource for ToolWatch {
     fn poll(&mut self, cancel: &CancelToken, warn: &mut dyn FnMut(String)) -> Option<ToolChange> {
+        for warning in take_warnings(self.unshown.as_ref()) {
+            warn(warning);
+        }
         let servers: Vec<Arc<Server>> = self
             .servers
             .iter()

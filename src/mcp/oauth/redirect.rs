@@ -298,6 +298,22 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_listener_is_bound_to_the_loopback_address_only() {
+        let listener = Listener::bind(0).unwrap();
+        let bound = listener.listener.local_addr().unwrap();
+        assert_eq!(
+            bound.ip(),
+            std::net::IpAddr::from([127, 0, 0, 1]),
+            "not on every interface"
+        );
+        assert_eq!(
+            listener.redirect_uri,
+            format!("http://127.0.0.1:{}{PATH}", bound.port())
+        );
+        assert_ne!(bound.port(), 0, "a random free port was taken");
+    }
+
     /// Regression: the accepting thread kept the port bound after a login timed out.
     #[test]
     fn a_timed_out_wait_closes_the_port() {

@@ -2,8 +2,8 @@
 //! under `<home>/mcp-auth/`, written atomically, readable by the user only (0600 in a 0700
 //! directory). A file holds the client identity at the authorization server, the token
 //! endpoint it was issued by, the audience (`resource`) and the tokens. The URL is the key, so
-//! a changed URL in the config never receives the token of the old one. Nothing here is
-//! logged or copied into sessions.
+//! a changed URL in the config never receives the token of the old one; a directory found
+//! open to others is narrowed before a save. Nothing here is logged or copied into sessions.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -61,7 +61,20 @@ impl TokenStore {
 
     pub fn save(&self, saved: &Saved) -> io::Result<()> {
         let text = serde_json::to_string_pretty(saved).map_err(io::Error::other)?;
+        self.narrow_dir()?;
         write_private(&self.path(&saved.server_url), text.as_bytes())
+    }
+
+    /// A directory that already exists (made by hand, or restored from a backup) is narrowed
+    /// to 0700 too: its file names tell which servers the user holds tokens for. A symlink is
+    /// left alone, as the user's own arrangement.
+    fn narrow_dir(&self) -> io::Result<()> {
+        match std::fs::symlink_metadata(&self.dir) {
+            Ok(meta) if meta.is_dir() && crate::platform::mode(&meta) & 0o077 != 0 => {
+                crate::platform::set_path_mode(&self.dir, 0o700)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Deletes the credentials; false when there were none.
@@ -120,5 +133,17 @@ mod tests {
         assert!(store.remove(url).unwrap());
         assert!(!store.remove(url).unwrap());
         assert_eq!(store.load(url), None);
+    }
+
+    #[test]
+    fn an_existing_open_directory_is_made_private_on_save() {
+        let home = TempDir::new("oauth-store-open");
+        let dir = home.path().join(DIR_NAME);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let store = TokenStore::new(home.path());
+        store.save(&saved("https://mcp.example/mcp")).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "others may not list whose tokens are kept");
     }
 }

@@ -63,9 +63,11 @@ impl UiInteract {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        // The UI hears of the withdrawal before the asker is released, so it can never see
+        // the asker's next card first.
         let _hook = cancel.on_cancel(move || {
-            let _ = on_cancel.send(None);
             let _ = ui.send(Msg::Withdrawn);
+            let _ = on_cancel.send(None);
         });
         if cancel.is_cancelled() {
             return None;
