@@ -1268,7 +1268,12 @@ fn bench_serve_fifty_sse_clients_on_one_session() {
                 let first = started.elapsed();
                 seen.extend(events.until("turn_end"));
                 let texts = seen.iter().filter(|e| e["type"] == "text").count();
-                (first, started.elapsed(), crate::serve::text_of(&seen).len(), texts)
+                (
+                    first,
+                    started.elapsed(),
+                    crate::serve::text_of(&seen).len(),
+                    texts,
+                )
             })
         })
         .collect();

@@ -1199,7 +1199,12 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
         "/api/agent-presets/default",
         json!({"id": "project:elsewhere"}),
     );
-    assert_eq!(here.json()["code"], "agent_composition.not_found", "{}", here.body);
+    assert_eq!(
+        here.json()["code"],
+        "agent_composition.not_found",
+        "{}",
+        here.body
+    );
     let there = post(
         &server,
         "/api/agent-presets/default",
@@ -2282,10 +2287,7 @@ fn exchange(addr: SocketAddr, raw: Vec<u8>) -> Result<String, String> {
     sender.join().unwrap();
     match read {
         Ok(_) => Ok(String::from_utf8_lossy(&got).into_owned()),
-        Err(err) => Err(format!(
-            "{err} after {:?}",
-            String::from_utf8_lossy(&got)
-        )),
+        Err(err) => Err(format!("{err} after {:?}", String::from_utf8_lossy(&got))),
     }
 }
 
@@ -2331,11 +2333,7 @@ fn the_server_answers_malformed_and_oversized_requests_with_their_status_not_a_r
             format!("GET / HTTP/2.0\r\nHost: {host}\r\n\r\n").into_bytes(),
             505,
         ),
-        (
-            "no Host",
-            b"GET / HTTP/1.1\r\n\r\n".to_vec(),
-            400,
-        ),
+        ("no Host", b"GET / HTTP/1.1\r\n\r\n".to_vec(), 400),
         (
             "not HTTP",
             b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 hello\r\n\r\n".to_vec(),
@@ -2347,7 +2345,10 @@ fn the_server_answers_malformed_and_oversized_requests_with_their_status_not_a_r
         let expected = format!("HTTP/1.1 {status} ");
         assert!(answer.starts_with(&expected), "{name}: {answer:?}");
         assert!(answer.contains("Connection: close\r\n"), "{name}: {answer}");
-        assert!(answer.contains("Content-Security-Policy: "), "{name}: {answer}");
+        assert!(
+            answer.contains("Content-Security-Policy: "),
+            "{name}: {answer}"
+        );
     }
     // The server is still there for well-formed requests.
     assert_eq!(get(&server, "/api/auth").status, 200);
@@ -2424,11 +2425,18 @@ fn forwarded_headers_count_only_with_behind_proxy() {
 
     // Behind a proxy: its X-Forwarded-Proto makes the cookie Secure, and each client address
     // it names has a limit of its own.
-    let proxied = start(&fake, "[serve]\nbehind_proxy = true\n", &["--password", "pw"]);
+    let proxied = start(
+        &fake,
+        "[serve]\nbehind_proxy = true\n",
+        &["--password", "pw"],
+    );
     let ok = login(
         &proxied,
         "pw",
-        &[("X-Forwarded-Proto", "https"), ("X-Forwarded-For", "10.0.0.1")],
+        &[
+            ("X-Forwarded-Proto", "https"),
+            ("X-Forwarded-For", "10.0.0.1"),
+        ],
     );
     assert_eq!(ok.status, 200, "{}", ok.body);
     let cookie = ok.header("Set-Cookie").unwrap();
