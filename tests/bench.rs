@@ -1264,8 +1264,16 @@ fn bench_serve_fifty_sse_clients_on_one_session() {
         .into_iter()
         .map(|mut events| {
             std::thread::spawn(move || {
-                let seen = events.until("turn_end");
-                (started.elapsed(), crate::serve::text_of(&seen).len())
+                let mut seen = events.until("text");
+                let first = started.elapsed();
+                seen.extend(events.until("turn_end"));
+                let texts = seen.iter().filter(|e| e["type"] == "text").count();
+                (
+                    first,
+                    started.elapsed(),
+                    crate::serve::text_of(&seen).len(),
+                    texts,
+                )
             })
         })
         .collect();
@@ -1275,17 +1283,23 @@ fn bench_serve_fifty_sse_clients_on_one_session() {
         serde_json::json!({"text": "go"}),
     );
     assert_eq!(sent.status, 200);
+    let mut firsts = Vec::new();
     let mut latencies = Vec::new();
+    let mut events = 0;
     for reader in readers {
-        let (latency, chars) = reader.join().unwrap();
+        let (first, latency, chars, texts) = reader.join().unwrap();
         assert_eq!(chars, answer.len());
+        firsts.push(first);
         latencies.push(latency);
+        events = texts;
     }
     let (now, peak) = serve_memory(server.child.id());
+    firsts.sort();
     latencies.sort();
     println!(
-        "serve: {CLIENTS} SSE clients on one session, {} text events each: turn end seen after median {:.1} ms, max {:.1} ms; RSS {:.1} MiB idle, {:.1} MiB after, peak {:.1} MiB",
-        answer.len().div_ceil(4),
+        "serve: {CLIENTS} SSE clients on one session, {events} text events each: first text seen after median {:.1} ms, max {:.1} ms; turn end seen after median {:.1} ms, max {:.1} ms; RSS {:.1} MiB idle, {:.1} MiB after, peak {:.1} MiB",
+        ms(firsts[firsts.len() / 2]),
+        ms(firsts[firsts.len() - 1]),
         ms(latencies[latencies.len() / 2]),
         ms(latencies[latencies.len() - 1]),
         idle,

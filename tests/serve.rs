@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdout};
 
 use serde_json::{json, Value};
 
-use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Reply};
 use crate::util::{reasonix, run, spawn_piped, use_fake_provider, Dir};
 
 /// A published bcrypt vector (Openwall's crypt_blowfish set): the password is `U*U`.
@@ -698,9 +698,14 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
 
 /// Sends SIGTERM to the server and waits for it: it must exit 0.
 fn terminate(server: &mut Server) {
+    signal(server, "-TERM");
+}
+
+/// Sends `signal` (`-TERM`, `-INT`) to the server and waits for it: it must exit 0.
+fn signal(server: &mut Server, signal: &str) {
     let pid = server.child.id().to_string();
     assert!(std::process::Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([signal, &pid])
         .status()
         .unwrap()
         .success());
@@ -1182,6 +1187,51 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
     assert_eq!(
         get(&server, "/api/agent-presets").json()["default"],
         "user:reader"
+    );
+    // `{id, workspace}`: the id is looked up in that workspace's catalog.
+    let elsewhere = Dir::new();
+    elsewhere.write(
+        ".reasonix/agent-presets/definitions/elsewhere.json",
+        r#"{"schemaVersion": 1, "name": "Elsewhere"}"#,
+    );
+    let here = post(
+        &server,
+        "/api/agent-presets/default",
+        json!({"id": "project:elsewhere"}),
+    );
+    assert_eq!(
+        here.json()["code"],
+        "agent_composition.not_found",
+        "{}",
+        here.body
+    );
+    let there = post(
+        &server,
+        "/api/agent-presets/default",
+        json!({"id": "project:elsewhere", "workspace": elsewhere.path()}),
+    );
+    assert_eq!(there.status, 200, "{}", there.body);
+    assert_eq!(
+        get(&server, "/api/agent-presets").json()["default"],
+        "project:elsewhere"
+    );
+    for workspace in [json!("relative/dir"), json!("/no/such/dir"), json!(7)] {
+        let refused = post(
+            &server,
+            "/api/agent-presets/default",
+            json!({"id": "user:reader", "workspace": workspace}),
+        );
+        assert_eq!(refused.status, 400, "{workspace}: {}", refused.body);
+        assert_eq!(refused.json()["code"], "agent_composition.invalid");
+    }
+    assert_eq!(
+        post(
+            &server,
+            "/api/agent-presets/default",
+            json!({"id": "user:reader", "workspace": server.work.path()})
+        )
+        .status,
+        200
     );
 
     let stale = delete(&server, "/api/agent-presets/user:reader?revision=1");
@@ -2324,4 +2374,252 @@ fn serve_refuses_to_resume_a_session_whose_binding_is_unavailable() {
         resumed.body
     );
     assert_eq!(fake.requests().len(), 1, "nothing was sent");
+}
+
+/// Sends `raw` on a new connection the way a client does (all of it, body included, from
+/// another thread, so a server that stops reading cannot block the test), then reads until
+/// the server closes: the response, or the read error that took its place (a reset).
+fn exchange(addr: SocketAddr, raw: Vec<u8>) -> Result<String, String> {
+    let stream = TcpStream::connect(addr).expect("connect");
+    let mut writer = stream.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        // A server that has answered and closed may reset the rest of the upload.
+        let _ = writer.write_all(&raw);
+    });
+    let mut got = Vec::new();
+    let read = (&stream).read_to_end(&mut got);
+    sender.join().unwrap();
+    match read {
+        Ok(_) => Ok(String::from_utf8_lossy(&got).into_owned()),
+        Err(err) => Err(format!("{err} after {:?}", String::from_utf8_lossy(&got))),
+    }
+}
+
+#[test]
+fn the_server_answers_malformed_and_oversized_requests_with_their_status_not_a_reset() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    let host = server.addr.to_string();
+    let post_head = |extra: &str| {
+        format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\n{extra}\r\n"
+        )
+    };
+    let mut huge_body = post_head(&format!("Content-Length: {}\r\n", 4 * 1024 * 1024)).into_bytes();
+    huge_body.extend(std::iter::repeat_n(b'x', 4 * 1024 * 1024));
+    let mut chunked = post_head("Transfer-Encoding: chunked\r\n").into_bytes();
+    chunked.extend(format!("100000\r\n{}\r\n0\r\n\r\n", "y".repeat(0x100000)).bytes());
+    let many_headers: String = (0..150).map(|n| format!("X-H{n}: v\r\n")).collect();
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        (
+            "request line over 8 KiB",
+            format!("GET /{} HTTP/1.1\r\nHost: {host}\r\n\r\n", "a".repeat(9000)).into_bytes(),
+            414,
+        ),
+        (
+            "headers over 32 KiB",
+            format!(
+                "GET / HTTP/1.1\r\nHost: {host}\r\nX-Big: {}\r\n\r\n",
+                "b".repeat(40 * 1024)
+            )
+            .into_bytes(),
+            431,
+        ),
+        (
+            "more than 100 headers",
+            format!("GET / HTTP/1.1\r\nHost: {host}\r\n{many_headers}\r\n").into_bytes(),
+            431,
+        ),
+        ("a body over 1 MiB, sent", huge_body, 413),
+        ("a chunked body, sent", chunked, 411),
+        (
+            "HTTP/2.0",
+            format!("GET / HTTP/2.0\r\nHost: {host}\r\n\r\n").into_bytes(),
+            505,
+        ),
+        ("no Host", b"GET / HTTP/1.1\r\n\r\n".to_vec(), 400),
+        (
+            "not HTTP",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 hello\r\n\r\n".to_vec(),
+            400,
+        ),
+    ];
+    for (name, raw, status) in cases {
+        let answer = exchange(server.addr, raw).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let expected = format!("HTTP/1.1 {status} ");
+        assert!(answer.starts_with(&expected), "{name}: {answer:?}");
+        assert!(answer.contains("Connection: close\r\n"), "{name}: {answer}");
+        assert!(
+            answer.contains("Content-Security-Policy: "),
+            "{name}: {answer}"
+        );
+    }
+    // The server is still there for well-formed requests.
+    assert_eq!(get(&server, "/api/auth").status, 200);
+}
+
+#[test]
+fn one_connection_carries_several_requests_until_it_asks_to_close() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    let host = server.addr.to_string();
+    let stream = TcpStream::connect(server.addr).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    // Two requests written back to back (pipelined), a POST with a body between them.
+    write!(
+        writer,
+        "GET /api/auth HTTP/1.1\r\nHost: {host}\r\n\r\nPOST /api/sessions HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nContent-Length: 2\r\n\r\n{{}}"
+    )
+    .unwrap();
+    let (status, body) = read_response(&mut reader);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"mode\":\"none\""), "{body}");
+    let (status, body) = read_response(&mut reader);
+    assert_eq!(status, 201, "{body}");
+    // A third, asking to close: answered, then the server closes the connection.
+    write!(
+        writer,
+        "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let (status, body) = read_response(&mut reader);
+    assert_eq!(status, 200, "{body}");
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "{rest:?}");
+    // HTTP/1.0 closes unless it asks for keep-alive.
+    let answer = exchange(
+        server.addr,
+        format!("GET /api/auth HTTP/1.0\r\nHost: {host}\r\n\r\n").into_bytes(),
+    )
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(answer.contains("Connection: close\r\n"), "{answer}");
+}
+
+#[test]
+fn forwarded_headers_count_only_with_behind_proxy() {
+    let fake = FakeOpenAI::start(vec![]);
+    let login = |server: &Server, password: &str, headers: &[(&str, &str)]| {
+        let origin = origin(server);
+        let mut all = vec![("Origin", origin.as_str())];
+        all.extend_from_slice(headers);
+        request(
+            server.addr,
+            "POST",
+            "/api/login",
+            &all,
+            &json!({ "password": password }).to_string(),
+        )
+    };
+    // Direct: a client cannot claim TLS, nor dodge the rate limit by naming other addresses.
+    let direct = start(&fake, "", &["--password", "pw"]);
+    let ok = login(&direct, "pw", &[("X-Forwarded-Proto", "https")]);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let cookie = ok.header("Set-Cookie").unwrap();
+    assert!(!cookie.contains("Secure"), "{cookie}");
+    for n in 0..5 {
+        let forwarded = format!("10.0.0.{n}");
+        let wrong = login(&direct, "nope", &[("X-Forwarded-For", &forwarded)]);
+        assert_eq!(wrong.status, 401, "{}", wrong.body);
+    }
+    let limited = login(&direct, "pw", &[("X-Forwarded-For", "10.9.9.9")]);
+    assert_eq!(limited.status, 429, "{}", limited.body);
+
+    // Behind a proxy: its X-Forwarded-Proto makes the cookie Secure, and each client address
+    // it names has a limit of its own.
+    let proxied = start(
+        &fake,
+        "[serve]\nbehind_proxy = true\n",
+        &["--password", "pw"],
+    );
+    let ok = login(
+        &proxied,
+        "pw",
+        &[
+            ("X-Forwarded-Proto", "https"),
+            ("X-Forwarded-For", "10.0.0.1"),
+        ],
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let cookie = ok.header("Set-Cookie").unwrap();
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+    for _ in 0..5 {
+        let wrong = login(&proxied, "nope", &[("X-Forwarded-For", "10.0.0.1")]);
+        assert_eq!(wrong.status, 401, "{}", wrong.body);
+    }
+    let limited = login(&proxied, "pw", &[("X-Forwarded-For", "10.0.0.1")]);
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    // The proxy appends the address it saw last; what the client put before it is not believed.
+    let other = login(&proxied, "pw", &[("X-Forwarded-For", "10.0.0.1, 10.0.0.2")]);
+    assert_eq!(other.status, 200, "{}", other.body);
+}
+
+#[test]
+fn sigint_interrupts_the_running_turn_and_saves_the_session() {
+    let (stall, _release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![stall]);
+    let mut server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "hold on"}),
+    );
+    events.until("turn_start");
+    fake.wait_for_requests(1);
+    signal(&mut server, "-INT");
+    let rest = events.until("shutdown");
+    let end = rest
+        .iter()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
+    assert_eq!(end["outcome"], "interrupted", "{end}");
+    assert_eq!(
+        saved_user_messages(&server, &id),
+        vec!["hold on".to_string()]
+    );
+}
+
+#[test]
+fn a_turn_end_carries_the_status_line_figures() {
+    let fake = FakeOpenAI::start(vec![Reply::events(vec![
+        sse_text("priced"),
+        sse_finish("stop"),
+        sse_usage(1000, 50, 800),
+        done(),
+    ])]);
+    let home = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\nprices = {{ \"fake-model\" = {{ input = 1.0, input_cache_hit = 0.25, output = 4.0 }} }}\n\n[environment]\nenabled = false\n",
+            fake.base_url()
+        ),
+    );
+    let server = start_in(home, Dir::new(), &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "what does it cost"}),
+    );
+    let end = events.until("turn_end").pop().unwrap();
+    let status = &end["status"];
+    assert_eq!(status["prompt_tokens"], 1000, "{status}");
+    assert_eq!(status["completion_tokens"], 50, "{status}");
+    assert_eq!(status["cache_hit"], 0.8, "{status}");
+    assert!(status["context_tokens"].as_u64() > Some(0), "{status}");
+    // 200 missed and 800 cached prompt tokens and 50 output tokens, per million.
+    let cost = status["cost_usd"].as_f64().expect("a cost");
+    assert!(
+        (cost - (200.0 * 1.0 + 800.0 * 0.25 + 50.0 * 4.0) / 1e6).abs() < 1e-12,
+        "{status}"
+    );
+    // The session's summary, which a page opened later shows, has the same figures.
+    let described = get(&server, &format!("/api/sessions/{id}")).json();
+    assert_eq!(&described["status"], status, "{described}");
 }

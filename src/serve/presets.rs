@@ -39,7 +39,13 @@ pub fn route(
         ("GET", []) => Ok(list(&catalog, &available)),
         ("POST", []) => save(&catalog, body),
         ("POST", ["default"]) => id_in(body).and_then(|id| {
-            catalog.set_default(&id)?;
+            // `{id, workspace}`: the id is looked up in that workspace's catalog (a
+            // `project:` one lives there); the default itself is the user's, one for all.
+            let elsewhere = match body.get("workspace") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(Catalog::new(&factory.home(), &workspace_in(value)?)),
+            };
+            elsewhere.as_ref().unwrap_or(&catalog).set_default(&id)?;
             Ok(Response::json(200, &json!({"id": id.to_string()})))
         }),
         ("POST", ["import"]) => preview(body, &available),
@@ -75,6 +81,18 @@ pub fn route(
 
 fn parse_id(segment: &str) -> Result<Id, CompositionError> {
     Id::parse(&percent_decode(segment))
+}
+
+/// The `workspace` of a request: the absolute path of an existing directory, canonical.
+fn workspace_in(value: &Value) -> Result<std::path::PathBuf, CompositionError> {
+    let dir = value.as_str().map(std::path::Path::new);
+    match dir.map(|d| (d, d.canonicalize())) {
+        Some((dir, Ok(real))) if dir.is_absolute() && real.is_dir() => Ok(real),
+        _ => Err(CompositionError::new(
+            Code::Invalid,
+            format!("workspace {value}: the absolute path of an existing directory"),
+        )),
+    }
 }
 
 fn id_in(body: &Value) -> Result<Id, CompositionError> {

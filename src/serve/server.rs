@@ -95,6 +95,33 @@ fn drain_and_close(stream: TcpStream) {
     }
 }
 
+/// How long a refused request's client may go on sending before its connection is closed,
+/// and how much of it is read meanwhile.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 16 * 1024 * 1024;
+
+/// Closes a connection whose request was refused part-way (a body or headers over the limit,
+/// a malformed request): our end is shut after the answer, and what the client still sends
+/// (the rest of an upload) is read and dropped for a moment, since closing a socket with
+/// unread data resets the connection, and the reset destroys the answer before the client
+/// reads it. Bounded in time and bytes, so a client cannot keep the worker.
+fn linger(stream: &TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let until = Instant::now() + LINGER;
+    let mut scratch = [0u8; 16 * 1024];
+    let mut left = LINGER_BYTES;
+    while left > 0 {
+        let now = Instant::now();
+        if now >= until || stream.set_read_timeout(Some(until - now)).is_err() {
+            break;
+        }
+        match (&*stream).read(&mut scratch) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
 /// Connects to the listener so a blocked `accept` returns and sees the stop flag.
 pub fn wake(addr: SocketAddr) {
     let target = match addr {
@@ -139,9 +166,12 @@ fn connection(stream: TcpStream, peer: SocketAddr, router: &Router) {
             Ok(None) => return,
             Err(err) => {
                 if let Some((status, why)) = err.status() {
-                    let _ = router
+                    let answered = router
                         .finish(Response::error(status, why))
                         .write_to(&mut out, false, false);
+                    if answered.is_ok() {
+                        linger(&out);
+                    }
                 }
                 return;
             }
