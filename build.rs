@@ -21,6 +21,19 @@ fn main() {
         println!("cargo:rustc-env=REASONIX_TARGET={target}");
     }
     println!("cargo:rerun-if-env-changed=REASONIX_GIT_COMMIT");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs/heads");
+    // In a linked worktree `.git` is a file, and a path that never exists makes cargo run
+    // this script (and rebuild the crate) every time: ask git where HEAD and the refs live.
+    for name in ["HEAD", "refs/heads"] {
+        let path = git_path(name).unwrap_or_else(|| format!(".git/{name}"));
+        println!("cargo:rerun-if-changed={path}");
+    }
+}
+
+fn git_path(name: &str) -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--git-path", name])
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    Some(text.trim().to_string()).filter(|s| out.status.success() && !s.is_empty())
 }
