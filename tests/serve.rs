@@ -1211,9 +1211,20 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
         json!({"id": "project:elsewhere", "workspace": elsewhere.path()}),
     );
     assert_eq!(there.status, 200, "{}", there.body);
+    // A project default holds for its own workspace only: the served one keeps the personal
+    // default, and the saved file names the other workspace.
     assert_eq!(
         get(&server, "/api/agent-presets").json()["default"],
-        "project:elsewhere"
+        "user:reader"
+    );
+    let saved = std::fs::read_to_string(server._home.join(".reasonix/agent-presets/default.json"))
+        .expect("the saved default");
+    let saved: serde_json::Value = serde_json::from_str(&saved).expect("JSON");
+    let key = std::fs::canonicalize(elsewhere.path()).unwrap();
+    assert_eq!(
+        saved["projects"][key.display().to_string()],
+        "project:elsewhere",
+        "{saved}"
     );
     for workspace in [json!("relative/dir"), json!("/no/such/dir"), json!(7)] {
         let refused = post(
