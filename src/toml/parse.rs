@@ -520,14 +520,7 @@ impl Parser<'_> {
         }
         loop {
             self.skip_ws();
-            let key = self.key()?;
-            self.skip_ws();
-            if !self.eat(b'=') {
-                return Err(self.error("expected `=` after a key"));
-            }
-            self.skip_ws();
-            let item = self.value(depth + key.len())?;
-            insert(&mut table, key, item)?;
+            self.key_value(&mut table, depth)?;
             self.skip_ws();
             if self.eat(b'}') {
                 return Ok(table);
