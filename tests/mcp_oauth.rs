@@ -302,6 +302,17 @@ fn plugin(url: &str, extra: &str) -> String {
     format!("[[plugins]]\nname = \"vault\"\ntype = \"http\"\nurl = \"{url}\"\n{extra}\n")
 }
 
+/// A home configured for the protected server at `base` as the plugin `vault`, with `extra`
+/// config, and an empty workspace.
+fn configured(base: &str, extra: &str) -> (Dir, Dir) {
+    let home = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), extra),
+    );
+    (home, Dir::new())
+}
+
 /// The fake model answering with `replies`, a home configured for it and for the protected
 /// server at `base` as the plugin `vault`, and an empty workspace.
 fn with_model(replies: Vec<Reply>, base: &str) -> (FakeOpenAI, Dir, Dir) {
@@ -521,9 +532,7 @@ fn the_client_credentials_grant_needs_no_browser() {
 #[test]
 fn a_redirect_with_a_foreign_state_stops_the_login_before_any_token() {
     let (base, seen) = protected_server(Script::default());
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let (home, work) = configured(&base, "");
     let out = login_via_browser(&home, work.path(), |location| {
         let (before, after) = location.split_once("state=").unwrap();
         let rest = after.split_once('&').map_or("", |(_, r)| r);
@@ -552,9 +561,7 @@ fn metadata_on_another_origin_or_for_another_resource_is_refused() {
         },
     ] {
         let (base, seen) = protected_server(script);
-        let home = Dir::new();
-        let work = Dir::new();
-        home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+        let (home, work) = configured(&base, "");
         let out = run(reasonix(&home, work.path()).args(["mcp", "login", "vault"]));
         assert_eq!(out.code, 1, "{out:?}");
         assert!(out.stderr.contains("refused"), "{out:?}");
@@ -597,9 +604,7 @@ fn login_finds_the_challenge_behind_an_open_handshake_and_steps_up_on_insufficie
         call_needs_write: true,
         ..Script::default()
     });
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let (home, work) = configured(&base, "");
     // `initialize` succeeds without a token: the login still finds the 401 of `tools/list`.
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
@@ -868,12 +873,7 @@ fn a_server_that_supports_cimd_gets_the_document_url_as_client_id_and_no_registr
         cimd: true,
         ..Script::default()
     });
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(
-        ".reasonix/config.toml",
-        &plugin(&format!("{base}/mcp"), &oauth),
-    );
+    let (home, work) = configured(&base, &oauth);
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(requests(&seen, "/register").len(), 0, "no registration");
@@ -1045,9 +1045,7 @@ fn following_browser(home: &Dir) -> std::path::PathBuf {
 #[test]
 fn mcp_login_opens_browser_whose_redirect_completes_the_login() {
     let (base, seen) = protected_server(Script::default());
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let (home, work) = configured(&base, "");
     // Nobody reads the printed URL: the browser alone must finish the login.
     let out = run(reasonix(&home, work.path())
         .env("BROWSER", following_browser(&home))
@@ -1187,12 +1185,7 @@ fn a_pre_registered_client_comes_before_cimd_and_registration() {
         cimd: true,
         ..Script::default()
     });
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(
-        ".reasonix/config.toml",
-        &plugin(&format!("{base}/mcp"), &oauth),
-    );
+    let (home, work) = configured(&base, &oauth);
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(requests(&seen, "/register").is_empty(), "no registration");
