@@ -579,8 +579,19 @@ fn skip_or_fail(what: &str, install: &str) {
 }
 
 /// How to start server-everything: the global bin, else the package's entry under npm's
-/// global root.
+/// global root; None, after `skip_or_fail`, when it is not installed.
 fn server_everything() -> Option<(String, Vec<String>)> {
+    let found = find_server_everything();
+    if found.is_none() {
+        skip_or_fail(
+            "@modelcontextprotocol/server-everything",
+            "npm install -g @modelcontextprotocol/server-everything",
+        );
+    }
+    found
+}
+
+fn find_server_everything() -> Option<(String, Vec<String>)> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join("mcp-server-everything"))
@@ -714,10 +725,7 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
 #[test]
 fn interop_server_everything_over_stdio() {
     let Some((program, args)) = server_everything() else {
-        return skip_or_fail(
-            "@modelcontextprotocol/server-everything",
-            "npm install -g @modelcontextprotocol/server-everything",
-        );
+        return;
     };
     let home = Dir::new();
     let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -815,10 +823,7 @@ fn interop_server_filesystem_keeps_a_configured_directory_outside_the_workspace(
 #[test]
 fn the_roots_setting_reaches_the_server() {
     let Some((program, args)) = server_everything() else {
-        return skip_or_fail(
-            "@modelcontextprotocol/server-everything",
-            "npm install -g @modelcontextprotocol/server-everything",
-        );
+        return;
     };
     let home = Dir::new();
     let work = Dir::new();
@@ -879,10 +884,7 @@ net.Server.prototype.listen = function (...args) {
 #[test]
 fn interop_server_everything_over_streamable_http() {
     let Some((program, args)) = server_everything() else {
-        return skip_or_fail(
-            "@modelcontextprotocol/server-everything",
-            "npm install -g @modelcontextprotocol/server-everything",
-        );
+        return;
     };
     let home = Dir::new();
     let preload = home.write("loopback.cjs", LOOPBACK_ONLY);

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::util::fake_openai::{FakeOpenAI, Reply};
 use crate::util::pty::Pty;
-use crate::util::{reasonix, run, use_fake_provider, Dir};
+use crate::util::{opened_url, reasonix, recording_browser, run, use_fake_provider, Dir};
 
 const PAY_URL: &str = "https://pay.example/checkout?order=7";
 const CONNECT_URL: &str = "https://connect.example/link?elicitation=e-connect";
@@ -334,35 +334,6 @@ fn call(shared: &Shared, stream: &TcpStream, id: &Value, params: &Value) {
     }
 }
 
-/// A `$BROWSER` that writes the URL it is given to a file (atomically, by a rename).
-fn browser(home: &Dir) -> (PathBuf, PathBuf) {
-    let script = home.join("browser");
-    let opened = home.join("opened-url");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
-            opened.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (script, opened)
-}
-
-/// The URL the browser was given, once it has been.
-fn opened_url(opened: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(url) = std::fs::read_to_string(opened) {
-            return url;
-        }
-        assert!(Instant::now() < deadline, "the browser was never opened");
-        std::thread::yield_now();
-    }
-}
-
 /// The chat, with `replies` from the model and the fake server configured; the home and
 /// workspace directories live as long as the returned value.
 fn chat(fake: &Fake, replies: Vec<Reply>) -> (FakeOpenAI, (Dir, Dir), Pty, PathBuf) {
@@ -370,7 +341,7 @@ fn chat(fake: &Fake, replies: Vec<Reply>) -> (FakeOpenAI, (Dir, Dir), Pty, PathB
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &model.base_url(), &fake.plugin());
-    let (script, opened) = browser(&home);
+    let (script, opened) = recording_browser(&home);
     let mut cmd = reasonix(&home, work.path());
     cmd.arg("chat")
         .env("FAKE_API_KEY", "k")
@@ -378,6 +349,26 @@ fn chat(fake: &Fake, replies: Vec<Reply>) -> (FakeOpenAI, (Dir, Dir), Pty, PathB
     let mut pty = Pty::spawn(cmd, 160, 40);
     pty.wait_text("fake-model · ask");
     (model, (home, work), pty, opened)
+}
+
+/// Model replies that call `tool` once without arguments, then answer `answer`.
+fn calls_once(tool: &str, answer: &str) -> Vec<Reply> {
+    vec![
+        Reply::tool_calls(&[("c1", tool, "{}")]),
+        Reply::text(answer),
+    ]
+}
+
+/// The chat's card for the URL step titled `title`: it names `url` and its `host`, nothing is
+/// opened before the person's yes, and the yes opens exactly `url`.
+fn open_after_consent(pty: &mut Pty, opened: &Path, title: &str, url: &str, host: &str) {
+    pty.wait_text(&format!("MCP server vault asks: {title}"));
+    pty.wait_text(&format!("Open {url}"));
+    pty.wait_text(&format!("Host: {host}"));
+    pty.wait_text("Open in the browser");
+    assert!(!opened.exists(), "the browser waits for the person's yes");
+    pty.send("1");
+    assert_eq!(opened_url(opened), url);
 }
 
 /// The result of tool call `id` in a model request.
@@ -392,13 +383,8 @@ fn tool_result(body: &Value, id: &str) -> Option<String> {
 #[test]
 fn a_form_is_answered_in_the_chat_and_the_server_receives_the_answer() {
     let fake = Fake::start();
-    let (model, _dirs, mut pty, _opened) = chat(
-        &fake,
-        vec![
-            Reply::tool_calls(&[("c1", "mcp__vault__book", "{}")]),
-            Reply::text("booked for two"),
-        ],
-    );
+    let (model, _dirs, mut pty, _opened) =
+        chat(&fake, calls_once("mcp__vault__book", "booked for two"));
     pty.send("book a table\r");
     // One card per field, in name order: `guests` offers its default.
     pty.wait_text("MCP server vault asks: Book a table");
@@ -432,21 +418,16 @@ fn a_form_is_answered_in_the_chat_and_the_server_receives_the_answer() {
 #[test]
 fn a_url_is_opened_only_after_consent_and_its_completion_is_shown() {
     let fake = Fake::start();
-    let (model, _dirs, mut pty, opened) = chat(
-        &fake,
-        vec![
-            Reply::tool_calls(&[("c1", "mcp__vault__pay", "{}")]),
-            Reply::text("the order is paid"),
-        ],
-    );
+    let (model, _dirs, mut pty, opened) =
+        chat(&fake, calls_once("mcp__vault__pay", "the order is paid"));
     pty.send("pay the order\r");
-    pty.wait_text("MCP server vault asks: Pay for the order");
-    pty.wait_text(&format!("Open {PAY_URL}"));
-    pty.wait_text("Host: pay.example");
-    pty.wait_text("Open in the browser");
-    assert!(!opened.exists(), "the browser waits for the person's yes");
-    pty.send("1");
-    assert_eq!(opened_url(&opened), PAY_URL);
+    open_after_consent(
+        &mut pty,
+        &opened,
+        "Pay for the order",
+        PAY_URL,
+        "pay.example",
+    );
     pty.wait_text("vault (info): the step in the browser is complete");
     pty.wait_text("the order is paid");
 
@@ -467,18 +448,16 @@ fn a_call_refused_until_a_url_is_opened_is_repeated_once_the_server_confirms() {
     let fake = Fake::start();
     let (model, _dirs, mut pty, opened) = chat(
         &fake,
-        vec![
-            Reply::tool_calls(&[("c1", "mcp__vault__connect", "{}")]),
-            Reply::text("the calendar is linked"),
-        ],
+        calls_once("mcp__vault__connect", "the calendar is linked"),
     );
     pty.send("link my calendar\r");
-    pty.wait_text("MCP server vault asks: Link your calendar");
-    pty.wait_text(&format!("Open {CONNECT_URL}"));
-    pty.wait_text("Host: connect.example");
-    assert!(!opened.exists(), "the browser waits for the person's yes");
-    pty.send("1");
-    assert_eq!(opened_url(&opened), CONNECT_URL);
+    open_after_consent(
+        &mut pty,
+        &opened,
+        "Link your calendar",
+        CONNECT_URL,
+        "connect.example",
+    );
     // Until the server confirms, the person may retry or cancel.
     pty.wait_text("Waiting for vault to confirm the step in the browser (connect.example).");
     pty.wait_text("It is done: try again");
@@ -522,7 +501,7 @@ fn a_headless_run_declines_urls_and_keeps_a_required_one_from_the_model() {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &model.base_url(), &fake.plugin());
-    let (script, opened) = browser(&home);
+    let (script, opened) = recording_browser(&home);
     let log = home.join("mcp.log");
     let out = run(reasonix(&home, work.path())
         .env("BROWSER", &script)
@@ -563,7 +542,7 @@ fn mcp_call_on_a_terminal_asks_before_opening_and_retries_when_the_person_says_d
     let home = Dir::new();
     let work = Dir::new();
     home.write(".reasonix/config.toml", &fake.plugin());
-    let (script, opened) = browser(&home);
+    let (script, opened) = recording_browser(&home);
     let mut cmd = reasonix(&home, work.path());
     cmd.args(["mcp", "call", "vault", "connect"])
         .env("BROWSER", &script);
@@ -591,13 +570,8 @@ fn mcp_call_on_a_terminal_asks_before_opening_and_retries_when_the_person_says_d
 #[test]
 fn a_hostile_forms_text_reaches_the_chat_inert() {
     let fake = Fake::start();
-    let (_model, _dirs, mut pty, _opened) = chat(
-        &fake,
-        vec![
-            Reply::tool_calls(&[("c1", "mcp__vault__hostile", "{}")]),
-            Reply::text("signed"),
-        ],
-    );
+    let (_model, _dirs, mut pty, _opened) =
+        chat(&fake, calls_once("mcp__vault__hostile", "signed"));
     pty.send("sign it\r");
     // `amount` first: a number, typed; a wrong one is asked again with the reason (which
     // names the field's title).

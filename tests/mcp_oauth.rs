@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use crate::util::fake_openai::{FakeOpenAI, Reply};
-use crate::util::{reasonix, run, use_fake_provider, Dir};
+use crate::util::{opened_url, reasonix, recording_browser, run, use_fake_provider, Dir};
 
 /// One request the fake saw.
 #[derive(Debug, Clone)]
@@ -302,6 +302,39 @@ fn plugin(url: &str, extra: &str) -> String {
     format!("[[plugins]]\nname = \"vault\"\ntype = \"http\"\nurl = \"{url}\"\n{extra}\n")
 }
 
+/// A home configured for the protected server at `base` as the plugin `vault`, with `extra`
+/// config, and an empty workspace.
+fn configured(base: &str, extra: &str) -> (Dir, Dir) {
+    let home = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &plugin(&format!("{base}/mcp"), extra),
+    );
+    (home, Dir::new())
+}
+
+/// The fake model answering with `replies`, a home configured for it and for the protected
+/// server at `base` as the plugin `vault`, and an empty workspace.
+fn with_model(replies: Vec<Reply>, base: &str) -> (FakeOpenAI, Dir, Dir) {
+    let model = FakeOpenAI::start(replies);
+    let home = Dir::new();
+    use_fake_provider(
+        &home,
+        &model.base_url(),
+        &plugin(&format!("{base}/mcp"), ""),
+    );
+    (model, home, Dir::new())
+}
+
+/// Model replies that call the vault's `secret_count` twice, then answer `answer`.
+fn counts_twice(answer: &str) -> Vec<Reply> {
+    vec![
+        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
+        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
+        Reply::text(answer),
+    ]
+}
+
 fn requests(seen: &Arc<Mutex<Vec<Req>>>, path: &str) -> Vec<Req> {
     seen.lock()
         .unwrap()
@@ -444,14 +477,7 @@ fn login_registers_follows_the_browser_and_runs_use_and_refresh_the_token() {
 #[test]
 fn a_headless_run_reports_an_unauthorized_server_once_and_goes_on() {
     let (base, _seen) = protected_server(Script::default());
-    let model = FakeOpenAI::start(vec![Reply::text("done without it")]);
-    let home = Dir::new();
-    let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &model.base_url(),
-        &plugin(&format!("{base}/mcp"), ""),
-    );
+    let (_model, home, work) = with_model(vec![Reply::text("done without it")], &base);
     let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
     assert_eq!(
         (out.code, out.stdout.as_str()),
@@ -506,9 +532,7 @@ fn the_client_credentials_grant_needs_no_browser() {
 #[test]
 fn a_redirect_with_a_foreign_state_stops_the_login_before_any_token() {
     let (base, seen) = protected_server(Script::default());
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let (home, work) = configured(&base, "");
     let out = login_via_browser(&home, work.path(), |location| {
         let (before, after) = location.split_once("state=").unwrap();
         let rest = after.split_once('&').map_or("", |(_, r)| r);
@@ -537,9 +561,7 @@ fn metadata_on_another_origin_or_for_another_resource_is_refused() {
         },
     ] {
         let (base, seen) = protected_server(script);
-        let home = Dir::new();
-        let work = Dir::new();
-        home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+        let (home, work) = configured(&base, "");
         let out = run(reasonix(&home, work.path()).args(["mcp", "login", "vault"]));
         assert_eq!(out.code, 1, "{out:?}");
         assert!(out.stderr.contains("refused"), "{out:?}");
@@ -582,9 +604,7 @@ fn login_finds_the_challenge_behind_an_open_handshake_and_steps_up_on_insufficie
         call_needs_write: true,
         ..Script::default()
     });
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let (home, work) = configured(&base, "");
     // `initialize` succeeds without a token: the login still finds the 401 of `tools/list`.
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
@@ -788,30 +808,12 @@ fn offered_tools(body: &Value) -> Vec<String> {
 fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_input() {
     use crate::util::pty::Pty;
     let (base, seen) = protected_server(Script::default());
-    let model = FakeOpenAI::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &model.base_url(),
-        &plugin(&format!("{base}/mcp"), ""),
+    let (model, home, work) = with_model(
+        vec![Reply::text("first answer"), Reply::text("second answer")],
+        &base,
     );
     // The browser keeps the URL for the person (this test) to follow later.
-    let browser = home.join("browser");
-    let opened = home.join("opened-url");
-    std::fs::write(
-        &browser,
-        format!(
-            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
-            opened.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (browser, opened) = recording_browser(&home);
     let mut cmd = reasonix(&home, work.path());
     cmd.arg("chat")
         .env("FAKE_API_KEY", "k")
@@ -829,12 +831,7 @@ fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_
         .any(|t| t.starts_with("mcp__vault")));
 
     // The person follows the link the browser was given.
-    let address = loop {
-        if let Ok(address) = std::fs::read_to_string(&opened) {
-            break address;
-        }
-        std::thread::yield_now();
-    };
+    let address = opened_url(&opened);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .max_redirects(0)
         .http_status_as_error(false)
@@ -876,12 +873,7 @@ fn a_server_that_supports_cimd_gets_the_document_url_as_client_id_and_no_registr
         cimd: true,
         ..Script::default()
     });
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(
-        ".reasonix/config.toml",
-        &plugin(&format!("{base}/mcp"), &oauth),
-    );
+    let (home, work) = configured(&base, &oauth);
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(requests(&seen, "/register").len(), 0, "no registration");
@@ -928,18 +920,7 @@ fn logged_in_revoking_session(
         refuse_refresh,
         ..Script::default()
     });
-    let model = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
-        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
-        Reply::text(answer),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &model.base_url(),
-        &plugin(&format!("{base}/mcp"), ""),
-    );
+    let (model, home, work) = with_model(counts_twice(answer), &base);
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
     (base, seen, model, home, work)
@@ -1064,9 +1045,7 @@ fn following_browser(home: &Dir) -> std::path::PathBuf {
 #[test]
 fn mcp_login_opens_browser_whose_redirect_completes_the_login() {
     let (base, seen) = protected_server(Script::default());
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(".reasonix/config.toml", &plugin(&format!("{base}/mcp"), ""));
+    let (home, work) = configured(&base, "");
     // Nobody reads the printed URL: the browser alone must finish the login.
     let out = run(reasonix(&home, work.path())
         .env("BROWSER", following_browser(&home))
@@ -1123,18 +1102,7 @@ fn tokens_never_reach_project_files_logs_sessions_or_output() {
         token_prefix: PREFIX,
         ..Script::default()
     });
-    let model = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__vault__secret_count", "{}")]),
-        Reply::tool_calls(&[("c2", "mcp__vault__secret_count", "{}")]),
-        Reply::text("counted"),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &model.base_url(),
-        &plugin(&format!("{base}/mcp"), ""),
-    );
+    let (_model, home, work) = with_model(counts_twice("counted"), &base);
     // The MCP log and the recording are written into the project, where they would be
     // committed or shared.
     let log = work.join("mcp.log");
@@ -1217,12 +1185,7 @@ fn a_pre_registered_client_comes_before_cimd_and_registration() {
         cimd: true,
         ..Script::default()
     });
-    let home = Dir::new();
-    let work = Dir::new();
-    home.write(
-        ".reasonix/config.toml",
-        &plugin(&format!("{base}/mcp"), &oauth),
-    );
+    let (home, work) = configured(&base, &oauth);
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(requests(&seen, "/register").is_empty(), "no registration");

@@ -9,30 +9,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::util::fake_openai::{FakeOpenAI, Reply};
-use crate::util::{reasonix, run, session_files, use_fake_provider, Dir, Run};
+use crate::util::{files_under, reasonix, run, session_files, use_fake_provider, Dir, Run};
 
 const KEY: &str = "sk-archive-test-secret";
 
 fn reasonix_run(home: &Dir, cwd: &Path, args: &[&str]) -> Run {
     run(reasonix(home, cwd).args(args).env("FAKE_API_KEY", KEY))
-}
-
-/// Every file under `dir`, sorted.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(next) = stack.pop() {
-        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
 }
 
 #[test]
@@ -72,7 +54,7 @@ fn an_exported_session_imports_into_another_workspace_and_resumes_with_the_same_
 
     let archive = other.join("teal.json");
     std::fs::write(&archive, &exported.stdout).unwrap();
-    let before = files(home.path());
+    let before = files_under(home.path());
     let imported = reasonix_run(&home, other.path(), &["session", "import", "teal.json"]);
     assert_eq!(imported.code, 0, "{imported:?}");
     assert_eq!(
@@ -80,7 +62,7 @@ fn an_exported_session_imports_into_another_workspace_and_resumes_with_the_same_
         format!("imported session {id}; continue it with `reasonix --resume {id}`\n")
     );
     // One new file, the session: no trust record, no grant, nothing started.
-    let after = files(home.path());
+    let after = files_under(home.path());
     let added: Vec<&PathBuf> = after.iter().filter(|p| !before.contains(p)).collect();
     assert_eq!(added.len(), 1, "{added:?}");
     assert!(added[0].ends_with(format!("{id}.jsonl")), "{added:?}");
@@ -227,10 +209,10 @@ fn a_bound_session_carries_its_binding_through_export_and_import() {
     let (home2, work2) = (Dir::new(), Dir::new());
     use_fake_provider(&home2, &server.base_url(), "");
     std::fs::write(work2.join("bound.json"), &exported.stdout).unwrap();
-    let before = files(home2.path());
+    let before = files_under(home2.path());
     let imported = reasonix_run(&home2, work2.path(), &["session", "import", "bound.json"]);
     assert_eq!(imported.code, 0, "{imported:?}");
-    let after = files(home2.path());
+    let after = files_under(home2.path());
     let added: Vec<&PathBuf> = after.iter().filter(|p| !before.contains(p)).collect();
     assert_eq!(
         added.len(),

@@ -1333,6 +1333,19 @@ mod tests {
         }
     }
 
+    /// A `tools/call` without arguments, with the default options.
+    fn bare_call(p: &Peer) -> Result<Value, McpError> {
+        p.client
+            .request("tools/call", None, &CallOptions::default())
+    }
+
+    /// The server refuses the client's next `tools/call` until the URL of `elicitation` is
+    /// opened.
+    fn refuse_next_call(p: &Peer, elicitation: &str) {
+        let (id, _) = request_id(&p.next(), "tools/call");
+        p.send(url_required(id, elicitation));
+    }
+
     fn complete(elicitation: &str) -> Message {
         Message::notification(
             "notifications/elicitation/complete",
@@ -1364,8 +1377,7 @@ mod tests {
                     &CallOptions::default(),
                 )
             });
-            let (id, _) = request_id(&p.next(), "tools/call");
-            p.send(url_required(id, "e-1"));
+            refuse_next_call(&p, "e-1");
             assert_eq!(
                 asked.recv_timeout(Duration::from_secs(10)).unwrap(),
                 "Connect your account"
@@ -1392,16 +1404,11 @@ mod tests {
     fn a_second_refusal_is_the_callers_error_and_a_declined_step_is_not_retried() {
         let (p, asked, _events) = opening_peer(Answer::Opened);
         let err = std::thread::scope(|s| {
-            let call = s.spawn(|| {
-                p.client
-                    .request("tools/call", None, &CallOptions::default())
-            });
-            let (id, _) = request_id(&p.next(), "tools/call");
-            p.send(url_required(id, "e-1"));
+            let call = s.spawn(|| bare_call(&p));
+            refuse_next_call(&p, "e-1");
             asked.recv_timeout(Duration::from_secs(10)).unwrap();
             p.send(complete("e-1"));
-            let (id, _) = request_id(&p.next(), "tools/call");
-            p.send(url_required(id, "e-2"));
+            refuse_next_call(&p, "e-2");
             call.join().unwrap().unwrap_err()
         });
         assert!(
@@ -1411,12 +1418,8 @@ mod tests {
 
         let (p, asked, _events) = opening_peer(Answer::Decline);
         let err = std::thread::scope(|s| {
-            let call = s.spawn(|| {
-                p.client
-                    .request("tools/call", None, &CallOptions::default())
-            });
-            let (id, _) = request_id(&p.next(), "tools/call");
-            p.send(url_required(id, "e-1"));
+            let call = s.spawn(|| bare_call(&p));
+            refuse_next_call(&p, "e-1");
             asked.recv_timeout(Duration::from_secs(10)).unwrap();
             call.join().unwrap().unwrap_err()
         });
@@ -1437,8 +1440,7 @@ mod tests {
         };
         let err = std::thread::scope(|s| {
             let call = s.spawn(|| p.client.request("tools/call", None, &options));
-            let (id, _) = request_id(&p.next(), "tools/call");
-            p.send(url_required(id, "e-1"));
+            refuse_next_call(&p, "e-1");
             asked.recv_timeout(Duration::from_secs(10)).unwrap();
             cancel.cancel();
             call.join().unwrap().unwrap_err()
@@ -1456,12 +1458,8 @@ mod tests {
             ..ClientOptions::default()
         });
         let err = std::thread::scope(|s| {
-            let call = s.spawn(|| {
-                p.client
-                    .request("tools/call", None, &CallOptions::default())
-            });
-            let (id, _) = request_id(&p.next(), "tools/call");
-            p.send(url_required(id, "e-1"));
+            let call = s.spawn(|| bare_call(&p));
+            refuse_next_call(&p, "e-1");
             call.join().unwrap().unwrap_err()
         });
         let text = err.to_string();

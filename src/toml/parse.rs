@@ -442,8 +442,7 @@ impl Parser<'_> {
                 {
                     return Err(self.error("a key cannot be a multi-line string"));
                 }
-                Some(b'"') => self.basic_string()?,
-                Some(b'\'') => self.literal_string()?,
+                Some(quote @ (b'"' | b'\'')) => self.string(quote)?,
                 _ => {
                     while self.peek().is_some_and(is_bare) {
                         self.pos += 1;
@@ -479,8 +478,7 @@ impl Parser<'_> {
             return Err(self.error(format!("nesting deeper than {MAX_DEPTH} levels")));
         }
         let value = match self.peek() {
-            Some(b'"') => DocValue::String(self.basic_string()?),
-            Some(b'\'') => DocValue::String(self.literal_string()?),
+            Some(quote @ (b'"' | b'\'')) => DocValue::String(self.string(quote)?),
             Some(b'[') => DocValue::Array(self.array(depth + 1)?),
             // Not one more: the keys inside count the level, as dotted keys do.
             Some(b'{') => DocValue::Table(self.inline_table(depth)?),
@@ -522,14 +520,7 @@ impl Parser<'_> {
         }
         loop {
             self.skip_ws();
-            let key = self.key()?;
-            self.skip_ws();
-            if !self.eat(b'=') {
-                return Err(self.error("expected `=` after a key"));
-            }
-            self.skip_ws();
-            let item = self.value(depth + key.len())?;
-            insert(&mut table, key, item)?;
+            self.key_value(&mut table, depth)?;
             self.skip_ws();
             if self.eat(b'}') {
                 return Ok(table);
@@ -544,10 +535,12 @@ impl Parser<'_> {
         Error::new("unterminated string", start..start + 1)
     }
 
-    /// `"..."` or `"""..."""`.
-    fn basic_string(&mut self) -> Result<String, Error> {
+    /// A string opened by `quote` at the cursor: `"..."` or `"""..."""` (basic, with escapes),
+    /// `'...'` or `'''...'''` (literal, no escapes).
+    fn string(&mut self, quote: u8) -> Result<String, Error> {
+        let basic = quote == b'"';
         let start = self.pos;
-        let multi = self.rest().starts_with(b"\"\"\"");
+        let multi = self.rest().starts_with(&[quote; 3]);
         if multi {
             self.pos += 3;
             self.newline();
@@ -558,8 +551,8 @@ impl Parser<'_> {
         loop {
             let run = self.pos;
             while let Some(b) = self.peek() {
-                if b == b'"'
-                    || b == b'\\'
+                if b == quote
+                    || (basic && b == b'\\')
                     || b == b'\r'
                     || (is_control(b) && !(multi && b == b'\n'))
                 {
@@ -569,54 +562,17 @@ impl Parser<'_> {
             }
             out.push_str(self.slice(run, self.pos));
             match self.peek() {
-                Some(b'"') if multi => {
-                    if self.closing_quotes(b'"', &mut out)? {
+                Some(b) if b == quote && multi => {
+                    if self.closing_quotes(quote, &mut out)? {
                         return Ok(out);
                     }
                 }
-                Some(b'"') => {
+                Some(b) if b == quote => {
                     self.pos += 1;
                     return Ok(out);
                 }
-                Some(b'\\') if multi && self.line_ending_backslash() => {}
-                Some(b'\\') => self.escape(&mut out)?,
-                Some(b'\r') if multi && self.newline() => out.push('\n'),
-                Some(b'\n' | b'\r') | None => return Err(self.unterminated(start)),
-                Some(_) => return Err(self.error("control character in a string")),
-            }
-        }
-    }
-
-    /// `'...'` or `'''...'''`: no escapes.
-    fn literal_string(&mut self) -> Result<String, Error> {
-        let start = self.pos;
-        let multi = self.rest().starts_with(b"'''");
-        if multi {
-            self.pos += 3;
-            self.newline();
-        } else {
-            self.pos += 1;
-        }
-        let mut out = String::new();
-        loop {
-            let run = self.pos;
-            while let Some(b) = self.peek() {
-                if b == b'\'' || b == b'\r' || (is_control(b) && !(multi && b == b'\n')) {
-                    break;
-                }
-                self.pos += 1;
-            }
-            out.push_str(self.slice(run, self.pos));
-            match self.peek() {
-                Some(b'\'') if multi => {
-                    if self.closing_quotes(b'\'', &mut out)? {
-                        return Ok(out);
-                    }
-                }
-                Some(b'\'') => {
-                    self.pos += 1;
-                    return Ok(out);
-                }
+                Some(b'\\') if basic && multi && self.line_ending_backslash() => {}
+                Some(b'\\') if basic => self.escape(&mut out)?,
                 Some(b'\r') if multi && self.newline() => out.push('\n'),
                 Some(b'\n' | b'\r') | None => return Err(self.unterminated(start)),
                 Some(_) => return Err(self.error("control character in a string")),

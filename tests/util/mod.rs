@@ -243,3 +243,53 @@ pub fn read_session(path: &Path) -> (serde_json::Value, Vec<serde_json::Value>) 
     let header = lines.next().expect("session header");
     (header, lines.collect())
 }
+
+/// Every file under `dir`, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A `$BROWSER` that writes the URL it is given to a file (atomically, by a rename).
+pub fn recording_browser(home: &Dir) -> (PathBuf, PathBuf) {
+    let script = home.join("browser");
+    let opened = home.join("opened-url");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, opened)
+}
+
+/// The URL the browser was given, once it has been.
+pub fn opened_url(opened: &Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(url) = std::fs::read_to_string(opened) {
+            return url;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the browser was never opened"
+        );
+        std::thread::yield_now();
+    }
+}
