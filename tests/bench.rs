@@ -3,9 +3,9 @@
 //! headless run, grep against rg on a large tree, the per-call cost of each bash jail, and what
 //! the first bash round costs with the jail off; also how the cost of a round grows over long
 //! sessions (agent time, wall, CPU, memory and memory-mapping calls; the glibc build against
-//! the static musl one), and how often compaction breaks the prompt cache. Figures are printed
-//! with their targets, never asserted. Build with `--release` for meaningful numbers; the fake
-//! server answers instantly.
+//! the static musl one), the CPU of a streamed answer against curl, and how often compaction
+//! breaks the prompt cache. Figures are printed with their targets, never asserted. Build with
+//! `--release` for meaningful numbers; the fake server answers instantly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -994,11 +994,16 @@ fn bench_streamed_output_against_curl() {
 
         let server = FakeOpenAI::start(vec![Reply::events(events.clone())]);
         let mut cmd = Command::new("curl");
-        cmd.args(["-sN", "-H", "Content-Type: application/json", "--data-binary"])
-            .arg(r#"{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"go"}]}"#)
-            .arg(format!("{}/chat/completions", server.base_url()))
-            .stdin(Stdio::null())
-            .stderr(Stdio::null());
+        cmd.args([
+            "-sN",
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+        ])
+        .arg(r#"{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"go"}]}"#)
+        .arg(format!("{}/chat/completions", server.base_url()))
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
         let (usage, bytes) = run_into_pipe(&mut cmd);
         assert_eq!(usage.code, 0, "curl failed");
         theirs.push(usage.cpu);

@@ -126,10 +126,7 @@ impl StdoutBuffer {
             if first {
                 pending.since = Some(Instant::now());
             }
-            (
-                !self.buffered || pending.bytes.len() >= FLUSH_SIZE,
-                first,
-            )
+            (!self.buffered || pending.bytes.len() >= FLUSH_SIZE, first)
         };
         if urgent {
             self.shared.write_out();
