@@ -3,9 +3,9 @@
 //! headless run, grep against rg on a large tree, the per-call cost of each bash jail, and what
 //! the first bash round costs with the jail off; also how the cost of a round grows over long
 //! sessions (agent time, wall, CPU, memory and memory-mapping calls; the glibc build against
-//! the static musl one), and how often compaction breaks the prompt cache. Figures are printed
-//! with their targets, never asserted. Build with `--release` for meaningful numbers; the fake
-//! server answers instantly.
+//! the static musl one), the CPU of a streamed answer against curl, and how often compaction
+//! breaks the prompt cache. Figures are printed with their targets, never asserted. Build with
+//! `--release` for meaningful numbers; the fake server answers instantly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -913,6 +913,110 @@ fn bench_mmap_churn_per_round() {
     if let Some(static_bin) = static_binary() {
         print_mapping_calls_per_round("static musl build", &static_bin);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Streamed output against curl.
+
+/// Tokens of the streamed answer in [`bench_streamed_output_against_curl`].
+const STREAM_BENCH_TOKENS: usize = 100_000;
+
+/// A 100k-token answer as the fake streams it: one text delta per event (one chunked piece
+/// each), then finish, usage and `[DONE]`.
+fn streamed_answer_events() -> Vec<String> {
+    use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage};
+    let mut events: Vec<String> = (0..STREAM_BENCH_TOKENS)
+        .map(|i| sse_text(&format!("t{i} ")))
+        .collect();
+    events.push(sse_finish("stop"));
+    events.push(sse_usage(100, STREAM_BENCH_TOKENS as u64, 0));
+    events.push(done());
+    events
+}
+
+/// Runs `cmd` with its stdout drained from a pipe: the child's usage and the bytes it wrote.
+fn run_into_pipe(cmd: &mut Command) -> (ChildUsage, usize) {
+    use std::io::Read;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0;
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        total
+    });
+    let usage = wait_with_usage(child);
+    (usage, reader.join().unwrap())
+}
+
+/// CPU (user + system, from `wait4`) of `reasonix run` printing a 100k-token streamed answer
+/// to a pipe against `curl -sN` fetching the same event stream from the same fake server to a
+/// pipe. The fake server runs in this process, so its CPU is in neither figure.
+#[test]
+#[ignore]
+fn bench_streamed_output_against_curl() {
+    const SAMPLES: usize = 5;
+    if Command::new("curl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_err()
+    {
+        println!("streamed output against curl: curl not found; comparison skipped");
+        return;
+    }
+    let events = streamed_answer_events();
+    let expected_text: usize = (0..STREAM_BENCH_TOKENS)
+        .map(|i| format!("t{i} ").len())
+        .sum();
+    let home = Dir::new();
+    let work = Dir::new();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let (mut our_bytes, mut their_bytes) = (0, 0);
+    for _ in 0..SAMPLES {
+        let server = FakeOpenAI::start(vec![Reply::events(events.clone())]);
+        use_fake_provider(&home, &server.base_url(), "");
+        let mut cmd = reasonix(&home, work.path());
+        cmd.env("FAKE_API_KEY", "k")
+            .args(["run", "--output-format", "text", "go"])
+            .stderr(Stdio::null());
+        let (usage, bytes) = run_into_pipe(&mut cmd);
+        assert_eq!(usage.code, 0, "reasonix run failed");
+        assert!(bytes >= expected_text, "reasonix printed {bytes} bytes");
+        ours.push(usage.cpu);
+        our_bytes = bytes;
+
+        let server = FakeOpenAI::start(vec![Reply::events(events.clone())]);
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-sN",
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+        ])
+        .arg(r#"{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"go"}]}"#)
+        .arg(format!("{}/chat/completions", server.base_url()))
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+        let (usage, bytes) = run_into_pipe(&mut cmd);
+        assert_eq!(usage.code, 0, "curl failed");
+        theirs.push(usage.cpu);
+        their_bytes = bytes;
+    }
+    let (ours, theirs) = (median(ours), median(theirs));
+    let ratio = ours.as_secs_f64() / theirs.as_secs_f64();
+    println!(
+        "streamed output, {STREAM_BENCH_TOKENS} tokens to a pipe: reasonix run CPU {:.1} ms ({our_bytes} B of text), curl -sN CPU {:.1} ms ({their_bytes} B of events); median of {SAMPLES}; ratio {ratio:.2} (target <= 1.3: {})",
+        ms(ours),
+        ms(theirs),
+        verdict(ratio <= 1.3)
+    );
 }
 
 // ---------------------------------------------------------------------------------------

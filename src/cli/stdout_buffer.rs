@@ -119,15 +119,20 @@ impl StdoutBuffer {
         if self.broken() {
             return;
         }
-        let urgent = {
+        let (urgent, first) = {
             let mut pending = self.shared.pending();
             pending.bytes.extend_from_slice(bytes);
-            pending.since.get_or_insert_with(Instant::now);
-            !self.buffered || pending.bytes.len() >= FLUSH_SIZE
+            let first = pending.since.is_none();
+            if first {
+                pending.since = Some(Instant::now());
+            }
+            (!self.buffered || pending.bytes.len() >= FLUSH_SIZE, first)
         };
         if urgent {
             self.shared.write_out();
-        } else {
+        } else if first {
+            // Only the first pending byte sets a deadline the flusher must learn of; waking it
+            // for every later token would cost a context switch per token.
             self.shared.wake.notify_one();
         }
     }

@@ -16,6 +16,26 @@ pub struct Event {
     pub id: String,
 }
 
+/// An event as [`Decoder::feed_with`] hands it over: borrowed from the decoder, so decoding
+/// a stream allocates nothing per event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventRef<'a> {
+    /// `"message"` when the server sent no `event:` field.
+    pub event: &'a str,
+    pub data: &'a str,
+    pub id: &'a str,
+}
+
+impl EventRef<'_> {
+    fn to_owned(self) -> Event {
+        Event {
+            event: self.event.to_string(),
+            data: self.data.to_string(),
+            id: self.id.to_string(),
+        }
+    }
+}
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Feed it bytes as they arrive; it returns the events completed by those bytes.
@@ -48,9 +68,15 @@ impl Decoder {
     /// Decodes `bytes` and returns every event they complete, in order.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut out = Vec::new();
+        self.feed_with(bytes, &mut |event| out.push(event.to_owned()));
+        out
+    }
+
+    /// Decodes `bytes`, handing every event they complete to `on_event`, in order.
+    pub fn feed_with(&mut self, bytes: &[u8], on_event: &mut dyn FnMut(EventRef<'_>)) {
         if self.bom_checked {
-            self.feed_lines(bytes, &mut out);
-            return out;
+            self.feed_lines(bytes, on_event);
+            return;
         }
         self.bom_pending.extend_from_slice(bytes);
         let pending = &self.bom_pending;
@@ -63,9 +89,8 @@ impl Decoder {
         }
         if self.bom_checked {
             let pending = std::mem::take(&mut self.bom_pending);
-            self.feed_lines(&pending, &mut out);
+            self.feed_lines(&pending, on_event);
         }
-        out
     }
 
     /// Ends the stream. WHATWG discards an event whose blank line never came; many servers
@@ -73,19 +98,26 @@ impl Decoder {
     /// is dispatched. A trailing line without its line ending is treated as cut off and
     /// dropped.
     pub fn finish(&mut self) -> Option<Event> {
-        self.line.clear();
-        self.after_cr = false;
-        self.dispatch()
+        let mut last = None;
+        self.finish_with(&mut |event| last = Some(event.to_owned()));
+        last
     }
 
-    fn feed_lines(&mut self, mut bytes: &[u8], out: &mut Vec<Event>) {
+    /// [`Decoder::finish`], handing the last event (if any) to `on_event`.
+    pub fn finish_with(&mut self, on_event: &mut dyn FnMut(EventRef<'_>)) {
+        self.line.clear();
+        self.after_cr = false;
+        self.dispatch(on_event);
+    }
+
+    fn feed_lines(&mut self, mut bytes: &[u8], out: &mut dyn FnMut(EventRef<'_>)) {
         if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
                 bytes = rest;
             }
         }
-        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = find_line_end(bytes) {
             if self.line.is_empty() {
                 self.process_line(&bytes[..end], out);
             } else {
@@ -108,9 +140,9 @@ impl Decoder {
         self.line.extend_from_slice(bytes);
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<Event>) {
+    fn process_line(&mut self, line: &[u8], out: &mut dyn FnMut(EventRef<'_>)) {
         if line.is_empty() {
-            out.extend(self.dispatch());
+            self.dispatch(out);
             return;
         }
         if line[0] == b':' {
@@ -128,10 +160,18 @@ impl Decoder {
                 if self.has_data {
                     self.data.push('\n');
                 }
-                self.data.push_str(&String::from_utf8_lossy(value));
+                // The validation alone, without `from_utf8_lossy`'s slower chunking, for the
+                // common case of valid UTF-8.
+                match std::str::from_utf8(value) {
+                    Ok(text) => self.data.push_str(text),
+                    Err(_) => self.data.push_str(&String::from_utf8_lossy(value)),
+                }
                 self.has_data = true;
             }
-            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&String::from_utf8_lossy(value));
+            }
             b"id" if !value.contains(&0) => {
                 self.last_id = String::from_utf8_lossy(value).into_owned();
             }
@@ -142,21 +182,47 @@ impl Decoder {
         }
     }
 
-    fn dispatch(&mut self) -> Option<Event> {
-        let event = std::mem::take(&mut self.event);
-        if !std::mem::replace(&mut self.has_data, false) {
-            return None;
+    /// Ends the event at a blank line: hands it over if it had data, then resets the event
+    /// type and the data (keeping their buffers for the next event).
+    fn dispatch(&mut self, out: &mut dyn FnMut(EventRef<'_>)) {
+        if std::mem::replace(&mut self.has_data, false) {
+            out(EventRef {
+                event: if self.event.is_empty() {
+                    "message"
+                } else {
+                    &self.event
+                },
+                data: &self.data,
+                id: &self.last_id,
+            });
         }
-        Some(Event {
-            event: if event.is_empty() {
-                "message".to_string()
-            } else {
-                event
-            },
-            data: std::mem::take(&mut self.data),
-            id: self.last_id.clone(),
-        })
+        self.event.clear();
+        self.data.clear();
     }
+}
+
+/// The offset of the first CR or LF in `bytes`. Eight bytes at a time: the release build is
+/// optimised for size, where a byte loop is not vectorised, and an event line of a chat
+/// stream is a few hundred bytes long.
+fn find_line_end(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Nonzero when a byte of `x` is zero (may also mark a byte above a zero one).
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut at = 0;
+    while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let word = u64::from_le_bytes(*word);
+        if has_zero(word ^ (ONES * u64::from(b'\n'))) | has_zero(word ^ (ONES * u64::from(b'\r')))
+            != 0
+        {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map(|i| at + i)
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ use crate::cancel::{CancelToken, HookGuard};
 pub(super) enum Msg {
     /// A retry is about to wait; the consumer reports it on its own thread.
     Retry(Retry),
-    Chunk(Chunk),
+    /// The chunks decoded from one read of the body, never empty: one message (and at most
+    /// one wake-up of the consumer) per read, not per token.
+    Chunks(Vec<Chunk>),
     Failed(ProviderError),
     End,
 }
@@ -40,7 +42,7 @@ pub(super) fn await_start(
     let first = loop {
         match rx.recv() {
             Ok(Msg::Retry(retry)) => on_retry(&retry),
-            Ok(Msg::Chunk(chunk)) => break Some(chunk),
+            Ok(Msg::Chunks(chunks)) => break Some(chunks),
             Ok(Msg::Failed(err)) => return Err(err),
             Ok(Msg::End) => break None,
             Err(_) => {
@@ -52,7 +54,7 @@ pub(super) fn await_start(
     };
     Ok(Box::new(ChannelStream {
         finished: first.is_none(),
-        first,
+        ready: first.unwrap_or_default().into_iter(),
         rx,
         cancel,
         abort,
@@ -63,8 +65,8 @@ pub(super) fn await_start(
 /// fires (the stream thread's cancel hook wakes a blocked `recv`). Dropping it early shuts
 /// the connection instead of leaving the thread reading until the idle timeout.
 struct ChannelStream {
-    /// The chunk [`await_start`] waited for.
-    first: Option<Chunk>,
+    /// Chunks received and not yet handed out: first the batch [`await_start`] waited for.
+    ready: std::vec::IntoIter<Chunk>,
     rx: Receiver<Msg>,
     cancel: CancelToken,
     abort: CancelToken,
@@ -94,16 +96,19 @@ impl Iterator for ChannelStream {
     type Item = Result<Chunk, ProviderError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(chunk) = self.first.take() {
-            return self.deliver(chunk);
-        }
-        while !self.finished {
+        loop {
+            if self.finished {
+                return None;
+            }
             if self.cancel.is_cancelled() {
                 self.finished = true;
                 return Some(Err(ProviderError::Cancelled));
             }
+            if let Some(chunk) = self.ready.next() {
+                return self.deliver(chunk);
+            }
             match self.rx.recv() {
-                Ok(Msg::Chunk(chunk)) => return self.deliver(chunk),
+                Ok(Msg::Chunks(chunks)) => self.ready = chunks.into_iter(),
                 // Retries happen only before anything was forwarded.
                 Ok(Msg::Retry(_)) => continue,
                 Ok(Msg::Failed(err)) => {
@@ -119,7 +124,6 @@ impl Iterator for ChannelStream {
                 }
             }
         }
-        None
     }
 }
 
@@ -455,8 +459,7 @@ fn error_text(failure: &Failure) -> Option<String> {
     })
 }
 
-/// Sends every pending chunk; false once the consumer has hung up.
+/// Sends every pending chunk as one message; false once the consumer has hung up.
 fn send_all(tx: &Sender<Msg>, out: &mut Vec<Chunk>) -> bool {
-    out.drain(..)
-        .all(|chunk| tx.send(Msg::Chunk(chunk)).is_ok())
+    out.is_empty() || tx.send(Msg::Chunks(std::mem::take(out))).is_ok()
 }

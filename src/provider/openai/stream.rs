@@ -60,9 +60,12 @@ struct WireChoice {
 
 #[derive(Deserialize)]
 struct WireDelta {
-    content: Option<Value>,
-    reasoning_content: Option<Value>,
-    reasoning: Option<Value>,
+    #[serde(default)]
+    content: WireText,
+    #[serde(default)]
+    reasoning_content: WireText,
+    #[serde(default)]
+    reasoning: WireText,
     tool_calls: Option<Vec<WireToolDelta>>,
 }
 
@@ -116,14 +119,17 @@ impl StreamParser {
             self.sniff
                 .extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
-        for event in self.decoder.feed(bytes) {
-            self.events += 1;
-            self.on_event(event, out)?;
-            if self.done {
-                break;
+        // Out of `self` while it calls back into `self`.
+        let mut decoder = std::mem::take(&mut self.decoder);
+        let mut result = Ok(());
+        decoder.feed_with(bytes, &mut |event| {
+            if result.is_ok() && !self.done {
+                self.events += 1;
+                result = self.on_event(event, out);
             }
-        }
-        Ok(())
+        });
+        self.decoder = decoder;
+        result
     }
 
     /// The body ended. Complete if `[DONE]` or a `finish_reason` arrived; otherwise an error,
@@ -134,6 +140,11 @@ impl StreamParser {
         }
         if let Some(event) = self.decoder.finish() {
             self.events += 1;
+            let event = sse::EventRef {
+                event: &event.event,
+                data: &event.data,
+                id: &event.id,
+            };
             self.on_event(event, out)?;
             if self.done {
                 return Ok(());
@@ -152,7 +163,11 @@ impl StreamParser {
         self.complete(out)
     }
 
-    fn on_event(&mut self, event: sse::Event, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+    fn on_event(
+        &mut self,
+        event: sse::EventRef<'_>,
+        out: &mut Vec<Chunk>,
+    ) -> Result<(), ProviderError> {
         let data = event.data.trim();
         if event.event == "error" {
             return Err(ProviderError::Stream(
@@ -205,20 +220,19 @@ impl StreamParser {
     }
 
     fn on_delta(&mut self, delta: WireDelta, out: &mut Vec<Chunk>) {
-        for reasoning in [delta.reasoning_content, delta.reasoning]
-            .iter()
+        for reasoning in [delta.reasoning_content.0, delta.reasoning.0]
+            .into_iter()
             .flatten()
-            .filter_map(text_of)
         {
             if !reasoning.is_empty() {
                 self.output_bytes += reasoning.len();
                 out.push(Chunk::Reasoning(reasoning));
             }
         }
-        if let Some(text) = delta.content.as_ref().and_then(text_of) {
+        if let Some(text) = delta.content.0 {
             self.output_bytes += text.len();
             self.content_seen |= !text.trim().is_empty();
-            self.think.push(&text, out);
+            self.think.push(text, out);
         }
         for call in delta.tool_calls.unwrap_or_default() {
             self.on_tool_delta(call);
@@ -350,17 +364,72 @@ impl StreamParser {
     }
 }
 
-fn text_of(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        // Content as an array of parts: keep the text parts.
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-        ),
-        _ => None,
+/// A delta's text field: a string, or an array of parts whose text parts are joined; `None`
+/// for null, a missing field or any other value. Decoded straight into the `String` that
+/// becomes the chunk, without a `Value` in between (one allocation per token, not three).
+#[derive(Default)]
+struct WireText(Option<String>);
+
+impl<'de> Deserialize<'de> for WireText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(WireTextVisitor)
+    }
+}
+
+struct WireTextVisitor;
+
+impl<'de> serde::de::Visitor<'de> for WireTextVisitor {
+    type Value = WireText;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("text, an array of parts or null")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<WireText, E> {
+        Ok(WireText(Some(text.to_string())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<WireText, E> {
+        Ok(WireText(Some(text)))
+    }
+
+    /// Content as an array of parts: keep the text parts.
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut parts: A) -> Result<WireText, A::Error> {
+        let mut text = String::new();
+        while let Some(part) = parts.next_element::<Value>()? {
+            if let Some(piece) = part.get("text").and_then(Value::as_str) {
+                text.push_str(piece);
+            }
+        }
+        Ok(WireText(Some(text)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WireText, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(WireText(None))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<WireText, E> {
+        Ok(WireText(None))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<WireText, E> {
+        Ok(WireText(None))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<WireText, E> {
+        Ok(WireText(None))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<WireText, E> {
+        Ok(WireText(None))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<WireText, E> {
+        Ok(WireText(None))
     }
 }
 
@@ -415,24 +484,24 @@ const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
 impl ThinkSplitter {
-    fn push(&mut self, text: &str, out: &mut Vec<Chunk>) {
+    fn push(&mut self, text: String, out: &mut Vec<Chunk>) {
         match self.state {
-            ThinkState::Text => push_text(out, Chunk::Text(text.to_string())),
+            ThinkState::Text => push_text(out, Chunk::Text(text)),
             ThinkState::Start => {
-                self.pending.push_str(text);
+                self.pending.push_str(&text);
                 let trimmed = self.pending.trim_start();
                 if let Some(rest) = trimmed.strip_prefix(THINK_OPEN) {
                     let rest = rest.to_string();
                     self.pending.clear();
                     self.state = ThinkState::Thinking;
-                    self.push(&rest, out);
+                    self.push(rest, out);
                 } else if !THINK_OPEN.starts_with(trimmed) {
                     self.state = ThinkState::Text;
                     push_text(out, Chunk::Text(std::mem::take(&mut self.pending)));
                 }
             }
             ThinkState::Thinking => {
-                self.pending.push_str(text);
+                self.pending.push_str(&text);
                 if let Some(pos) = self.pending.find(THINK_CLOSE) {
                     let rest = self.pending[pos + THINK_CLOSE.len()..]
                         .trim_start_matches(['\r', '\n'])
@@ -749,6 +818,29 @@ mod tests {
                 Chunk::Text("t".into())
             ]
         );
+    }
+
+    #[test]
+    fn text_parts_are_joined_escapes_decoded_and_other_values_ignored() {
+        let input = [
+            data(r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"text":"b"}]}}]}"#),
+            data(r#"{"choices":[{"index":0,"delta":{"content":"\n\"q\" \u00e9\ud83d\ude00"}}]}"#),
+            data(r#"{"choices":[{"index":0,"delta":{"content":null,"reasoning_content":[{"text":"r"}]}}]}"#),
+            data(r#"{"choices":[{"index":0,"delta":{"content":42,"reasoning":{"text":"no"}}}]}"#),
+            data(r#"{"choices":[{"index":0,"delta":{"content":true,"reasoning":-1.5}}]}"#),
+            data(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#),
+        ]
+        .concat();
+        let out = parse_all(input.as_bytes()).unwrap();
+        assert_eq!(
+            &out[..3],
+            &[
+                Chunk::Text("ab".into()),
+                Chunk::Text("\n\"q\" \u{e9}\u{1f600}".into()),
+                Chunk::Reasoning("r".into()),
+            ]
+        );
+        assert!(matches!(out[3], Chunk::Usage(_)), "{out:?}");
     }
 
     #[test]
