@@ -766,31 +766,36 @@ fn sigterm_while_a_turn_waits_for_approval_interrupts_it_and_saves_the_session()
     assert_eq!(fake.requests().len(), 1, "no request after the interrupt");
 }
 
+/// SIGTERM and SIGINT alike: the stalled turn ends interrupted before the shutdown event,
+/// and the prompt is in the saved session.
 #[test]
-fn sigterm_during_a_stalled_stream_interrupts_the_turn_and_saves_the_session() {
-    let (stall, _release) = Reply::stall();
-    let fake = FakeOpenAI::start(vec![stall]);
-    let mut server = start(&fake, "", &[]);
-    let id = new_session(&server);
-    let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "hang on"}),
-    );
-    events.until("turn_start");
-    fake.wait_for_requests(1);
-    terminate(&mut server);
-    let rest = events.until("shutdown");
-    let end = rest
-        .iter()
-        .find(|e| e["type"] == "turn_end")
-        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
-    assert_eq!(end["outcome"], "interrupted", "{end}");
-    assert_eq!(
-        saved_user_messages(&server, &id),
-        vec!["hang on".to_string()]
-    );
+fn a_signal_during_a_stalled_stream_interrupts_the_turn_and_saves_the_session() {
+    for signal_name in ["-TERM", "-INT"] {
+        let (stall, _release) = Reply::stall();
+        let fake = FakeOpenAI::start(vec![stall]);
+        let mut server = start(&fake, "", &[]);
+        let id = new_session(&server);
+        let mut events = Events::open(&server, &id);
+        post(
+            &server,
+            &format!("/api/sessions/{id}/messages"),
+            json!({"text": "hang on"}),
+        );
+        events.until("turn_start");
+        fake.wait_for_requests(1);
+        signal(&mut server, signal_name);
+        let rest = events.until("shutdown");
+        let end = rest
+            .iter()
+            .find(|e| e["type"] == "turn_end")
+            .unwrap_or_else(|| panic!("{signal_name}: no turn_end before shutdown: {rest:?}"));
+        assert_eq!(end["outcome"], "interrupted", "{signal_name}: {end}");
+        assert_eq!(
+            saved_user_messages(&server, &id),
+            vec!["hang on".to_string()],
+            "{signal_name}"
+        );
+    }
 }
 
 /// Whether Chromium, ChromeDriver and Selenium are here; `.ci/run` installs them and sets
@@ -2565,33 +2570,6 @@ fn forwarded_headers_count_only_with_behind_proxy() {
     // The proxy appends the address it saw last; what the client put before it is not believed.
     let other = login(&proxied, "pw", &[("X-Forwarded-For", "10.0.0.1, 10.0.0.2")]);
     assert_eq!(other.status, 200, "{}", other.body);
-}
-
-#[test]
-fn sigint_interrupts_the_running_turn_and_saves_the_session() {
-    let (stall, _release) = Reply::stall();
-    let fake = FakeOpenAI::start(vec![stall]);
-    let mut server = start(&fake, "", &[]);
-    let id = new_session(&server);
-    let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "hold on"}),
-    );
-    events.until("turn_start");
-    fake.wait_for_requests(1);
-    signal(&mut server, "-INT");
-    let rest = events.until("shutdown");
-    let end = rest
-        .iter()
-        .find(|e| e["type"] == "turn_end")
-        .unwrap_or_else(|| panic!("no turn_end before shutdown: {rest:?}"));
-    assert_eq!(end["outcome"], "interrupted", "{end}");
-    assert_eq!(
-        saved_user_messages(&server, &id),
-        vec!["hold on".to_string()]
-    );
 }
 
 #[test]
