@@ -40,7 +40,7 @@ pub fn route(
         ("POST", []) => save(&catalog, body),
         ("POST", ["default"]) => id_in(body).and_then(|id| {
             // `{id, workspace}`: the id is looked up in that workspace's catalog (a
-            // `project:` one lives there); the default itself is the user's, one for all.
+            // `project:` one lives there and becomes that workspace's default only).
             let elsewhere = match body.get("workspace") {
                 None | Some(Value::Null) => None,
                 Some(value) => Some(Catalog::new(&factory.home(), &workspace_in(value)?)),
