@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdout};
 
 use serde_json::{json, Value};
 
-use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Reply};
+use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Release, Reply};
 use crate::util::{reasonix, run, spawn_piped, use_fake_provider, Dir};
 
 /// A published bcrypt vector (Openwall's crypt_blowfish set): the password is `U*U`.
@@ -668,17 +668,7 @@ fn an_edit_outside_the_workspace_shows_no_diff_of_the_file() {
 
 #[test]
 fn interrupt_ends_a_running_turn_and_shutdown_saves() {
-    let (stall, _release) = Reply::stall();
-    let fake = FakeOpenAI::start(vec![stall]);
-    let mut server = start(&fake, "", &[]);
-    let id = new_session(&server);
-    let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "wait"}),
-    );
-    events.until("turn_start");
+    let (_release, _fake, mut server, id, mut events) = stalled_turn("wait");
     let busy = post(
         &server,
         &format!("/api/sessions/{id}/messages"),
@@ -694,6 +684,23 @@ fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     terminate(&mut server);
     assert_eq!(events.until("shutdown").last().unwrap()["type"], "shutdown");
     assert_eq!(saved_user_messages(&server, &id), vec!["wait".to_string()]);
+}
+
+/// A server whose fake model stalls: a new session, its event stream, and `text` sent, up to
+/// the turn's start. Keep the `Release` (it holds the stall) and the fake while the test runs.
+fn stalled_turn(text: &str) -> (Release, FakeOpenAI, Server, String, Events) {
+    let (stall, release) = Reply::stall();
+    let fake = FakeOpenAI::start(vec![stall]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": text}),
+    );
+    events.until("turn_start");
+    (release, fake, server, id, events)
 }
 
 /// Sends SIGTERM to the server and waits for it: it must exit 0.
@@ -771,17 +778,7 @@ fn sigterm_while_a_turn_waits_for_approval_interrupts_it_and_saves_the_session()
 #[test]
 fn a_signal_during_a_stalled_stream_interrupts_the_turn_and_saves_the_session() {
     for signal_name in ["-TERM", "-INT"] {
-        let (stall, _release) = Reply::stall();
-        let fake = FakeOpenAI::start(vec![stall]);
-        let mut server = start(&fake, "", &[]);
-        let id = new_session(&server);
-        let mut events = Events::open(&server, &id);
-        post(
-            &server,
-            &format!("/api/sessions/{id}/messages"),
-            json!({"text": "hang on"}),
-        );
-        events.until("turn_start");
+        let (_release, fake, mut server, id, mut events) = stalled_turn("hang on");
         fake.wait_for_requests(1);
         signal(&mut server, signal_name);
         let rest = events.until("shutdown");
