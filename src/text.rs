@@ -28,6 +28,26 @@ pub fn unquote(text: &str) -> &str {
     text
 }
 
+/// `text.trim()`, without decoding characters when both ends are visible ASCII (nearly every
+/// streamed event): `str::trim` walks chars from each end through Unicode's tables.
+pub fn trim_fast(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let visible = |byte: Option<&u8>| byte.is_some_and(u8::is_ascii_graphic);
+    if visible(bytes.first()) && visible(bytes.last()) {
+        text
+    } else {
+        text.trim()
+    }
+}
+
+/// `text.trim().is_empty()`, answered by the first ASCII byte that is not whitespace when
+/// there is one, instead of trimming.
+pub fn is_blank(text: &str) -> bool {
+    // Every char `str::trim` removes is either one of these ASCII bytes or not ASCII at all.
+    let ascii_visible = |byte: &u8| byte.is_ascii() && !matches!(byte, b' ' | b'\t'..=b'\r');
+    !text.as_bytes().iter().any(ascii_visible) && text.trim().is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +66,31 @@ mod tests {
         assert_eq!(unquote("\"mixed'"), "\"mixed'");
         assert_eq!(unquote("\""), "\"");
         assert_eq!(unquote("plain"), "plain");
+    }
+
+    #[test]
+    fn the_fast_trims_agree_with_str_trim() {
+        let samples = [
+            "",
+            " ",
+            "a",
+            " a ",
+            "{\"x\":1}",
+            "\u{a0}{}\u{a0}",
+            "\u{b}x\u{b}",
+            "\u{3000}",
+            "\u{b}",
+            "\t\r\n",
+            "é",
+            " é",
+            "中",
+            "\u{2028}a",
+            "a\u{85}",
+            "\u{feff}",
+        ];
+        for text in samples {
+            assert_eq!(trim_fast(text), text.trim(), "{text:?}");
+            assert_eq!(is_blank(text), text.trim().is_empty(), "{text:?}");
+        }
     }
 }

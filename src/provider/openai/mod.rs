@@ -19,6 +19,7 @@ use body::{estimate_tokens, streams};
 use exchange::{await_start, Job, Workers};
 
 mod body;
+mod delta_json;
 mod exchange;
 mod models;
 mod stream;

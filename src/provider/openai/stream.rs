@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::super::{net, sse};
 use super::super::{Chunk, Detail, ProviderError, ToolCall, Usage};
 use super::body::estimate_tokens;
+use super::delta_json;
 
 /// While no event has been decoded, keep this much of the body to explain what it was.
 const SNIFF_LIMIT: usize = 1024 * 1024;
@@ -33,6 +34,10 @@ pub struct StreamParser {
     events: usize,
     sniff: Vec<u8>,
     done: bool,
+    /// The last plain text event, for decoding the next ones without a JSON parser.
+    template: delta_json::Template,
+    /// Off in tests that check the fast paths against serde.
+    fast_paths: bool,
 }
 
 #[derive(Debug, Default)]
@@ -42,41 +47,48 @@ struct PartialCall {
     arguments: String,
 }
 
+// The wire types are shared with `delta_json`, which builds them without serde for the
+// common text-delta event.
 #[derive(Deserialize)]
-struct WireChunk {
-    choices: Option<Vec<WireChoice>>,
-    usage: Option<Value>,
-    error: Option<Value>,
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(super) struct WireChunk {
+    pub(super) choices: Option<Vec<WireChoice>>,
+    pub(super) usage: Option<Value>,
+    pub(super) error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireChoice {
-    index: Option<u64>,
-    delta: Option<WireDelta>,
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(super) struct WireChoice {
+    pub(super) index: Option<u64>,
+    pub(super) delta: Option<WireDelta>,
     /// Some servers put a whole message in the last chunk, or answer without streaming.
-    message: Option<WireDelta>,
-    finish_reason: Option<String>,
+    pub(super) message: Option<WireDelta>,
+    pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct WireDelta {
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(super) struct WireDelta {
     #[serde(default)]
-    content: WireText,
+    pub(super) content: WireText,
     #[serde(default)]
-    reasoning_content: WireText,
+    pub(super) reasoning_content: WireText,
     #[serde(default)]
-    reasoning: WireText,
-    tool_calls: Option<Vec<WireToolDelta>>,
+    pub(super) reasoning: WireText,
+    pub(super) tool_calls: Option<Vec<WireToolDelta>>,
 }
 
 #[derive(Deserialize)]
-struct WireToolDelta {
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(super) struct WireToolDelta {
     index: Option<u64>,
     id: Option<String>,
     function: Option<WireFunction>,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct WireFunction {
     name: Option<String>,
     arguments: Option<Value>,
@@ -101,6 +113,8 @@ impl StreamParser {
             events: 0,
             sniff: Vec::new(),
             done: false,
+            template: delta_json::Template::default(),
+            fast_paths: true,
         }
     }
 
@@ -168,7 +182,7 @@ impl StreamParser {
         event: sse::EventRef<'_>,
         out: &mut Vec<Chunk>,
     ) -> Result<(), ProviderError> {
-        let data = event.data.trim();
+        let data = crate::text::trim_fast(event.data);
         if event.event == "error" {
             return Err(ProviderError::Stream(
                 format!("the server reported an error: {}", net::error_message(data)).into(),
@@ -180,7 +194,23 @@ impl StreamParser {
         if data == "[DONE]" {
             return self.complete(out);
         }
-        let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
+        if self.fast_paths {
+            if let Some((field, text)) = self.template.text(data) {
+                self.on_delta(field.delta(text), out);
+                return Ok(());
+            }
+        }
+        let fast = self.fast_paths.then(|| delta_json::decode(data)).flatten();
+        let decoded = match fast {
+            Some((chunk, slot)) => {
+                if let Some(slot) = slot {
+                    self.template.learn(data, slot);
+                }
+                Ok(chunk)
+            }
+            None => serde_json::from_str(data),
+        };
+        let chunk: WireChunk = decoded.map_err(|e| {
             let text = format!(
                 "malformed JSON in a stream event ({e}): {}",
                 crate::text::one_line(data, 120)
@@ -231,7 +261,7 @@ impl StreamParser {
         }
         if let Some(text) = delta.content.0 {
             self.output_bytes += text.len();
-            self.content_seen |= !text.trim().is_empty();
+            self.content_seen |= !crate::text::is_blank(&text);
             self.think.push(text, out);
         }
         for call in delta.tool_calls.unwrap_or_default() {
@@ -368,7 +398,8 @@ impl StreamParser {
 /// for null, a missing field or any other value. Decoded straight into the `String` that
 /// becomes the chunk, without a `Value` in between (one allocation per token, not three).
 #[derive(Default)]
-struct WireText(Option<String>);
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(super) struct WireText(pub(super) Option<String>);
 
 impl<'de> Deserialize<'de> for WireText {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -587,6 +618,53 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The chunks (or the error) of `input` with the fast decoding paths on or off.
+    fn parse_with(input: &str, fast_paths: bool) -> (Vec<Chunk>, Option<String>) {
+        let mut parser = StreamParser::new(7, 100);
+        parser.fast_paths = fast_paths;
+        let mut out = Vec::new();
+        let result = parser
+            .feed(input.as_bytes(), &mut out)
+            .and_then(|_| parser.finish(&mut out));
+        (out, result.err().map(|e| e.to_string()))
+    }
+
+    #[test]
+    fn the_fast_paths_give_exactly_what_serde_gives() {
+        let text = |t: &str| {
+            data(&format!(
+                r#"{{"id":"c1","created":5,"model":"m","choices":[{{"index":0,"delta":{{"content":"{t}"}},"finish_reason":null}}]}}"#
+            ))
+        };
+        let thought = |t: &str| {
+            data(&format!(
+                r#"{{"id":"c1","choices":[{{"index":0,"delta":{{"reasoning_content":"{t}","content":null}}}}]}}"#
+            ))
+        };
+        let streams = [
+            // A plain answer, a reasoning model, and text around tool calls.
+            [text("Hel"), text("lo \\n"), text("\\u00e9"), text(""), data(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#), "data: [DONE]\n\n".into()].concat(),
+            [thought("hm"), thought("m"), text("<think>no"), text("ok"), text("ok"), thought("late"), "data: [DONE]\n\n".into()].concat(),
+            [text("<think>inline"), text("</think>"), text("answer"), "data: [DONE]\n\n".into()].concat(),
+            [text("a"), canonical_tool_stream()].concat(),
+            // A repeated text event that turns into something serde must refuse.
+            [text("a"), text("b"), text("c\",\"content\":\"d")].concat(),
+            [text("a"), data(r#"{"id":"c1","created":5,"model":"m","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#), "data: [DONE]\n\n".into()].concat(),
+        ];
+        for stream in streams {
+            let fast = parse_with(&stream, true);
+            assert_eq!(fast, parse_with(&stream, false), "{stream}");
+        }
+        // The streams above do reach the template: a repeated text event decodes through it.
+        let mut parser = StreamParser::new(7, 100);
+        let mut out = Vec::new();
+        parser.feed(text("a").as_bytes(), &mut out).unwrap();
+        assert!(parser
+            .template
+            .text(text("b").trim_start_matches("data: ").trim())
+            .is_some());
     }
 
     fn canonical_tool_stream() -> String {
