@@ -115,8 +115,13 @@ fn text_reply_streams_in_order_and_ends_with_usage_then_done() {
     let fake = FakeOpenAI::start(vec![Reply::text("Hello, streaming world")]);
     let chunks = collect(provider_for(&fake).as_ref(), &request());
     assert_eq!(text_of(&chunks), "Hello, streaming world");
-    assert!(chunks.len() > 3, "several text deltas expected: {chunks:?}");
+    // Deltas that arrive in one read travel as one chunk, so the count depends on timing;
+    // everything before the usage is text.
     let n = chunks.len();
+    assert!(
+        chunks[..n - 2].iter().all(|c| matches!(c, Chunk::Text(_))),
+        "{chunks:?}"
+    );
     assert!(matches!(chunks[n - 2], Chunk::Usage(_)), "{chunks:?}");
     assert_eq!(
         chunks[n - 1],
@@ -163,7 +168,7 @@ fn pieces_split_mid_line_and_mid_character_with_keep_alive_comments_decode_the_s
     let split = collect(provider.as_ref(), &request());
     let whole = collect(provider.as_ref(), &request());
     assert_eq!(text_of(&split), "Grüße, 世界");
-    assert_eq!(split, whole);
+    assert_eq!(merged(split), merged(whole));
 }
 
 #[test]
@@ -330,15 +335,27 @@ fn reasoning_content_and_reasoning_deltas_are_reasoning_chunks() {
         sse_finish("stop"),
         done(),
     ])]);
-    let chunks = collect(provider_for(&fake).as_ref(), &request());
+    let chunks = merged(collect(provider_for(&fake).as_ref(), &request()));
     assert_eq!(
-        &chunks[..3],
+        &chunks[..2],
         &[
-            Chunk::Reasoning("First, ".into()),
-            Chunk::Reasoning("think.".into()),
+            Chunk::Reasoning("First, think.".into()),
             Chunk::Text("Answer.".into())
         ]
     );
+}
+
+/// Adjacent text (or reasoning) chunks joined: how many reads a reply took does not matter.
+fn merged(chunks: Vec<Chunk>) -> Vec<Chunk> {
+    let mut out: Vec<Chunk> = Vec::new();
+    for chunk in chunks {
+        match (out.last_mut(), &chunk) {
+            (Some(Chunk::Text(a)), Chunk::Text(b))
+            | (Some(Chunk::Reasoning(a)), Chunk::Reasoning(b)) => a.push_str(b),
+            _ => out.push(chunk),
+        }
+    }
+    out
 }
 
 #[test]
@@ -922,8 +939,15 @@ fn record_then_replay_serves_the_same_chunks_without_network() {
     let mut messages = first.messages.to_vec();
     messages[0] = Message::system("Another machine, another prompt.");
     first_elsewhere.messages = messages.into();
-    assert_eq!(collect(replay.as_ref(), &first_elsewhere), live_chunks[0]);
-    assert_eq!(collect(replay.as_ref(), &second), live_chunks[1]);
+    // Deltas of one read are one chunk, and the replay reads the whole recording at once.
+    assert_eq!(
+        merged(collect(replay.as_ref(), &first_elsewhere)),
+        merged(live_chunks[0].clone())
+    );
+    assert_eq!(
+        merged(collect(replay.as_ref(), &second)),
+        merged(live_chunks[1].clone())
+    );
     let err = replay
         .stream(&second, &CancelToken::new(), &mut |_| {})
         .err()

@@ -505,8 +505,25 @@ fn stream_json_reports_each_finished_subagent() {
     assert_eq!(report["usage"]["input_tokens"], 200);
     let children = child_sessions(&home.join(".reasonix"));
     assert_eq!(report["session_path"], children[0].display().to_string());
-    // The child's own text never reaches the parent's stream.
-    assert!(!out.stdout.contains("reading"), "{}", out.stdout);
+    // The child's own text reaches the parent's stream only tagged with the call that
+    // started it, never as the parent's text.
+    let text_of = |tagged: bool| -> String {
+        events
+            .iter()
+            .filter(|e| e["type"] == "text" && e.get("parent_tool_use_id").is_some() == tagged)
+            .filter_map(|e| e["text"].as_str())
+            .collect()
+    };
+    assert_eq!(text_of(true), "readingseen", "{}", out.stdout);
+    assert!(!text_of(false).contains("reading"), "{}", out.stdout);
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.get("parent_tool_use_id").is_some() && e["type"] == "text")
+            .all(|e| e["parent_tool_use_id"] == "c1" && e["task"] == 0),
+        "{}",
+        out.stdout
+    );
     let result = events.last().unwrap();
     assert_eq!(result["usage"]["input_tokens"], 400, "{result}");
 }

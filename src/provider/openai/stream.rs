@@ -256,7 +256,7 @@ impl StreamParser {
         {
             if !reasoning.is_empty() {
                 self.output_bytes += reasoning.len();
-                out.push(Chunk::Reasoning(reasoning));
+                push_text(out, Chunk::Reasoning(reasoning));
             }
         }
         if let Some(text) = delta.content.0 {
@@ -567,10 +567,20 @@ impl ThinkSplitter {
     }
 }
 
-/// Pushes a text or reasoning chunk unless it is empty.
+/// Pushes a text or reasoning chunk unless it is empty, appended to the last chunk when that
+/// is of the same kind: what arrived in one read of the body travels on as one chunk, so the
+/// agent, the output and the allocator see one piece per read, not one per token.
 fn push_text(out: &mut Vec<Chunk>, chunk: Chunk) {
-    match &chunk {
-        Chunk::Text(t) | Chunk::Reasoning(t) if t.is_empty() => {}
+    let (Chunk::Text(text) | Chunk::Reasoning(text)) = &chunk else {
+        out.push(chunk);
+        return;
+    };
+    if text.is_empty() {
+        return;
+    }
+    match (out.last_mut(), &chunk) {
+        (Some(Chunk::Text(last)), Chunk::Text(more))
+        | (Some(Chunk::Reasoning(last)), Chunk::Reasoning(more)) => last.push_str(more),
         _ => out.push(chunk),
     }
 }
@@ -665,6 +675,42 @@ mod tests {
             .template
             .text(text("b").trim_start_matches("data: ").trim())
             .is_some());
+    }
+
+    #[test]
+    fn deltas_of_one_read_travel_as_one_chunk_and_later_reads_as_their_own() {
+        let text = |t: &str| {
+            data(&format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"content":"{t}"}}}}]}}"#
+            ))
+        };
+        let thought = |t: &str| {
+            data(&format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"reasoning_content":"{t}"}}}}]}}"#
+            ))
+        };
+        let mut parser = StreamParser::new(7, 100);
+        let mut first = Vec::new();
+        let read = [
+            thought("a"),
+            thought("b"),
+            text("c"),
+            text("d"),
+            thought("e"),
+        ]
+        .concat();
+        parser.feed(read.as_bytes(), &mut first).unwrap();
+        assert_eq!(
+            first,
+            [
+                Chunk::Reasoning("ab".into()),
+                Chunk::Text("cd".into()),
+                Chunk::Reasoning("e".into())
+            ]
+        );
+        let mut second = Vec::new();
+        parser.feed(text("f").as_bytes(), &mut second).unwrap();
+        assert_eq!(second, [Chunk::Text("f".into())]);
     }
 
     fn canonical_tool_stream() -> String {
@@ -887,14 +933,11 @@ mod tests {
             data(r#"{"choices":[{"index":0,"delta":{"content":"t"},"finish_reason":"stop"}]}"#),
         ]
         .concat();
+        // One read: the two reasoning deltas arrive as one chunk.
         let out = parse_all(input.as_bytes()).unwrap();
         assert_eq!(
-            &out[..3],
-            &[
-                Chunk::Reasoning("r1".into()),
-                Chunk::Reasoning("r2".into()),
-                Chunk::Text("t".into())
-            ]
+            &out[..2],
+            &[Chunk::Reasoning("r1r2".into()), Chunk::Text("t".into())]
         );
     }
 
@@ -911,14 +954,13 @@ mod tests {
         .concat();
         let out = parse_all(input.as_bytes()).unwrap();
         assert_eq!(
-            &out[..3],
+            &out[..2],
             &[
-                Chunk::Text("ab".into()),
-                Chunk::Text("\n\"q\" \u{e9}\u{1f600}".into()),
+                Chunk::Text("ab\n\"q\" \u{e9}\u{1f600}".into()),
                 Chunk::Reasoning("r".into()),
             ]
         );
-        assert!(matches!(out[3], Chunk::Usage(_)), "{out:?}");
+        assert!(matches!(out[2], Chunk::Usage(_)), "{out:?}");
     }
 
     #[test]
