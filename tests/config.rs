@@ -414,6 +414,38 @@ fn provider_entries_are_validated_with_their_location() {
     );
 }
 
+/// An MCP timeout of centuries (from the user's file or a repository's) is a configuration
+/// error naming the key, as the same keys are in an agent composition, not a run that waits
+/// forever on a server that never answers.
+#[test]
+fn mcp_timeouts_over_one_day_are_refused_with_their_key() {
+    let fx = Fixture::new();
+    let server = "[[plugins]]\nname = \"docs\"\ncommand = \"docs-server\"\n";
+    for (key, value) in [
+        ("startup_timeout_seconds", "9223372036854775807"),
+        ("call_timeout_seconds", "86401"),
+        ("tool_timeout_seconds", "{ search = 86401 }"),
+    ] {
+        for write in [Fixture::user, Fixture::project] {
+            fx.user("");
+            fx.project("");
+            write(&fx, &format!("{server}{key} = {value}\n"));
+            let err = fx.load_err();
+            assert!(
+                err.contains(&format!(
+                    "plugin `docs`: `{key}` may be at most 86400 seconds (one day)"
+                )),
+                "{err}"
+            );
+        }
+    }
+    fx.user(&format!(
+        "{server}startup_timeout_seconds = 86400\ncall_timeout_seconds = 0\n"
+    ));
+    fx.project("");
+    assert_eq!(fx.load().config.plugins[0].startup_timeout_seconds, 86_400);
+}
+
 #[test]
 fn system_prompt_file_is_relative_to_the_file_that_set_it() {
     let fx = Fixture::new();

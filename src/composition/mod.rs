@@ -334,8 +334,9 @@ pub fn parse(text: &str) -> Result<Definition, CompositionError> {
     Ok(definition)
 }
 
-/// The longest MCP call or startup timeout a definition may set, in seconds (one day).
-pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+/// The longest MCP call or startup timeout a definition may set, in seconds: the bound of the
+/// configuration files.
+pub const MAX_TIMEOUT_SECONDS: u64 = crate::config::MAX_MCP_TIMEOUT_SECONDS;
 
 /// The hook events a composition can never deselect: they guard what the model may do.
 pub const SAFETY_HOOKS: &[&str] = &["PreToolUse", "UserPromptSubmit", "PermissionRequest"];

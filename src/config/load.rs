@@ -928,6 +928,23 @@ fn plugin_problem(p: &super::PluginConfig) -> Option<String> {
     if p.name.trim().is_empty() {
         return Some("`name` must not be empty".into());
     }
+    let timeouts = [
+        ("startup_timeout_seconds", Some(p.startup_timeout_seconds)),
+        ("call_timeout_seconds", p.call_timeout_seconds),
+        (
+            "tool_timeout_seconds",
+            p.tool_timeout_seconds.values().max().copied(),
+        ),
+    ];
+    if let Some((key, _)) = timeouts
+        .iter()
+        .find(|(_, secs)| secs.is_some_and(|s| s > super::MAX_MCP_TIMEOUT_SECONDS))
+    {
+        return Some(format!(
+            "`{key}` may be at most {} seconds (one day)",
+            super::MAX_MCP_TIMEOUT_SECONDS
+        ));
+    }
     let blank = |v: &Option<String>| v.as_deref().is_none_or(|s| s.trim().is_empty());
     match p.kind {
         PluginType::Stdio if blank(&p.command) => Some("a stdio server needs `command`".into()),
