@@ -470,6 +470,64 @@ fn a_prompt_streams_its_answer_over_server_sent_events() {
     assert_eq!(fake.requests().len(), 1);
 }
 
+/// A tab that stops reading its event stream holds up nobody: the other tab sees the whole
+/// turn while the stalled one is still connected, and the stalled one, once it reads again,
+/// gets every event as well (its frames waited in a queue of its own, not in the publisher).
+#[test]
+fn a_stalled_event_stream_holds_up_neither_the_turn_nor_the_other_streams() {
+    // 8 MiB of text: more than the server's send buffer can grow to (4 MiB here) plus the
+    // small receive buffer the stalled client asks for.
+    let piece = "abcdefgh".repeat(8 * 1024);
+    let pieces = 128;
+    let mut answer: Vec<String> = (0..pieces).map(|_| sse_text(&piece)).collect();
+    answer.extend([sse_finish("stop"), sse_usage(10, 10, 0), done()]);
+    let fake = FakeOpenAI::start(vec![Reply::events(answer)]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut stalled = Events::open(&server, &id);
+    set_receive_buffer(stalled.reader.get_ref(), 4096);
+    let mut reading = Events::open(&server, &id);
+    let sent = post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "hi"}),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let seen = reading.until("turn_end");
+    assert_eq!(text_of(&seen).len(), pieces * piece.len());
+    // The stalled stream was not given up on while it did not read: the turn keeps coming.
+    let mut more = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    while more < 128 * 1024 {
+        let n = stalled
+            .reader
+            .read(&mut buf)
+            .expect("read the stalled stream");
+        assert!(
+            n > 0,
+            "the stalled stream was closed after {more} more bytes"
+        );
+        more += n;
+    }
+}
+
+/// Sets a socket's receive buffer (turning autotuning off): a few KiB make a client that does
+/// not read stall its sender quickly.
+fn set_receive_buffer(stream: &TcpStream, size: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket descriptor and a pointer to a c_int that outlives the call.
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "setsockopt SO_RCVBUF");
+}
+
 #[test]
 fn a_write_waits_for_approval_over_http() {
     let fake = FakeOpenAI::start(vec![

@@ -17,6 +17,7 @@ pub mod presets;
 pub mod routes;
 pub mod server;
 pub mod sessions;
+mod subscriber;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};

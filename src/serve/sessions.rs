@@ -9,7 +9,6 @@
 //! composition is chosen by opening it, so binding a blank session replaces it.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Write;
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::subscriber::Subscriber;
 use super::{edits, Factory, Open, Refused, Switch};
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, NoticeLevel};
@@ -35,8 +35,6 @@ use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
 /// Events a session keeps for subscribers that join late or reconnect.
 const LOG_LIMIT: usize = 20_000;
-/// How long one write to a subscriber may block before it is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A question waiting for the person, with the channel its answer goes back on.
 enum Pending {
@@ -65,7 +63,7 @@ enum Command {
 
 #[derive(Default)]
 struct State {
-    log: VecDeque<(u64, String)>,
+    log: VecDeque<(u64, Arc<str>)>,
     next_event: u64,
     subscribers: Vec<Subscriber>,
     /// The running turn's cancel token.
@@ -126,30 +124,10 @@ impl Drop for Slot {
     }
 }
 
-struct Subscriber {
-    stream: TcpStream,
-    _slot: Slot,
-}
-
 /// An event stream refused because a cap is reached: the connection, for the 503, and why.
 pub struct Full {
     pub stream: TcpStream,
     pub why: String,
-}
-
-/// Whether an event stream's client has gone: it sends nothing after its request, so a
-/// readable end of file (or a reset) means it closed. Checked without blocking.
-fn closed(stream: &TcpStream) -> bool {
-    if stream.set_nonblocking(true).is_err() {
-        return false;
-    }
-    let gone = match stream.peek(&mut [0u8; 1]) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(err) => err.kind() != std::io::ErrorKind::WouldBlock,
-    };
-    let _ = stream.set_nonblocking(false);
-    gone
 }
 
 /// One session the server has open.
@@ -174,19 +152,14 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Appends an event to the log and sends it to every subscriber; one whose socket fails
-    /// or stalls is dropped.
+    /// Appends an event to the log and queues it for every subscriber (each has a writer of
+    /// its own, see `subscriber`); one that is gone or too far behind is dropped.
     pub fn publish(&self, value: Value) {
         let mut state = self.lock();
         let id = state.next_event;
         state.next_event += 1;
-        let frame = format!("id: {id}\ndata: {value}\n\n");
-        state.subscribers.retain_mut(|s| {
-            s.stream
-                .write_all(frame.as_bytes())
-                .and_then(|_| s.stream.flush())
-                .is_ok()
-        });
+        let frame: Arc<str> = Arc::from(format!("id: {id}\ndata: {value}\n\n"));
+        state.subscribers.retain(|s| s.send(&frame));
         state.log.push_back((id, frame));
         if state.log.len() > LOG_LIMIT {
             state.log.pop_front();
@@ -200,14 +173,14 @@ impl Live {
     /// forgets streams whose clients have gone.
     pub fn subscribe(
         &self,
-        mut stream: TcpStream,
+        stream: TcpStream,
         head: &str,
         after: Option<u64>,
         streams: &Arc<Streams>,
     ) -> Result<(), Full> {
         let mut state = self.lock();
         if state.subscribers.len() >= streams.per_session {
-            state.subscribers.retain(|s| !closed(&s.stream));
+            state.subscribers.retain(|s| !s.closed());
         }
         if state.subscribers.len() >= streams.per_session {
             let why = format!(
@@ -223,36 +196,42 @@ impl Live {
             );
             return Err(Full { stream, why });
         };
-        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-        let mut ok = stream.write_all(head.as_bytes()).is_ok();
-        for (id, frame) in &state.log {
-            if after.is_none_or(|after| *id > after) && ok {
-                ok = stream.write_all(frame.as_bytes()).is_ok();
-            }
-        }
-        if ok && stream.flush().is_ok() {
-            state.subscribers.push(Subscriber {
-                stream,
-                _slot: slot,
-            });
+        // Queued, not written: the writer thread sends them, so no socket is written under
+        // the lock. A stream whose writer cannot start is dropped, as a failed write was.
+        let backlog = std::iter::once(Arc::from(head))
+            .chain(
+                state
+                    .log
+                    .iter()
+                    .filter(|(id, _)| after.is_none_or(|after| *id > after))
+                    .map(|(_, frame)| Arc::clone(frame)),
+            )
+            .collect();
+        if let Ok(subscriber) = Subscriber::start(stream, backlog, slot) {
+            state.subscribers.push(subscriber);
         }
         Ok(())
     }
 
     /// Forgets the streams whose clients have gone.
     fn prune(&self) {
-        self.lock().subscribers.retain(|s| !closed(&s.stream));
+        self.lock().subscribers.retain(|s| !s.closed());
     }
 
     /// A comment line to every subscriber, so dead connections are noticed and proxies keep
     /// the stream open.
     pub fn ping(&self) {
-        self.lock().subscribers.retain_mut(|s| {
-            s.stream
-                .write_all(b": ping\n\n")
-                .and_then(|_| s.stream.flush())
-                .is_ok()
-        });
+        let ping: Arc<str> = Arc::from(": ping\n\n");
+        self.lock().subscribers.retain(|s| s.send(&ping));
+    }
+
+    /// Ends every event stream once what is queued for it is written (or its writer gives
+    /// up on a stalled client), without holding the lock while waiting.
+    fn end_streams(&self) {
+        let subscribers = std::mem::take(&mut self.lock().subscribers);
+        for subscriber in subscribers {
+            subscriber.finish();
+        }
     }
 
     pub fn subscriber_count(&self) -> usize {
@@ -697,7 +676,7 @@ impl Hub {
         if discard {
             let _ = std::fs::remove_file(&live.path);
         }
-        live.lock().subscribers.clear();
+        live.end_streams();
     }
 
     /// Interrupts every turn, stops every agent thread and waits for them: the sessions'
@@ -728,7 +707,7 @@ impl Hub {
                 let _ = handle.join();
             }
             live.publish(json!({"type": "shutdown"}));
-            live.lock().subscribers.clear();
+            live.end_streams();
         }
     }
 }
