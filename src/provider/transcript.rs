@@ -129,13 +129,12 @@ impl Encoded {
         // Into the last segment's spare capacity when the message fits there, never growing it.
         let fitted = self.segments.last_mut().is_some_and(|segment| {
             let before = segment.len();
-            let fits = segment.capacity() > before
-                && {
-                    if comma {
-                        segment.push(b',');
-                    }
-                    encode_into(Bounded(segment), &value).is_ok()
-                };
+            let fits = segment.capacity() > before && {
+                if comma {
+                    segment.push(b',');
+                }
+                encode_into(Bounded(segment), &value).is_ok()
+            };
             if !fits {
                 segment.truncate(before);
             }
@@ -166,7 +165,8 @@ impl Encoded {
                 last.shrink_to_fit();
             }
         }
-        let start = self.starts.last().copied().unwrap_or(0) + self.segments.last().map_or(0, Vec::len);
+        let start =
+            self.starts.last().copied().unwrap_or(0) + self.segments.last().map_or(0, Vec::len);
         let mut segment = Vec::with_capacity(len.max(SEGMENT));
         if comma {
             segment.push(b',');
@@ -375,8 +375,7 @@ impl PartialEq for Transcript {
     /// Equal encodings are equal messages.
     fn eq(&self, other: &Self) -> bool {
         // Two equal histories may be cut into segments differently.
-        self.0.ends == other.0.ends
-            && self.segments().flatten().eq(other.segments().flatten())
+        self.0.ends == other.0.ends && self.segments().flatten().eq(other.segments().flatten())
     }
 }
 
@@ -469,11 +468,24 @@ mod tests {
 
     /// Messages of every size around the (test) segment capacity, one larger than it.
     fn sized_history() -> Vec<Message> {
-        [0, 10, 150, 230, 250, 3, SEGMENT, 2 * SEGMENT + 7, 1, 90, 200, 40]
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| Message::tool_result(format!("c{i}"), "x".repeat(n)))
-            .collect()
+        [
+            0,
+            10,
+            150,
+            230,
+            250,
+            3,
+            SEGMENT,
+            2 * SEGMENT + 7,
+            1,
+            90,
+            200,
+            40,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Message::tool_result(format!("c{i}"), "x".repeat(n)))
+        .collect()
     }
 
     #[test]
