@@ -570,3 +570,43 @@ fn total_cost_is_null_without_prices_on_every_exit_path_and_a_figure_with_them()
         "text summary shows the cost: {out:?}"
     );
 }
+
+/// The history a request carries is assembled from cached segments of encoded messages (64
+/// KiB each): across several segment boundaries every body is whole, valid JSON, and each
+/// request repeats the one before it exactly, then the new messages.
+#[test]
+fn a_history_past_several_segments_is_sent_whole_and_in_order() {
+    const ROUNDS: usize = 8;
+    let mut replies: Vec<Reply> = (0..ROUNDS)
+        .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
+        .collect();
+    replies.push(Reply::text("done"));
+    let (server, home, work) = setup(replies);
+    // 30 KiB of distinct lines per result: eight of them cross the boundaries of 64 KiB
+    // segments at different places in a message.
+    let content: String = (0..500)
+        .map(|i| format!("line {i:04} {}\n", "x".repeat(50)))
+        .collect();
+    work.write("a.txt", &content);
+    let out = run(reasonix(&home, work.path()).args(["run", "loop"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), ROUNDS + 1);
+    let mut sent = 0;
+    for (i, pair) in requests.windows(2).enumerate() {
+        let (before, after) = (messages(&pair[0].body), messages(&pair[1].body));
+        assert_eq!(after.len(), before.len() + 2, "request {}", i + 1);
+        assert_eq!(&after[..before.len()], &before[..], "request {}", i + 1);
+        let result = after.last().unwrap();
+        assert_eq!(result["tool_call_id"], format!("c{i}"));
+        let text = result["content"].as_str().unwrap();
+        assert!(
+            text.contains("line 0000 ") && text.contains("line 0499 "),
+            "request {}: {:.80}",
+            i + 1,
+            text
+        );
+        sent = serde_json::to_vec(&pair[1].body["messages"]).unwrap().len();
+    }
+    assert!(sent > 3 * 64 * 1024, "only {sent} bytes of history");
+}

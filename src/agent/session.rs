@@ -1368,7 +1368,7 @@ mod tests {
     fn a_rewind_appends_a_marker_and_later_messages_follow_it() {
         let dir = TempDir::new("rewind");
         let mut s = conversation(dir.path(), "w1", 1);
-        let prefix = s.transcript().bytes().to_vec();
+        let prefix = s.transcript().to_bytes();
         s.push(Message::user("turn 2")).unwrap();
         s.push(Message::assistant("reply 2")).unwrap();
         let before = fs::read_to_string(s.path()).unwrap();
@@ -1378,7 +1378,7 @@ mod tests {
         assert_eq!(s.turns(), 1);
         assert_eq!(s.estimates().len(), 3);
         // The kept history is the old prefix byte for byte: the prompt cache still holds it.
-        assert_eq!(s.transcript().bytes(), &prefix[..]);
+        assert_eq!(s.transcript().to_bytes(), prefix);
         let after = fs::read_to_string(s.path()).unwrap();
         assert!(after.starts_with(&before), "the file was rewritten");
         let marker = after[before.len()..].trim_end();

@@ -21,6 +21,10 @@ use super::retry;
 use super::{Cause, Detail, ProviderError, ProviderSettings, Retry, RetryPolicy};
 use crate::cancel::{CancelToken, HookGuard};
 
+/// The read and write buffers of one connection (see [`Net::agent`]).
+const IO_BUFFER_INPUT: usize = 64 * 1024;
+const IO_BUFFER_OUTPUT: usize = 16 * 1024;
+
 /// Error bodies are read up to this size; the message we show is one line of it anyway.
 const ERROR_BODY_LIMIT: u64 = 64 * 1024;
 
@@ -187,6 +191,14 @@ impl Net {
             // The caller sends User-Agent and Accept itself, exactly once.
             .user_agent("")
             .accept("")
+            // ureq's defaults are 128 KiB each, zero-filled per connection: 256 KiB touched
+            // for every new connection (a server that closes them makes one a round), held
+            // twice while an old connection's buffers are not yet freed. A body is streamed
+            // through the output buffer (a 0.25 MB body takes 16 writes) and a stream is
+            // read in pieces; the input buffer still holds the largest response head ureq
+            // accepts (`max_response_header_size`, 64 KiB).
+            .input_buffer_size(IO_BUFFER_INPUT)
+            .output_buffer_size(IO_BUFFER_OUTPUT)
             .build();
         Ok(Agent::new_with_config(config))
     }

@@ -1,24 +1,35 @@
 //! [`Transcript`]: a conversation with each message's request JSON encoded once, when the
 //! message is added, so that a request body is assembled by copying bytes instead of
 //! re-serialising the history every round (cost per round independent of the history's
-//! length). It also keeps the FNV state of the body at the end of every message, so the
+//! length). It also keeps the FNV state of the body after the last message hashed, so the
 //! body's hash rolls forward over new messages only.
 //!
 //! The encoded bytes are the only copy of the history it keeps per message: the structured
 //! [`Message`]s are decoded from them when first asked for, which halves what a long session
-//! holds in memory.
+//! holds in memory. They live in fixed-capacity segments rather than one growing buffer: a
+//! buffer that doubles is copied on every growth and leaves its old copy behind on the heap
+//! (and half its capacity unused on average), which made a long session's memory grow by
+//! about twice its history.
 //!
 //! The encoding is the one the request body has always had (`openai::message_json`, keys in
 //! canonical order); `openai::request_body` builds the same bytes from scratch and a debug
 //! assertion in the provider holds the two together.
 
 use std::fmt;
+use std::io;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::openai::message_json;
 use super::Message;
 use crate::hash::fnv_continue;
+
+/// The capacity of a segment of encoded messages; a larger message gets a segment of its own,
+/// of its exact size. Small in unit tests, so they cross segment boundaries.
+const SEGMENT: usize = if cfg!(test) { 256 } else { 64 * 1024 };
+
+/// A closed segment with at least this much capacity unused is shrunk to its length.
+const SHRINK_AT: usize = if cfg!(test) { 64 } else { 4096 };
 
 /// A history shared cheaply between the session and the request being sent: cloning it
 /// copies a pointer. Appending to a transcript that a request still holds copies it first,
@@ -31,83 +42,184 @@ pub struct Transcript(Arc<Encoded>);
 /// message would hold the history twice, in the larger form.
 #[derive(Default)]
 struct Encoded {
-    /// The messages' JSON joined by commas: the inside of the body's `messages` array.
-    bytes: Vec<u8>,
-    /// Where each message's JSON ends in `bytes` (its comma, if any, comes after).
+    /// The inside of the body's `messages` array (the messages' JSON joined by commas), cut
+    /// into segments that are never reallocated once full. A message never straddles two:
+    /// the comma before it travels with it.
+    segments: Vec<Vec<u8>>,
+    /// Where each segment starts in the joined bytes.
+    starts: Vec<usize>,
+    /// Where each message's JSON ends in the joined bytes (its comma, if any, comes after).
     ends: Vec<usize>,
     /// The structured messages, once someone asked for them; from then on kept in step with
-    /// `bytes`, so asking every round costs only what was appended.
+    /// the bytes, so asking every round costs only what was appended.
     decoded: OnceLock<Vec<Message>>,
-    /// FNV states at the message ends, for the body head that leads up to the array.
+    /// The FNV state after the body head and the messages hashed so far.
     chain: Mutex<Chain>,
 }
 
-/// FNV states of `head ++ bytes[..ends[i]]` for one head state (`seed`).
-#[derive(Clone, Default)]
+/// The FNV state of `head ++ bytes` up to the end of message `hashed - 1`, for one head
+/// state (`seed`); `None` before anything was hashed.
+#[derive(Clone, Copy, Default)]
 struct Chain {
-    seed: u64,
-    states: Vec<u64>,
+    seed: Option<u64>,
+    hashed: usize,
+    state: u64,
 }
 
 impl Clone for Encoded {
     fn clone(&self) -> Self {
         Encoded {
-            bytes: self.bytes.clone(),
+            segments: self.segments.clone(),
+            starts: self.starts.clone(),
             ends: self.ends.clone(),
             decoded: self.decoded.clone(),
-            chain: Mutex::new(
-                self.chain
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone(),
-            ),
+            chain: Mutex::new(*self.chain.lock().unwrap_or_else(PoisonError::into_inner)),
         }
     }
 }
 
-/// Appends `message`'s request JSON to `bytes`.
-fn encode(bytes: &mut Vec<u8>, message: &Message) {
+/// `value` (a message's request JSON) written to `out`.
+fn encode_into<W: io::Write>(out: W, value: &serde_json::Value) -> io::Result<()> {
+    serde_json::to_writer(out, value).map_err(io::Error::from)
+}
+
+/// Appends `value` (a message's request JSON) to `bytes`.
+fn encode_value(bytes: &mut Vec<u8>, value: &serde_json::Value) {
     // A Value serialises without failing; the fallback keeps the body valid JSON.
-    if serde_json::to_writer(&mut *bytes, &message_json(message)).is_err() {
+    if encode_into(&mut *bytes, value).is_err() {
         bytes.extend_from_slice(b"null");
+    }
+}
+
+/// A writer into a vector's spare capacity that fails rather than grow it.
+struct Bounded<'a>(&'a mut Vec<u8>);
+
+impl io::Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.len() > self.0.capacity() - self.0.len() {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A writer that only counts.
+struct Count(usize);
+
+impl io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
 impl Encoded {
     fn push(&mut self, mut message: Message) {
-        if !self.ends.is_empty() {
-            self.bytes.push(b',');
+        let comma = !self.ends.is_empty();
+        let value = message_json(&message);
+        // Into the last segment's spare capacity when the message fits there, never growing it.
+        let fitted = self.segments.last_mut().is_some_and(|segment| {
+            let before = segment.len();
+            let fits = segment.capacity() > before && {
+                if comma {
+                    segment.push(b',');
+                }
+                encode_into(Bounded(segment), &value).is_ok()
+            };
+            if !fits {
+                segment.truncate(before);
+            }
+            fits
+        });
+        if !fitted {
+            self.open_segment(comma, &value);
         }
-        encode(&mut self.bytes, &message);
-        self.ends.push(self.bytes.len());
+        let (start, segment) = (self.starts.last(), self.segments.last());
+        self.ends
+            .push(start.copied().unwrap_or(0) + segment.map_or(0, Vec::len));
         if let Some(decoded) = self.decoded.get_mut() {
             shrink(&mut message);
             decoded.push(message);
         }
     }
 
-    /// Drops every message from `len` on, with its bytes and hash states.
+    /// Starts a segment holding `message` (after a comma if `comma`): [`SEGMENT`] bytes, or
+    /// exactly the message when it is larger. The full segment before it is closed.
+    fn open_segment(&mut self, comma: bool, value: &serde_json::Value) {
+        let mut count = Count(usize::from(comma));
+        let len = match encode_into(&mut count, value) {
+            Ok(()) => count.0,
+            Err(_) => usize::from(comma) + 4,
+        };
+        if let Some(last) = self.segments.last_mut() {
+            if last.capacity() - last.len() >= SHRINK_AT {
+                last.shrink_to_fit();
+            }
+        }
+        let start =
+            self.starts.last().copied().unwrap_or(0) + self.segments.last().map_or(0, Vec::len);
+        let mut segment = Vec::with_capacity(len.max(SEGMENT));
+        if comma {
+            segment.push(b',');
+        }
+        encode_value(&mut segment, value);
+        self.segments.push(segment);
+        self.starts.push(start);
+    }
+
+    /// Drops every message from `len` on, with its bytes; the hash rolls from the start again
+    /// if it had covered any of them.
     fn truncate(&mut self, len: usize) {
         if len >= self.ends.len() {
             return;
         }
         self.ends.truncate(len);
-        self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
+        let total = self.ends.last().copied().unwrap_or(0);
+        // Segments that start at or past the new end hold only dropped messages (the first
+        // segment stays, emptied, when nothing is kept).
+        let keep = self.starts.partition_point(|&start| start < total).max(1);
+        self.segments.truncate(keep);
+        self.starts.truncate(keep);
+        if let (Some(segment), Some(start)) = (self.segments.last_mut(), self.starts.last()) {
+            segment.truncate(total - start);
+        }
         if let Some(decoded) = self.decoded.get_mut() {
             decoded.truncate(len);
         }
         let chain = self.chain.get_mut().unwrap_or_else(PoisonError::into_inner);
-        chain.states.truncate(len);
+        if chain.hashed > len {
+            *chain = Chain::default();
+        }
+    }
+
+    /// Message `i`'s JSON, preceded by its comma unless it is the first.
+    fn raw(&self, i: usize) -> &[u8] {
+        // The comma that ends the message before is this message's first byte.
+        let from = match i {
+            0 => 0,
+            _ => self.ends[i - 1],
+        };
+        let segment = self.starts.partition_point(|&start| start <= from) - 1;
+        let start = self.starts[segment];
+        &self.segments[segment][from - start..self.ends[i] - start]
     }
 
     /// Message `i`'s JSON.
     fn slice(&self, i: usize) -> &[u8] {
-        // Past the comma that ends the message before.
-        let start = match i {
-            0 => 0,
-            _ => self.ends[i - 1] + 1,
-        };
-        &self.bytes[start..self.ends[i]]
+        let raw = self.raw(i);
+        match i {
+            0 => raw,
+            _ => &raw[1..],
+        }
     }
 
     /// Whether message `i` is `message`, judged by its encoding (which tells messages apart).
@@ -116,7 +228,7 @@ impl Encoded {
             return false;
         }
         scratch.clear();
-        encode(scratch, message);
+        encode_value(scratch, &message_json(message));
         scratch[..] == *self.slice(i)
     }
 
@@ -202,36 +314,42 @@ impl Transcript {
 
     /// Whether a message carries `reasoning_content` (even empty): the provider that answered
     /// it sent reasoning. Read from the bytes, where only a key has the quotes unescaped, so
-    /// the history is not decoded for it.
+    /// the history is not decoded for it. No message straddles two segments, so neither
+    /// does a key.
     pub fn has_reasoning(&self) -> bool {
         let key = b"\"reasoning_content\":";
-        self.0.bytes.windows(key.len()).any(|w| w == key)
+        self.segments()
+            .any(|segment| segment.windows(key.len()).any(|w| w == key))
     }
 
-    /// The inside of the body's `messages` array: every message's JSON, comma-separated.
-    pub fn bytes(&self) -> &[u8] {
-        &self.0.bytes
+    /// The inside of the body's `messages` array (every message's JSON, comma-separated) as
+    /// consecutive slices, sent in order without joining them.
+    pub fn segments(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.0.segments.iter().map(Vec::as_slice)
     }
 
-    /// The FNV-1a state after `head_state` (the state at the opening `[`) and all of
-    /// [`Transcript::bytes`]. Only messages not hashed before for the same head are read.
+    /// [`Transcript::segments`] joined into one buffer, for tests and debug checks.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.segments().collect::<Vec<_>>().concat()
+    }
+
+    /// The FNV-1a state after `head_state` (the state at the opening `[`) and all of the
+    /// message bytes. Only messages not hashed before for the same head are read.
     pub fn hash_after(&self, head_state: u64) -> u64 {
         let encoded = &*self.0;
         let mut chain = encoded.chain.lock().unwrap_or_else(PoisonError::into_inner);
-        if chain.seed != head_state {
-            chain.seed = head_state;
-            chain.states.clear();
-        }
-        while chain.states.len() < encoded.ends.len() {
-            let i = chain.states.len();
-            let (start, state) = match i {
-                0 => (0, head_state),
-                _ => (encoded.ends[i - 1], chain.states[i - 1]),
+        if chain.seed != Some(head_state) {
+            *chain = Chain {
+                seed: Some(head_state),
+                hashed: 0,
+                state: head_state,
             };
-            let next = fnv_continue(state, &encoded.bytes[start..encoded.ends[i]]);
-            chain.states.push(next);
         }
-        chain.states.last().copied().unwrap_or(head_state)
+        while chain.hashed < encoded.ends.len() {
+            chain.state = fnv_continue(chain.state, encoded.raw(chain.hashed));
+            chain.hashed += 1;
+        }
+        chain.state
     }
 }
 
@@ -246,8 +364,6 @@ impl Deref for Transcript {
 impl From<Vec<Message>> for Transcript {
     fn from(messages: Vec<Message>) -> Self {
         let mut encoded = Encoded::default();
-        let bytes: usize = messages.iter().map(|m| m.content.len() + 64).sum();
-        encoded.bytes.reserve(bytes);
         for message in messages {
             encoded.push(message);
         }
@@ -258,7 +374,8 @@ impl From<Vec<Message>> for Transcript {
 impl PartialEq for Transcript {
     /// Equal encodings are equal messages.
     fn eq(&self, other: &Self) -> bool {
-        self.0.bytes == other.0.bytes && self.0.ends == other.0.ends
+        // Two equal histories may be cut into segments differently.
+        self.0.ends == other.0.ends && self.segments().flatten().eq(other.segments().flatten())
     }
 }
 
@@ -322,14 +439,14 @@ mod tests {
     #[test]
     fn replace_keeps_the_bytes_of_the_unchanged_prefix_and_tells_none_from_empty_reasoning() {
         let mut transcript = Transcript::from(history());
-        let before = transcript.bytes().to_vec();
+        let before = transcript.to_bytes();
         // Message 4 differs from message 2 only in `Some("")` against `None`.
         let mut changed = history();
         changed[4].reasoning_content = None;
         transcript.replace(changed.clone());
         let prefix = transcript.0.ends[3];
-        assert_eq!(transcript.bytes()[..prefix], before[..prefix]);
-        assert_ne!(transcript.bytes(), &before[..]);
+        assert_eq!(transcript.to_bytes()[..prefix], before[..prefix]);
+        assert_ne!(transcript.to_bytes(), before);
         assert_eq!(transcript.messages(), &changed[..]);
         assert_ne!(transcript, Transcript::from(history()));
         let mut shorter = history();
@@ -338,5 +455,93 @@ mod tests {
         transcript.replace(shorter.clone());
         assert_eq!(transcript.messages(), &shorter[..]);
         assert_eq!(transcript, Transcript::from(shorter));
+    }
+
+    /// The joined bytes of `messages` as the body has always carried them.
+    fn joined(messages: &[Message]) -> Vec<u8> {
+        let parts: Vec<Vec<u8>> = messages
+            .iter()
+            .map(|m| serde_json::to_vec(&message_json(m)).unwrap())
+            .collect();
+        parts.join(&b","[..])
+    }
+
+    /// Messages of every size around the (test) segment capacity, one larger than it.
+    fn sized_history() -> Vec<Message> {
+        [
+            0,
+            10,
+            150,
+            230,
+            250,
+            3,
+            SEGMENT,
+            2 * SEGMENT + 7,
+            1,
+            90,
+            200,
+            40,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Message::tool_result(format!("c{i}"), "x".repeat(n)))
+        .collect()
+    }
+
+    #[test]
+    fn segments_join_to_the_body_bytes_and_are_never_grown_or_moved() {
+        let history = sized_history();
+        let mut transcript = Transcript::new();
+        let mut seen: Vec<(*const u8, usize)> = Vec::new();
+        for (i, message) in history.iter().enumerate() {
+            transcript.push(message.clone());
+            assert_eq!(transcript.to_bytes(), joined(&history[..=i]), "after {i}");
+            let segments: Vec<&[u8]> = transcript.segments().collect();
+            // A full segment keeps its place and its bytes: nothing is copied as it grows.
+            // (The open one may be shrunk when it closes, which may move it.)
+            let closed = seen.len().saturating_sub(1);
+            for (k, &(ptr, len)) in seen.iter().enumerate().take(closed) {
+                assert_eq!(segments[k].as_ptr(), ptr, "segment {k} moved");
+                assert!(segments[k].len() >= len);
+            }
+            seen = segments.iter().map(|s| (s.as_ptr(), s.len())).collect();
+            for (k, segment) in transcript.0.segments.iter().enumerate() {
+                let largest = history.iter().map(|m| m.content.len() + 64).max().unwrap();
+                assert!(segment.capacity() <= SEGMENT.max(largest), "segment {k}");
+            }
+        }
+        assert!(transcript.segments().count() > 3);
+        assert_eq!(transcript.messages(), &history[..]);
+        assert_eq!(transcript, Transcript::from(history.clone()));
+    }
+
+    #[test]
+    fn the_rolling_hash_and_the_bytes_survive_truncation_at_every_length() {
+        let history = sized_history();
+        let head = crate::hash::fnv1a(b"{\"messages\":[");
+        for keep in 0..=history.len() {
+            let mut transcript = Transcript::from(history.clone());
+            transcript.hash_after(head);
+            let mut changed = history[..keep].to_vec();
+            changed.push(Message::user("after the cut"));
+            changed.push(Message::tool_result("z", "y".repeat(SEGMENT / 2)));
+            transcript.replace(changed.clone());
+            assert_eq!(transcript.to_bytes(), joined(&changed), "keeping {keep}");
+            assert_eq!(
+                transcript.hash_after(head),
+                fnv_continue(head, &joined(&changed)),
+                "keeping {keep}"
+            );
+            assert_eq!(Transcript::from(changed.clone()).messages(), &changed[..]);
+            assert_eq!(transcript.messages(), &changed[..]);
+            // Hashed up to `keep`, then rolled forward over what is appended after it.
+            let mut growing = Transcript::from(history[..keep].to_vec());
+            growing.hash_after(head);
+            growing.replace(history.clone());
+            assert_eq!(
+                growing.hash_after(head),
+                fnv_continue(head, &joined(&history))
+            );
+        }
     }
 }

@@ -76,8 +76,8 @@ pub(super) fn streams(settings: &ProviderSettings) -> bool {
     settings.extra_body.get("stream") != Some(&Value::Bool(false))
 }
 
-/// A request body as sent: `head`, the transcript's cached message bytes, `tail`. Sending it
-/// streams the three parts, so no round copies the history into one buffer.
+/// A request body as sent: `head`, the transcript's cached message bytes (in segments),
+/// `tail`. Sending it streams the parts, so no round copies the history into one buffer.
 pub struct Body {
     /// Shared with the [`BodyWriter`] that keeps it for the next request.
     pub head: Arc<[u8]>,
@@ -90,9 +90,11 @@ pub struct Body {
 
 impl Body {
     /// The parts in the order they are sent.
-    pub fn parts(&self) -> [&[u8]; 3] {
-        let messages = self.messages.as_ref().map_or(&[][..], |t| t.bytes());
-        [&self.head, messages, &self.tail]
+    pub fn parts(&self) -> Vec<&[u8]> {
+        let mut parts = vec![&self.head[..]];
+        parts.extend(self.messages.iter().flat_map(Transcript::segments));
+        parts.push(&self.tail);
+        parts
     }
 
     pub fn len(&self) -> usize {

@@ -265,7 +265,7 @@ impl Job {
         loop {
             let sent = {
                 let body = self.body.lock().unwrap_or_else(PoisonError::into_inner);
-                let parts = body.as_ref().map_or([&[][..]; 3], Body::parts);
+                let parts = body.as_ref().map_or_else(Vec::new, Body::parts);
                 let exchange = Exchange {
                     method: Method::Post,
                     url: &self.url,
