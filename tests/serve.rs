@@ -487,13 +487,7 @@ fn a_stalled_event_stream_holds_up_neither_the_turn_nor_the_other_streams() {
     let mut stalled = Events::open(&server, &id);
     set_receive_buffer(stalled.reader.get_ref(), 4096);
     let mut reading = Events::open(&server, &id);
-    let sent = post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "hi"}),
-    );
-    assert_eq!(sent.status, 200, "{}", sent.body);
-    let seen = reading.until("turn_end");
+    let seen = prompt(&server, &mut reading, &id, "hi");
     assert_eq!(text_of(&seen).len(), pieces * piece.len());
     // The stalled stream was not given up on while it did not read: the turn keeps coming.
     let mut more = 0;
