@@ -225,13 +225,11 @@ impl Live {
         self.lock().subscribers.retain(|s| s.send(&ping));
     }
 
-    /// Ends every event stream once what is queued for it is written (or its writer gives
-    /// up on a stalled client), without holding the lock while waiting.
+    /// Ends every event stream once what is queued for it is written (a stalled client is
+    /// cut after a short wait), without holding the lock while waiting.
     fn end_streams(&self) {
         let subscribers = std::mem::take(&mut self.lock().subscribers);
-        for subscriber in subscribers {
-            subscriber.finish();
-        }
+        Subscriber::finish_all(subscribers);
     }
 
     pub fn subscriber_count(&self) -> usize {

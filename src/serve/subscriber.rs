@@ -7,10 +7,10 @@
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bytes of published events a stream may have waiting before it is cut off. The frames are
 /// shared by every stream of the session and its log, so this bounds how much older output
@@ -19,6 +19,9 @@ use std::time::Duration;
 const QUEUE_LIMIT: usize = 32 << 20;
 /// How long one write may make no progress before the client is taken for gone.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the streams of a closing session get, all together, to send what they have queued
+/// before the ones still writing are cut: a crawling client must not hold up a shutdown.
+const FINISH_WAIT: Duration = Duration::from_secs(2);
 /// How long `closed` waits for a client to show it left (the kernel rounds up to a tick).
 const PEEK_WAIT: Duration = Duration::from_micros(1);
 
@@ -28,6 +31,8 @@ pub(super) struct Subscriber {
     /// The writer's socket, shared: to see a client that left and to cut one that lags.
     socket: TcpStream,
     writer: Option<JoinHandle<()>>,
+    /// Disconnected when the writer has ended.
+    ended: Receiver<()>,
 }
 
 impl Subscriber {
@@ -49,10 +54,12 @@ impl Subscriber {
         }
         let queued = Arc::new(AtomicUsize::new(0));
         let written = Arc::clone(&queued);
+        let (ending, ended) = mpsc::channel::<()>();
         let writer = std::thread::Builder::new()
             .name("serve-events".into())
             .stack_size(64 * 1024)
             .spawn(move || {
+                let _ending = ending;
                 let _hold = hold;
                 let mut stream = stream;
                 for frame in rx {
@@ -74,6 +81,7 @@ impl Subscriber {
             queued,
             socket,
             writer: Some(writer),
+            ended,
         })
     }
 
@@ -108,12 +116,21 @@ impl Subscriber {
         }
     }
 
-    /// Lets the writer send what is queued, then waits for it (at most [`WRITE_TIMEOUT`] per
-    /// write on a stalled client).
-    pub(super) fn finish(mut self) {
-        self.frames = None;
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+    /// Ends every stream of `subscribers`: each writer sends what is queued for it, within
+    /// [`FINISH_WAIT`] for all of them together; the ones still writing then are cut.
+    pub(super) fn finish_all(mut subscribers: Vec<Subscriber>) {
+        for subscriber in &mut subscribers {
+            subscriber.frames = None;
+        }
+        let deadline = Instant::now() + FINISH_WAIT;
+        for mut subscriber in subscribers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Err(RecvTimeoutError::Timeout) = subscriber.ended.recv_timeout(left) {
+                let _ = subscriber.socket.shutdown(Shutdown::Both);
+            }
+            if let Some(writer) = subscriber.writer.take() {
+                let _ = writer.join();
+            }
         }
     }
 }
