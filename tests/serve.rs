@@ -138,6 +138,13 @@ fn origin(server: &Server) -> String {
     format!("http://{}", server.addr)
 }
 
+/// POSTs `body` to `path` and checks it is refused with `status` and the stable `code`.
+fn post_refused(server: &Server, path: &str, body: Value, status: u16, code: &str) {
+    let response = post(server, path, body);
+    assert_eq!(response.status, status, "{path}: {}", response.body);
+    assert_eq!(response.json()["code"], code, "{path}: {}", response.body);
+}
+
 pub(crate) fn post(server: &Server, path: &str, body: Value) -> Response {
     let origin = origin(server);
     request(
@@ -1168,13 +1175,13 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
     );
     assert_eq!(created.status, 201, "{}", created.body);
     assert_eq!(created.json()["revision"], 1);
-    let again = post(
+    post_refused(
         &server,
         "/api/agent-presets",
         json!({"id": "user:reader", "definition": definition, "expectedRevision": null}),
+        409,
+        "agent_composition.conflict",
     );
-    assert_eq!(again.status, 409, "{}", again.body);
-    assert_eq!(again.json()["code"], "agent_composition.conflict");
     let shown = get(&server, "/api/agent-presets/user:reader").json();
     assert_eq!(shown["revision"], 1, "{shown}");
     assert_eq!(shown["definition"]["name"], "Reader", "{shown}");
@@ -1187,13 +1194,13 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
     assert_eq!(edited.status, 200, "{}", edited.body);
     assert_eq!(edited.json()["revision"], 2);
 
-    let builtin = post(
+    post_refused(
         &server,
         "/api/agent-presets",
         json!({"id": "builtin:minimal", "definition": definition, "expectedRevision": 1}),
+        403,
+        "agent_composition.read_only",
     );
-    assert_eq!(builtin.status, 403, "{}", builtin.body);
-    assert_eq!(builtin.json()["code"], "agent_composition.read_only");
     // The authority table: a project definition cannot set an MCP launch.
     let project = post(
         &server,
@@ -1248,16 +1255,12 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
         ".reasonix/agent-presets/definitions/elsewhere.json",
         r#"{"schemaVersion": 1, "name": "Elsewhere"}"#,
     );
-    let here = post(
+    post_refused(
         &server,
         "/api/agent-presets/default",
         json!({"id": "project:elsewhere"}),
-    );
-    assert_eq!(
-        here.json()["code"],
+        404,
         "agent_composition.not_found",
-        "{}",
-        here.body
     );
     let there = post(
         &server,
@@ -1281,13 +1284,13 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
         "{saved}"
     );
     for workspace in [json!("relative/dir"), json!("/no/such/dir"), json!(7)] {
-        let refused = post(
+        post_refused(
             &server,
             "/api/agent-presets/default",
             json!({"id": "user:reader", "workspace": workspace}),
+            400,
+            "agent_composition.invalid",
         );
-        assert_eq!(refused.status, 400, "{workspace}: {}", refused.body);
-        assert_eq!(refused.json()["code"], "agent_composition.invalid");
     }
     assert_eq!(
         post(
@@ -1358,13 +1361,13 @@ fn a_blank_session_binds_a_composition_and_is_locked_after_its_first_prompt() {
     let binding = get(&server, &format!("/api/sessions/{id}/agent-composition")).json();
     assert_eq!(binding["id"], "user:reader", "{binding}");
     assert_eq!(binding["locked"], true, "{binding}");
-    let refused = post(
+    post_refused(
         &server,
         &format!("/api/sessions/{id}/agent-composition"),
         json!({"id": "builtin:general"}),
+        409,
+        "agent_composition.locked",
     );
-    assert_eq!(refused.status, 409, "{}", refused.body);
-    assert_eq!(refused.json()["code"], "agent_composition.locked");
     // A new session can be created bound, like `--agent-composition`.
     let created = post(
         &server,
@@ -1373,16 +1376,12 @@ fn a_blank_session_binds_a_composition_and_is_locked_after_its_first_prompt() {
     );
     assert_eq!(created.status, 201, "{}", created.body);
     assert_eq!(created.json()["agentComposition"]["id"], "user:reader");
-    let missing = post(
+    post_refused(
         &server,
         "/api/sessions",
         json!({"agentComposition": "user:nope"}),
-    );
-    assert_eq!(
-        missing.json()["code"],
+        404,
         "agent_composition.not_found",
-        "{}",
-        missing.body
     );
 }
 
@@ -1819,13 +1818,13 @@ fn an_unbound_session_moves_to_another_workspace_and_a_bound_one_is_refused() {
     );
     let bound = imported["path"].as_str().unwrap().to_string();
     let files_before = crate::util::session_files(&server._home);
-    let refused = post(
+    post_refused(
         &server,
         "/api/tree/sessions/move-to",
         json!({"path": bound, "target": target_path}),
+        409,
+        "agent_composition.workspace_bound",
     );
-    assert_eq!(refused.status, 409, "{}", refused.body);
-    assert_eq!(refused.json()["code"], "agent_composition.workspace_bound");
     assert!(std::path::Path::new(&bound).exists());
     assert_eq!(crate::util::session_files(&server._home), files_before);
 }
