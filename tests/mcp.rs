@@ -760,62 +760,38 @@ fn interop_server_filesystem_keeps_a_configured_directory_outside_the_workspace(
     let outside = Dir::new();
     let note = outside.write("note.txt", "kept outside");
     let dir = outside.path().to_string_lossy().into_owned();
-    home.write(
-        ".reasonix/config.toml",
-        &stdio_plugin("fs", "node", &[&entry, &dir], "sandbox = \"off\""),
-    );
-    for _ in 0..3 {
+    // First with the default roots (the workspace). Then with `roots = []`, which does not
+    // declare the capability: the server keeps its own directories. (A list of roots
+    // replaces them, but server-filesystem applies it asynchronously after answering, so no
+    // call can be sure to see it; `the_roots_setting_reaches_the_server` checks the lists.)
+    for settings in ["sandbox = \"off\"", "sandbox = \"off\"\nroots = []"] {
+        home.write(
+            ".reasonix/config.toml",
+            &stdio_plugin("fs", "node", &[&entry, &dir], settings),
+        );
+        for _ in 0..3 {
+            let out = mcp_call(
+                &home,
+                work.path(),
+                "fs",
+                "read_text_file",
+                json!({"path": note.to_string_lossy()}),
+            );
+            assert_eq!(
+                (out.code, out.stdout.as_str()),
+                (0, "kept outside\n"),
+                "{settings}: {out:?}"
+            );
+        }
         let out = mcp_call(
             &home,
             work.path(),
             "fs",
-            "read_text_file",
-            json!({"path": note.to_string_lossy()}),
+            "list_allowed_directories",
+            json!({}),
         );
-        assert_eq!(
-            (out.code, out.stdout.as_str()),
-            (0, "kept outside\n"),
-            "{out:?}"
-        );
+        assert!(out.stdout.contains(&dir), "{settings}: {out:?}");
     }
-    let out = mcp_call(
-        &home,
-        work.path(),
-        "fs",
-        "list_allowed_directories",
-        json!({}),
-    );
-    assert!(out.stdout.contains(&dir), "{out:?}");
-
-    // `roots = []` does not declare the capability: the server keeps its own directories.
-    // (A list of roots replaces them, but server-filesystem applies it asynchronously after
-    // answering, so no call can be sure to see it; `the_roots_setting_reaches_the_server`
-    // checks the lists.)
-    home.write(
-        ".reasonix/config.toml",
-        &stdio_plugin(
-            "fs",
-            "node",
-            &[&entry, &dir],
-            "sandbox = \"off\"\nroots = []",
-        ),
-    );
-    let out = mcp_call(
-        &home,
-        work.path(),
-        "fs",
-        "read_text_file",
-        json!({"path": note.to_string_lossy()}),
-    );
-    assert_eq!(out.stdout, "kept outside\n", "{out:?}");
-    let out = mcp_call(
-        &home,
-        work.path(),
-        "fs",
-        "list_allowed_directories",
-        json!({}),
-    );
-    assert!(out.stdout.contains(&dir), "{out:?}");
 }
 
 /// server-everything asks for the roots when its `get-roots-list` tool is called, and offers
