@@ -866,16 +866,23 @@ fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_
 /// The Client ID Metadata Document the CIMD tests configure.
 const CLIENT_DOCUMENT: &str = "https://client.example/reasonix.json";
 
-#[test]
-fn a_server_that_supports_cimd_gets_the_document_url_as_client_id_and_no_registration() {
-    let oauth = format!("[plugins.oauth]\nclient_metadata_url = \"{CLIENT_DOCUMENT}\"\n");
+/// Logs in through the browser to a server that supports CIMD, configured with `oauth`: the
+/// server's record of requests, and the home and workspace for further calls.
+fn logged_in_to_a_cimd_server(oauth: &str) -> (Arc<Mutex<Vec<Req>>>, Dir, Dir) {
     let (base, seen) = protected_server(Script {
         cimd: true,
         ..Script::default()
     });
-    let (home, work) = configured(&base, &oauth);
+    let (home, work) = configured(&base, oauth);
     let out = login_via_browser(&home, work.path(), str::to_string);
     assert_eq!(out.code, 0, "{out:?}");
+    (seen, home, work)
+}
+
+#[test]
+fn a_server_that_supports_cimd_gets_the_document_url_as_client_id_and_no_registration() {
+    let oauth = format!("[plugins.oauth]\nclient_metadata_url = \"{CLIENT_DOCUMENT}\"\n");
+    let (seen, home, work) = logged_in_to_a_cimd_server(&oauth);
     assert_eq!(requests(&seen, "/register").len(), 0, "no registration");
     let authorize = requests(&seen, "/authorize");
     assert_eq!(authorize.len(), 1);
@@ -1181,13 +1188,7 @@ fn a_pre_registered_client_comes_before_cimd_and_registration() {
     let oauth = format!(
         "[plugins.oauth]\nclient_id = \"pre-registered\"\nclient_metadata_url = \"{CLIENT_DOCUMENT}\"\n"
     );
-    let (base, seen) = protected_server(Script {
-        cimd: true,
-        ..Script::default()
-    });
-    let (home, work) = configured(&base, &oauth);
-    let out = login_via_browser(&home, work.path(), str::to_string);
-    assert_eq!(out.code, 0, "{out:?}");
+    let (seen, _home, _work) = logged_in_to_a_cimd_server(&oauth);
     assert!(requests(&seen, "/register").is_empty(), "no registration");
     let authorize = requests(&seen, "/authorize");
     assert_eq!(authorize.len(), 1);
