@@ -138,6 +138,15 @@ fn origin(server: &Server) -> String {
     format!("http://{}", server.addr)
 }
 
+/// Sends `text` as the user's next message in session `id`.
+fn send(server: &Server, id: &str, text: &str) -> Response {
+    post(
+        server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({ "text": text }),
+    )
+}
+
 /// POSTs `body` to `path` and checks it is refused with `status` and the stable `code`.
 fn post_refused(server: &Server, path: &str, body: Value, status: u16, code: &str) {
     let response = post(server, path, body);
@@ -453,11 +462,7 @@ fn a_prompt_streams_its_answer_over_server_sent_events() {
     let server = start(&fake, "", &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    let sent = post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "hi"}),
-    );
+    let sent = send(&server, &id, "hi");
     assert_eq!(sent.status, 200, "{}", sent.body);
     let seen = events.until("turn_end");
     assert_eq!(text_of(&seen), "Hello from the fake model");
@@ -542,11 +547,7 @@ fn a_write_waits_for_approval_over_http() {
     let server = start(&fake, "", &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "write"}),
-    );
+    send(&server, &id, "write");
     let seen = events.until("approval");
     let approval = seen.last().unwrap();
     assert_eq!(approval["tool"], "write_file", "{approval}");
@@ -604,11 +605,7 @@ fn approvals_and_results_of_edits_carry_the_diff_of_the_real_file() {
     server.work.write("notes.txt", body);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "edit"}),
-    );
+    send(&server, &id, "edit");
     let approval = events.until("approval").pop().unwrap();
     let expected = vec![
         "@@ -1,6 +1,6 @@",
@@ -672,11 +669,7 @@ fn an_edit_outside_the_workspace_shows_no_diff_of_the_file() {
     std::os::unix::fs::symlink(&secret, server.work.join("link")).unwrap();
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "write there"}),
-    );
+    send(&server, &id, "write there");
     // Each approval is answered as it arrives: the turn waits for it. The last call (the edit
     // through the link) is let through, so its result is shown too.
     let mut approvals = 0;
@@ -728,11 +721,7 @@ fn an_edit_outside_the_workspace_shows_no_diff_of_the_file() {
 #[test]
 fn interrupt_ends_a_running_turn_and_shutdown_saves() {
     let (_release, _fake, mut server, id, mut events) = stalled_turn("wait");
-    let busy = post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "again"}),
-    );
+    let busy = send(&server, &id, "again");
     assert_eq!(busy.status, 409, "{}", busy.body);
     let stopped = post(&server, &format!("/api/sessions/{id}/interrupt"), json!({}));
     assert_eq!(stopped.json()["interrupted"], true);
@@ -753,11 +742,7 @@ fn stalled_turn(text: &str) -> (Release, FakeOpenAI, Server, String, Events) {
     let server = start(&fake, "", &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": text}),
-    );
+    send(&server, &id, text);
     events.until("turn_start");
     (release, fake, server, id, events)
 }
@@ -805,11 +790,7 @@ fn sigterm_while_a_turn_waits_for_approval_interrupts_it_and_saves_the_session()
     let mut server = start(&fake, "", &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "write while I leave"}),
-    );
+    send(&server, &id, "write while I leave");
     assert_eq!(
         events.until("approval").pop().unwrap()["tool"],
         "write_file"
@@ -957,11 +938,7 @@ fn the_page_switches_posture_and_plan_mode() {
     let described = request(server.addr, "GET", &format!("/api/sessions/{id}"), &[], "").json();
     assert_eq!(described["posture"], "yolo");
     // Under yolo the write needs no approval.
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "write"}),
-    );
+    send(&server, &id, "write");
     let seen = events.until("turn_end");
     assert!(!seen.iter().any(|e| e["type"] == "approval"), "{seen:?}");
     assert_eq!(
@@ -983,11 +960,7 @@ fn a_stored_session_resumes_after_a_restart() {
     let mut server = start(&fake, "", &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "remember me"}),
-    );
+    send(&server, &id, "remember me");
     events.until("turn_end");
     let pid = server.child.id().to_string();
     assert!(std::process::Command::new("kill")
@@ -1023,11 +996,7 @@ fn a_stored_session_resumes_after_a_restart() {
         "{history}"
     );
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "and now?"}),
-    );
+    send(&server, &id, "and now?");
     assert_eq!(text_of(&events.until("turn_end")), "second answer");
     // The second request carried the first turn.
     let last = &fake.requests()[1].body;
@@ -1072,11 +1041,7 @@ fn last_user_text(fake: &FakeOpenAI, n: usize) -> String {
 
 /// Sends `text` to a session and returns the events of its turn.
 fn prompt(server: &Server, events: &mut Events, id: &str, text: &str) -> Vec<Value> {
-    let sent = post(
-        server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({ "text": text }),
-    );
+    let sent = send(server, id, text);
     assert_eq!(sent.status, 200, "{}", sent.body);
     events.until("turn_end")
 }
@@ -1455,13 +1420,7 @@ fn slash_commands_typed_in_the_page_run_on_the_server_and_never_reach_the_model(
     let server = start(&fake, &second_model(&fake), &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    let send = |text: &str| {
-        post(
-            &server,
-            &format!("/api/sessions/{id}/messages"),
-            json!({ "text": text }),
-        )
-    };
+    let send = |text: &str| send(&server, &id, text);
     let unknown = send("/nope now");
     assert_eq!(unknown.status, 400, "{}", unknown.body);
     assert!(
@@ -1855,11 +1814,7 @@ fn an_ask_card_is_answered_over_http_with_an_option_or_free_text() {
     let server = start(&fake, "", &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "set up storage"}),
-    );
+    send(&server, &id, "set up storage");
     let asked = events.until("ask_request").pop().unwrap();
     assert_eq!(asked["question"], "Which database should I use?", "{asked}");
     assert_eq!(asked["options"], json!(["Postgres", "SQLite"]), "{asked}");
@@ -1910,11 +1865,7 @@ fn an_ask_card_is_answered_over_http_with_an_option_or_free_text() {
     assert_eq!(again.status, 409, "{}", again.body);
 
     // The second time, in the user's own words.
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "ask me again"}),
-    );
+    send(&server, &id, "ask me again");
     let asked = events.until("ask_request").pop().unwrap();
     let n = asked["id"].as_u64().unwrap();
     let answered = post(
@@ -1952,11 +1903,7 @@ fn a_plan_review_is_answered_over_http_approve_ends_plan_mode_and_keep_planning_
     assert_eq!(events.until("plan_mode").last().unwrap()["planning"], true);
 
     // Keep planning, with feedback: the model reads it, and the session is still planning.
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "write b.txt"}),
-    );
+    send(&server, &id, "write b.txt");
     let review = events.until("plan_review").pop().unwrap();
     assert_eq!(review["plan"], PLAN, "{review}");
     let n = review["id"].as_u64().expect("a review id");
@@ -1984,11 +1931,7 @@ fn a_plan_review_is_answered_over_http_approve_ends_plan_mode_and_keep_planning_
     assert_eq!(described["planning"], true, "{described}");
 
     // Approve: the model is told, and plan mode is off for the session.
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "how about now"}),
-    );
+    send(&server, &id, "how about now");
     let n = events.until("plan_review").pop().unwrap()["id"]
         .as_u64()
         .unwrap();
@@ -2305,11 +2248,7 @@ fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
     );
     // The streams already open keep streaming: the newest and the oldest see a whole turn.
     let id = &ids[0];
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "are you there"}),
-    );
+    send(&server, id, "are you there");
     for n in [MAX_STREAMS_PER_SESSION - 1, 0] {
         assert_eq!(text_of(&first[n].until("turn_end")), "still streaming");
     }
@@ -2324,11 +2263,7 @@ fn event_streams_are_capped_per_session_and_in_all_with_a_clear_503() {
         &format!("the server already has {MAX_STREAMS} open event streams, the most it serves; close some tabs"),
     );
     let id = &ids[1];
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "and you"}),
-    );
+    send(&server, id, "and you");
     assert_eq!(text_of(&rest[0].until("turn_end")), "still streaming too");
     // Closed tabs give their places back, to any session.
     drop(first);
@@ -2639,11 +2574,7 @@ fn a_turn_end_carries_the_status_line_figures() {
     let server = start_in(home, Dir::new(), &[]);
     let id = new_session(&server);
     let mut events = Events::open(&server, &id);
-    post(
-        &server,
-        &format!("/api/sessions/{id}/messages"),
-        json!({"text": "what does it cost"}),
-    );
+    send(&server, &id, "what does it cost");
     let end = events.until("turn_end").pop().unwrap();
     let status = &end["status"];
     assert_eq!(status["prompt_tokens"], 1000, "{status}");
