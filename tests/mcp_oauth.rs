@@ -866,6 +866,14 @@ fn the_chat_offers_the_login_on_first_use_and_the_tools_arrive_without_blocking_
 /// The Client ID Metadata Document the CIMD tests configure.
 const CLIENT_DOCUMENT: &str = "https://client.example/reasonix.json";
 
+/// The `grant_type` of every token request the server got, in order.
+fn grant_types(seen: &Arc<Mutex<Vec<Req>>>) -> Vec<String> {
+    requests(seen, "/token")
+        .iter()
+        .map(|r| r.form()["grant_type"].clone())
+        .collect()
+}
+
 /// Logs in through the browser to a server that supports CIMD, configured with `oauth`: the
 /// server's record of requests, and the home and workspace for further calls.
 fn logged_in_to_a_cimd_server(oauth: &str) -> (Arc<Mutex<Vec<Req>>>, Dir, Dir) {
@@ -1022,10 +1030,7 @@ fn a_revoked_token_whose_refresh_fails_tells_to_log_in_again() {
         out.stderr.contains("reasonix mcp login vault"),
         "and so is the person: {out:?}"
     );
-    let grants: Vec<String> = requests(&seen, "/token")
-        .iter()
-        .map(|r| r.form()["grant_type"].clone())
-        .collect();
+    let grants = grant_types(&seen);
     assert_eq!(
         grants,
         ["authorization_code", "refresh_token"],
@@ -1141,10 +1146,7 @@ fn tokens_never_reach_project_files_logs_sessions_or_output() {
     }
     // Each revoked token was refreshed (in the run, then in `mcp call`), so several access
     // tokens and the refresh token passed through the client.
-    let grants: Vec<String> = requests(&seen, "/token")
-        .iter()
-        .map(|r| r.form()["grant_type"].clone())
-        .collect();
+    let grants = grant_types(&seen);
     assert_eq!(
         grants,
         ["authorization_code", "refresh_token", "refresh_token"]
