@@ -13,6 +13,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "leaves",
         &[
             "text", "clock", "cancel", "fsutil", "platform", "hash", "sort", "i18n", "toml",
+            "base64",
         ],
     ),
     ("provider", &["provider"]),

@@ -1368,6 +1368,16 @@ fn bench_stream_tokens_per_second() {
 /// stream and reports each accepted connection. A request whose body mentions "hold" gets
 /// no answer; its arrival is reported on the second channel.
 fn keep_alive_server() -> (String, mpsc::Receiver<()>, mpsc::Receiver<()>) {
+    server_closing_after_replies("", false)
+}
+
+/// [`keep_alive_server`] with `extra` header lines in every reply and, when `close`, the
+/// connection closed after each reply, as a server whose keep-alive timeout is shorter than
+/// the pause between two requests does.
+fn server_closing_after_replies(
+    extra: &'static str,
+    close: bool,
+) -> (String, mpsc::Receiver<()>, mpsc::Receiver<()>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -1403,10 +1413,14 @@ fn keep_alive_server() -> (String, mpsc::Receiver<()>, mpsc::Receiver<()>) {
                 }
                 let sse = format!("{}{}{}", sse_text("ok"), sse_finish("stop"), done());
                 let reply = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{sse}\r\n0\r\n\r\n",
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{extra}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{sse}\r\n0\r\n\r\n",
                     sse.len()
                 );
                 stream.write_all(reply.as_bytes()).unwrap();
+                if close {
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
             });
         }
     });
@@ -1455,6 +1469,32 @@ fn consecutive_requests_reuse_one_connection_and_a_cancel_starts_a_fresh_one() {
     connections
         .recv_timeout(Duration::from_secs(10))
         .expect("after a cancel the next request connects anew");
+}
+
+#[test]
+fn a_kept_connection_the_server_closed_is_replaced_without_a_retry() {
+    for (extra, why) in [
+        ("", "closed while idle"),
+        ("Connection: close\r\n", "announced close"),
+    ] {
+        let (url, connections, _) = server_closing_after_replies(extra, true);
+        let provider = provider::build(settings(&url)).unwrap();
+        for turn in 0..3 {
+            let mut retries = Vec::new();
+            let chunks: Vec<Chunk> = provider
+                .stream(&request(), &CancelToken::new(), &mut |r| {
+                    retries.push(r.reason.clone())
+                })
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(text_of(&chunks), "ok", "{why}, turn {turn}");
+            assert!(retries.is_empty(), "{why}, turn {turn}: {retries:?}");
+            connections
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("{why}: turn {turn} has its own connection"));
+        }
+    }
 }
 
 /// A loopback port with nothing listening: connecting to it is refused at once.

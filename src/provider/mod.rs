@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 
+pub mod http;
 pub mod net;
 pub mod openai;
 pub mod proxy;
@@ -446,6 +447,7 @@ pub trait Provider: Send + Sync {
 pub enum Cause {
     Io(std::io::Error),
     Transport(ureq::Error),
+    Http(http::HttpError),
     Json(serde_json::Error),
 }
 
@@ -454,6 +456,7 @@ impl Cause {
         match self {
             Cause::Io(err) => err,
             Cause::Transport(err) => err,
+            Cause::Http(err) => err,
             Cause::Json(err) => err,
         }
     }
@@ -468,6 +471,12 @@ impl fmt::Display for Cause {
 impl From<std::io::Error> for Cause {
     fn from(err: std::io::Error) -> Self {
         Cause::Io(err)
+    }
+}
+
+impl From<http::HttpError> for Cause {
+    fn from(err: http::HttpError) -> Self {
+        Cause::Http(err)
     }
 }
 
@@ -549,7 +558,7 @@ pub enum ProviderError {
         url: String,
         provider: String,
         attempts: u32,
-        source: Box<ureq::Error>,
+        source: Box<http::HttpError>,
     },
     /// The stream broke: cut off, malformed, idle for too long.
     Stream(Detail),
@@ -742,7 +751,10 @@ mod tests {
             url: "https://api.example.invalid/v1/models".into(),
             provider: "p".into(),
             attempts: 3,
-            source: Box::new(ureq::Error::HostNotFound),
+            source: Box::new(http::HttpError::Resolve {
+                host: "api.example.invalid".into(),
+                detail: "no addresses".into(),
+            }),
         };
         assert_eq!(
             err.to_string(),
@@ -751,7 +763,7 @@ mod tests {
         );
         assert!(err
             .source()
-            .and_then(|s| s.downcast_ref::<ureq::Error>())
+            .and_then(|s| s.downcast_ref::<http::HttpError>())
             .is_some());
     }
 }

@@ -1,27 +1,30 @@
-//! HTTP transport for providers: TLS trust roots, one ureq agent per exchange (so a cancel
-//! can shut exactly that exchange down), and the retry loop that runs until a response body
-//! starts.
+//! HTTP transport for providers: TLS trust roots, the connection kept for the next
+//! request, and the retry loop that runs until a response body starts.
 //!
-//! What the bytes mean is left to `openai`; when to retry and how long to wait, to `retry`;
-//! which proxy to use, to `proxy`.
+//! The requests go through the provider's own HTTP/1.1 client (`http`); what the bytes mean
+//! is left to `openai`; when to retry and how long to wait, to `retry`; which proxy to use,
+//! to `proxy`. MCP servers and OAuth take a ureq agent from here ([`Net::agent`]) with the
+//! same roots and proxy rules.
 //! Nothing else in the crate opens a network connection to a model server.
 
 use std::io::Read;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use ureq::http::Uri;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
-use ureq::{Agent, BodyReader};
+use ureq::Agent;
 
+use super::http::{self, HttpError, Idle};
 use super::proxy::proxy_for;
 use super::retry;
 use super::{Cause, Detail, ProviderError, ProviderSettings, Retry, RetryPolicy};
 use crate::cancel::{CancelToken, HookGuard};
 
-/// The read and write buffers of one connection (see [`Net::agent`]).
+/// The read and write buffers of one ureq connection (see [`Net::agent`]).
 const IO_BUFFER_INPUT: usize = 64 * 1024;
 const IO_BUFFER_OUTPUT: usize = 16 * 1024;
 
@@ -41,27 +44,30 @@ const SYSTEM_BUNDLES: &[&str] = &[
 ];
 
 /// Everything needed to open connections for one provider, built once.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Net {
     tls: TlsConfig,
+    /// The roots again, for the provider's own client, whose TLS configuration is built on
+    /// the first https connection (parsing a bundle of roots costs milliseconds at start-up).
+    root_certs: RootCerts,
+    tls_client: Arc<OnceLock<Result<Arc<rustls::ClientConfig>, String>>>,
     roots: Arc<str>,
     connect_timeout: Duration,
-    /// The agent whose connection pool later requests reuse (keep-alive saves a TLS
-    /// handshake per turn). A cancel shuts it down and empties the slot, so the next
-    /// request starts a fresh one.
-    pooled: Arc<Mutex<Option<Pooled>>>,
+    /// The connection the next request reuses (keep-alive saves a TLS handshake per turn).
+    /// A cancel empties it, so the next request starts afresh.
+    idle: Idle,
     /// Some HTTP response has arrived through this transport: from then on a refused
     /// connection is a hiccup worth the full backoff, not a server that is not there.
     contacted: Arc<AtomicBool>,
 }
 
-#[derive(Debug)]
-struct Pooled {
-    url: String,
-    limits: Limits,
-    agent: Agent,
-    /// Tells this agent apart from a later one in the same slot.
-    generation: u64,
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net")
+            .field("roots", &self.roots)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Per-exchange limits on top of the connect timeout.
@@ -93,12 +99,12 @@ pub struct Exchange<'a> {
     pub provider: &'a str,
 }
 
-/// A 2xx response whose body is ready to read. Dropping it closes the connection.
+/// A 2xx response whose body is ready to read. Dropping it before the end closes the
+/// connection; reading it to the end keeps the connection for the next request.
 pub struct OpenBody {
     pub status: u16,
     pub content_type: Option<String>,
-    pub reader: BodyReader<'static>,
-    _agent: Agent,
+    pub reader: http::Body,
     _shutdown_on_cancel: HookGuard,
 }
 
@@ -121,6 +127,15 @@ impl Failure {
     }
 }
 
+/// Where one exchange's request goes: the server, the proxy in between, and the key under
+/// which its connection is kept.
+struct Route {
+    uri: Uri,
+    target: http::Target,
+    proxy: Option<ureq::Proxy>,
+    key: String,
+}
+
 impl Net {
     /// Transport for talking to `url`. Trust roots are loaded only for https, so a broken
     /// CA setup never stands between the user and a plain-http local model server.
@@ -141,10 +156,12 @@ impl Net {
             (RootCerts::WebPki, "not used (plain http)".to_string())
         };
         Ok(Net {
-            tls: TlsConfig::builder().root_certs(roots).build(),
+            tls: TlsConfig::builder().root_certs(roots.clone()).build(),
+            root_certs: roots,
+            tls_client: Arc::default(),
             roots: description.into(),
             connect_timeout,
-            pooled: Arc::default(),
+            idle: Arc::default(),
             contacted: Arc::default(),
         })
     }
@@ -154,28 +171,7 @@ impl Net {
         &self.roots
     }
 
-    /// The agent for an exchange with `url`: the pooled one when it was built for the same
-    /// URL and limits, else a new one that becomes the pooled one.
-    fn pooled_agent(&self, url: &str, limits: Limits) -> Result<(Agent, u64), ProviderError> {
-        static GENERATION: AtomicU64 = AtomicU64::new(0);
-        let mut slot = self.pooled.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pooled) = slot.as_ref() {
-            if pooled.url == url && pooled.limits == limits {
-                return Ok((pooled.agent.clone(), pooled.generation));
-            }
-        }
-        let agent = self.agent(url, limits)?;
-        let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
-        *slot = Some(Pooled {
-            url: url.to_string(),
-            limits,
-            agent: agent.clone(),
-            generation,
-        });
-        Ok((agent, generation))
-    }
-
-    /// A fresh agent for one exchange with `url`.
+    /// A fresh ureq agent for an exchange with `url` (MCP servers and OAuth).
     pub fn agent(&self, url: &str, limits: Limits) -> Result<Agent, ProviderError> {
         let uri = parse_url(url)?;
         let proxy = proxy_for(&uri, &env_lookup)?;
@@ -192,15 +188,42 @@ impl Net {
             .user_agent("")
             .accept("")
             // ureq's defaults are 128 KiB each, zero-filled per connection: 256 KiB touched
-            // for every new connection (a server that closes them makes one a round), held
-            // twice while an old connection's buffers are not yet freed. A body is streamed
-            // through the output buffer (a 0.25 MB body takes 16 writes) and a stream is
-            // read in pieces; the input buffer still holds the largest response head ureq
-            // accepts (`max_response_header_size`, 64 KiB).
+            // for every new connection, held twice while an old connection's buffers are not
+            // yet freed. The input buffer still holds the largest response head ureq accepts
+            // (`max_response_header_size`, 64 KiB).
             .input_buffer_size(IO_BUFFER_INPUT)
             .output_buffer_size(IO_BUFFER_OUTPUT)
             .build();
         Ok(Agent::new_with_config(config))
+    }
+
+    fn route(&self, url: &str) -> Result<Route, ProviderError> {
+        let uri = parse_url(url)?;
+        let proxy = proxy_for(&uri, &env_lookup)?;
+        let target = http::Target::new(&uri);
+        let key = format!(
+            "{}://{} via {}",
+            uri.scheme_str().unwrap_or(""),
+            target.host_port(),
+            proxy
+                .as_ref()
+                .map(|p| p.uri().to_string())
+                .unwrap_or_default()
+        );
+        Ok(Route {
+            uri,
+            target,
+            proxy,
+            key,
+        })
+    }
+
+    /// The TLS configuration of the provider's client, built once.
+    fn tls_client(&self) -> Result<Arc<rustls::ClientConfig>, ProviderError> {
+        self.tls_client
+            .get_or_init(|| http::client_config(&self.root_certs).map_err(|e| e.to_string()))
+            .clone()
+            .map_err(|e| ProviderError::Config(format!("TLS setup failed: {e}").into()))
     }
 
     /// Runs `exchange`, retrying retryable failures with backoff until a 2xx response head
@@ -214,79 +237,88 @@ impl Net {
         cancel: &CancelToken,
         on_retry: &mut dyn FnMut(Retry, &Failure),
     ) -> Result<OpenBody, Failure> {
+        let route = self
+            .route(exchange.url)
+            .map_err(Failure::without_response)?;
+        let needs_tls = route.uri.scheme_str() == Some("https")
+            || route
+                .proxy
+                .as_ref()
+                .is_some_and(|p| p.protocol() == ureq::ProxyProtocol::Https);
+        let tls = match needs_tls {
+            true => Some(self.tls_client().map_err(Failure::without_response)?),
+            false => None,
+        };
         let mut attempt = 0u32;
         loop {
             if cancel.is_cancelled() {
                 return Err(Failure::without_response(ProviderError::Cancelled));
             }
-            let (agent, generation) = self
-                .pooled_agent(exchange.url, exchange.limits)
-                .map_err(Failure::without_response)?;
+            // The socket of this attempt, for a cancel to shut down from its thread.
+            let live: Arc<Mutex<Option<TcpStream>>> = Arc::default();
             let guard = {
-                let agent = agent.clone();
-                let pooled = Arc::clone(&self.pooled);
+                let live = Arc::clone(&live);
+                let idle = Arc::clone(&self.idle);
                 cancel.on_cancel(move || {
-                    // Shut down exactly this agent; a newer pooled one is not ours to kill.
-                    let mut slot = pooled.lock().unwrap_or_else(|p| p.into_inner());
-                    if slot.as_ref().is_some_and(|p| p.generation == generation) {
-                        *slot = None;
+                    if let Some(socket) = live.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                        http::shut(socket);
                     }
-                    drop(slot);
-                    agent.shutdown()
+                    idle.lock().unwrap_or_else(|p| p.into_inner()).take();
                 })
             };
-            let (failed, retry_after) = match send_once(&agent, exchange) {
-                Ok(response) if response.status().is_success() => {
-                    self.contacted.store(true, Ordering::Relaxed);
-                    return Ok(open_body(response, agent, guard));
-                }
-                Ok(response) => {
-                    self.contacted.store(true, Ordering::Relaxed);
-                    let failed = http_failure(response, exchange.api_key_env);
-                    let status = failed.status;
-                    if !retry::is_retryable_status(status) || attempt >= policy.max_retries {
-                        return Err(gave_up(failed.into_failure(), attempt));
+            let (failed, retry_after) =
+                match self.attempt(exchange, &route, tls.as_ref(), &live, cancel) {
+                    Ok(response) if (200..300).contains(&response.head.status) => {
+                        self.contacted.store(true, Ordering::Relaxed);
+                        return Ok(open_body(response, guard));
                     }
-                    let retry_after = failed.retry_after.clone();
-                    (failed.into_failure(), retry_after)
-                }
-                Err(_) if cancel.is_cancelled() => {
-                    return Err(Failure::without_response(ProviderError::Cancelled));
-                }
-                Err(err) if is_unreachable(&err) && !self.contacted.load(Ordering::Relaxed) => {
-                    let quick = policy
-                        .max_retries
-                        .min(retry::FIRST_CONTACT_WAITS.len() as u32);
-                    if attempt >= quick {
-                        return Err(Failure::without_response(ProviderError::Unreachable {
-                            url: exchange.url.to_string(),
-                            provider: exchange.provider.to_string(),
-                            attempts: attempt + 1,
-                            source: Box::new(err),
-                        }));
+                    Ok(response) => {
+                        self.contacted.store(true, Ordering::Relaxed);
+                        let failed = http_failure(response, exchange.api_key_env);
+                        let status = failed.status;
+                        if !retry::is_retryable_status(status) || attempt >= policy.max_retries {
+                            return Err(gave_up(failed.into_failure(), attempt));
+                        }
+                        let retry_after = failed.retry_after.clone();
+                        (failed.into_failure(), retry_after)
                     }
-                    drop(guard);
-                    let wait = retry::FIRST_CONTACT_WAITS[attempt as usize];
-                    if retry::sleep(wait, cancel).is_err() {
+                    Err(_) if cancel.is_cancelled() => {
                         return Err(Failure::without_response(ProviderError::Cancelled));
                     }
-                    attempt += 1;
-                    continue;
-                }
-                Err(err) => {
-                    let retryable = is_retryable_transport_error(&err);
-                    let detail = describe_transport_error(&err, exchange.url);
-                    let error = match is_dropped_after_connect(&err) {
-                        true => ProviderError::Dropped(Detail::caused(detail, err)),
-                        false => ProviderError::Connect(Detail::caused(detail, err)),
-                    };
-                    let failure = Failure::without_response(error);
-                    if !retryable || attempt >= policy.max_retries {
-                        return Err(gave_up(failure, attempt));
+                    Err(err) if err.is_unreachable() && !self.contacted.load(Ordering::Relaxed) => {
+                        let quick = policy
+                            .max_retries
+                            .min(retry::FIRST_CONTACT_WAITS.len() as u32);
+                        if attempt >= quick {
+                            return Err(Failure::without_response(ProviderError::Unreachable {
+                                url: exchange.url.to_string(),
+                                provider: exchange.provider.to_string(),
+                                attempts: attempt + 1,
+                                source: Box::new(err),
+                            }));
+                        }
+                        drop(guard);
+                        let wait = retry::FIRST_CONTACT_WAITS[attempt as usize];
+                        if retry::sleep(wait, cancel).is_err() {
+                            return Err(Failure::without_response(ProviderError::Cancelled));
+                        }
+                        attempt += 1;
+                        continue;
                     }
-                    (failure, None)
-                }
-            };
+                    Err(err) => {
+                        let retryable = err.is_retryable();
+                        let detail = describe_http_error(&err, exchange.url);
+                        let error = match err.is_dropped_after_connect() {
+                            true => ProviderError::Dropped(Detail::caused(detail, err)),
+                            false => ProviderError::Connect(Detail::caused(detail, err)),
+                        };
+                        let failure = Failure::without_response(error);
+                        if !retryable || attempt >= policy.max_retries {
+                            return Err(gave_up(failure, attempt));
+                        }
+                        (failure, None)
+                    }
+                };
             drop(guard);
             let wait = retry::delay(policy, attempt, retry_after.as_deref(), SystemTime::now());
             let retry = Retry {
@@ -302,76 +334,67 @@ impl Net {
             attempt += 1;
         }
     }
-}
 
-fn send_once(
-    agent: &Agent,
-    exchange: &Exchange<'_>,
-) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
-    match exchange.method {
-        Method::Get => {
-            let mut request = agent.get(exchange.url);
-            for (name, value) in exchange.headers {
-                request = request.header(name.as_str(), value.as_str());
+    /// One attempt: on the kept connection when there is one for this route, and on a fresh
+    /// one when there is none or the kept one turns out to have been closed by the server
+    /// while it waited (no byte of an answer came back).
+    fn attempt(
+        &self,
+        exchange: &Exchange<'_>,
+        route: &Route,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+        live: &Mutex<Option<TcpStream>>,
+        cancel: &CancelToken,
+    ) -> Result<http::Response, HttpError> {
+        let request = http::Request {
+            method: match exchange.method {
+                Method::Get => "GET",
+                Method::Post => "POST",
+            },
+            target: &route.target,
+            fields: exchange.headers,
+            body: (exchange.method == Method::Post).then_some(exchange.body),
+        };
+        let limits = (exchange.limits.per_read, exchange.limits.total);
+        let mut watch = |socket: &TcpStream| {
+            *live.lock().unwrap_or_else(|p| p.into_inner()) = socket.try_clone().ok();
+            if cancel.is_cancelled() {
+                http::shut(socket);
             }
-            request.call()
-        }
-        Method::Post => {
-            let mut request = agent.post(exchange.url);
-            for (name, value) in exchange.headers {
-                request = request.header(name.as_str(), value.as_str());
+        };
+        let kept = self
+            .idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .filter(|conn| conn.key == route.key);
+        if let Some(conn) = kept {
+            if let Some(socket) = conn.socket() {
+                watch(socket);
             }
-            let length: usize = exchange.body.iter().map(|part| part.len()).sum();
-            // An explicit length keeps the body length-delimited, as one slice would be:
-            // some local servers refuse chunked requests.
-            let mut parts = Parts::new(exchange.body);
-            request
-                .header("content-length", length.to_string())
-                .send(ureq::SendBody::from_reader(&mut parts))
+            match http::exchange(conn, &request, limits, Some(Arc::clone(&self.idle))) {
+                Ok(response) => return Ok(response),
+                Err((_, false)) if !cancel.is_cancelled() => {}
+                Err((err, _)) => return Err(err),
+            }
         }
+        let conn = http::open(
+            &route.target,
+            route.proxy.as_ref(),
+            tls,
+            self.connect_timeout,
+            route.key.clone(),
+            &mut watch,
+        )?;
+        http::exchange(conn, &request, limits, Some(Arc::clone(&self.idle))).map_err(|(err, _)| err)
     }
 }
 
-/// Reads consecutive byte slices as one stream.
-struct Parts<'a> {
-    rest: &'a [&'a [u8]],
-    at: usize,
-}
-
-impl<'a> Parts<'a> {
-    fn new(parts: &'a [&'a [u8]]) -> Self {
-        Parts { rest: parts, at: 0 }
-    }
-}
-
-impl Read for Parts<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while let Some((part, later)) = self.rest.split_first() {
-            if self.at < part.len() {
-                let n = buf.len().min(part.len() - self.at);
-                buf[..n].copy_from_slice(&part[self.at..self.at + n]);
-                self.at += n;
-                return Ok(n);
-            }
-            self.rest = later;
-            self.at = 0;
-        }
-        Ok(0)
-    }
-}
-
-fn open_body(
-    response: ureq::http::Response<ureq::Body>,
-    agent: Agent,
-    guard: HookGuard,
-) -> OpenBody {
-    let status = response.status().as_u16();
-    let content_type = header(&response, "content-type");
+fn open_body(response: http::Response, guard: HookGuard) -> OpenBody {
     OpenBody {
-        status,
-        content_type,
-        reader: response.into_body().into_reader(),
-        _agent: agent,
+        status: response.head.status,
+        content_type: response.head.get("content-type").map(str::to_string),
+        reader: response.body,
         _shutdown_on_cancel: guard,
     }
 }
@@ -403,17 +426,13 @@ impl HttpFailure {
     }
 }
 
-fn http_failure(response: ureq::http::Response<ureq::Body>, api_key_env: &str) -> HttpFailure {
-    let status = response.status().as_u16();
-    let retry_after = header(&response, "retry-after");
-    let location = header(&response, "location");
+fn http_failure(response: http::Response, api_key_env: &str) -> HttpFailure {
+    let status = response.head.status;
+    let retry_after = response.head.get("retry-after").map(str::to_string);
+    let location = response.head.get("location").map(str::to_string);
     let mut raw = Vec::new();
     // The body only feeds the message; a read error leaves whatever arrived.
-    let _ = response
-        .into_body()
-        .into_reader()
-        .take(ERROR_BODY_LIMIT)
-        .read_to_end(&mut raw);
+    let _ = response.body.take(ERROR_BODY_LIMIT).read_to_end(&mut raw);
     let body = String::from_utf8_lossy(&raw).into_owned();
     let error = status_error(status, &body, api_key_env, location.as_deref());
     HttpFailure {
@@ -506,51 +525,33 @@ fn gave_up(mut failure: Failure, retries: u32) -> Failure {
     failure
 }
 
-/// Nothing listens at the address, or the name does not resolve: on first contact that is a
-/// wrong `base_url` or a server that is not running, not a passing failure.
-fn is_unreachable(err: &ureq::Error) -> bool {
-    is_name_error(err)
-        || matches!(err, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
+/// The host name does not resolve.
+pub(crate) fn is_name_error(err: &HttpError) -> bool {
+    matches!(err, HttpError::Resolve { .. })
 }
 
-/// The host name does not resolve. ureq reports an empty answer as `HostNotFound`, but a
-/// failed lookup as the I/O error std's resolver gives, which has no stable kind.
-pub(crate) fn is_name_error(err: &ureq::Error) -> bool {
+/// A one-line account of a failed provider exchange that names the fix when there is one.
+pub fn describe_http_error(err: &HttpError, url: &str) -> String {
+    let host = parse_url(url)
+        .ok()
+        .and_then(|u| u.authority().map(|a| a.to_string()))
+        .unwrap_or_else(|| url.to_string());
     match err {
-        ureq::Error::HostNotFound => true,
-        ureq::Error::Io(io) => io.to_string().starts_with("failed to lookup address"),
-        _ => false,
-    }
-}
-
-/// The connection was up when it failed: the peer closed or reset it, or the wait for the
-/// reply timed out. A refused connection, a failed lookup or handshake is not.
-fn is_dropped_after_connect(err: &ureq::Error) -> bool {
-    use std::io::ErrorKind;
-    use ureq::Timeout;
-    match err {
-        ureq::Error::Io(io) => matches!(
-            io.kind(),
-            ErrorKind::UnexpectedEof
-                | ErrorKind::ConnectionReset
-                | ErrorKind::ConnectionAborted
-                | ErrorKind::BrokenPipe
+        HttpError::Tls(tls) if err.is_certificate() => format!(
+            "TLS with {host} failed: {tls}; for a private CA set ca_file in the provider config"
         ),
-        ureq::Error::Timeout(t) => matches!(
-            t,
-            Timeout::SendRequest | Timeout::SendBody | Timeout::RecvResponse
-        ),
-        _ => false,
-    }
-}
-
-fn is_retryable_transport_error(err: &ureq::Error) -> bool {
-    use ureq::Timeout;
-    match err {
-        ureq::Error::Io(io) => !is_certificate_error(io),
-        ureq::Error::ConnectionFailed | ureq::Error::BodyStalled => true,
-        ureq::Error::Timeout(t) => !matches!(t, Timeout::Global),
-        _ => false,
+        HttpError::Tls(tls) => format!("TLS with {host} failed: {tls}"),
+        HttpError::Connect(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            format!("{host} refused the connection; is the server running?")
+        }
+        HttpError::Resolve { .. } => format!("cannot resolve host {host}; check base_url"),
+        HttpError::Proxy(detail) => {
+            format!("proxy refused the tunnel to {host}: {detail}; check HTTPS_PROXY/HTTP_PROXY")
+        }
+        HttpError::Header(detail) => {
+            format!("{detail}; fix the provider's headers in the configuration")
+        }
+        other => format!("{host}: {other}"),
     }
 }
 
@@ -705,25 +706,6 @@ fn unreadable_certs(what: String, cause: Cause) -> ProviderError {
 mod tests {
     use super::super::proxy::env_of;
     use super::*;
-
-    #[test]
-    fn parts_read_as_one_stream_whatever_the_buffer_size() {
-        let parts: [&[u8]; 4] = [b"{\"a\":[", b"", b"1,2,3", b"]}"];
-        for size in 1..12 {
-            let mut reader = Parts::new(&parts);
-            let mut out = Vec::new();
-            let mut buf = vec![0u8; size];
-            loop {
-                let n = reader.read(&mut buf).unwrap();
-                if n == 0 {
-                    break;
-                }
-                out.extend_from_slice(&buf[..n]);
-            }
-            assert_eq!(out, b"{\"a\":[1,2,3]}", "buffer of {size}");
-        }
-        assert_eq!(Parts::new(&[]).read(&mut [0u8; 4]).unwrap(), 0);
-    }
 
     #[test]
     fn urls_must_be_http_or_https() {

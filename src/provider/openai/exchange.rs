@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::super::http::{self, Waited};
 use super::super::net::{Exchange, Failure, Limits, Method, Net, OpenBody};
 use super::super::record::{self, RecordedExchange, Recorder};
 use super::super::retry;
@@ -410,14 +411,13 @@ impl Job {
         if self.abort.is_cancelled() {
             return ProviderError::Cancelled;
         }
-        let err = ureq::Error::from(err);
-        let text = match &err {
-            ureq::Error::Timeout(ureq::Timeout::PerRead) => format!(
+        let text = match http::waited(&err) {
+            Some(Waited::Read(_)) => format!(
                 "no data from the server for {}; the stream looks stalled \
                  (raise timeouts.idle_stream if the model thinks that long)",
                 retry::describe_wait(self.idle)
             ),
-            other => format!("the connection broke after {received} bytes of the reply: {other}"),
+            _ => format!("the connection broke after {received} bytes of the reply: {err}"),
         };
         ProviderError::Stream(Detail::caused(text, err))
     }

@@ -12,6 +12,7 @@
 //! judged by its first bytes, never by its name. A model not marked `vision = true` gets an
 //! error naming that key: a text-only server would reject the whole request.
 
+use crate::base64::base64;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::{json, Value};
@@ -115,26 +116,6 @@ fn sniff(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Standard base64 with padding (RFC 4648 section 4), as `data:` URLs take it.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let sextet = |shift: u32| char::from(ALPHABET[((n >> shift) & 63) as usize]);
-        out.push(sextet(18));
-        out.push(sextet(12));
-        out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
-        out.push(if chunk.len() > 2 { sextet(0) } else { '=' });
-    }
-    out
-}
-
 /// How the message carrying a round's images begins: it is the tool's, not a user turn.
 const ATTACHMENT_PREFIX: &str = "[view_image: ";
 
@@ -212,22 +193,6 @@ impl Tray {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc_4648_vectors() {
-        for (input, expected) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(input.as_bytes()), expected, "{input:?}");
-        }
-        assert_eq!(base64(&[0xff, 0xfe, 0xfd]), "//79");
-    }
 
     #[test]
     fn formats_are_judged_by_their_magic_bytes() {
