@@ -132,24 +132,47 @@ fn escape_mask(word: u64) -> u64 {
     (control | quote | backslash) & HIGHS
 }
 
-/// The first byte at or after `at` that needs escaping, or the end of `bytes`.
+/// The first byte at or after `at` that needs escaping, or the end of `bytes`: where a plain
+/// run of a JSON string ends, whether it is being written or read.
 #[inline(always)]
-fn clean_run_end(bytes: &[u8], mut at: usize) -> usize {
+pub fn clean_run_end(bytes: &[u8], mut at: usize) -> usize {
     while let Some(chunk) = bytes.get(at..at + 8) {
-        // Read in little-endian order, so the lowest set bit is the first byte in memory.
-        // (The conversion cannot fail on eight bytes; a zero word would only stop the scan
-        // here for the byte loop below to look at.)
-        let word = chunk.try_into().map_or(0, u64::from_le_bytes);
-        let mask = escape_mask(word);
+        let mask = escape_mask(word_at(chunk));
         if mask != 0 {
             return at + (mask.trailing_zeros() / 8) as usize;
         }
         at += 8;
     }
+    if at >= bytes.len() {
+        return at;
+    }
+    // Fewer than eight bytes left: the slice's last eight, when it has that many, with the
+    // ones before `at` made plain (a byte there that needs escaping would make the mask of
+    // the bytes above it inexact).
+    if let Some(last) = bytes.len().checked_sub(8) {
+        let before = 8 * (at - last);
+        let below = (1u64 << before) - 1;
+        let word = (word_at(&bytes[last..]) & !below) | ((ONES * u64::from(b'a')) & below);
+        let mask = escape_mask(word);
+        return match mask {
+            0 => bytes.len(),
+            _ => last + (mask.trailing_zeros() / 8) as usize,
+        };
+    }
     while at < bytes.len() && !needs_escape(bytes[at]) {
         at += 1;
     }
     at
+}
+
+/// The first eight bytes of `bytes` as a word, in little-endian order, so the lowest set bit
+/// of a mask is the first byte in memory. (Callers pass at least eight bytes.)
+#[inline(always)]
+fn word_at(bytes: &[u8]) -> u64 {
+    bytes
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// The escape serde_json writes for `byte`, one that [`needs_escape`].
@@ -287,6 +310,39 @@ mod tests {
             }
             check(&Value::String(text.clone()));
             check(&json!({ text.clone(): text }));
+        }
+    }
+
+    /// The word scan finds what a byte-by-byte scan finds, from every starting point (after
+    /// a byte that needs escaping too, whose borrow could spoil the mask above it), over
+    /// bytes of every value.
+    #[test]
+    fn the_word_scan_stops_where_a_byte_scan_stops() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let interesting = [
+            0u8, 0x1f, 0x20, b'"', b'\\', 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xff, b'a',
+        ];
+        for round in 0..4000 {
+            let len = rng.below(40);
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match round % 3 {
+                    0 => interesting[rng.below(interesting.len())],
+                    1 => rng.below(256) as u8,
+                    // Mostly plain, so the scan runs over whole words.
+                    _ if rng.below(12) == 0 => interesting[rng.below(5)],
+                    _ => b'a' + rng.below(26) as u8,
+                })
+                .collect();
+            for from in 0..=len {
+                let expected = (from..len)
+                    .find(|&at| needs_escape(bytes[at]))
+                    .unwrap_or(len);
+                assert_eq!(
+                    clean_run_end(&bytes, from),
+                    expected,
+                    "{bytes:?} from {from}"
+                );
+            }
         }
     }
 

@@ -138,33 +138,41 @@ impl Seen {
     }
 }
 
-/// `a == b` for slices of equal length, eight bytes at a time: musl's `memcmp`, which the
-/// static binary uses, compares one byte per step, and this runs on every streamed event.
+/// `a == b`, eight bytes at a time: musl's `memcmp`, which the static binary uses, compares
+/// one byte per step, and this runs twice on every streamed event.
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tails_equal = a_words.remainder() == b_words.remainder();
-    tails_equal
-        && a_words.zip(b_words).all(|(x, y)| {
-            u64::from_ne_bytes(x.try_into().unwrap_or_default())
-                == u64::from_ne_bytes(y.try_into().unwrap_or_default())
-        })
+    let len = a.len();
+    if len < 8 {
+        return a == b;
+    }
+    let mut at = 0;
+    while at + 8 < len {
+        if word_at(a, at) != word_at(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // The last eight bytes, overlapping the words already compared.
+    word_at(a, len - 8) == word_at(b, len - 8)
+}
+
+/// The eight bytes of `bytes` from `at` (which callers keep in bounds) as a word.
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    bytes
+        .get(at..at + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
 }
 
 /// The first `"`, `\\` or control byte at or after `from`: where a string's plain run ends.
 #[inline(always)]
 fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while at < bytes.len() {
-        let byte = bytes[at];
-        if byte == b'"' || byte == b'\\' || byte < 0x20 {
-            return Some(at);
-        }
-        at += 1;
-    }
-    None
+    let end = crate::json_write::clean_run_end(bytes, from);
+    (end < bytes.len()).then_some(end)
 }
 
 struct Cursor<'a> {
@@ -589,6 +597,20 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        for len in 0..40 {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()));
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same_bytes(&a, &b), "len {len}, changed at {at}");
+            }
+            assert!(!same_bytes(&a, &a[..len.saturating_sub(1)]) || len == 0);
         }
     }
 
