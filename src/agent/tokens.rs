@@ -100,7 +100,11 @@ pub fn estimate_text(text: &str) -> u64 {
             SPACE | BLANK => {
                 let single_space = class == SPACE;
                 at += 1;
-                let after = whitespace_run_end(text, at);
+                // Most runs are one space between words: no call to find that out.
+                let after = match class_at(at) {
+                    Some(SPACE | BLANK | NON_ASCII) => whitespace_run_end(text, at),
+                    _ => at,
+                };
                 if !single_space || after > at {
                     milli += WHITESPACE_RUN;
                 }
