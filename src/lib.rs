@@ -18,6 +18,7 @@ pub mod config;
 pub mod fsutil;
 pub mod hash;
 pub mod i18n;
+pub mod json_write;
 pub mod mcp;
 pub mod permission;
 pub mod platform;

@@ -12,7 +12,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
         &[
-            "text", "clock", "cancel", "fsutil", "platform", "hash", "sort", "i18n", "toml",
+            "text",
+            "json_write",
+            "clock",
+            "cancel",
+            "fsutil",
+            "platform",
+            "hash",
+            "sort",
+            "i18n",
+            "toml",
             "base64",
         ],
     ),

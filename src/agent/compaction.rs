@@ -512,7 +512,7 @@ fn render_transcript(history: &[Message], fold: &Fold, cap: usize) -> String {
         } else {
             ""
         };
-        let role = role_name(message.role);
+        let role = message.role.as_str();
         if !message.content.is_empty() {
             out.push_str(&format!(
                 "[{i} {role}{kept}] {}\n",
@@ -528,15 +528,6 @@ fn render_transcript(history: &[Message], fold: &Fold, cap: usize) -> String {
         }
     }
     out
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
 }
 
 /// The first `cap` bytes and a note, on a char boundary.

@@ -311,11 +311,10 @@ impl Session {
 
     /// Appends a message in memory and on disk (not yet fsynced; see [`Session::sync`]).
     pub fn push(&mut self, message: Message) -> Result<(), SessionError> {
-        let mut line = serde_json::to_string(&message).unwrap_or_default();
-        line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(io_err(&self.path))?;
+        let mut line = Vec::new();
+        message.write_json(&mut line);
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(io_err(&self.path))?;
         self.estimates.push(&message);
         self.turns += usize::from(is_turn(&message));
         self.messages.push(message);
@@ -385,9 +384,10 @@ impl Session {
     pub fn rewrite(&mut self, messages: Vec<Message>) -> Result<(), SessionError> {
         let mut text = serde_json::to_string(&self.header).unwrap_or_default();
         text.push('\n');
+        let mut text = text.into_bytes();
         for message in &messages {
-            text.push_str(&serde_json::to_string(message).unwrap_or_default());
-            text.push('\n');
+            message.write_json(&mut text);
+            text.push(b'\n');
         }
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
@@ -407,7 +407,7 @@ impl Session {
             .open(&temp)
             .map_err(io_err(&temp))?;
             lock(&file, &temp, &self.header.id)?;
-            file.write_all(text.as_bytes()).map_err(io_err(&temp))?;
+            file.write_all(&text).map_err(io_err(&temp))?;
             file.sync_all().map_err(io_err(&temp))?;
             fs::rename(&temp, &self.path).map_err(io_err(&self.path))?;
             crate::fsutil::sync_dir(&dir).map_err(io_err(&dir))?;

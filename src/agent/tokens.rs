@@ -35,47 +35,122 @@ const MESSAGE_OVERHEAD: u64 = 4;
 /// Per tool call: the call's framing, id and type.
 const CALL_OVERHEAD: u64 = 8;
 
-/// Estimated tokens of `text`.
+/// The class of each ASCII byte, for [`estimate_text`]: one load per byte instead of a call
+/// per character test (the size-optimised build does not inline them).
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const DIGIT: u8 = 3;
+const SPACE: u8 = 4;
+/// ASCII whitespace other than the space: what `char::is_whitespace` says of `\t` to `\r`.
+const BLANK: u8 = 5;
+const OTHER_ASCII: u8 = 6;
+/// A byte of a multi-byte character.
+const NON_ASCII: u8 = 0;
+
+const CLASSES: [u8; 256] = {
+    let mut classes = [NON_ASCII; 256];
+    let mut byte = 0;
+    while byte < 128 {
+        classes[byte] = match byte as u8 {
+            b'a'..=b'z' => LOWER,
+            b'A'..=b'Z' => UPPER,
+            b'0'..=b'9' => DIGIT,
+            b' ' => SPACE,
+            b'\t'..=b'\r' => BLANK,
+            _ => OTHER_ASCII,
+        };
+        byte += 1;
+    }
+    classes
+};
+
+/// Estimated tokens of `text`. ASCII is classified byte by byte (a long reply is nearly all
+/// ASCII); only a character outside it is decoded, and judged as before.
 pub fn estimate_text(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let class_at = |at: usize| bytes.get(at).map(|&byte| CLASSES[usize::from(byte)]);
     let mut milli: u64 = 0;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_alphabetic() {
-            let (mut len, mut steps, mut prev) = (1u64, 0u64, c);
-            while let Some(&next) = chars.peek().filter(|n| n.is_ascii_alphabetic()) {
-                if prev.is_ascii_lowercase() && next.is_ascii_uppercase() {
-                    steps += 1;
+    let mut at = 0;
+    while let Some(class) = class_at(at) {
+        match class {
+            LOWER | UPPER => {
+                let (start, mut steps, mut lower) = (at, 0u64, class == LOWER);
+                at += 1;
+                loop {
+                    match class_at(at) {
+                        Some(LOWER) => lower = true,
+                        Some(UPPER) => {
+                            steps += u64::from(lower);
+                            lower = false;
+                        }
+                        _ => break,
+                    }
+                    at += 1;
                 }
-                prev = next;
-                len += 1;
-                chars.next();
+                let len = (at - start) as u64;
+                milli += WORD + LONG_WORD_LETTER * len.saturating_sub(6) + CASE_STEP * steps;
             }
-            milli += WORD + LONG_WORD_LETTER * len.saturating_sub(6) + CASE_STEP * steps;
-        } else if c.is_ascii_digit() {
-            let mut len = 1u64;
-            while chars.next_if(char::is_ascii_digit).is_some() {
-                len += 1;
+            DIGIT => {
+                let start = at;
+                while class_at(at) == Some(DIGIT) {
+                    at += 1;
+                }
+                milli += DIGIT_GROUP * ((at - start) as u64).div_ceil(3);
             }
-            milli += DIGIT_GROUP * len.div_ceil(3);
-        } else if c.is_whitespace() {
-            let mut single_space = c == ' ';
-            while chars.next_if(|n| n.is_whitespace()).is_some() {
-                single_space = false;
+            SPACE | BLANK => {
+                let single_space = class == SPACE;
+                at += 1;
+                // Most runs are one space between words: no call to find that out.
+                let after = match class_at(at) {
+                    Some(SPACE | BLANK | NON_ASCII) => whitespace_run_end(text, at),
+                    _ => at,
+                };
+                if !single_space || after > at {
+                    milli += WHITESPACE_RUN;
+                }
+                at = after;
             }
-            if !single_space {
-                milli += WHITESPACE_RUN;
+            OTHER_ASCII => {
+                milli += PUNCT;
+                at += 1;
             }
-        } else if c.is_ascii() {
-            milli += PUNCT;
-        } else if is_cjk(c) {
-            milli += CJK;
-        } else if u32::from(c) > 0xFFFF {
-            milli += ASTRAL;
-        } else {
-            milli += OTHER;
+            _ => {
+                let Some(c) = text.get(at..).and_then(|rest| rest.chars().next()) else {
+                    break;
+                };
+                if c.is_whitespace() {
+                    at = whitespace_run_end(text, at + c.len_utf8());
+                    milli += WHITESPACE_RUN;
+                    continue;
+                }
+                at += c.len_utf8();
+                milli += if is_cjk(c) {
+                    CJK
+                } else if u32::from(c) > 0xFFFF {
+                    ASTRAL
+                } else {
+                    OTHER
+                };
+            }
         }
     }
     milli.div_ceil(1000)
+}
+
+/// Where the whitespace run that goes on at byte `at` of `text` ends (`at` itself if none).
+fn whitespace_run_end(text: &str, mut at: usize) -> usize {
+    let bytes = text.as_bytes();
+    while let Some(&byte) = bytes.get(at) {
+        match CLASSES[usize::from(byte)] {
+            SPACE | BLANK => at += 1,
+            NON_ASCII => match text.get(at..).and_then(|rest| rest.chars().next()) {
+                Some(c) if c.is_whitespace() => at += c.len_utf8(),
+                _ => break,
+            },
+            _ => break,
+        }
+    }
+    at
 }
 
 fn is_cjk(c: char) -> bool {
@@ -247,6 +322,148 @@ mod tests {
         kind: String,
         text: String,
         tokens: u64,
+    }
+
+    /// The estimator as it was first written, char by char: [`estimate_text`] must agree with
+    /// it on every text.
+    fn estimate_text_reference(text: &str) -> u64 {
+        let mut milli: u64 = 0;
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_ascii_alphabetic() {
+                let (mut len, mut steps, mut prev) = (1u64, 0u64, c);
+                while let Some(&next) = chars.peek().filter(|n| n.is_ascii_alphabetic()) {
+                    if prev.is_ascii_lowercase() && next.is_ascii_uppercase() {
+                        steps += 1;
+                    }
+                    prev = next;
+                    len += 1;
+                    chars.next();
+                }
+                milli += WORD + LONG_WORD_LETTER * len.saturating_sub(6) + CASE_STEP * steps;
+            } else if c.is_ascii_digit() {
+                let mut len = 1u64;
+                while chars.next_if(char::is_ascii_digit).is_some() {
+                    len += 1;
+                }
+                milli += DIGIT_GROUP * len.div_ceil(3);
+            } else if c.is_whitespace() {
+                let mut single_space = c == ' ';
+                while chars.next_if(|n| n.is_whitespace()).is_some() {
+                    single_space = false;
+                }
+                if !single_space {
+                    milli += WHITESPACE_RUN;
+                }
+            } else if c.is_ascii() {
+                milli += PUNCT;
+            } else if is_cjk(c) {
+                milli += CJK;
+            } else if u32::from(c) > 0xFFFF {
+                milli += ASTRAL;
+            } else {
+                milli += OTHER;
+            }
+        }
+        milli.div_ceil(1000)
+    }
+
+    /// A small deterministic generator, so a failure is reproducible.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// Pieces of every class the estimator tells apart, whitespace of both kinds included.
+    const PIECES: &[&str] = &[
+        "a",
+        "word",
+        "camelCaseWord",
+        "XMLHttpRequest",
+        "aB",
+        "Ab",
+        "ABC",
+        "abcdefghijkl",
+        "0",
+        "12",
+        "123",
+        "1234567",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\u{b}",
+        "\u{c}",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{2028}",
+        "\u{85}",
+        "\u{1680}",
+        " \u{a0}",
+        "\u{a0} ",
+        ".",
+        "{",
+        "\"",
+        "\\",
+        "\u{0}",
+        "\u{7f}",
+        "é",
+        "中",
+        "文字",
+        "한",
+        "\u{ff01}",
+        "\u{2e80}",
+        "\u{9fff}",
+        "\u{fffd}",
+        "\u{1f600}",
+        "\u{10ffff}",
+        "ß",
+        "Ω",
+    ];
+
+    #[test]
+    fn the_byte_estimator_equals_the_char_estimator_on_generated_texts() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut checked = 0;
+        for round in 0..20_000 {
+            let pieces = rng.below(if round % 10 == 0 { 200 } else { 12 });
+            let text: String = (0..pieces)
+                .map(|_| PIECES[rng.below(PIECES.len())])
+                .collect();
+            assert_eq!(
+                estimate_text(&text),
+                estimate_text_reference(&text),
+                "{text:?}"
+            );
+            checked += text.len();
+        }
+        assert!(checked > 100_000);
+        // Every pair of pieces side by side, so every class boundary is crossed.
+        for a in PIECES {
+            for b in PIECES {
+                for text in [
+                    format!("{a}{b}"),
+                    format!("{a}{b}{a}"),
+                    format!("x{a} {b}1"),
+                ] {
+                    assert_eq!(
+                        estimate_text(&text),
+                        estimate_text_reference(&text),
+                        "{text:?}"
+                    );
+                }
+            }
+        }
+        for s in samples() {
+            assert_eq!(estimate_text(&s.text), estimate_text_reference(&s.text));
+        }
     }
 
     fn samples() -> Vec<Sample> {

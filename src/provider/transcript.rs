@@ -16,7 +16,6 @@
 //! assertion in the provider holds the two together.
 
 use std::fmt;
-use std::io;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -78,70 +77,28 @@ impl Clone for Encoded {
     }
 }
 
-/// `value` (a message's request JSON) written to `out`.
-fn encode_into<W: io::Write>(out: W, value: &serde_json::Value) -> io::Result<()> {
-    serde_json::to_writer(out, value).map_err(io::Error::from)
-}
-
-/// Appends `value` (a message's request JSON) to `bytes`.
+/// Appends `value` (a message's request JSON) to `bytes`: the bytes `serde_json::to_writer`
+/// writes, with the long strings of a reply copied in runs instead of byte by byte.
 fn encode_value(bytes: &mut Vec<u8>, value: &serde_json::Value) {
-    // A Value serialises without failing; the fallback keeps the body valid JSON.
-    if encode_into(&mut *bytes, value).is_err() {
-        bytes.extend_from_slice(b"null");
-    }
-}
-
-/// A writer into a vector's spare capacity that fails rather than grow it.
-struct Bounded<'a>(&'a mut Vec<u8>);
-
-impl io::Write for Bounded<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if buf.len() > self.0.capacity() - self.0.len() {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A writer that only counts.
-struct Count(usize);
-
-impl io::Write for Count {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+    crate::json_write::write_value(bytes, value);
 }
 
 impl Encoded {
     fn push(&mut self, mut message: Message) {
         let comma = !self.ends.is_empty();
         let value = message_json(&message);
-        // Into the last segment's spare capacity when the message fits there, never growing it.
-        let fitted = self.segments.last_mut().is_some_and(|segment| {
-            let before = segment.len();
-            let fits = segment.capacity() > before && {
+        // Measured first (a scan, not an encoding), so the message is encoded once: into the
+        // last segment's spare capacity when it fits there, never growing it, else into a
+        // segment of its own.
+        let len = usize::from(comma) + crate::json_write::value_len(&value);
+        match self.segments.last_mut() {
+            Some(segment) if segment.capacity() - segment.len() >= len => {
                 if comma {
                     segment.push(b',');
                 }
-                encode_into(Bounded(segment), &value).is_ok()
-            };
-            if !fits {
-                segment.truncate(before);
+                encode_value(segment, &value);
             }
-            fits
-        });
-        if !fitted {
-            self.open_segment(comma, &value);
+            _ => self.open_segment(comma, &value, len),
         }
         let (start, segment) = (self.starts.last(), self.segments.last());
         self.ends
@@ -152,14 +109,10 @@ impl Encoded {
         }
     }
 
-    /// Starts a segment holding `message` (after a comma if `comma`): [`SEGMENT`] bytes, or
-    /// exactly the message when it is larger. The full segment before it is closed.
-    fn open_segment(&mut self, comma: bool, value: &serde_json::Value) {
-        let mut count = Count(usize::from(comma));
-        let len = match encode_into(&mut count, value) {
-            Ok(()) => count.0,
-            Err(_) => usize::from(comma) + 4,
-        };
+    /// Starts a segment holding `message` (after a comma if `comma`), `len` bytes in all:
+    /// [`SEGMENT`] bytes, or exactly the message when it is larger. The full segment before
+    /// it is closed.
+    fn open_segment(&mut self, comma: bool, value: &serde_json::Value, len: usize) {
         if let Some(last) = self.segments.last_mut() {
             if last.capacity() - last.len() >= SHRINK_AT {
                 last.shrink_to_fit();
@@ -513,6 +466,50 @@ mod tests {
         assert!(transcript.segments().count() > 3);
         assert_eq!(transcript.messages(), &history[..]);
         assert_eq!(transcript, Transcript::from(history.clone()));
+    }
+
+    /// A message with escapes that fills the last segment's spare capacity to the byte goes
+    /// into it without growing it; one byte more opens a segment. So the measured length is
+    /// the encoded length, escapes included.
+    #[test]
+    fn a_message_that_exactly_fills_the_spare_capacity_goes_into_it() {
+        for extra in [0, 1] {
+            let mut transcript = Transcript::from(vec![Message::system("s")]);
+            let spare = {
+                let segment = &transcript.0.segments[0];
+                segment.capacity() - segment.len()
+            };
+            // `,{"content":"…","role":"user"}` around escaped text: `\"` is two bytes.
+            let frame = ",{\"content\":\"\",\"role\":\"user\"}".len();
+            let fill = spare - frame + extra;
+            // Escapes of every length, then plain bytes up to the exact size.
+            let mut text = String::new();
+            for c in "\"\n\u{1}é".chars().cycle() {
+                if crate::json_write::str_len(&text) + 6 > fill + 2 {
+                    break;
+                }
+                text.push(c);
+            }
+            text.push_str(&"x".repeat(fill + 2 - crate::json_write::str_len(&text)));
+            let (capacity, len) = {
+                let segment = &transcript.0.segments[0];
+                (segment.capacity(), segment.len())
+            };
+            let mut history = vec![Message::system("s"), Message::user(text)];
+            transcript.push(history[1].clone());
+            assert_eq!(transcript.0.segments.len(), 1 + extra, "extra {extra}");
+            if extra == 0 {
+                assert_eq!(transcript.0.segments[0].capacity(), capacity);
+            } else {
+                // Closed (and shrunk) as it was: the message went to a segment of its own.
+                assert_eq!(transcript.0.segments[0].len(), len);
+            }
+            assert_eq!(transcript.to_bytes(), joined(&history));
+            history.push(Message::assistant("after"));
+            transcript.push(history[2].clone());
+            assert_eq!(transcript.to_bytes(), joined(&history));
+            assert_eq!(transcript.messages(), &history[..]);
+        }
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! decodes the event with serde. So on every input this decoder accepts, the result equals
 //! what serde makes of it, and every error message stays serde's.
 
+use std::borrow::Cow;
+
 use super::stream::{WireChoice, WireChunk, WireDelta, WireText};
 
 /// `json` as a [`WireChunk`] when it has the common text-delta shape, else `None`; with the
@@ -65,25 +67,6 @@ pub(super) enum TextField {
     Reasoning,
 }
 
-impl TextField {
-    /// A delta carrying `text` in this field and nothing else.
-    pub(super) fn delta(self, text: String) -> WireDelta {
-        let mut delta = WireDelta {
-            content: WireText(None),
-            reasoning_content: WireText(None),
-            reasoning: WireText(None),
-            tool_calls: None,
-        };
-        let field = match self {
-            TextField::Content => &mut delta.content,
-            TextField::ReasoningContent => &mut delta.reasoning_content,
-            TextField::Reasoning => &mut delta.reasoning,
-        };
-        field.0 = Some(text);
-        delta
-    }
-}
-
 /// Where an event's one text value lies: the string token from its opening quote to just
 /// after its closing one.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -115,8 +98,10 @@ impl Template {
         self.field = Some(slot.field);
     }
 
-    /// The field and text of `json` when it is the learned event with another text.
-    pub(super) fn text(&self, json: &str) -> Option<(TextField, String)> {
+    /// The field and text of `json` when it is the learned event with another text: borrowed
+    /// from `json` unless it had escapes, so the caller copies it straight into the chunk it
+    /// is building (an allocation per event costs more than the rest of its decoding).
+    pub(super) fn text<'a>(&self, json: &'a str) -> Option<(TextField, Cow<'a, str>)> {
         let field = self.field?;
         let bytes = json.as_bytes();
         let end = bytes.len().checked_sub(self.after.len())?;
@@ -153,33 +138,41 @@ impl Seen {
     }
 }
 
-/// `a == b` for slices of equal length, eight bytes at a time: musl's `memcmp`, which the
-/// static binary uses, compares one byte per step, and this runs on every streamed event.
+/// `a == b`, eight bytes at a time: musl's `memcmp`, which the static binary uses, compares
+/// one byte per step, and this runs twice on every streamed event.
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tails_equal = a_words.remainder() == b_words.remainder();
-    tails_equal
-        && a_words.zip(b_words).all(|(x, y)| {
-            u64::from_ne_bytes(x.try_into().unwrap_or_default())
-                == u64::from_ne_bytes(y.try_into().unwrap_or_default())
-        })
+    let len = a.len();
+    if len < 8 {
+        return a == b;
+    }
+    let mut at = 0;
+    while at + 8 < len {
+        if word_at(a, at) != word_at(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // The last eight bytes, overlapping the words already compared.
+    word_at(a, len - 8) == word_at(b, len - 8)
+}
+
+/// The eight bytes of `bytes` from `at` (which callers keep in bounds) as a word.
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    bytes
+        .get(at..at + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
 }
 
 /// The first `"`, `\\` or control byte at or after `from`: where a string's plain run ends.
 #[inline(always)]
 fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while at < bytes.len() {
-        let byte = bytes[at];
-        if byte == b'"' || byte == b'\\' || byte < 0x20 {
-            return Some(at);
-        }
-        at += 1;
-    }
-    None
+    let end = crate::json_write::clean_run_end(bytes, from);
+    (end < bytes.len()).then_some(end)
 }
 
 struct Cursor<'a> {
@@ -264,8 +257,8 @@ impl<'a> Cursor<'a> {
         (bytes[end] == b'"').then_some(&bytes[start..end])
     }
 
-    /// A string value, unescaped.
-    fn string(&mut self) -> Option<String> {
+    /// A string value, unescaped: a slice of the input when it has no escape.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         if self.peek() != Some(b'"') {
             return None;
         }
@@ -276,7 +269,7 @@ impl<'a> Cursor<'a> {
         // Cut at ASCII bytes only, so every piece is whole UTF-8.
         if bytes[end] == b'"' {
             self.at = end + 1;
-            return Some(self.text.get(start..end)?.to_string());
+            return self.text.get(start..end).map(Cow::Borrowed);
         }
         let mut out = String::new();
         let mut piece_end = end;
@@ -285,7 +278,7 @@ impl<'a> Cursor<'a> {
             out.push_str(self.text.get(self.at..piece_end)?);
             self.at = piece_end + 1;
             match bytes[piece_end] {
-                b'"' => return Some(out),
+                b'"' => return Some(Cow::Owned(out)),
                 b'\\' => out.push(self.escape()?),
                 _ => return None,
             }
@@ -441,7 +434,7 @@ impl<'a> Cursor<'a> {
             b"finish_reason" => {
                 seen.first(3)?;
                 if !cursor.take_null() {
-                    choice.finish_reason = Some(cursor.string()?);
+                    choice.finish_reason = Some(cursor.string()?.into_owned());
                 }
                 Some(())
             }
@@ -486,7 +479,7 @@ impl<'a> Cursor<'a> {
             };
             if !cursor.take_null() {
                 let start = cursor.at;
-                text.0 = Some(cursor.string()?);
+                text.0 = Some(cursor.string()?.into_owned());
                 cursor.slot = Some(Slot {
                     start,
                     end: cursor.at,
@@ -607,6 +600,20 @@ mod tests {
         }
     }
 
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        for len in 0..40 {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()));
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same_bytes(&a, &b), "len {len}, changed at {at}");
+            }
+            assert!(!same_bytes(&a, &a[..len.saturating_sub(1)]) || len == 0);
+        }
+    }
+
     fn learned(json: &str) -> Template {
         let (_, slot) = decode(json).expect("a common event");
         let mut template = Template::default();
@@ -638,7 +645,9 @@ mod tests {
                 .text(&json)
                 .unwrap_or_else(|| panic!("missed {json}"));
             assert_eq!(field, TextField::Content);
-            assert_eq!(Some(read), content_by_serde(&json), "{json}");
+            // Borrowed from the event unless it had an escape to undo.
+            assert_eq!(matches!(read, Cow::Borrowed(_)), !text.contains('\\'));
+            assert_eq!(Some(read.into_owned()), content_by_serde(&json), "{json}");
         }
     }
 

@@ -3,6 +3,7 @@
 //! normalised across vendors, and a reply that carries nothing turned into an error.
 //! Sans-IO: the exchange thread and the replay provider feed it bytes.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use super::super::{net, sse};
 use super::super::{Chunk, Detail, ProviderError, ToolCall, Usage};
 use super::body::estimate_tokens;
-use super::delta_json;
+use super::delta_json::{self, TextField};
 
 /// While no event has been decoded, keep this much of the body to explain what it was.
 const SNIFF_LIMIT: usize = 1024 * 1024;
@@ -196,7 +197,7 @@ impl StreamParser {
         }
         if self.fast_paths {
             if let Some((field, text)) = self.template.text(data) {
-                self.on_delta(field.delta(text), out);
+                self.on_text(field, text, out);
                 return Ok(());
             }
         }
@@ -250,22 +251,33 @@ impl StreamParser {
     }
 
     fn on_delta(&mut self, delta: WireDelta, out: &mut Vec<Chunk>) {
-        for reasoning in [delta.reasoning_content.0, delta.reasoning.0]
-            .into_iter()
-            .flatten()
-        {
-            if !reasoning.is_empty() {
-                self.output_bytes += reasoning.len();
-                push_text(out, Chunk::Reasoning(reasoning));
+        let texts = [
+            (TextField::ReasoningContent, delta.reasoning_content.0),
+            (TextField::Reasoning, delta.reasoning.0),
+            (TextField::Content, delta.content.0),
+        ];
+        for (field, text) in texts {
+            if let Some(text) = text {
+                self.on_text(field, Cow::Owned(text), out);
             }
-        }
-        if let Some(text) = delta.content.0 {
-            self.output_bytes += text.len();
-            self.content_seen |= !crate::text::is_blank(&text);
-            self.think.push(text, out);
         }
         for call in delta.tool_calls.unwrap_or_default() {
             self.on_tool_delta(call);
+        }
+    }
+
+    /// A delta's text in `field`; borrowed from the event when the template decoded it, and
+    /// then copied straight onto the chunk being built.
+    fn on_text(&mut self, field: TextField, text: Cow<'_, str>, out: &mut Vec<Chunk>) {
+        self.output_bytes += text.len();
+        match field {
+            TextField::Content => {
+                self.content_seen |= !crate::text::is_blank(&text);
+                self.think.push(text, out);
+            }
+            TextField::ReasoningContent | TextField::Reasoning => {
+                push_text(out, Piece::Reasoning, text);
+            }
         }
     }
 
@@ -515,9 +527,9 @@ const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
 impl ThinkSplitter {
-    fn push(&mut self, text: String, out: &mut Vec<Chunk>) {
+    fn push(&mut self, text: Cow<'_, str>, out: &mut Vec<Chunk>) {
         match self.state {
-            ThinkState::Text => push_text(out, Chunk::Text(text)),
+            ThinkState::Text => push_text(out, Piece::Text, text),
             ThinkState::Start => {
                 self.pending.push_str(&text);
                 let trimmed = self.pending.trim_start();
@@ -525,10 +537,10 @@ impl ThinkSplitter {
                     let rest = rest.to_string();
                     self.pending.clear();
                     self.state = ThinkState::Thinking;
-                    self.push(rest, out);
+                    self.push(Cow::Owned(rest), out);
                 } else if !THINK_OPEN.starts_with(trimmed) {
                     self.state = ThinkState::Text;
-                    push_text(out, Chunk::Text(std::mem::take(&mut self.pending)));
+                    push_text(out, Piece::Text, take(&mut self.pending));
                 }
             }
             ThinkState::Thinking => {
@@ -538,9 +550,9 @@ impl ThinkSplitter {
                         .trim_start_matches(['\r', '\n'])
                         .to_string();
                     self.pending.truncate(pos);
-                    push_text(out, Chunk::Reasoning(std::mem::take(&mut self.pending)));
+                    push_text(out, Piece::Reasoning, take(&mut self.pending));
                     self.state = ThinkState::Text;
-                    push_text(out, Chunk::Text(rest));
+                    push_text(out, Piece::Text, Cow::Owned(rest));
                 } else {
                     // Hold back a tail that could be the start of the closing tag.
                     let keep = (1..THINK_CLOSE.len())
@@ -548,40 +560,48 @@ impl ThinkSplitter {
                         .find(|k| self.pending.ends_with(&THINK_CLOSE[..*k]))
                         .unwrap_or(0);
                     let tail = self.pending.split_off(self.pending.len() - keep);
-                    push_text(
-                        out,
-                        Chunk::Reasoning(std::mem::replace(&mut self.pending, tail)),
-                    );
+                    let done = std::mem::replace(&mut self.pending, tail);
+                    push_text(out, Piece::Reasoning, Cow::Owned(done));
                 }
             }
         }
     }
 
     fn flush(&mut self, out: &mut Vec<Chunk>) {
-        let pending = std::mem::take(&mut self.pending);
+        let pending = take(&mut self.pending);
         match self.state {
-            ThinkState::Start => push_text(out, Chunk::Text(pending)),
-            ThinkState::Thinking => push_text(out, Chunk::Reasoning(pending)),
+            ThinkState::Start => push_text(out, Piece::Text, pending),
+            ThinkState::Thinking => push_text(out, Piece::Reasoning, pending),
             ThinkState::Text => {}
         }
     }
 }
 
+/// `text`, emptied, as an owned piece.
+fn take(text: &mut String) -> Cow<'static, str> {
+    Cow::Owned(std::mem::take(text))
+}
+
+/// Which kind of chunk a piece of text goes to.
+#[derive(Clone, Copy)]
+enum Piece {
+    Text,
+    Reasoning,
+}
+
 /// Pushes a text or reasoning chunk unless it is empty, appended to the last chunk when that
 /// is of the same kind: what arrived in one read of the body travels on as one chunk, so the
-/// agent, the output and the allocator see one piece per read, not one per token.
-fn push_text(out: &mut Vec<Chunk>, chunk: Chunk) {
-    let (Chunk::Text(text) | Chunk::Reasoning(text)) = &chunk else {
-        out.push(chunk);
-        return;
-    };
+/// agent, the output and the allocator see one piece per read, not one per token. A borrowed
+/// piece is copied only onto the chunk (an owned string only when it starts one).
+fn push_text(out: &mut Vec<Chunk>, piece: Piece, text: Cow<'_, str>) {
     if text.is_empty() {
         return;
     }
-    match (out.last_mut(), &chunk) {
-        (Some(Chunk::Text(last)), Chunk::Text(more))
-        | (Some(Chunk::Reasoning(last)), Chunk::Reasoning(more)) => last.push_str(more),
-        _ => out.push(chunk),
+    match (out.last_mut(), piece) {
+        (Some(Chunk::Text(last)), Piece::Text)
+        | (Some(Chunk::Reasoning(last)), Piece::Reasoning) => last.push_str(&text),
+        (_, Piece::Text) => out.push(Chunk::Text(text.into_owned())),
+        (_, Piece::Reasoning) => out.push(Chunk::Reasoning(text.into_owned())),
     }
 }
 
