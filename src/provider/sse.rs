@@ -27,6 +27,16 @@ pub struct EventRef<'a> {
 }
 
 impl EventRef<'_> {
+    /// Whether this is a plain `message` event (no `event:` field, or that name), compared
+    /// without a `bcmp` call per event.
+    #[inline(always)]
+    pub fn is_message(&self) -> bool {
+        let b = self.event.as_bytes();
+        b.len() == 7
+            && u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) == u32::from_ne_bytes(*b"mess")
+            && u32::from_ne_bytes([b[3], b[4], b[5], b[6]]) == u32::from_ne_bytes(*b"sage")
+    }
+
     fn to_owned(self) -> Event {
         Event {
             event: self.event.to_string(),
@@ -118,6 +128,12 @@ impl Decoder {
             }
         }
         while let Some(end) = find_line_end(bytes) {
+            if self.line.is_empty() && !self.has_data {
+                if let Some(rest) = self.single_data_line(bytes, end, out) {
+                    bytes = rest;
+                    continue;
+                }
+            }
             if self.line.is_empty() {
                 self.process_line(&bytes[..end], out);
             } else {
@@ -140,6 +156,44 @@ impl Decoder {
         self.line.extend_from_slice(bytes);
     }
 
+    /// The common event, one `data:` line of UTF-8 ended by a blank line (`data: …\n\n`),
+    /// handed over straight from `bytes` instead of being copied into the event's data
+    /// first. Returns the bytes after it, or `None` for anything else (the general path).
+    fn single_data_line<'b>(
+        &mut self,
+        bytes: &'b [u8],
+        end: usize,
+        out: &mut dyn FnMut(EventRef<'_>),
+    ) -> Option<&'b [u8]> {
+        let line = &bytes[..end];
+        if end < 5
+            || u32::from_ne_bytes([line[0], line[1], line[2], line[3]])
+                != u32::from_ne_bytes(*b"data")
+            || line[4] != b':'
+        {
+            return None;
+        }
+        if bytes[end] != b'\n' || bytes.get(end + 1) != Some(&b'\n') {
+            return None;
+        }
+        let value = match &line[5..] {
+            [b' ', rest @ ..] => rest,
+            value => value,
+        };
+        let data = std::str::from_utf8(value).ok()?;
+        out(EventRef {
+            event: if self.event.is_empty() {
+                "message"
+            } else {
+                &self.event
+            },
+            data,
+            id: &self.last_id,
+        });
+        self.event.clear();
+        Some(&bytes[end + 2..])
+    }
+
     fn process_line(&mut self, line: &[u8], out: &mut dyn FnMut(EventRef<'_>)) {
         if line.is_empty() {
             self.dispatch(out);
@@ -151,7 +205,12 @@ impl Decoder {
         let (field, value) = match line.iter().position(|&b| b == b':') {
             Some(colon) => {
                 let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+                // A pattern, not `strip_prefix`, which the size-optimised build leaves a call.
+                let value = match value {
+                    [b' ', rest @ ..] => rest,
+                    _ => value,
+                };
+                (&line[..colon], value)
             }
             None => (line, &b""[..]),
         };
@@ -256,6 +315,21 @@ mod tests {
         let mut out = d.feed(input);
         out.extend(d.finish());
         out
+    }
+
+    #[test]
+    fn only_a_message_event_is_a_message() {
+        let event = |event| EventRef {
+            event,
+            data: "",
+            id: "",
+        };
+        assert!(event("message").is_message());
+        for other in [
+            "messagE", "mess", "error", "", "message ", "xessage", "messagex",
+        ] {
+            assert!(!event(other).is_message(), "{other:?}");
+        }
     }
 
     #[test]

@@ -151,115 +151,150 @@ fn invalid_size() -> io::Error {
     malformed("the server sent an invalid chunk size line")
 }
 
-impl Read for Body {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if out.is_empty() {
-            return Ok(0);
-        }
-        let mut written = 0;
+/// What [`Body::next_run`] found in the bytes at hand.
+pub enum Run<'a> {
+    /// Body bytes, borrowed from the connection's buffer.
+    Data(&'a [u8]),
+    /// Everything that arrived is decoded; [`Body::wait`] for more.
+    Pending,
+    /// The body is complete.
+    End,
+}
+
+/// What the framing makes of the buffered bytes: body bytes to hand over, or a wait.
+enum Next {
+    Data(usize),
+    Pending,
+    End,
+}
+
+impl Body {
+    /// The next run of body bytes (at most `max`) among those already received, without
+    /// waiting; chunk framing is decoded in place, so a run is a slice of the connection's
+    /// buffer and a stream of small chunks is never copied on its way to the decoder.
+    pub fn next_run(&mut self, max: usize) -> io::Result<Run<'_>> {
+        let next = self.advance(max)?;
+        Ok(match (next, self.conn.as_mut()) {
+            (Next::Data(n), Some(conn)) => Run::Data(conn.take(n)),
+            (Next::Pending, Some(_)) => Run::Pending,
+            _ => Run::End,
+        })
+    }
+
+    /// Runs the framing over the buffered bytes until body bytes, the end, or the need for
+    /// more; the state moves past the body bytes it reports.
+    fn advance(&mut self, max: usize) -> io::Result<Next> {
         loop {
             if self.state == State::Done {
                 self.release();
-                return Ok(written);
+                return Ok(Next::End);
             }
             let Some(conn) = self.conn.as_mut() else {
-                return Ok(written);
+                return Ok(Next::End);
             };
-            // What this state can do with the bytes at hand (`None` asks for more of them),
-            // and how many of them it took.
-            let (progress, taken) = {
-                let buffered = conn.buffered();
-                match self.state {
-                    State::Length(0) => (Some(State::Done), 0),
-                    State::Length(left) | State::Data(left) if !buffered.is_empty() => {
-                        let n = buffered.len().min(out.len() - written);
-                        let n = n.min(usize::try_from(left).unwrap_or(usize::MAX));
-                        out[written..written + n].copy_from_slice(&buffered[..n]);
-                        written += n;
-                        let left = left - n as u64;
-                        let next = match self.state {
-                            State::Length(_) => State::Length(left),
-                            _ if left == 0 => State::DataEnd,
-                            _ => State::Data(left),
-                        };
-                        (Some(next), n)
+            let buffered = conn.buffered();
+            let (next, taken) = match self.state {
+                State::Length(0) => (State::Done, 0),
+                State::Length(left) | State::Data(left) => {
+                    if buffered.is_empty() || max == 0 {
+                        return Ok(Next::Pending);
                     }
-                    State::Close if !buffered.is_empty() => {
-                        let n = buffered.len().min(out.len() - written);
-                        out[written..written + n].copy_from_slice(&buffered[..n]);
-                        written += n;
-                        (Some(State::Close), n)
-                    }
-                    State::Size => match line(buffered) {
-                        Some((text, taken)) => match chunk_size(text)? {
-                            0 => (Some(State::Trailer(0)), taken),
-                            n => (Some(State::Data(n)), taken),
-                        },
-                        None if buffered.len() > MAX_LINE => {
-                            return Err(malformed("the server sent a chunk size line over 4 KiB"))
-                        }
-                        None => (None, 0),
-                    },
-                    State::DataEnd => match buffered {
-                        [b'\r', b'\n', ..] => (Some(State::Size), 2),
-                        [b'\n', ..] => (Some(State::Size), 1),
-                        [] | [b'\r'] => (None, 0),
-                        _ => return Err(malformed("the server sent a chunk longer than its size")),
-                    },
-                    State::Trailer(read) => match line(buffered) {
-                        Some((text, taken)) if read + taken <= MAX_TRAILER => match text.is_empty()
-                        {
-                            true => (Some(State::Done), taken),
-                            false => (Some(State::Trailer(read + taken)), taken),
-                        },
-                        Some(_) => {
-                            return Err(malformed("the server sent over 16 KiB of trailers"))
-                        }
-                        None if buffered.len() > MAX_LINE => {
-                            return Err(malformed("the server sent a trailer line over 4 KiB"))
-                        }
-                        None => (None, 0),
-                    },
-                    State::Done => (Some(State::Done), 0),
-                    // A body state with nothing buffered.
-                    State::Length(_) | State::Data(_) | State::Close => (None, 0),
+                    let n = buffered.len().min(max);
+                    let n = n.min(usize::try_from(left).unwrap_or(usize::MAX));
+                    let left = left - n as u64;
+                    self.state = match self.state {
+                        State::Length(_) => State::Length(left),
+                        _ if left == 0 => State::DataEnd,
+                        _ => State::Data(left),
+                    };
+                    return Ok(Next::Data(n));
                 }
+                State::Close => {
+                    if buffered.is_empty() || max == 0 {
+                        return Ok(Next::Pending);
+                    }
+                    return Ok(Next::Data(buffered.len().min(max)));
+                }
+                State::Size => match line(buffered) {
+                    Some((text, taken)) => match chunk_size(text)? {
+                        0 => (State::Trailer(0), taken),
+                        n => (State::Data(n), taken),
+                    },
+                    None if buffered.len() > MAX_LINE => {
+                        return Err(malformed("the server sent a chunk size line over 4 KiB"))
+                    }
+                    None => return Ok(Next::Pending),
+                },
+                State::DataEnd => match buffered {
+                    [b'\r', b'\n', ..] => (State::Size, 2),
+                    [b'\n', ..] => (State::Size, 1),
+                    [] | [b'\r'] => return Ok(Next::Pending),
+                    _ => return Err(malformed("the server sent a chunk longer than its size")),
+                },
+                State::Trailer(read) => match line(buffered) {
+                    Some((text, taken)) if read + taken <= MAX_TRAILER => match text.is_empty() {
+                        true => (State::Done, taken),
+                        false => (State::Trailer(read + taken), taken),
+                    },
+                    Some(_) => return Err(malformed("the server sent over 16 KiB of trailers")),
+                    None if buffered.len() > MAX_LINE => {
+                        return Err(malformed("the server sent a trailer line over 4 KiB"))
+                    }
+                    None => return Ok(Next::Pending),
+                },
+                State::Done => (State::Done, 0),
             };
             conn.consume(taken);
-            if let Some(next) = progress {
-                self.state = next;
-                if written == out.len() && next != State::Done {
-                    return Ok(written);
-                }
-                continue;
+            self.state = next;
+        }
+    }
+
+    /// Waits for more of the body to arrive (after [`Run::Pending`]). The end of the
+    /// stream completes a body that runs until the close and breaks any other.
+    pub fn wait(&mut self) -> io::Result<()> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        match conn.fill() {
+            Ok(0) if self.state == State::Close => self.state = State::Done,
+            // A TLS peer that closes without close_notify ends a body that runs until the
+            // close just the same; every other framing knows its end.
+            Err(e) if self.state == State::Close && e.kind() == io::ErrorKind::UnexpectedEof => {
+                self.state = State::Done
             }
-            // Everything that had arrived is decoded: hand it over before waiting for more.
-            if written > 0 {
-                return Ok(written);
+            Ok(0) => {
+                self.conn = None;
+                return Err(cut_short(match self.state {
+                    State::Length(_) => "the body",
+                    _ => "a chunked body",
+                }));
             }
-            match conn.fill() {
-                Ok(0) if self.state == State::Close => self.state = State::Done,
-                // A TLS peer that closes without close_notify ends a body that runs until
-                // the close just the same; every other framing knows its end.
-                Err(e)
-                    if self.state == State::Close && e.kind() == io::ErrorKind::UnexpectedEof =>
-                {
-                    self.state = State::Done
-                }
-                Ok(0) => {
-                    self.conn = None;
-                    return Err(cut_short(match self.state {
-                        State::Length(_) => "the body",
-                        _ => "a chunked body",
-                    }));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    self.conn = None;
-                    return Err(e);
-                }
+            Ok(_) => {}
+            Err(e) => {
+                self.conn = None;
+                return Err(e);
             }
         }
+        Ok(())
+    }
+}
+
+impl Read for Body {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut written = 0;
+        while written < out.len() {
+            match self.next_run(out.len() - written)? {
+                Run::Data(bytes) => {
+                    out[written..written + bytes.len()].copy_from_slice(bytes);
+                    written += bytes.len();
+                }
+                Run::End => break,
+                // Hand over what has arrived before waiting for more.
+                Run::Pending if written > 0 => break,
+                Run::Pending => self.wait()?,
+            }
+        }
+        Ok(written)
     }
 }
 
@@ -335,6 +370,46 @@ mod tests {
         assert_eq!(n, events.concat().len(), "all 50 chunks in one read");
         assert!(body.is_done());
         assert_eq!(body.read(&mut buf).unwrap(), 0);
+    }
+
+    /// What `next_run` hands over, in order, waiting whenever it says `Pending`.
+    fn runs(body: &mut Body, max: usize) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match body.next_run(max).unwrap() {
+                Run::Data(bytes) => seen.push(String::from_utf8_lossy(bytes).into_owned()),
+                Run::Pending => {
+                    seen.push("|".into());
+                    body.wait().unwrap();
+                }
+                Run::End => return seen,
+            }
+        }
+    }
+
+    #[test]
+    fn runs_are_each_chunk_in_place_and_pending_only_when_nothing_is_left() {
+        let first = b"3\r\nabc\r\n2\r\nde\r\n4\r\nfg".to_vec();
+        let second = b"hi\r\n0\r\n\r\n".to_vec();
+        let mut body = Body::new(
+            pieces(vec![first.clone(), second.clone()]),
+            Framing::Chunked,
+            true,
+            None,
+        );
+        assert_eq!(
+            runs(&mut body, usize::MAX),
+            ["|", "abc", "de", "fg", "|", "hi"]
+        );
+        let mut body = Body::new(pieces(vec![first, second]), Framing::Chunked, true, None);
+        assert_eq!(runs(&mut body, 2), ["|", "ab", "c", "de", "fg", "|", "hi"]);
+        let mut body = Body::new(
+            pieces(vec![b"hello".to_vec()]),
+            Framing::Length(5),
+            true,
+            None,
+        );
+        assert_eq!(runs(&mut body, usize::MAX), ["|", "hello"]);
     }
 
     #[test]

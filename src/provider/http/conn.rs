@@ -105,6 +105,15 @@ impl Connection {
         }
     }
 
+    /// The next `n` buffered bytes, consumed: they stay in place until the next
+    /// [`Connection::fill`].
+    #[inline(always)]
+    pub fn take(&mut self, n: usize) -> &[u8] {
+        let start = self.start;
+        self.consume(n);
+        &self.buf[start..start + n]
+    }
+
     /// Reads what the peer has sent into the buffer; `Ok(0)` at the end of the stream.
     pub fn fill(&mut self) -> io::Result<usize> {
         // Decoding leaves at most a partial line behind; move it down only when the tail is

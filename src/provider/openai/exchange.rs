@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::super::http::body::Run;
 use super::super::http::{self, Waited};
 use super::super::net::{Exchange, Failure, Limits, Method, Net, OpenBody};
 use super::super::record::{self, RecordedExchange, Recorder};
@@ -181,9 +182,6 @@ struct Work {
     inbox: Sender<Work>,
 }
 
-/// Bytes read from the reply at a time.
-const READ_BUFFER: usize = 16 * 1024;
-
 /// Idle threads kept beyond this many exit instead.
 const MAX_IDLE: usize = 4;
 
@@ -230,10 +228,8 @@ impl Workers {
 /// A worker's life: exchanges until the provider (and with it the pool) is dropped, or the
 /// pool has enough idle threads.
 fn serve(rx: Receiver<Work>, idle: Weak<Mutex<Vec<Sender<Work>>>>) {
-    // The read buffer lives as long as the thread, not one exchange.
-    let mut buf = vec![0u8; READ_BUFFER];
     while let Ok(Work { job, tx, inbox }) = rx.recv() {
-        job.run(&tx, &mut buf);
+        job.run(&tx);
         // Back in the pool before the consumer learns the exchange is over, so that its next
         // request finds this thread idle instead of starting another.
         let Some(idle) = idle.upgrade() else { break };
@@ -250,9 +246,9 @@ fn serve(rx: Receiver<Work>, idle: Weak<Mutex<Vec<Sender<Work>>>>) {
 }
 
 impl Job {
-    /// Runs the exchange, reading the reply through `buf`; the caller sends the final
-    /// [`Msg::End`].
-    fn run(self, tx: &Sender<Msg>, buf: &mut [u8]) {
+    /// Runs the exchange, reading the reply straight from the connection's buffer; the
+    /// caller sends the final [`Msg::End`].
+    fn run(self, tx: &Sender<Msg>) {
         let _wake_consumer = {
             let tx = tx.clone();
             self.abort.on_cancel(move || {
@@ -300,7 +296,7 @@ impl Job {
                 }
                 Ok(open) => {
                     let may_retry = empty_retries < self.policy.max_retries;
-                    match self.read_body(open, tx, buf, may_retry) {
+                    match self.read_body(open, tx, may_retry) {
                         BodyEnd::Done => break,
                         BodyEnd::Empty(reason) => {
                             // Like a 5xx: the server had a bad moment, and since nothing
@@ -326,32 +322,33 @@ impl Job {
         }
     }
 
-    fn read_body(
-        &self,
-        mut open: OpenBody,
-        tx: &Sender<Msg>,
-        buf: &mut [u8],
-        may_retry: bool,
-    ) -> BodyEnd {
+    fn read_body(&self, mut open: OpenBody, tx: &Sender<Msg>, may_retry: bool) -> BodyEnd {
         let mut parser = StreamParser::new(self.id_seed, self.prompt_estimate);
         let mut raw = Vec::new();
         let mut received = 0usize;
         let mut out = Vec::new();
         let mut forwarded = false;
         let result = loop {
-            match open.reader.read(buf) {
-                Ok(0) => break parser.finish(&mut out),
-                Ok(n) => {
-                    received += n;
+            let run = match open.reader.next_run(usize::MAX) {
+                Ok(run) => run,
+                Err(e) => break Err(self.read_error(e, received)),
+            };
+            match run {
+                Run::Data(bytes) => {
+                    received += bytes.len();
                     if self.recorder.is_some() {
-                        raw.extend_from_slice(&buf[..n]);
+                        raw.extend_from_slice(bytes);
                     }
-                    if let Err(err) = parser.feed(&buf[..n], &mut out) {
+                    if let Err(err) = parser.feed(bytes, &mut out) {
                         break Err(err);
                     }
                     if parser.is_done() {
                         break Ok(());
                     }
+                }
+                Run::End => break parser.finish(&mut out),
+                Run::Pending => {
+                    // Everything that arrived is decoded: hand it over, then wait for more.
                     if !out.is_empty() && !forwarded {
                         forwarded = true;
                         self.release_body();
@@ -360,9 +357,10 @@ impl Job {
                         // The consumer is gone; keep what arrived for the recording.
                         break Ok(());
                     }
+                    if let Err(e) = open.reader.wait() {
+                        break Err(self.read_error(e, received));
+                    }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => break Err(self.read_error(e, received)),
             }
         };
         let silent = !forwarded && out.is_empty();

@@ -189,7 +189,7 @@ impl StreamParser {
                 format!("the server reported an error: {}", net::error_message(data)).into(),
             ));
         }
-        if event.event != "message" || data.is_empty() {
+        if !event.is_message() || data.is_empty() {
             return Ok(());
         }
         if data == "[DONE]" {
