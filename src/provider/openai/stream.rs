@@ -20,7 +20,9 @@ const SNIFF_LIMIT: usize = 1024 * 1024;
 /// Decodes a streamed chat completion from raw body bytes into chunks. Sans-IO: the network
 /// thread and the replay provider both feed it.
 pub struct StreamParser {
-    decoder: sse::Decoder,
+    /// Boxed so that taking it out of `self` for a feed moves a pointer, not the decoder:
+    /// the body is fed one chunk at a time, one per token.
+    decoder: Option<Box<sse::Decoder>>,
     id_seed: u64,
     prompt_estimate: u64,
     calls: BTreeMap<u64, PartialCall>,
@@ -100,7 +102,7 @@ impl StreamParser {
     /// token count when the server reports no usage.
     pub fn new(id_seed: u64, prompt_estimate: u64) -> StreamParser {
         StreamParser {
-            decoder: sse::Decoder::new(),
+            decoder: Some(Box::default()),
             id_seed,
             prompt_estimate,
             calls: BTreeMap::new(),
@@ -135,7 +137,7 @@ impl StreamParser {
                 .extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
         // Out of `self` while it calls back into `self`.
-        let mut decoder = std::mem::take(&mut self.decoder);
+        let mut decoder = self.decoder.take().unwrap_or_default();
         let mut result = Ok(());
         decoder.feed_with(bytes, &mut |event| {
             if result.is_ok() && !self.done {
@@ -143,7 +145,7 @@ impl StreamParser {
                 result = self.on_event(event, out);
             }
         });
-        self.decoder = decoder;
+        self.decoder = Some(decoder);
         result
     }
 
@@ -153,7 +155,7 @@ impl StreamParser {
         if self.done {
             return Ok(());
         }
-        if let Some(event) = self.decoder.finish() {
+        if let Some(event) = self.decoder.as_mut().and_then(|d| d.finish()) {
             self.events += 1;
             let event = sse::EventRef {
                 event: &event.event,
@@ -593,13 +595,27 @@ enum Piece {
 /// is of the same kind: what arrived in one read of the body travels on as one chunk, so the
 /// agent, the output and the allocator see one piece per read, not one per token. A borrowed
 /// piece is copied only onto the chunk (an owned string only when it starts one).
+/// `text` appended to `to`. A delta is a token or two: a short one is copied a byte at a
+/// time, since musl's `memcpy` (which `push_str` calls) costs more to start than that.
+#[inline(always)]
+fn append(to: &mut String, text: &str) {
+    if text.len() > 16 {
+        to.push_str(text);
+        return;
+    }
+    to.reserve(text.len());
+    for c in text.chars() {
+        to.push(c);
+    }
+}
+
 fn push_text(out: &mut Vec<Chunk>, piece: Piece, text: Cow<'_, str>) {
     if text.is_empty() {
         return;
     }
     match (out.last_mut(), piece) {
         (Some(Chunk::Text(last)), Piece::Text)
-        | (Some(Chunk::Reasoning(last)), Piece::Reasoning) => last.push_str(&text),
+        | (Some(Chunk::Reasoning(last)), Piece::Reasoning) => append(last, &text),
         (_, Piece::Text) => out.push(Chunk::Text(text.into_owned())),
         (_, Piece::Reasoning) => out.push(Chunk::Reasoning(text.into_owned())),
     }
