@@ -384,7 +384,8 @@ fn request_body_and_headers_carry_everything_the_server_needs() {
             name: "ls".into(),
             description: "List files".into(),
             parameters: json!({"properties": {"path": {"type": "string"}}, "type": "object"}),
-        }],
+        }]
+        .into(),
         temperature: Some(0.2),
         max_tokens: Some(512),
         reasoning_effort: Some("high".into()),

@@ -491,7 +491,7 @@ pub fn summary_request(history: &[Message], fold: &Fold, limits: &Limits) -> Req
     );
     Request {
         messages: vec![Message::system(SUMMARY_SYSTEM_PROMPT), Message::user(user)].into(),
-        tools: Vec::new(),
+        tools: Default::default(),
         temperature: Some(0.0),
         max_tokens: Some(MAX_DIGEST_TOKENS.min(limits.window / 8).max(256)),
         reasoning_effort: None,

@@ -163,6 +163,9 @@ pub struct Agent {
     warned_half_full: bool,
     /// Estimated tokens of the tool definitions, part of every request.
     tools_tokens: u64,
+    /// The tools' schemas as every request sends them, rebuilt only when the tools change
+    /// (cloning them per request cost a few allocations a round).
+    schemas: Arc<Vec<ToolSchema>>,
     tool_source: Option<Box<dyn ToolSource>>,
     /// The turn's progress lease, renewed by new work while a todo is active.
     lease: Lease,
@@ -199,7 +202,8 @@ impl Agent {
         mut ctx: ToolContext,
         options: Options,
     ) -> Agent {
-        let tools_tokens = tokens::estimate_tools(&tools.schemas());
+        let schemas = Arc::new(tools.schemas());
+        let tools_tokens = tokens::estimate_tools(&schemas);
         // The walkers must hide what the gate's deny rules forbid readers to see.
         if let Some(denials) = gate.read_denials() {
             ctx.read_denials = Some(denials);
@@ -224,6 +228,7 @@ impl Agent {
             meter: Meter::new(),
             warned_half_full: false,
             tools_tokens,
+            schemas,
             tool_source: None,
             lease: Lease::default(),
             hooks: Hooks::default(),
@@ -271,7 +276,8 @@ impl Agent {
         for tool in tools {
             self.tools.insert(tool);
         }
-        self.tools_tokens = tokens::estimate_tools(&self.tools.schemas());
+        self.schemas = Arc::new(self.tools.schemas());
+        self.tools_tokens = tokens::estimate_tools(&self.schemas);
     }
 
     /// Where the tool list is refreshed from before every request.
@@ -493,16 +499,18 @@ impl Agent {
         let Some(change) = source.poll(&self.ctx.cancel, &mut warn) else {
             return;
         };
-        let before = self.tools.schemas();
         self.tools.retain(|name| !name.starts_with(&change.prefix));
         for tool in change.tools {
             self.tools.insert(tool);
         }
-        let summary = schema_changes(&before, &self.tools.schemas());
+        let before = std::mem::replace(&mut self.schemas, Arc::new(self.tools.schemas()));
+        let summary = schema_changes(&before, &self.schemas);
         if summary.is_empty() {
+            // The same list: keep the one the provider's envelope already holds.
+            self.schemas = before;
             return;
         }
-        self.tools_tokens = tokens::estimate_tools(&self.tools.schemas());
+        self.tools_tokens = tokens::estimate_tools(&self.schemas);
         // The provider's last count included the old definitions.
         self.meter.invalidate();
         sink.emit(Event::Notice {
@@ -528,7 +536,7 @@ impl Agent {
         }
         Request {
             messages,
-            tools: self.tools.schemas(),
+            tools: Arc::clone(&self.schemas),
             temperature: self.options.temperature,
             max_tokens: self.options.max_tokens,
             reasoning_effort: self.options.reasoning_effort.clone(),

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -348,7 +349,8 @@ pub struct Request {
     /// Shared with the session, not copied: each message's JSON was encoded once, when it
     /// was added.
     pub messages: Transcript,
-    pub tools: Vec<ToolSchema>,
+    /// Shared with the agent, which rebuilds the list only when its tools change.
+    pub tools: Arc<Vec<ToolSchema>>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u64>,
     pub reasoning_effort: Option<String>,

@@ -140,7 +140,7 @@ impl BodyWriter {
 
 /// The serialised body around the messages, with the request fields it was made from.
 struct Envelope {
-    tools: Vec<ToolSchema>,
+    tools: Arc<Vec<ToolSchema>>,
     temperature: Option<f64>,
     max_tokens: Option<u64>,
     reasoning_effort: Option<String>,
@@ -196,7 +196,9 @@ impl Envelope {
         self.temperature == request.temperature
             && self.max_tokens == request.max_tokens
             && self.reasoning_effort == request.reasoning_effort
-            && self.tools == request.tools
+            // The agent hands over the same list until its tools change: the pointer decides
+            // without comparing every schema.
+            && (Arc::ptr_eq(&self.tools, &request.tools) || self.tools == request.tools)
     }
 
     fn body(&self, request: &Request) -> Body {
@@ -411,7 +413,8 @@ mod tests {
                 name: "ls".into(),
                 description: "List \"files\"\n".into(),
                 parameters: serde_json::json!({"type": "object", "properties": {}}),
-            }],
+            }]
+            .into(),
             max_tokens: Some(99),
             temperature: Some(0.25),
             ..Request::default()
@@ -485,13 +488,13 @@ mod tests {
         check(&request);
         request.messages.push(Message::assistant("a"));
         check(&request);
-        request.tools.push(ToolSchema {
+        Arc::make_mut(&mut request.tools).push(ToolSchema {
             name: "ls".into(),
             description: "List".into(),
             parameters: serde_json::json!({"type": "object"}),
         });
         check(&request);
-        request.tools[0].description = "List files".into();
+        Arc::make_mut(&mut request.tools)[0].description = "List files".into();
         check(&request);
         request.max_tokens = Some(5);
         check(&request);
