@@ -1271,6 +1271,114 @@ fn private_ca_from_ca_file_is_trusted_and_nothing_else_is() {
     );
 }
 
+/// An `https://` proxy for one connection: TLS with the test CA's server certificate (the
+/// files [`TlsServer::start`] made in `dir`), then the CONNECT request's line is reported and
+/// refused with a 403.
+fn tls_proxy_refusing_tunnels(dir: &Dir) -> (u16, mpsc::Receiver<String>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::{Read, Write};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(dir.join("server.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let config = std::sync::Arc::new(config);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { return };
+            let tx = tx.clone();
+            let config = std::sync::Arc::clone(&config);
+            thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match tls.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let _ = tx.send(text.lines().next().unwrap_or("").to_string());
+                let _ = tls.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+                let _ = tls.flush();
+            });
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn an_https_proxy_is_reached_over_tls_checked_against_the_trusted_roots() {
+    let dir = Dir::new();
+    // Only for the CA and the certificate it writes into `dir`.
+    let _files = TlsServer::start(&dir);
+    let (port, seen) = tls_proxy_refusing_tunnels(&dir);
+    let proxy_url = format!("https://127.0.0.1:{port}");
+    let target = "https://fake-openai.invalid/v1";
+
+    // The proxy's certificate is not from a trusted root: the handshake with the proxy fails,
+    // the error says it was the proxy's, and nothing reached the proxy in the clear.
+    let out = run_proxy_child(target, &[("HTTPS_PROXY", &proxy_url)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("CHILD-ERROR:"), "{stdout}");
+    assert!(stdout.contains("TLS with the proxy"), "{stdout}");
+    assert!(
+        stdout.contains("SSL_CERT_FILE"),
+        "the error names the fix: {stdout}"
+    );
+    assert!(seen.try_recv().is_err());
+
+    // Trusted through SSL_CERT_FILE: the CONNECT request goes to the proxy inside TLS, and
+    // its refusal is reported as the proxy's.
+    let ca = dir.join("ca.pem");
+    let out = run_proxy_child(
+        target,
+        &[
+            ("HTTPS_PROXY", &proxy_url),
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("proxy refused the tunnel to fake-openai.invalid"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("HTTP 403"), "{stdout}");
+    assert_eq!(
+        seen.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "CONNECT fake-openai.invalid:443 HTTP/1.1"
+    );
+
+    // A plain-http model server behind the same proxy: the proxy is still checked against
+    // SSL_CERT_FILE, not only against the bundled roots.
+    let out = run_proxy_child(
+        "http://fake-openai.invalid/v1",
+        &[
+            ("HTTP_PROXY", &proxy_url),
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("HTTP 403"), "{stdout}");
+    assert_eq!(
+        seen.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "CONNECT fake-openai.invalid:80 HTTP/1.1"
+    );
+}
+
 #[test]
 fn recording_to_an_unwritable_path_fails_the_stream_visibly() {
     let dir = Dir::new();

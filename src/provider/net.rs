@@ -150,7 +150,12 @@ impl Net {
         ca_file: Option<&Path>,
         connect_timeout: Duration,
     ) -> Result<Net, ProviderError> {
-        let (roots, description) = if url.starts_with("https://") {
+        // An `https://` proxy is checked against the same roots as an https server.
+        let https_proxy = parse_url(url)
+            .ok()
+            .and_then(|uri| proxy_for(&uri, &env_lookup).ok().flatten())
+            .is_some_and(|p| p.protocol() == ureq::ProxyProtocol::Https);
+        let (roots, description) = if url.starts_with("https://") || https_proxy {
             load_roots(ca_file, &env_lookup)?
         } else {
             (RootCerts::WebPki, "not used (plain http)".to_string())
@@ -545,6 +550,10 @@ pub fn describe_http_error(err: &HttpError, url: &str) -> String {
             format!("{host} refused the connection; is the server running?")
         }
         HttpError::Resolve { .. } => format!("cannot resolve host {host}; check base_url"),
+        HttpError::ProxyTls(tls) => format!(
+            "TLS with the proxy for {host} failed: {tls}; for a private CA set SSL_CERT_FILE \
+             or ca_file in the provider config"
+        ),
         HttpError::Proxy(detail) => {
             format!("proxy refused the tunnel to {host}: {detail}; check HTTPS_PROXY/HTTP_PROXY")
         }

@@ -267,7 +267,10 @@ pub fn open(
     let mut io: Box<dyn Io> = Box::new(socket.try_clone().map_err(HttpError::Io)?);
     if let Some(proxy) = proxy {
         if proxy.protocol() == ProxyProtocol::Https {
-            io = tls::handshake(io, host, tls_config)?;
+            io = tls::handshake(io, host, tls_config).map_err(|e| match e {
+                HttpError::Tls(tls) => HttpError::ProxyTls(tls),
+                other => other,
+            })?;
         }
         let mut tunnel = Connection::new(io, None, String::new());
         tunnel.per_read = Some(left);

@@ -87,6 +87,8 @@ pub enum HttpError {
     /// A read or write ran out of time; the text says during what.
     Timeout(Waited, &'static str),
     Tls(rustls::Error),
+    /// The TLS handshake with an `https://` proxy failed.
+    ProxyTls(rustls::Error),
     /// The proxy refused or broke the tunnel.
     Proxy(String),
     /// A header we were to send cannot be sent.
@@ -178,6 +180,7 @@ impl fmt::Display for HttpError {
             HttpError::Connect(e) => write!(f, "{e}"),
             HttpError::Timeout(waited, during) => write!(f, "timed out {during} ({waited})"),
             HttpError::Tls(e) => write!(f, "{e}"),
+            HttpError::ProxyTls(e) => write!(f, "TLS with the proxy failed: {e}"),
             HttpError::Proxy(detail) => write!(f, "{detail}"),
             HttpError::Header(detail) => write!(f, "{detail}"),
             HttpError::Io(e) => write!(f, "{e}"),
@@ -195,7 +198,7 @@ impl std::error::Error for HttpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             HttpError::Connect(e) | HttpError::Io(e) | HttpError::Cut(e) => Some(e),
-            HttpError::Tls(e) => Some(e),
+            HttpError::Tls(e) | HttpError::ProxyTls(e) => Some(e),
             _ => None,
         }
     }
