@@ -130,10 +130,37 @@ impl Failure {
 /// Where one exchange's request goes: the server, the proxy in between, and the key under
 /// which its connection is kept.
 struct Route {
-    uri: Uri,
     target: http::Target,
     proxy: Option<ureq::Proxy>,
     key: String,
+}
+
+impl Route {
+    fn new(url: &str) -> Result<Route, ProviderError> {
+        let uri = parse_url(url)?;
+        let proxy = proxy_for(&uri, &env_lookup)?;
+        let target = http::Target::new(&uri);
+        let key = format!(
+            "{}://{} via {}",
+            uri.scheme_str().unwrap_or(""),
+            target.host_port(),
+            proxy
+                .as_ref()
+                .map(|p| p.uri().to_string())
+                .unwrap_or_default()
+        );
+        Ok(Route { target, proxy, key })
+    }
+
+    /// TLS with the server, or with an `https://` proxy in front of it: either is checked
+    /// against the loaded roots.
+    fn needs_tls(&self) -> bool {
+        self.target.https
+            || self
+                .proxy
+                .as_ref()
+                .is_some_and(|p| p.protocol() == ureq::ProxyProtocol::Https)
+    }
 }
 
 impl Net {
@@ -150,12 +177,11 @@ impl Net {
         ca_file: Option<&Path>,
         connect_timeout: Duration,
     ) -> Result<Net, ProviderError> {
-        // An `https://` proxy is checked against the same roots as an https server.
-        let https_proxy = parse_url(url)
-            .ok()
-            .and_then(|uri| proxy_for(&uri, &env_lookup).ok().flatten())
-            .is_some_and(|p| p.protocol() == ureq::ProxyProtocol::Https);
-        let (roots, description) = if url.starts_with("https://") || https_proxy {
+        // An https server, or an `https://` proxy in front of any server (a bad proxy
+        // variable is reported by the request that would use it).
+        let needs_roots =
+            url.starts_with("https://") || Route::new(url).is_ok_and(|route| route.needs_tls());
+        let (roots, description) = if needs_roots {
             load_roots(ca_file, &env_lookup)?
         } else {
             (RootCerts::WebPki, "not used (plain http)".to_string())
@@ -202,27 +228,6 @@ impl Net {
         Ok(Agent::new_with_config(config))
     }
 
-    fn route(&self, url: &str) -> Result<Route, ProviderError> {
-        let uri = parse_url(url)?;
-        let proxy = proxy_for(&uri, &env_lookup)?;
-        let target = http::Target::new(&uri);
-        let key = format!(
-            "{}://{} via {}",
-            uri.scheme_str().unwrap_or(""),
-            target.host_port(),
-            proxy
-                .as_ref()
-                .map(|p| p.uri().to_string())
-                .unwrap_or_default()
-        );
-        Ok(Route {
-            uri,
-            target,
-            proxy,
-            key,
-        })
-    }
-
     /// The TLS configuration of the provider's client, built once.
     fn tls_client(&self) -> Result<Arc<rustls::ClientConfig>, ProviderError> {
         self.tls_client
@@ -242,15 +247,8 @@ impl Net {
         cancel: &CancelToken,
         on_retry: &mut dyn FnMut(Retry, &Failure),
     ) -> Result<OpenBody, Failure> {
-        let route = self
-            .route(exchange.url)
-            .map_err(Failure::without_response)?;
-        let needs_tls = route.uri.scheme_str() == Some("https")
-            || route
-                .proxy
-                .as_ref()
-                .is_some_and(|p| p.protocol() == ureq::ProxyProtocol::Https);
-        let tls = match needs_tls {
+        let route = Route::new(exchange.url).map_err(Failure::without_response)?;
+        let tls = match route.needs_tls() {
             true => Some(self.tls_client().map_err(Failure::without_response)?),
             false => None,
         };
