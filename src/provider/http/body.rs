@@ -6,6 +6,7 @@
 use std::io::{self, Read};
 
 use super::conn::Connection;
+use super::head::line;
 use super::Idle;
 
 /// How the end of a body is found.
@@ -94,26 +95,6 @@ fn cut_short(what: &str) -> io::Error {
 
 fn malformed(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
-}
-
-/// The line at the start of `bytes` without its line end, and the bytes it takes with it.
-// The release build optimises for size and would leave these per-chunk helpers (and the
-// iterator adapters they would be written with) as calls; a stream has one chunk per token.
-#[inline(always)]
-fn line(bytes: &[u8]) -> Option<(&[u8], usize)> {
-    let mut at = 0;
-    while at < bytes.len() {
-        if bytes[at] == b'\n' {
-            let text = &bytes[..at];
-            let text = match text.last() {
-                Some(b'\r') => &text[..at - 1],
-                _ => text,
-            };
-            return Some((text, at + 1));
-        }
-        at += 1;
-    }
-    None
 }
 
 /// A chunk-size line: hex digits, then optional whitespace and `;extensions`.

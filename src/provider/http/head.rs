@@ -45,15 +45,32 @@ impl Head {
 /// Where the head in `bytes` ends (just past its blank line), if it is all there.
 pub fn end_of_head(bytes: &[u8]) -> Option<usize> {
     let mut from = 0;
-    while let Some(at) = bytes[from..].iter().position(|&b| b == b'\n') {
-        let line_end = from + at;
-        let next = line_end + 1;
-        // A blank line: "\n" right after the previous line's "\n", or "\r\n".
-        let line = &bytes[from..line_end];
-        if (line.is_empty() || line == b"\r") && from > 0 {
-            return Some(next);
+    while let Some((text, taken)) = line(&bytes[from..]) {
+        from += taken;
+        // A blank line ends the head; one before the status line does not.
+        if text.is_empty() && from > taken {
+            return Some(from);
         }
-        from = next;
+    }
+    None
+}
+
+/// The line at the start of `bytes` without its line end, and the bytes it takes with it.
+// The release build optimises for size and would leave these per-chunk helpers (and the
+// iterator adapters they would be written with) as calls; a stream has one chunk per token.
+#[inline(always)]
+pub fn line(bytes: &[u8]) -> Option<(&[u8], usize)> {
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'\n' {
+            let text = &bytes[..at];
+            let text = match text.last() {
+                Some(b'\r') => &text[..at - 1],
+                _ => text,
+            };
+            return Some((text, at + 1));
+        }
+        at += 1;
     }
     None
 }
