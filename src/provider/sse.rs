@@ -165,28 +165,12 @@ impl Decoder {
         end: usize,
         out: &mut dyn FnMut(EventRef<'_>),
     ) -> Option<&'b [u8]> {
-        let line = &bytes[..end];
-        if end < 5
-            || u32::from_ne_bytes([line[0], line[1], line[2], line[3]])
-                != u32::from_ne_bytes(*b"data")
-            || line[4] != b':'
-        {
-            return None;
-        }
         if bytes[end] != b'\n' || bytes.get(end + 1) != Some(&b'\n') {
             return None;
         }
-        let value = match &line[5..] {
-            [b' ', rest @ ..] => rest,
-            value => value,
-        };
-        let data = std::str::from_utf8(value).ok()?;
+        let data = std::str::from_utf8(data_value(&bytes[..end])?).ok()?;
         out(EventRef {
-            event: if self.event.is_empty() {
-                "message"
-            } else {
-                &self.event
-            },
+            event: self.event_type(),
             data,
             id: &self.last_id,
         });
@@ -202,6 +186,10 @@ impl Decoder {
         if line[0] == b':' {
             return;
         }
+        if let Some(value) = data_value(line) {
+            self.push_data(value);
+            return;
+        }
         let (field, value) = match line.iter().position(|&b| b == b':') {
             Some(colon) => {
                 let value = &line[colon + 1..];
@@ -214,25 +202,9 @@ impl Decoder {
             }
             None => (line, &b""[..]),
         };
-        // Nearly every line is `data`: one 4-byte compare, not a `memcmp` call (musl's goes
-        // byte by byte).
-        if field.len() == 4
-            && u32::from_ne_bytes([field[0], field[1], field[2], field[3]])
-                == u32::from_ne_bytes(*b"data")
-        {
-            if self.has_data {
-                self.data.push('\n');
-            }
-            // The validation alone, without `from_utf8_lossy`'s slower chunking, for the
-            // common case of valid UTF-8.
-            match std::str::from_utf8(value) {
-                Ok(text) => self.data.push_str(text),
-                Err(_) => self.data.push_str(&String::from_utf8_lossy(value)),
-            }
-            self.has_data = true;
-            return;
-        }
         match field {
+            // `data` with no colon: an empty line of data.
+            b"data" => self.push_data(value),
             b"event" => {
                 self.event.clear();
                 self.event.push_str(&String::from_utf8_lossy(value));
@@ -247,22 +219,59 @@ impl Decoder {
         }
     }
 
+    fn push_data(&mut self, value: &[u8]) {
+        if self.has_data {
+            self.data.push('\n');
+        }
+        // The validation alone, without `from_utf8_lossy`'s slower chunking, for the common
+        // case of valid UTF-8.
+        match std::str::from_utf8(value) {
+            Ok(text) => self.data.push_str(text),
+            Err(_) => self.data.push_str(&String::from_utf8_lossy(value)),
+        }
+        self.has_data = true;
+    }
+
+    /// The event's type: `message` unless an `event:` field named another.
+    fn event_type(&self) -> &str {
+        if self.event.is_empty() {
+            "message"
+        } else {
+            &self.event
+        }
+    }
+
     /// Ends the event at a blank line: hands it over if it had data, then resets the event
     /// type and the data (keeping their buffers for the next event).
     fn dispatch(&mut self, out: &mut dyn FnMut(EventRef<'_>)) {
         if std::mem::replace(&mut self.has_data, false) {
             out(EventRef {
-                event: if self.event.is_empty() {
-                    "message"
-                } else {
-                    &self.event
-                },
+                event: self.event_type(),
                 data: &self.data,
                 id: &self.last_id,
             });
         }
         self.event.clear();
         self.data.clear();
+    }
+}
+
+/// The value of a `data:` line (one leading space dropped), `None` for any other line. Nearly
+/// every line is one: its name is one 4-byte compare, not a `memcmp` call (musl's goes byte by
+/// byte), and the value is a pattern, not `strip_prefix`, which the size-optimised build
+/// leaves a call.
+#[inline(always)]
+fn data_value(line: &[u8]) -> Option<&[u8]> {
+    match line {
+        [d, a, t, b, b':', value @ ..]
+            if u32::from_ne_bytes([*d, *a, *t, *b]) == u32::from_ne_bytes(*b"data") =>
+        {
+            Some(match value {
+                [b' ', rest @ ..] => rest,
+                _ => value,
+            })
+        }
+        _ => None,
     }
 }
 
@@ -315,6 +324,13 @@ mod tests {
         let mut out = d.feed(input);
         out.extend(d.finish());
         out
+    }
+
+    #[test]
+    fn a_data_field_without_a_colon_is_an_empty_line_of_data() {
+        // WHATWG: a line with no colon is a field name with an empty value.
+        let events = decode_whole(b"data\ndata: x\ndata\n\ndata\n\n");
+        assert_eq!(events, vec![ev("message", "\nx\n", ""), ev("message", "", "")]);
     }
 
     #[test]
