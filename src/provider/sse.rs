@@ -330,7 +330,10 @@ mod tests {
     fn a_data_field_without_a_colon_is_an_empty_line_of_data() {
         // WHATWG: a line with no colon is a field name with an empty value.
         let events = decode_whole(b"data\ndata: x\ndata\n\ndata\n\n");
-        assert_eq!(events, vec![ev("message", "\nx\n", ""), ev("message", "", "")]);
+        assert_eq!(
+            events,
+            vec![ev("message", "\nx\n", ""), ev("message", "", "")]
+        );
     }
 
     #[test]
