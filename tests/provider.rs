@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -1545,11 +1545,10 @@ fn consecutive_requests_reuse_one_connection_and_a_cancel_starts_a_fresh_one() {
         assert_eq!(text_of(&collect(provider.as_ref(), &request())), "ok");
     }
     connections.recv_timeout(Duration::from_secs(10)).unwrap();
-    // The stream thread returns the connection to the pool just after the caller sees the
-    // end of the reply, so an immediate next request may rarely open a second one; without
-    // reuse every turn opens its own.
+    // The connection is back in the pool before the caller sees the end of the reply, so
+    // every turn finds it there; without reuse every turn opens its own.
     let opened = 1 + connections.try_iter().count();
-    assert!(opened < TURNS, "{TURNS} turns opened {opened} connections");
+    assert_eq!(opened, 1, "{TURNS} turns opened {opened} connections");
     // Cancelling an in-flight request shuts its agent down; the next request needs a new one.
     let cancel = CancelToken::new();
     let mut hold = request();
@@ -1578,6 +1577,121 @@ fn consecutive_requests_reuse_one_connection_and_a_cancel_starts_a_fresh_one() {
     connections
         .recv_timeout(Duration::from_secs(10))
         .expect("after a cancel the next request connects anew");
+}
+
+#[test]
+fn a_body_the_server_keeps_open_after_done_ends_the_reply_and_is_not_kept() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (closed_tx, closed) = mpsc::channel();
+    let (opened_tx, opened) = mpsc::channel();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = opened_tx.send(());
+            let closed_tx = closed_tx.clone();
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                reader.read_exact(&mut vec![0; length]).unwrap();
+                // [DONE], but never the last chunk that ends the body.
+                let sse = format!("{}{}{}", sse_text("ok"), sse_finish("stop"), done());
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{sse}\r\n",
+                    sse.len()
+                );
+                stream.write_all(reply.as_bytes()).unwrap();
+                // Until the client hangs up.
+                let _ = reader.read(&mut [0u8; 1]);
+                let _ = closed_tx.send(());
+            });
+        }
+    });
+    let mut s = settings(&url);
+    // Long enough that waiting for the body's end would hold the test past its checks.
+    s.timeouts.idle_stream = Duration::from_secs(3600);
+    let provider: Arc<dyn Provider> = Arc::from(provider::build(s).unwrap());
+    for turn in 0..2 {
+        let (done_tx, done_rx) = mpsc::channel();
+        let provider = Arc::clone(&provider);
+        thread::spawn(move || {
+            let _ = done_tx.send(collect(provider.as_ref(), &request()));
+        });
+        let chunks = done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("turn {turn}: the reply waited for the body's end"));
+        assert_eq!(text_of(&chunks), "ok", "turn {turn}");
+        opened
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("turn {turn} has a connection of its own"));
+        // An unfinished body never goes back to the pool: its connection is closed, not
+        // left to a reader until the idle timeout.
+        closed
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("turn {turn}: the connection was not closed"));
+    }
+}
+
+#[test]
+fn a_reply_cancelled_or_dropped_midway_is_recorded_as_cancelled_with_what_arrived() {
+    for how in ["cancel", "drop"] {
+        let (reply, _release) = Reply::hold(vec![sse_text("partial")]);
+        let server = FakeOpenAI::start(vec![reply]);
+        let dir = Dir::new();
+        let file = dir.join("rec.jsonl");
+        let mut s = settings(&server.base_url());
+        s.record_file = Some(file.clone());
+        let provider = provider::build(s).unwrap();
+        let cancel = CancelToken::new();
+        let mut stream = provider.stream(&request(), &cancel, &mut |_| {}).unwrap();
+        let first = stream.next().unwrap().unwrap();
+        assert!(
+            matches!(&first, Chunk::Text(t) if t == "partial"),
+            "{how}: {first:?}"
+        );
+        if how == "cancel" {
+            // From another thread, as Ctrl-C does, while the caller waits for more.
+            let canceller = {
+                let cancel = cancel.clone();
+                thread::spawn(move || cancel.cancel())
+            };
+            let next = stream.next();
+            assert!(
+                matches!(next, Some(Err(ProviderError::Cancelled))),
+                "{how}: {next:?}"
+            );
+            assert!(stream.next().is_none(), "{how}: nothing after the cancel");
+            canceller.join().unwrap();
+        }
+        drop(stream);
+        server.wait_for_client_hangups(1);
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "{how}: {lines:?}");
+        assert_eq!(lines[0]["status"], 200, "{how}");
+        assert_eq!(lines[0]["error"], "cancelled", "{how}");
+        assert!(
+            lines[0]["response"].as_str().unwrap().contains("partial"),
+            "{how}: {}",
+            lines[0]
+        );
+    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! stream of small events costs one socket read and one copy per read, not a pass per chunk.
 
 use std::io::{self, Read};
+use std::time::Duration;
 
 use super::conn::Connection;
 use super::head::line;
@@ -67,6 +68,13 @@ impl Body {
             body.release();
         }
         body
+    }
+
+    /// New limits for the rest of the body (see [`Connection::set_limits`]).
+    pub fn set_limits(&mut self, per_read: Option<Duration>, total: Option<Duration>) {
+        if let Some(conn) = self.conn.as_mut() {
+            conn.set_limits(per_read, total);
+        }
     }
 
     /// Whether the whole body has been read.

@@ -3,20 +3,19 @@
 //!
 //! The work is split by job: `body` writes the request bytes, `stream` decodes the streamed
 //! reply into [`Chunk`](super::Chunk)s (sans-IO, shared with replays), `exchange` runs one
-//! request on a pooled worker thread and hands chunks to the caller, `models` lists and
+//! request and decodes the reply as the caller pulls chunks, `models` lists and
 //! probes the models endpoint. `net` owns the sockets and the retries before a reply
 //! starts, `record` the recording format.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::net::{self, Method, Net};
 use super::record::Recorder;
 use super::{ChunkStream, Provider, ProviderError, ProviderSettings, Request, Retry};
 use crate::cancel::CancelToken;
 use body::{estimate_tokens, streams};
-use exchange::{await_start, Job, Workers};
+use exchange::{Job, Recording};
 
 mod body;
 mod delta_json;
@@ -37,7 +36,6 @@ pub struct OpenAiProvider {
     headers: Vec<(String, String)>,
     recorder: Option<Arc<Recorder>>,
     bodies: BodyWriter,
-    workers: Workers,
 }
 
 /// The `openai` row of the factory table.
@@ -61,7 +59,6 @@ impl OpenAiProvider {
             headers,
             recorder,
             bodies: BodyWriter::default(),
-            workers: Workers::default(),
         })
     }
 }
@@ -96,33 +93,28 @@ impl Provider for OpenAiProvider {
         );
         debug_assert_eq!(body.hash, stable_hash(&body.to_vec()));
         let id_seed = body.hash;
-        // Recordings keep the request as JSON; only they pay for building it.
-        let body_json = self
-            .recorder
-            .is_some()
-            .then(|| request_body(&self.settings, request));
-        // The exchange stops when the caller cancels or drops the stream, whichever is first.
-        let abort = CancelToken::new();
-        let abort_on_cancel = abort.clone();
+        let recording = Recording {
+            // Recordings keep the request as JSON; only they pay for building it.
+            request: self
+                .recorder
+                .is_some()
+                .then(|| request_body(&self.settings, request)),
+            recorder: self.recorder.clone(),
+        };
         let job = Job {
             net: self.net.clone(),
             url: self.chat_url.clone(),
             headers: self.headers.clone(),
             id_seed,
             prompt_estimate: estimate_tokens(body.len()),
-            body: Mutex::new(Some(body)),
-            body_json,
+            body,
             idle: self.settings.timeouts.idle_stream,
             policy: self.settings.retry,
             api_key_env: self.settings.api_key_env.clone(),
             provider: self.settings.name.clone(),
-            recorder: self.recorder.clone(),
-            abort: abort.clone(),
-            _abort_on_cancel: cancel.on_cancel(move || abort_on_cancel.cancel()),
+            recording,
         };
-        let (tx, rx) = mpsc::channel();
-        self.workers.start(job, tx)?;
-        await_start(rx, cancel.clone(), abort, on_retry)
+        exchange::start(job, cancel, on_retry)
     }
 }
 
