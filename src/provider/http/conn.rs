@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ureq::{Proxy, ProxyProtocol};
 
 use super::head::{self, Head};
+use super::pace::Pace;
 use super::{tls, HttpError, Target};
 
 /// The read buffer of a connection: a response head must fit in it.
@@ -29,6 +30,7 @@ pub struct Connection {
     deadline: Option<Instant>,
     /// The read timeout last set on the socket, so it is set again only when it changes.
     read_timeout: Option<Duration>,
+    pace: Pace,
     /// The origin (and proxy) this connection reaches, for reuse.
     pub key: String,
 }
@@ -72,6 +74,7 @@ impl Connection {
             per_read: None,
             deadline: None,
             read_timeout: None,
+            pace: Pace::default(),
             key,
         }
     }
@@ -81,6 +84,7 @@ impl Connection {
     pub fn set_limits(&mut self, per_read: Option<Duration>, total: Option<Duration>) {
         self.per_read = per_read;
         self.deadline = total.map(|t| Instant::now() + t);
+        self.pace = Pace::default();
         if let Some(socket) = &self.socket {
             let _ = socket.set_write_timeout(per_read.or(total));
         }
@@ -129,11 +133,17 @@ impl Connection {
                 "the connection's read buffer is full",
             ));
         }
+        if let Some(pause) = self.pace.pause() {
+            std::thread::sleep(pause);
+        }
         let waited = self.arm_read_timeout()?;
+        let room = self.buf.len() - self.end;
+        let started = Instant::now();
         loop {
             match self.io.read(&mut self.buf[self.end..]) {
                 Ok(n) => {
                     self.end += n;
+                    self.pace.record(started.elapsed(), n, room);
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -10,6 +10,7 @@
 pub mod body;
 pub mod conn;
 pub mod head;
+mod pace;
 mod tls;
 
 use std::fmt;
