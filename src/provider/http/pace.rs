@@ -9,8 +9,9 @@ use std::time::Duration;
 
 /// A read that returned within this found its data waiting (or nearly).
 const QUICK: Duration = Duration::from_micros(250);
-/// Quick reads in a row that make a burst.
-const BURST_READS: u32 = 4;
+/// Quick reads in a row that make a burst: more than a short reply (a tool call, a
+/// sentence) takes, so that only a long stream is ever paced.
+const BURST_READS: u32 = 32;
 /// The pause before a read during a burst: far below what a person sees (a frame is 16 ms),
 /// long enough for one read to take a few hundred small events.
 pub const PAUSE: Duration = Duration::from_millis(1);
@@ -56,27 +57,37 @@ mod tests {
 
     #[test]
     fn only_a_run_of_quick_small_reads_pauses_the_next_one() {
-        assert_eq!(after(&[(5, 300); 3]).pause(), None, "three quick reads");
-        assert_eq!(after(&[(5, 300); 4]).pause(), Some(PAUSE));
-        assert_eq!(after(&[(5, 300); 40]).pause(), Some(PAUSE));
+        let burst = BURST_READS as usize;
+        assert_eq!(
+            after(&vec![(5, 300); burst - 1]).pause(),
+            None,
+            "a short reply"
+        );
+        assert_eq!(after(&vec![(5, 300); burst]).pause(), Some(PAUSE));
+        assert_eq!(after(&vec![(5, 300); burst * 10]).pause(), Some(PAUSE));
     }
 
     #[test]
     fn a_read_that_waited_ends_the_burst() {
         // Tokens 20 ms apart: every read waits for its data.
         assert_eq!(after(&[(20_000, 40); 50]).pause(), None);
-        let mut reads = vec![(5, 300); 6];
+        let burst = BURST_READS as usize;
+        let mut reads = vec![(5, 300); burst + 2];
         reads.push((900, 300));
         assert_eq!(after(&reads).pause(), None, "the burst is over");
-        reads.extend([(5, 300); 3]);
-        assert_eq!(after(&reads).pause(), None, "a new burst needs four again");
+        reads.extend(vec![(5, 300); burst - 1]);
+        assert_eq!(
+            after(&reads).pause(),
+            None,
+            "a new burst needs as many again"
+        );
         reads.push((5, 300));
         assert_eq!(after(&reads).pause(), Some(PAUSE));
     }
 
     #[test]
     fn a_read_that_half_fills_the_buffer_or_finds_the_end_does_not_pause() {
-        let mut reads = vec![(5, 300); 6];
+        let mut reads = vec![(5, 300); BURST_READS as usize + 2];
         reads.push((5, ROOM / 2));
         assert_eq!(after(&reads).pause(), None, "plenty was waiting");
         reads.push((5, 300));
