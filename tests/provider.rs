@@ -584,25 +584,14 @@ fn connection_refused_on_first_contact_fails_after_quick_unreported_retries() {
 
 #[test]
 fn a_refusal_after_the_server_answered_gets_the_backoff_and_reports_each_retry() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     // Answers one request, then stops listening: the next connection is refused.
     let server = thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
         let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        reader.read_exact(&mut vec![0; length]).unwrap();
+        read_request(&mut reader).unwrap();
         let sse = format!("{}{}{}", sse_text("ok"), sse_finish("stop"), done());
         let reply = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{sse}",
@@ -1476,6 +1465,28 @@ fn bench_stream_tokens_per_second() {
     );
 }
 
+/// Reads one request's head and body from `reader` and returns the body; `None` once the
+/// client has closed the connection.
+fn read_request(reader: &mut BufReader<std::net::TcpStream>) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
 /// A keep-alive server: answers every request on a connection with a short chunked SSE
 /// stream and reports each accepted connection. A request whose body mentions "hold" gets
 /// no answer; its arrival is reported on the second channel.
@@ -1502,21 +1513,9 @@ fn server_closing_after_replies(
             let held_tx = held_tx.clone();
             thread::spawn(move || loop {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
+                let Some(body) = read_request(&mut reader) else {
+                    return;
+                };
                 if String::from_utf8_lossy(&body).contains("hold") {
                     let _ = held_tx.send(());
                     // Wait for the client to hang up.
@@ -1596,20 +1595,9 @@ fn a_body_the_server_keeps_open_after_done_ends_the_reply_and_is_not_kept() {
             let closed_tx = closed_tx.clone();
             thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
+                if read_request(&mut reader).is_none() {
+                    return;
                 }
-                reader.read_exact(&mut vec![0; length]).unwrap();
                 // [DONE], but never the last chunk that ends the body.
                 let sse = format!("{}{}{}", sse_text("ok"), sse_finish("stop"), done());
                 let reply = format!(
