@@ -98,7 +98,13 @@ impl Body {
     }
 
     pub fn len(&self) -> usize {
-        self.parts().iter().map(|part| part.len()).sum()
+        let messages: usize = self
+            .messages
+            .iter()
+            .flat_map(Transcript::segments)
+            .map(<[u8]>::len)
+            .sum();
+        self.head.len() + messages + self.tail.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -48,13 +48,10 @@ pub(super) struct Job {
     pub(super) recording: Recording,
 }
 
-/// Where the exchange is recorded, when `--record` is on.
+/// Where the exchange is recorded with the request as JSON, when `--record` is on; shared
+/// by every attempt of the exchange.
 #[derive(Clone)]
-pub(super) struct Recording {
-    pub(super) recorder: Option<Arc<Recorder>>,
-    /// The request as JSON; only recordings pay for building it.
-    pub(super) request: Option<Value>,
-}
+pub(super) struct Recording(pub(super) Option<(Arc<Recorder>, Arc<Value>)>);
 
 impl Recording {
     fn append(
@@ -64,16 +61,20 @@ impl Recording {
         error: Option<String>,
         retried: bool,
     ) -> Result<(), ProviderError> {
-        let Some(recorder) = &self.recorder else {
+        let Some((recorder, request)) = &self.0 else {
             return Ok(());
         };
         recorder.append(&RecordedExchange {
-            request: self.request.clone().unwrap_or_default(),
+            request: Value::clone(request),
             status,
             response: String::from_utf8_lossy(raw).into_owned(),
             error,
             retried,
         })
+    }
+
+    fn is_on(&self) -> bool {
+        self.0.is_some()
     }
 
     /// The attempt that counts.
@@ -129,7 +130,6 @@ pub(super) fn start(
             }
         };
         let mut stream = Pull {
-            status: open.status,
             body: Some(open),
             parser: StreamParser::new(job.id_seed, job.prompt_estimate),
             raw: Vec::new(),
@@ -171,7 +171,6 @@ pub(super) fn start(
 struct Pull {
     /// Until the body has ended (completely or not).
     body: Option<OpenBody>,
-    status: u16,
     parser: StreamParser,
     /// The body as received, only when recording.
     raw: Vec<u8>,
@@ -231,7 +230,7 @@ impl Pull {
             match run {
                 Run::Data(bytes) => {
                     self.received += bytes.len();
-                    if self.recording.recorder.is_some() {
+                    if self.recording.is_on() {
                         self.raw.extend_from_slice(bytes);
                     }
                     if let Err(err) = self.parser.feed(bytes, &mut self.decoded) {
@@ -265,7 +264,7 @@ impl Pull {
             Err(empty @ ProviderError::EmptyReply { .. })
                 if may_retry && self.received_nothing_decoded() =>
             {
-                self.recording.retried(self.status, &self.raw, None);
+                self.recording.retried(open.status, &self.raw, None);
                 return Some(empty);
             }
             result => result,
@@ -279,7 +278,7 @@ impl Pull {
         }
         let cancelled = matches!(result, Err(ProviderError::Cancelled));
         let recorded = self.recording.write(
-            self.status,
+            open.status,
             &self.raw,
             cancelled.then(|| record::CANCELLED.to_string()),
         );
@@ -307,10 +306,10 @@ impl Pull {
 
     /// Stops reading a body the caller no longer wants, recording it as cancelled.
     fn abandon(&mut self) {
-        if self.body.take().is_some() {
+        if let Some(open) = self.body.take() {
             let _ =
                 self.recording
-                    .write(self.status, &self.raw, Some(record::CANCELLED.to_string()));
+                    .write(open.status, &self.raw, Some(record::CANCELLED.to_string()));
         }
     }
 }

@@ -93,14 +93,13 @@ impl Provider for OpenAiProvider {
         );
         debug_assert_eq!(body.hash, stable_hash(&body.to_vec()));
         let id_seed = body.hash;
-        let recording = Recording {
-            // Recordings keep the request as JSON; only they pay for building it.
-            request: self
-                .recorder
-                .is_some()
-                .then(|| request_body(&self.settings, request)),
-            recorder: self.recorder.clone(),
-        };
+        // Recordings keep the request as JSON; only they pay for building it.
+        let recording = Recording(self.recorder.as_ref().map(|recorder| {
+            (
+                Arc::clone(recorder),
+                Arc::new(request_body(&self.settings, request)),
+            )
+        }));
         let job = Job {
             net: self.net.clone(),
             url: self.chat_url.clone(),
