@@ -1,10 +1,12 @@
 //! Base64 (RFC 4648): the standard alphabet with padding (HTTP Basic credentials, `data:`
-//! URLs) and the unpadded URL-safe one (PKCE, JWT). A leaf: it uses nothing in the crate.
+//! URLs), the unpadded URL-safe one (PKCE, JWT), and any other alphabet over the same bit
+//! layout (bcrypt's). A leaf: it uses nothing in the crate.
 
 const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-fn encode(bytes: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
+/// `bytes` in `alphabet`, most significant bits first, padded with `=` when `pad`.
+pub fn encode(bytes: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [

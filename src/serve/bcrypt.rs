@@ -116,19 +116,7 @@ pub fn check(stored: &str) -> Result<u32, BadHash> {
 
 /// bcrypt's base64: its own alphabet, most significant bits first, no padding.
 fn encode(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
+    crate::base64::encode(bytes, ALPHABET, false)
 }
 
 /// The first `len` bytes that `text` encodes; `None` when it holds fewer.
