@@ -105,7 +105,7 @@ fn bare_reasonix_on_a_first_run_without_a_key_shows_the_welcome() {
     for part in [
         "$DEEPSEEK_API_KEY",
         "reasonix setup --api-key-stdin",
-        "base_url = \"http://127.0.0.1:8080/v1\"",
+        "reasonix setup --base-url http://127.0.0.1:8080/v1",
         "make demo",
     ] {
         assert!(screen.contains(part), "missing {part}:\n{screen}");

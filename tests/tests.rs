@@ -35,6 +35,7 @@ mod sandbox;
 mod serve;
 mod session_archive;
 mod sessions;
+mod setup;
 mod skills;
 mod subagent_manage;
 mod subagents;

@@ -398,7 +398,18 @@ mod tests {
         assert!(!longs(&run).contains(&"cd"), "global flags are listed once");
         assert_eq!(longs(&command("doctor")), vec!["model"]);
         assert_eq!(command("doctor").flags[0].value.as_deref(), Some("REF"));
-        assert_eq!(longs(&command("setup")), vec!["force", "api-key-stdin"]);
+        assert_eq!(
+            longs(&command("setup")),
+            vec![
+                "force",
+                "api-key-stdin",
+                "base-url",
+                "model",
+                "api-key-env",
+                "no-key",
+                "name"
+            ]
+        );
         let subagent = command("subagent");
         let names: Vec<&str> = subagent
             .subcommands

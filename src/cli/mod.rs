@@ -26,6 +26,7 @@ pub mod run;
 pub mod serve;
 pub mod session_archive;
 pub mod setup;
+mod setup_server;
 pub mod skills;
 mod stdout_buffer;
 pub mod subagent;
@@ -126,7 +127,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "setup",
-        summary: "Write a default config (DeepSeek preset) and store a provider key",
+        summary: "Write a config (DeepSeek preset, or --base-url for any OpenAI-compatible server)",
         help: setup::HELP,
         handler: setup::main,
     },

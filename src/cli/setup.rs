@@ -1,10 +1,12 @@
-//! `reasonix setup`: writes the DeepSeek preset to `<home>/config.toml` unless a config is
+//! `reasonix setup`: writes the DeepSeek preset, or with `--base-url` a config for any
+//! OpenAI-compatible server (see `setup_server`), to `<home>/config.toml` unless a config is
 //! already there, and optionally stores the provider key from stdin in `<home>/.env`.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use super::lex::{Arg, Lexer};
+use super::setup_server::{ServerFlags, ServerSetup};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
 use crate::config::{env, paths};
@@ -12,15 +14,23 @@ use crate::fsutil;
 
 pub const HELP: &str = "\
 Usage: reasonix setup [--force] [--api-key-stdin]
+       reasonix setup --base-url URL [--model NAME] [--api-key-env VAR | --no-key]
+                      [--name NAME] [--force] [--api-key-stdin]
 
-Writes <home>/config.toml with the DeepSeek preset (models deepseek-v4-flash and
-deepseek-v4-pro at https://api.deepseek.com). An existing file is left alone.
-<home> is $REASONIX_HOME, else ~/.reasonix.
+Writes <home>/config.toml: the DeepSeek preset (models deepseek-v4-flash and
+deepseek-v4-pro at https://api.deepseek.com), or with --base-url a config for any
+OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio, a gateway). An existing
+file is left alone. <home> is $REASONIX_HOME, else ~/.reasonix.
 
 Flags:
   --force           Overwrite an existing config.toml; the old one is kept as config.toml.bak
-  --api-key-stdin   Read one line from stdin and store it as DEEPSEEK_API_KEY in <home>/.env
-                    (mode 0600); the key is never printed
+  --api-key-stdin   Read one line from stdin and store it in <home>/.env (mode 0600) as
+                    DEEPSEEK_API_KEY, or as the --api-key-env variable; never printed
+  --base-url URL    The server's OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
+  --model NAME      The model to use; without it, the first one the server's /models lists
+  --api-key-env VAR The environment variable holding the server's key (needed for https)
+  --no-key          The server needs no key (the default for http:// URLs)
+  --name NAME       The provider's name in the config (default: local)
 ";
 
 /// The variable the preset's provider reads its key from.
@@ -63,12 +73,14 @@ ask   = []                                 # always prompted
 struct Flags {
     force: bool,
     key_from_stdin: bool,
+    server: ServerFlags,
 }
 
 pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut flags = Flags {
         force: false,
         key_from_stdin: false,
+        server: ServerFlags::default(),
     };
     while let Some(arg) = lexer.next().map_err(Error::Usage)? {
         if global.accept(&arg, lexer)? {
@@ -77,6 +89,15 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         match &arg {
             Arg::Long(name) if name == "force" => flags.force = true,
             Arg::Long(name) if name == "api-key-stdin" => flags.key_from_stdin = true,
+            Arg::Long(name) if name == "no-key" => flags.server.no_key = true,
+            Arg::Long(name) if name == "base-url" => {
+                flags.server.base_url = Some(value(lexer, name)?)
+            }
+            Arg::Long(name) if name == "model" => flags.server.model = Some(value(lexer, name)?),
+            Arg::Long(name) if name == "name" => flags.server.name = Some(value(lexer, name)?),
+            Arg::Long(name) if name == "api-key-env" => {
+                flags.server.api_key_env = Some(value(lexer, name)?)
+            }
             Arg::Long(name) if name == "help" => {
                 print_out(HELP);
                 return Ok(exit::OK);
@@ -90,28 +111,78 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     }
     global.enter_dir()?;
     let home = home()?;
+    let server = if flags.server.any() {
+        if let Some(existing) = kept_config(&home, flags.force)? {
+            print_out(&existing);
+            return Ok(exit::OK);
+        }
+        Some(flags.server.resolve(&home)?)
+    } else {
+        None
+    };
+    let key_name = match &server {
+        Some(server) => server.api_key_env.clone(),
+        None => Some(KEY_NAME.to_string()),
+    };
+    if flags.key_from_stdin && key_name.is_none() {
+        return Err(Error::Usage(
+            "setup: --api-key-stdin needs --api-key-env VAR to name where the key goes".into(),
+        ));
+    }
     // Read the key before writing anything, so a missing key leaves no half-done setup.
     let key = if flags.key_from_stdin {
         Some(read_key()?)
     } else {
         None
     };
-    let mut report = write_config(&home, flags.force)?;
-    match key {
-        Some(key) => {
-            env::store_key(&home, KEY_NAME, &key)?;
+    let (text, what) = match &server {
+        Some(server) => (server.text(), described(server)),
+        None => (PRESET.to_string(), "DeepSeek preset".to_string()),
+    };
+    let mut report = write_config(&home, flags.force, &text, &what)?;
+    match (key, key_name) {
+        (Some(key), Some(name)) => {
+            env::store_key(&home, &name, &key)?;
             report.push_str(&format!(
-                "stored {KEY_NAME} in {} (mode 0600)\n",
+                "stored {name} in {} (mode 0600)\n",
                 paths::env_file(&home).display()
             ));
         }
-        None if !key_available(&home) => report.push_str(&format!(
-            "next: export {KEY_NAME}=... or pipe the key to `reasonix setup --api-key-stdin`\n"
+        (None, Some(name)) if !key_available(&home, &name) => report.push_str(&format!(
+            "next: export {name}=... or pipe the key to `reasonix setup --api-key-stdin`\n"
         )),
-        None => {}
+        _ => {}
+    }
+    if server.is_some() {
+        report.push_str("next: reasonix run \"say hello\"   or   reasonix   for the chat\n");
     }
     print_out(&report);
     Ok(exit::OK)
+}
+
+fn value(lexer: &mut Lexer, name: &str) -> Result<String, Error> {
+    lexer.value(&format!("--{name}")).map_err(Error::Usage)
+}
+
+/// What the report calls a server config.
+fn described(server: &ServerSetup) -> String {
+    format!(
+        "provider `{}`: {} at {}",
+        server.name, server.model, server.base_url
+    )
+}
+
+/// The report when a config exists and `--force` was not given, checked before the server is
+/// asked for its models.
+fn kept_config(home: &Path, force: bool) -> Result<Option<String>, Error> {
+    let path = paths::config_file(home);
+    if force || !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "left {} alone: it already exists (--force overwrites it and keeps a .bak)\n",
+        path.display()
+    )))
 }
 
 fn home() -> Result<PathBuf, Error> {
@@ -141,8 +212,8 @@ fn read_key() -> Result<String, Error> {
     Ok(key.to_string())
 }
 
-/// Writes the preset unless a config exists (or `force`); returns what it did, one line each.
-fn write_config(home: &Path, force: bool) -> Result<String, Error> {
+/// Writes `text` unless a config exists (or `force`); returns what it did, one line each.
+fn write_config(home: &Path, force: bool, text: &str, what: &str) -> Result<String, Error> {
     let path = paths::config_file(home);
     let existing = match std::fs::read(&path) {
         Ok(bytes) => Some(bytes),
@@ -169,16 +240,16 @@ fn write_config(home: &Path, force: bool) -> Result<String, Error> {
         }
         None => {}
     }
-    fsutil::write_atomic(&path, PRESET.as_bytes(), None)
+    fsutil::write_atomic(&path, text.as_bytes(), None)
         .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-    report.insert_str(0, &format!("wrote {} (DeepSeek preset)\n", path.display()));
+    report.insert_str(0, &format!("wrote {} ({what})\n", path.display()));
     Ok(report)
 }
 
 /// Whether a run would find the key: in the environment or in the store.
-fn key_available(home: &Path) -> bool {
-    std::env::var(KEY_NAME).is_ok_and(|v| !v.is_empty())
-        || env::read_store(home).is_ok_and(|s| s.get(KEY_NAME).is_some_and(|v| !v.is_empty()))
+fn key_available(home: &Path, name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty())
+        || env::read_store(home).is_ok_and(|s| s.get(name).is_some_and(|v| !v.is_empty()))
 }
 
 #[cfg(test)]

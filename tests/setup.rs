@@ -1,0 +1,155 @@
+//! `reasonix setup --base-url`: a config for any OpenAI-compatible server, written by the real
+//! binary against the loopback fake server, then used by `reasonix run` as it is.
+
+use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::{reasonix, run, run_with_stdin, Dir};
+
+fn models_reply(ids: &[&str]) -> Reply {
+    let data: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "object": "model"}))
+        .collect();
+    Reply::Status {
+        status: 200,
+        headers: Vec::new(),
+        body: serde_json::json!({"object": "list", "data": data}).to_string(),
+    }
+}
+
+#[test]
+fn setup_with_a_base_url_picks_a_listed_model_and_run_then_uses_that_server() {
+    let server = FakeOpenAI::start(vec![
+        models_reply(&["qwen3-coder", "llama-3"]),
+        Reply::text("hello from the local model"),
+    ]);
+    let home = Dir::new();
+    let out = run(reasonix(&home, home.path()).args(["setup", "--base-url", &server.base_url()]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("provider `local`: llama-3 at http://"),
+        "the first model in sorted order is chosen and named: {out:?}"
+    );
+    let text = std::fs::read_to_string(home.join(".reasonix/config.toml")).unwrap();
+    assert!(text.contains("default_model = \"local\""), "{text}");
+    assert!(
+        !text.contains("api_key_env    ="),
+        "an http server needs no key: {text}"
+    );
+
+    let out = run(reasonix(&home, home.path()).args(["run", "say hello"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("hello from the local model"), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests[0].method, "GET");
+    assert!(
+        requests[0].path.ends_with("/v1/models"),
+        "{:?}",
+        requests[0].path
+    );
+    assert_eq!(
+        requests[1].body["model"], "llama-3",
+        "{:?}",
+        requests[1].body
+    );
+    assert!(
+        !requests[1]
+            .headers
+            .iter()
+            .any(|(name, _)| name == "authorization"),
+        "no key was configured, so none is sent"
+    );
+}
+
+#[test]
+fn setup_with_a_named_model_and_key_asks_the_server_nothing_and_stores_the_key() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    let out = run_with_stdin(
+        reasonix(&home, home.path()).args([
+            "setup",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "my-model",
+            "--api-key-env",
+            "LOCAL_LLM_KEY",
+            "--name",
+            "lab",
+            "--api-key-stdin",
+        ]),
+        "secret-123\n",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("stored LOCAL_LLM_KEY"), "{out:?}");
+    assert!(!out.stdout.contains("secret-123"), "{out:?}");
+    assert!(server.requests().is_empty(), "--model needs no models list");
+
+    let out = run(reasonix(&home, home.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let request = &server.requests()[0];
+    assert_eq!(request.body["model"], "my-model");
+    let auth = request
+        .headers
+        .iter()
+        .find(|(name, _)| name == "authorization")
+        .map(|(_, value)| value.as_str());
+    assert_eq!(auth, Some("Bearer secret-123"));
+}
+
+#[test]
+fn setup_with_a_base_url_refuses_bad_input_with_one_line_and_writes_nothing() {
+    let home = Dir::new();
+    let config = home.join(".reasonix/config.toml");
+    for (args, says) in [
+        (
+            vec!["--base-url", "localhost:8080"],
+            "is not an http:// or https:// URL",
+        ),
+        (
+            vec!["--base-url", "https://api.example.com/v1", "--model", "m"],
+            "--api-key-env VAR",
+        ),
+        (vec!["--model", "m"], "go with --base-url URL"),
+        (
+            vec![
+                "--base-url",
+                "http://h/v1",
+                "--model",
+                "m",
+                "--no-key",
+                "--api-key-env",
+                "K",
+            ],
+            "exclude each other",
+        ),
+        (
+            vec![
+                "--base-url",
+                "http://h/v1",
+                "--model",
+                "m",
+                "--api-key-stdin",
+            ],
+            "needs --api-key-env",
+        ),
+    ] {
+        let out = run(reasonix(&home, home.path()).arg("setup").args(&args));
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains(says), "{args:?}: {out:?}");
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{args:?}: {out:?}");
+        assert!(!config.exists(), "{args:?} wrote a config");
+    }
+}
+
+#[test]
+fn setup_with_a_base_url_that_is_down_says_to_start_it_or_name_the_model() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let home = Dir::new();
+    let out = run(reasonix(&home, home.path()).args(["setup", "--base-url", &url]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("cannot list the models"), "{out:?}");
+    assert!(out.stderr.contains("--model NAME"), "{out:?}");
+    assert!(!home.join(".reasonix/config.toml").exists());
+}
