@@ -2,6 +2,7 @@
 //! binary against the loopback fake server, then used by `reasonix run` as it is.
 
 use crate::util::fake_openai::{FakeOpenAI, Reply};
+use crate::util::pty::Pty;
 use crate::util::{reasonix, run, run_with_stdin, Dir};
 
 fn models_reply(ids: &[&str]) -> Reply {
@@ -152,4 +153,37 @@ fn setup_with_a_base_url_that_is_down_says_to_start_it_or_name_the_model() {
     assert!(out.stderr.contains("cannot list the models"), "{out:?}");
     assert!(out.stderr.contains("--model NAME"), "{out:?}");
     assert!(!home.join(".reasonix/config.toml").exists());
+}
+
+/// Without a DeepSeek key, a workspace whose `reasonix.toml` names a local server used to get
+/// the no-key welcome again and again: the trust question came only after the key check.
+#[test]
+fn bare_reasonix_without_a_key_asks_to_trust_a_project_that_names_a_working_server() {
+    let theirs = FakeOpenAI::start(vec![Reply::text("Hello from the local server.")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write(
+        "reasonix.toml",
+        &format!(
+            "default_model = \"lab\"\n[[providers]]\nname = \"lab\"\nbase_url = \"{}\"\nmodel = \"lab-model\"\n",
+            theirs.base_url()
+        ),
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.env_remove("DEEPSEEK_API_KEY");
+    let mut pty = Pty::spawn(cmd, 100, 30);
+    pty.wait_text("Trust this workspace?");
+    assert!(
+        !pty.raw_text().contains("Welcome to reasonix"),
+        "{}",
+        pty.raw_text()
+    );
+    pty.send("a");
+    pty.wait_text("lab-model");
+    pty.send("hi\r");
+    pty.wait_text("Hello from the local server.");
+    pty.send("\x04");
+    let status = pty.wait_exit();
+    assert_eq!(status.code(), Some(0), "{}", pty.raw_text());
+    assert_eq!(theirs.requests().len(), 1);
 }

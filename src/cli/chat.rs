@@ -111,6 +111,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     assemble::print_warnings(&setup.warnings);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if !interactive {
+        assemble::check_key(&setup.settings)?;
         return plain_chat(&args, setup);
     }
     if !setup.untrusted.is_empty() {
@@ -128,10 +129,13 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             assemble::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
         }
     }
+    // After the trust question: the provider that has the key may be the project's.
+    assemble::check_key(&setup.settings)?;
     interactive_chat(&args, setup)
 }
 
-/// Loads config and custom commands for a chat; the config's warnings are in the result.
+/// Loads config and custom commands for a chat; the config's warnings are in the result. The
+/// key is the caller's to check, once the workspace's trust is decided.
 fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
     let project = ProjectFlags {
@@ -141,7 +145,6 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let loaded = assemble::load_config(&args.global, &cwd, project)?;
     let mut config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
-    assemble::check_key(&settings)?;
     let prepared = super::agent_cmd::prepare(
         args.agent_composition.as_deref(),
         &args.session(),
@@ -524,6 +527,7 @@ impl ChatServices {
     fn rebuild(&mut self, mut args: ChatArgs) -> Result<ui::Switched, Error> {
         args.model = Some(format!("{}/{}", self.settings.name, self.settings.model));
         let setup = prepare(&args)?;
+        assemble::check_key(&setup.settings)?;
         let mut notices = Vec::new();
         let mut collect = |event: Event| {
             if let Event::Notice { level, message } = event {

@@ -15,8 +15,18 @@ pub fn first_run(global: &Global) -> Option<String> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().ok()?,
     };
-    let options = LoadOptions::from_env(cwd, global.config.clone()).ok()?;
+    let mut options = LoadOptions::from_env(cwd, global.config.clone()).ok()?;
     let loaded = config::load(&options).ok()?;
+    if !loaded.untrusted.is_empty() {
+        // The project file may hold the provider that works (a local server): then the
+        // chat's trust question comes first, not a welcome about a key it may not need.
+        options.trust_project = true;
+        let trusted = config::load(&options).ok()?;
+        let settings = trusted.config.resolve_model(None).ok()?;
+        if assemble::check_key(&settings).is_ok() {
+            return None;
+        }
+    }
     let settings = loaded.config.resolve_model(None).ok()?;
     let config_file = paths::config_file(&options.home);
     assemble::check_key(&settings).is_err().then(|| {
