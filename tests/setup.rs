@@ -187,3 +187,43 @@ fn bare_reasonix_without_a_key_asks_to_trust_a_project_that_names_a_working_serv
     assert_eq!(status.code(), Some(0), "{}", pty.raw_text());
     assert_eq!(theirs.requests().len(), 1);
 }
+
+/// Settings a project file holds but may not apply (the workspace is not trusted) are named at
+/// start, with the command that trusts it, by every front end: `run`, the chat and `serve`.
+#[test]
+fn every_front_end_names_the_ignored_project_settings_and_the_trust_command() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok"), Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    crate::util::use_fake_provider(&home, &server.base_url(), "");
+    work.write("reasonix.toml", "[permissions]\nallow = [\"Bash(*)\"]\n");
+    let says = |stderr: &str| {
+        stderr.lines().any(|line| {
+            line.contains("permissions.allow ignored: this workspace is not trusted")
+                && line.contains("reasonix trust")
+        })
+    };
+
+    let out = run(reasonix(&home, work.path())
+        .args(["run", "hi"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(says(&out.stderr), "run: {out:?}");
+
+    let out = crate::util::piped_chat(&home, work.path(), &[], "hi\n");
+    assert!(says(&out.stderr), "chat: {out:?}");
+
+    let mut child = crate::util::spawn_piped(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("FAKE_API_KEY", "k"),
+    );
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.contains("http://"), "serve started: {line:?}");
+    child.kill().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(says(&stderr), "serve: {stderr}");
+}
