@@ -100,6 +100,7 @@ bench: static
 # the recording: no network, no API key.
 DEMO_PROMPT := The test suite fails. Find the bug, fix it and make the tests pass.
 demo:
+	@echo "demo: building reasonix first (cargo build; a few minutes on the first run, seconds after)"
 	$(CARGO) build -q
 	@tmp=$$(mktemp -d) && \
 	cp examples/demo/calc.py examples/demo/test_calc.py examples/demo/README.md "$$tmp"/ && \
