@@ -30,6 +30,7 @@ mod plan;
 mod provider;
 mod provider_edges;
 mod rewind;
+mod rule_names;
 mod run;
 mod sandbox;
 mod serve;
