@@ -755,12 +755,48 @@ fn todo_write_validation_leaves_the_list_unchanged() {
 
 // ---- registry, contract and `reasonix tools` ----
 
+/// Every tool a session can offer the model: what the contract and `reasonix tools` list.
 fn builtin_registry() -> Registry {
-    let mut registry = Registry::new();
-    for tool in builtin::all() {
-        registry.insert(tool);
+    reasonix::agent::offered::every_tool()
+}
+
+/// Each schema the model can be offered is a closed-enough JSON Schema object the gate can
+/// check arguments against: an object type, properties with types, and every required key
+/// among the properties.
+#[test]
+fn every_offered_tool_has_a_checkable_object_schema() {
+    let registry = builtin_registry();
+    for schema in registry.schemas() {
+        let parameters = &schema.parameters;
+        assert_eq!(
+            parameters["type"], "object",
+            "{}: {parameters}",
+            schema.name
+        );
+        let properties = parameters["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{}: no properties: {parameters}", schema.name));
+        for (key, property) in properties {
+            assert!(
+                property.get("type").is_some() || property.get("enum").is_some(),
+                "{}.{key} has no type: {property}",
+                schema.name
+            );
+        }
+        for required in parameters["required"].as_array().into_iter().flatten() {
+            let key = required.as_str().unwrap_or_default();
+            assert!(
+                properties.contains_key(key),
+                "{} requires `{key}`, which is not a property",
+                schema.name
+            );
+        }
+        assert!(
+            !schema.description.trim().is_empty(),
+            "{} has no description",
+            schema.name
+        );
     }
-    registry
 }
 
 #[test]

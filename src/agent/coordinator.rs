@@ -104,6 +104,15 @@ pub struct PlanStatus {
     reported: Arc<Mutex<Option<Report>>>,
 }
 
+impl PlanStatus {
+    /// An instance whose reports go nowhere: for listing the tool and its contract.
+    pub fn unreported() -> PlanStatus {
+        PlanStatus {
+            reported: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
 impl Tool for PlanStatus {
     fn name(&self) -> &str {
         PLAN_STATUS_TOOL

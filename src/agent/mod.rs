@@ -10,6 +10,7 @@ pub mod events;
 pub mod goal;
 pub mod hooks;
 pub mod live;
+pub mod offered;
 pub mod plan;
 pub mod progress;
 pub mod prompt;

@@ -4,7 +4,7 @@
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::cli::error::{exit, Error};
-use crate::tool::{builtin, contract, Registry};
+use crate::tool::{contract, Registry};
 
 pub const HELP: &str = "\
 Usage: reasonix tools [--markdown | --json]
@@ -44,7 +44,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         chosen = Some(flag);
         format = next;
     }
-    let registry = builtin_registry();
+    let registry = crate::agent::offered::every_tool();
     let text = match format {
         Format::List => listing(&registry),
         Format::Markdown => contract::markdown(&registry),
@@ -61,14 +61,6 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
 fn show_help() -> Result<i32, Error> {
     print_out(HELP);
     Ok(exit::OK)
-}
-
-fn builtin_registry() -> Registry {
-    let mut registry = Registry::new();
-    for tool in builtin::all() {
-        registry.insert(tool);
-    }
-    registry
 }
 
 fn listing(registry: &Registry) -> String {
