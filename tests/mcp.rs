@@ -955,9 +955,10 @@ fn tool_annotations_reach_the_permission_gate() {
     let verdict = gate(&[]).check("mcp__srv__rm", false, &args);
     assert!(!verdict.allowed, "{verdict:?}");
     assert!(
-        gate(&["mcp__srv__rm"])
+        !gate(&["mcp__srv__rm"])
             .check("mcp__srv__rm", false, &args)
-            .allowed
+            .allowed,
+        "headless, a destructive tool is refused even when an allow rule names it"
     );
     let verdict = gate(&[]).check("mcp__srv__look", true, &args);
     assert_eq!(verdict.rule.as_deref(), Some("approval_mode = prompt"));
@@ -1712,4 +1713,43 @@ fn task_only_tools_are_listed_as_such_and_calling_one_says_why() {
     let out = run(reasonix(&home, work.path()).args(["mcp", "call", "t", "batch"]));
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("can only run as a task"), "{out:?}");
+}
+
+/// Headless runs fail closed on destructive MCP tools (spec: a non-interactive session cannot
+/// ask): an allow rule naming the tool and the yolo posture do not let `rm` run, through the
+/// real binary with a real stdio server.
+#[test]
+fn a_destructive_mcp_tool_is_refused_headless_even_with_an_allow_rule_naming_it() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__srv__rm", "{}")]),
+        Reply::text("done"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &format!(
+            "[permissions]\nmode = \"allow\"\nallow = [\"mcp__srv__rm\"]\n{}",
+            stdio_plugin("srv", "sh", &["-c", ANNOTATED], "sandbox = \"off\"")
+        ),
+    );
+    let out = run(reasonix(&home, work.path())
+        .args(["run", "--permission-mode", "yolo", "remove it"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("permission: blocked mcp__srv__rm"),
+        "{out:?}"
+    );
+    let requests = server.wait_for_requests(2);
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(result.contains("marked destructive"), "{result}");
 }

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use super::policy::{Basis, Decision, Policy};
-use super::rules::{
-    exact_command_rule, prefix_command_rule, Call, Polarity, Rule, Subject, Target,
-};
+use super::rules::{exact_command_rule, prefix_command_rule, Call, Rule, Subject};
 use crate::config::ApprovalMode;
 use crate::tool::{Family, Profile, ReadDenials};
 
@@ -477,63 +475,45 @@ impl PolicyGate {
 }
 
 impl PolicyGate {
-    /// An allow rule that names exactly this tool (not a server-wide `mcp__server` rule).
-    fn named_allow(&self, call: &Call) -> Option<String> {
-        self.policy
-            .allow
-            .iter()
-            .find(|r| {
-                matches!(r.target(), Target::Tool(name) if *name == call.tool)
-                    && r.matches(call, Polarity::Grant, &self.policy.context)
-            })
-            .map(|r| r.text().to_string())
-    }
-
-    /// A destructive MCP call: a fresh human answer every time (no grant, posture or
-    /// reviewer answers it); without a human only an allow rule naming the tool runs it.
+    /// A destructive MCP call: a fresh human answer every time (no grant, posture, allow rule
+    /// or reviewer answers it). Without a human the run fails closed, as the spec has
+    /// non-interactive sessions do: an allow rule naming the tool does not let it through.
     fn check_destructive(&self, call: &Call, args: &Value, base: Verdict) -> Verdict {
-        let named = self.named_allow(call);
         let posture = base.posture.unwrap_or(Posture::Ask);
-        match (&self.approver, posture) {
-            (Some(approver), p) if p != Posture::Strict => {
-                let request = ApprovalRequest {
-                    tool: call.tool.clone(),
-                    family: call.family,
-                    subject: base.subject.clone(),
-                    args: args.clone(),
-                    rule: Some("destructiveHint".into()),
-                    scopes: Vec::new(),
-                };
-                if let Some(reason) = self.hook_denies(&request, true) {
-                    return blocked(base, Resolution::Hook, hook_message(&reason));
-                }
-                match approver.approve(&request) {
-                    ApprovalAnswer::Deny => {
-                        let message = format!(
-                            "blocked: the user declined this destructive `{}` call; do not retry \
-                             it unchanged, take another approach or ask the user",
-                            call.tool
-                        );
-                        blocked(base, Resolution::UserDeny, message)
-                    }
-                    _ => allowed(base, Resolution::UserOnce),
-                }
+        let Some(approver) = self
+            .approver
+            .as_ref()
+            .filter(|_| posture != Posture::Strict)
+        else {
+            let message = format!(
+                "blocked: `{tool}` is marked destructive by its MCP server and this run cannot \
+                 ask the user; do not retry it, report that this step needs a person to approve \
+                 it in an interactive session",
+                tool = call.tool
+            );
+            return blocked(base, Resolution::Strict, message);
+        };
+        let request = ApprovalRequest {
+            tool: call.tool.clone(),
+            family: call.family,
+            subject: base.subject.clone(),
+            args: args.clone(),
+            rule: Some("destructiveHint".into()),
+            scopes: Vec::new(),
+        };
+        if let Some(reason) = self.hook_denies(&request, true) {
+            return blocked(base, Resolution::Hook, hook_message(&reason));
+        }
+        match approver.approve(&request) {
+            ApprovalAnswer::Deny => {
+                let message = format!(
+                    "blocked: the user declined this destructive `{}` call; do not retry \
+                     it unchanged, take another approach or ask the user",
+                    call.tool
+                );
+                blocked(base, Resolution::UserDeny, message)
             }
-            _ => match named {
-                Some(rule) => Verdict {
-                    rule: Some(rule),
-                    ..allowed(base, Resolution::Plain)
-                },
-                None => {
-                    let message = format!(
-                        "blocked: `{tool}` is marked destructive by its MCP server and this run \
-                         cannot ask the user; report that this step needs approval (an allow \
-                         rule naming `{tool}` permits it in headless runs)",
-                        tool = call.tool
-                    );
-                    blocked(base, Resolution::Strict, message)
-                }
-            },
+            _ => allowed(base, Resolution::UserOnce),
         }
     }
 }
@@ -854,26 +834,25 @@ mod tests {
     }
 
     #[test]
-    fn headless_runs_deny_destructive_tools_unless_an_allow_rule_names_them() {
+    fn headless_runs_deny_destructive_tools_even_when_an_allow_rule_names_them() {
         let args = json!({});
-        let (g, _) = gate(&[], &[], Posture::Ask, None);
-        let verdict = g.check("mcp__s__rm", false, &args);
-        assert!(!verdict.allowed);
-        let message = verdict.message.unwrap();
-        assert!(message.contains("marked destructive"), "{message}");
-        let (g, _) = gate(&["mcp__s"], &[], Posture::Yolo, None);
-        assert!(
-            !g.check("mcp__s__rm", false, &args).allowed,
-            "a server-wide rule does not name the tool"
-        );
-        let (g, _) = gate(&["mcp__s__rm"], &[], Posture::Ask, None);
-        let verdict = g.check("mcp__s__rm", false, &args);
-        assert!(verdict.allowed);
-        assert_eq!(verdict.rule.as_deref(), Some("mcp__s__rm"));
+        for (allow, posture) in [
+            (&[][..], Posture::Ask),
+            (&["mcp__s"][..], Posture::Yolo),
+            (&["mcp__s__rm"][..], Posture::Ask),
+            (&["mcp__s__rm"][..], Posture::Yolo),
+        ] {
+            let (g, _) = gate(allow, &[], posture, None);
+            let verdict = g.check("mcp__s__rm", false, &args);
+            assert!(!verdict.allowed, "{allow:?} {posture:?}");
+            let message = verdict.message.unwrap();
+            assert!(message.contains("marked destructive"), "{message}");
+        }
         let (g, _) = gate(&["mcp__s__rm"], &["mcp__s__rm"], Posture::Ask, None);
         assert_eq!(
             g.check("mcp__s__rm", false, &args).resolution,
-            Resolution::Rule
+            Resolution::Rule,
+            "an explicit deny still names its rule"
         );
     }
 
