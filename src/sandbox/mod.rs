@@ -854,6 +854,24 @@ mod tests {
             landlock.gaps.iter().any(|g| g.contains("signal scoping")),
             "{landlock:?}"
         );
+        // Issue 32.7: what Landlock holds about temp dirs and terminals, and what it cannot.
+        assert!(
+            landlock
+                .active
+                .iter()
+                .any(|a| a.contains("private TMPDIR") && a.contains("/dev/pts")),
+            "{landlock:?}"
+        );
+        for gap in [
+            "pseudo-terminals",
+            "write to /tmp by name",
+            "names of the home's secrets",
+        ] {
+            assert!(
+                landlock.gaps.iter().any(|g| g.contains(gap)),
+                "{gap}: {landlock:?}"
+            );
+        }
         assert_eq!(
             landlock.gaps.last().unwrap(),
             "install bubblewrap for the stronger jail"
