@@ -127,9 +127,23 @@ impl Policy {
         })
     }
 
+    /// The inodes of the hidden files, the sessions' temp directories left out: they hold no
+    /// credential, and a busy one would spend the walk's budget and make every hard-linked file
+    /// (a pnpm store, say) count as hidden.
     fn hidden_inodes(&self) -> &super::inodes::HiddenInodes {
-        self.hidden_inodes
-            .get_or_init(|| super::inodes::HiddenInodes::collect(&self.forbid_read))
+        self.hidden_inodes.get_or_init(|| {
+            let temp = self
+                .home
+                .as_ref()
+                .map(|home| home.join(crate::config::paths::JAIL_TMP_DIR));
+            let files: Vec<PathBuf> = self
+                .forbid_read
+                .iter()
+                .filter(|hidden| Some(*hidden) != temp.as_ref())
+                .cloned()
+                .collect();
+            super::inodes::HiddenInodes::collect(&files)
+        })
     }
 
     /// The protected path (the reasonix home) that `resolved` lies under, if any. A workspace

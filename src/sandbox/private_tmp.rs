@@ -23,6 +23,18 @@ pub struct PrivateTmp {
 impl PrivateTmp {
     /// Makes a fresh directory under `root` (`<home>/tmp`), creating `root` when needed.
     pub fn create(root: &Path) -> io::Result<PrivateTmp> {
+        PrivateTmp::create_in(root).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot make a private temp directory in {}: {e}",
+                    root.display()
+                ),
+            )
+        })
+    }
+
+    fn create_in(root: &Path) -> io::Result<PrivateTmp> {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         // The root may be shared by several sessions and made by anyone: only the directory
         // below it has to be private.
