@@ -1049,12 +1049,15 @@ fn a_home_secret_created_after_the_jail_was_built_stays_hidden() {
         let s = Scene::new();
         fs::create_dir_all(s.home.join("skills/demo")).unwrap();
         fs::write(s.home.join("skills/demo/SKILL.md"), "SKILL-VISIBLE\n").unwrap();
+        // Neither a dangling symlink nor one to a secret may break or open the home's view.
+        symlink("/nonexistent-target", s.home.join("dangling")).unwrap();
+        symlink(s.home.join(".env"), s.home.join("alias")).unwrap();
         let policy = s.policy(BashMode::Enforce, backend, false);
         let mut spec = CommandSpec::new("/bin/sh", &s.ws);
         spec.args = vec![
             "-c".into(),
             format!(
-                "cat {0}/serve-auth.json {0}/mcp-auth/late.json {0}/later.toml; \
+                "cat {0}/serve-auth.json {0}/mcp-auth/late.json {0}/later.toml {0}/alias; \
                  cat {0}/skills/demo/SKILL.md",
                 s.home.display()
             )
@@ -1073,7 +1076,7 @@ fn a_home_secret_created_after_the_jail_was_built_stays_hidden() {
             .output
             .to_text();
         assert!(
-            !text.contains("LATE-SECRET"),
+            !text.contains("LATE-SECRET") && !text.contains(ENV_SECRET),
             "{}: a secret created after the jail was built is visible: {text}",
             backend.name()
         );

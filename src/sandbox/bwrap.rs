@@ -210,8 +210,10 @@ fn home_view(policy: &Policy, home: &Path) -> Vec<OsString> {
         .collect();
     visible.sort();
     for entry in visible {
+        // `-try`: an entry removed since it was listed, or a dangling symlink, is skipped
+        // instead of failing the command.
         args.extend([
-            OsString::from("--ro-bind"),
+            OsString::from("--ro-bind-try"),
             entry.as_os_str().into(),
             entry.as_os_str().into(),
         ]);
