@@ -82,7 +82,8 @@ pub struct Settings {
     /// Where file writers are confined and bash may write; usually the cwd.
     pub workspace_root: PathBuf,
     /// The reasonix home (configuration, keys, grants, sessions, memory): never writable by a
-    /// tool or a jailed command, and its `.env` is always hidden. reasonix itself writes there.
+    /// tool or a jailed command, and its secrets (`config::paths::home_secrets`) are always
+    /// hidden. reasonix itself writes there.
     pub home: PathBuf,
     /// `[sandbox] allow_write`; relative entries are taken relative to the workspace root.
     pub allow_write: Vec<PathBuf>,
