@@ -570,3 +570,253 @@ fn jailed_bash_cannot_read_or_write_a_hidden_file_through_a_hard_link_in_the_wor
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 9. Secrets at rest in the reasonix home are hidden, not just private (issue 32.2).
+
+/// Every secret the reasonix home holds, relative to the test's `$HOME`, each with a marker that
+/// must never reach the model or a jailed process. `config.toml` gets its marker from
+/// [`SECRET_CONFIG_LINE`].
+const HOME_SECRETS: &[(&str, &str)] = &[
+    (".reasonix/.env", "DEEPSEEK_API_KEY=SECRET-AT-REST-ENV\n"),
+    (
+        ".reasonix/mcp-auth/server.json",
+        "{\"access_token\":\"SECRET-AT-REST-OAUTH\"}\n",
+    ),
+    (
+        ".reasonix/serve-auth.json",
+        "{\"token\":\"SECRET-AT-REST-SERVE\"}\n",
+    ),
+    (
+        ".reasonix/mcp-grants.json",
+        "{\"version\":1,\"grants\":[{\"workspace\":\"/SECRET-AT-REST-GRANT\",\"server\":\"s\",\"identity\":\"0\"}]}\n",
+    ),
+    (
+        ".reasonix/trusted-workspaces.json",
+        "{\"version\":1,\"workspaces\":[{\"path\":\"/SECRET-AT-REST-TRUST\",\"trusted_at\":\"2026-01-01T00:00:00Z\"}]}\n",
+    ),
+];
+
+/// A credential written inline in the user config (an MCP server's token, say).
+const SECRET_CONFIG_LINE: &str = "# SECRET-AT-REST-CONFIG\n";
+
+/// A skill in the home: not a secret, so every reader must still see it.
+const SKILL: (&str, &str) = (
+    ".reasonix/skills/demo/SKILL.md",
+    "---\nname: demo\ndescription: a demo skill\n---\nCONTROL-SKILL-VISIBLE\n",
+);
+
+/// Writes every secret of [`HOME_SECRETS`] and the control skill; returns the secrets' paths,
+/// `config.toml` included.
+fn plant_home_secrets(home: &Dir) -> Vec<String> {
+    let mut paths = Vec::new();
+    for (rel, content) in HOME_SECRETS {
+        paths.push(home.write(rel, content).display().to_string());
+    }
+    home.write(SKILL.0, SKILL.1);
+    paths.push(home.join(".reasonix/config.toml").display().to_string());
+    paths
+}
+
+fn push(
+    calls: &mut Vec<(String, &'static str, String)>,
+    name: &'static str,
+    args: serde_json::Value,
+) {
+    calls.push((format!("c{}", calls.len()), name, args.to_string()));
+}
+
+fn assert_no_secret(backend: &str, what: &str, text: &str) {
+    assert!(
+        !text.contains("SECRET-AT-REST"),
+        "{backend}: {what} revealed a secret at rest:\n{text}"
+    );
+}
+
+#[test]
+fn home_secrets_are_refused_by_every_file_tool_and_hidden_from_jailed_bash() {
+    for backend in backends() {
+        let home = Dir::outside_temp();
+        let ws = Dir::outside_temp();
+        let secrets = plant_home_secrets(&home);
+        let reasonix_home = home.join(".reasonix");
+        symlink(&reasonix_home, ws.join("peek")).unwrap();
+        fs::hard_link(
+            reasonix_home.join("mcp-auth/server.json"),
+            ws.join("linked.txt"),
+        )
+        .unwrap();
+        let mut calls: Vec<(String, &str, String)> = Vec::new();
+        for path in &secrets {
+            push(&mut calls, "read_file", serde_json::json!({ "path": path }));
+            push(
+                &mut calls,
+                "view_image",
+                serde_json::json!({ "path": path }),
+            );
+            push(
+                &mut calls,
+                "edit_file",
+                serde_json::json!({"path": path, "old_string": "SECRET", "new_string": "x"}),
+            );
+        }
+        for path in ["peek/mcp-auth/server.json", "peek/.env", "linked.txt"] {
+            push(&mut calls, "read_file", serde_json::json!({ "path": path }));
+        }
+        let home_dir = reasonix_home.display().to_string();
+        push(
+            &mut calls,
+            "grep",
+            serde_json::json!({"pattern": "SECRET-AT-RES[T]", "path": home_dir, "output_mode": "content"}),
+        );
+        push(
+            &mut calls,
+            "grep",
+            serde_json::json!({"pattern": "SECRET-AT-RES[T]", "output_mode": "content"}),
+        );
+        let listings_from = calls.len();
+        push(
+            &mut calls,
+            "glob",
+            serde_json::json!({"pattern": "**/*", "path": home_dir}),
+        );
+        push(
+            &mut calls,
+            "glob",
+            serde_json::json!({"pattern": "**/*.json"}),
+        );
+        push(&mut calls, "ls", serde_json::json!({ "path": home_dir }));
+        push(
+            &mut calls,
+            "ls",
+            serde_json::json!({ "path": format!("{home_dir}/mcp-auth") }),
+        );
+        let listings_to = calls.len();
+        let cat = format!(
+            "cat {} peek/mcp-auth/server.json linked.txt; grep -r 'SECRET-AT-RES[T]' {home_dir}; \
+             cp -r {home_dir} copied; grep -r 'SECRET-AT-RES[T]' copied",
+            secrets.join(" ")
+        );
+        push(&mut calls, "bash", serde_json::json!({ "command": cat }));
+        let controls_from = calls.len();
+        push(
+            &mut calls,
+            "read_file",
+            serde_json::json!({"path": reasonix_home.join("skills/demo/SKILL.md")}),
+        );
+        push(
+            &mut calls,
+            "bash",
+            serde_json::json!({"command": format!("cat {home_dir}/skills/demo/SKILL.md")}),
+        );
+        let refs: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|(id, name, args)| (id.as_str(), *name, args.as_str()))
+            .collect();
+        let (out, results) = model_calls(
+            &home,
+            ws.path(),
+            &format!("{}{SECRET_CONFIG_LINE}", sandbox_table(backend)),
+            &refs,
+            &["--permission-mode", "yolo"],
+        );
+        let name = backend.name();
+        assert_eq!(out.code, 0, "{name}: {out:?}");
+        assert_eq!(results.len(), calls.len(), "{name}: {results:?}");
+        for (i, result) in results.iter().enumerate() {
+            let what = format!("{} {}", calls[i].1, calls[i].2);
+            assert_no_secret(name, &what, result);
+            if (listings_from..listings_to).contains(&i) {
+                for listed in [
+                    "server.json",
+                    "serve-auth",
+                    "mcp-grants",
+                    "trusted-workspaces",
+                ] {
+                    assert!(
+                        !result.contains(listed),
+                        "{name}: {what} listed the secret {listed}: {result}"
+                    );
+                }
+            }
+        }
+        for result in &results[controls_from..] {
+            assert!(
+                result.contains("CONTROL-SKILL-VISIBLE"),
+                "{name}: the home's non-secret files must stay readable: {result}"
+            );
+        }
+        for (rel, content) in HOME_SECRETS {
+            assert_eq!(&home.read(rel), content, "{name}: {rel} was changed");
+        }
+        // The private TMPDIR of the run's jailed commands went with the run.
+        let left: Vec<_> = fs::read_dir(reasonix_home.join("tmp"))
+            .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{name}: temp directories left: {left:?}");
+    }
+}
+
+#[test]
+fn a_jailed_mcp_server_cannot_read_the_secrets_of_the_reasonix_home() {
+    for backend in backends() {
+        let home = Dir::outside_temp();
+        let ws = Dir::outside_temp();
+        let plugin = format!(
+            "[[plugins]]\nname = \"io\"\ncommand = {:?}\nargs = [\"--io-tools\"]\n",
+            env!("CARGO_BIN_EXE_reasonix-plugin-example")
+        );
+        crate::util::use_fake_provider(
+            &home,
+            "http://127.0.0.1:9",
+            &format!("{plugin}\n{}{SECRET_CONFIG_LINE}", sandbox_table(backend)),
+        );
+        let secrets = plant_home_secrets(&home);
+        let read = |path: &str| {
+            run(reasonix(&home, ws.path())
+                .args(["mcp", "call", "io", "read_file"])
+                .arg(serde_json::json!({ "path": path }).to_string())
+                .env("FAKE_API_KEY", "k"))
+        };
+        for path in &secrets {
+            let out = read(path);
+            assert_no_secret(
+                backend.name(),
+                &format!("the jailed server reading {path}"),
+                &format!("{}{}", out.stdout, out.stderr),
+            );
+        }
+        let control = read(&home.join(SKILL.0).display().to_string());
+        assert!(
+            control.stdout.contains("CONTROL-SKILL-VISIBLE"),
+            "{}: {control:?}",
+            backend.name()
+        );
+    }
+}
+
+#[test]
+fn an_at_reference_cannot_attach_a_secret_of_the_reasonix_home() {
+    let home = Dir::outside_temp();
+    let ws = Dir::outside_temp();
+    let server = FakeOpenAI::start(vec![Reply::text("done")]);
+    config(&home, &server.base_url(), SECRET_CONFIG_LINE);
+    let secrets = plant_home_secrets(&home);
+    symlink(home.join(".reasonix"), ws.join("peek")).unwrap();
+    ws.write("visible.txt", "CONTROL-REFERENCE-VISIBLE\n");
+    let mut prompt = String::from("look at @visible.txt @peek/mcp-auth/server.json");
+    for path in &secrets {
+        prompt.push_str(&format!(" @{path}"));
+    }
+    let out = run(reasonix(&home, ws.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["run", &prompt]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let body = &server.requests()[0].body;
+    let sent = body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(sent.contains("CONTROL-REFERENCE-VISIBLE"), "{sent}");
+    assert_no_secret("any backend", "an @ reference", &sent);
+}

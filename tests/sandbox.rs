@@ -371,7 +371,10 @@ fn hidden_paths_cannot_be_read_or_changed_by_the_file_tools() {
         s.home.join(".env").display().to_string(),
     ] {
         let text = refused(call(&ctx, "read_file", json!({ "path": path })));
-        assert!(text.contains("forbid_read"), "{text}");
+        assert!(
+            text.contains("forbid_read") || text.contains("a secret of the reasonix home"),
+            "{text}"
+        );
         assert!(!text.contains(SECRET) && !text.contains(ENV_SECRET));
     }
     // The home is writable, but its .env may neither be edited (which would reveal it) nor
@@ -1034,5 +1037,140 @@ fn search_tools_neither_list_nor_search_hidden_paths() {
     ] {
         let text = refused(call(&ctx, tool, args));
         assert!(text.contains("forbid_read"), "{tool}: {text}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets at rest and host-shared places (issue 32.2 and 32.7)
+
+#[test]
+fn a_home_secret_created_after_the_jail_was_built_stays_hidden() {
+    for backend in jails() {
+        let s = Scene::new();
+        fs::create_dir_all(s.home.join("skills/demo")).unwrap();
+        fs::write(s.home.join("skills/demo/SKILL.md"), "SKILL-VISIBLE\n").unwrap();
+        // Neither a dangling symlink nor one to a secret may break or open the home's view.
+        symlink("/nonexistent-target", s.home.join("dangling")).unwrap();
+        symlink(s.home.join(".env"), s.home.join("alias")).unwrap();
+        let policy = s.policy(BashMode::Enforce, backend, false);
+        let mut spec = CommandSpec::new("/bin/sh", &s.ws);
+        spec.args = vec![
+            "-c".into(),
+            format!(
+                "cat {0}/serve-auth.json {0}/mcp-auth/late.json {0}/later.toml {0}/alias; \
+                 cat {0}/skills/demo/SKILL.md",
+                s.home.display()
+            )
+            .into(),
+        ];
+        spec.timeout = Some(Duration::from_secs(60));
+        let spec = policy.confine_command(spec).unwrap();
+        // The jail is built; the secrets appear afterwards, as when `reasonix serve` starts
+        // or an OAuth login finishes while an MCP server keeps running.
+        fs::write(s.home.join("serve-auth.json"), "LATE-SECRET-SERVE").unwrap();
+        fs::create_dir_all(s.home.join("mcp-auth")).unwrap();
+        fs::write(s.home.join("mcp-auth/late.json"), "LATE-SECRET-OAUTH").unwrap();
+        fs::write(s.home.join("later.toml"), "LATE-SECRET-ANY").unwrap();
+        let text = process::run(&spec, &CancelToken::new())
+            .unwrap()
+            .output
+            .to_text();
+        assert!(
+            !text.contains("LATE-SECRET") && !text.contains(ENV_SECRET),
+            "{}: a secret created after the jail was built is visible: {text}",
+            backend.name()
+        );
+        assert!(text.contains("SKILL-VISIBLE"), "{}: {text}", backend.name());
+    }
+}
+
+/// A pseudo-terminal of this (host) process, standing for the user's terminal; returns the
+/// master descriptor (closed on drop) and the path of its slave side.
+fn host_terminal() -> (std::fs::File, PathBuf) {
+    use std::os::fd::FromRawFd;
+    // SAFETY (test code): posix_openpt returns a descriptor we own; grantpt, unlockpt and
+    // ptsname_r only read it and write into the buffer we pass with its length.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        let master = std::fs::File::from_raw_fd(fd);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+        let name = std::ffi::CStr::from_ptr(name.as_ptr());
+        (master, PathBuf::from(name.to_string_lossy().into_owned()))
+    }
+}
+
+#[test]
+fn a_read_only_child_cannot_write_host_temp_dirs_or_terminals() {
+    let (_master, pts) = host_terminal();
+    for backend in jails() {
+        let s = Scene::new();
+        let policy = s.policy(BashMode::Enforce, backend, false);
+        let ctx = s.ctx(policy.fenced(&[]).unwrap());
+        let mark = format!("reasonix-escape-{}-{}", std::process::id(), backend.name());
+        let planted: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"]
+            .iter()
+            .map(|dir| Path::new(dir).join(&mark))
+            .collect();
+        // bwrap gives the command a /tmp and a /dev/shm of its own, where writing is harmless;
+        // Landlock has no mount namespace, so it must refuse them.
+        let private = |path: &PathBuf| backend == Backend::Bwrap && !path.starts_with("/var/tmp");
+        let mut attempts: Vec<String> = planted
+            .iter()
+            .filter(|path| !private(path))
+            .map(|path| format!("echo pwned > {}", path.display()))
+            .collect();
+        for path in planted.iter().filter(|path| private(path)) {
+            bash(&ctx, &format!("echo pwned > {}", path.display()));
+        }
+        attempts.push(format!("echo pwned > {}", pts.display()));
+        attempts.push(format!("exec 3< {} && echo opened", pts.display()));
+        for attempt in &attempts {
+            let text = bash(&ctx, attempt);
+            assert!(
+                !text.ends_with("[exit code: 0]"),
+                "{}: `{attempt}` succeeded: {text}",
+                backend.name()
+            );
+        }
+        for path in &planted {
+            assert!(
+                !path.exists(),
+                "{}: {} was written on the host",
+                backend.name(),
+                path.display()
+            );
+            let _ = fs::remove_file(path);
+        }
+        // Control: the command's own temp directory works, and lies outside the host's.
+        let text = bash(
+            &ctx,
+            "echo ok > \"$TMPDIR/f\" && cat \"$TMPDIR/f\" && t=$(mktemp) && echo \"$TMPDIR\"",
+        );
+        assert!(
+            text.starts_with("ok\n") && text.ends_with("[exit code: 0]"),
+            "{}: {text}",
+            backend.name()
+        );
+        let tmpdir = text.lines().nth(1).unwrap_or("").to_string();
+        match backend {
+            Backend::Landlock => {
+                assert!(
+                    Path::new(&tmpdir).starts_with(&s.home),
+                    "landlock: TMPDIR {tmpdir} is not under the reasonix home {}",
+                    s.home.display()
+                );
+                drop(ctx);
+                drop(policy);
+                assert!(
+                    !Path::new(&tmpdir).exists(),
+                    "landlock: the private TMPDIR {tmpdir} outlived its session"
+                );
+            }
+            _ => assert_eq!(tmpdir, "/tmp", "{}: the private /tmp", backend.name()),
+        }
     }
 }

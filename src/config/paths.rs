@@ -11,6 +11,40 @@ pub const CONFIG_FILE: &str = "config.toml";
 pub const PROJECT_FILE: &str = "reasonix.toml";
 /// The provider-key store inside the home.
 pub const ENV_FILE: &str = ".env";
+/// The OAuth tokens of MCP servers inside the home, one file per server.
+pub const MCP_AUTH_DIR: &str = "mcp-auth";
+/// The credentials of `reasonix serve` (its token and password hash) inside the home.
+pub const SERVE_AUTH_FILE: &str = "serve-auth.json";
+/// The launch grants of project MCP servers inside the home.
+pub const MCP_GRANTS_FILE: &str = "mcp-grants.json";
+/// The trusted workspaces inside the home.
+pub const TRUST_FILE: &str = "trusted-workspaces.json";
+/// Where jailed commands get their private temp directories, one per session, inside the home.
+pub const JAIL_TMP_DIR: &str = "tmp";
+
+/// Everything in the home that no tool, `@` reference or jailed command may read: the one list
+/// the sandbox hides (see `sandbox::Policy::new`). Credentials: the provider keys (`.env`), the
+/// MCP OAuth tokens, the serve credentials, and `config.toml`, which may hold credentials
+/// inline (`client_secret`, `private_key`, `id_token`, an MCP server's `env` and `headers`)
+/// and so is hidden whole. Authority: the MCP launch grants and the trusted workspaces, which
+/// say what runs without asking. Other sessions' temp files. A path here that does not exist
+/// yet is hidden as soon as it is created: the file tools check by path on every call, and
+/// the jails show only the home's entries that existed, minus these, when a command started.
+/// Sessions, memory, skills and commands stay readable (hooks read their transcript).
+pub fn home_secrets(home: &Path) -> Vec<PathBuf> {
+    [
+        ENV_FILE,
+        CONFIG_FILE,
+        MCP_AUTH_DIR,
+        SERVE_AUTH_FILE,
+        MCP_GRANTS_FILE,
+        TRUST_FILE,
+        JAIL_TMP_DIR,
+    ]
+    .iter()
+    .map(|name| home.join(name))
+    .collect()
+}
 
 /// Picks the home from `$REASONIX_HOME` (relative values are taken against `cwd`), else
 /// `$HOME/.reasonix`. Empty values count as unset.
@@ -132,6 +166,25 @@ mod tests {
             sessions_dir(Path::new("/h/.reasonix"), Path::new("/work/main")),
             PathBuf::from("/h/.reasonix/projects/-work-main/sessions")
         );
+    }
+
+    #[test]
+    fn the_secret_list_names_the_files_the_stores_write() {
+        let home = Path::new("/h");
+        let secrets = home_secrets(home);
+        for store in [
+            env_file(home),
+            config_file(home),
+            crate::config::trust::TrustStore::new(home)
+                .path()
+                .to_path_buf(),
+        ] {
+            assert!(
+                secrets.contains(&store),
+                "{} is not hidden",
+                store.display()
+            );
+        }
     }
 
     #[test]

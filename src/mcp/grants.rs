@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub const FILE_NAME: &str = "mcp-grants.json";
+pub const FILE_NAME: &str = crate::config::paths::MCP_GRANTS_FILE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grant {

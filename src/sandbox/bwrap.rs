@@ -3,10 +3,14 @@
 //!
 //! The sandbox a command sees, in the order the arguments build it:
 //! - the whole filesystem read-only (`--ro-bind / /`), a minimal `/dev`, a fresh `/proc`, and a
-//!   private, empty `/tmp` that disappears with the command;
-//! - read-write binds of the workspace and each write root that exists, and a read-only bind
-//!   of the reasonix home, shallowest first, so a root under `/tmp` is still reachable and the
-//!   home stays read-only even inside the workspace;
+//!   private, empty `/tmp` that disappears with the command (`TMPDIR` points there);
+//! - read-write binds of the workspace and each write root that exists, and in place of the
+//!   reasonix home an empty tmpfs holding read-only binds of the home's entries that exist and
+//!   are not secrets (`config::paths::home_secrets`, symlinks and hard links to them included),
+//!   shallowest first, so a root under `/tmp` is still reachable and the home stays read-only
+//!   even inside the workspace. A secret the home gains later (`reasonix serve` starting, an
+//!   OAuth login finishing while a server runs) never appears inside: the command sees the
+//!   home as it was when it started, minus its secrets. The tmpfs is made read-only last;
 //! - every existing `forbid_read` path, and every hard link to a hidden file found in the
 //!   workspace and write roots, masked: an empty tmpfs over a directory, `/dev/null`
 //!   (read-only) over anything else. Masks come last so they also cover hidden paths inside a
@@ -143,7 +147,7 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
     let mut binds: Vec<(&PathBuf, &str)> = policy
         .protected
         .iter()
-        .map(|path| (path, "--ro-bind"))
+        .map(|path| (path, HOME_VIEW))
         .chain(fenced_roots.flatten().map(|root| (root, "--ro-bind")))
         .chain(policy.writable().map(|root| (root, "--bind")))
         .filter(|(path, _)| path.exists())
@@ -151,6 +155,10 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
     crate::sort::sort_by_key(&mut binds, |(path, _)| path.components().count());
     binds.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
     for (path, kind) in binds {
+        if kind == HOME_VIEW {
+            args.extend(home_view(policy, path));
+            continue;
+        }
         args.extend([
             OsString::from(kind),
             path.as_os_str().into(),
@@ -171,6 +179,9 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
             Err(_) => {}
         }
     }
+    for home in policy.protected.iter().filter(|home| home.exists()) {
+        args.extend([OsString::from("--remount-ro"), home.as_os_str().into()]);
+    }
     let network = if policy.network {
         Network::Shared
     } else {
@@ -178,6 +189,35 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
     };
     args.extend(isolation(network));
     args.extend([OsString::from("--chdir"), cwd.as_os_str().into()]);
+    args
+}
+
+/// The bind kind that stands for [`home_view`].
+const HOME_VIEW: &str = "home";
+
+/// The reasonix home as a command sees it: an empty tmpfs with read-only binds of the entries
+/// that exist now and that a tool could read ([`Policy::check_read`]: no secret, nothing that
+/// leads to one through a symlink or a hard link), in name order.
+fn home_view(policy: &Policy, home: &Path) -> Vec<OsString> {
+    let mut args = vec![OsString::from("--tmpfs"), home.as_os_str().into()];
+    let Ok(entries) = std::fs::read_dir(home) else {
+        return args;
+    };
+    let mut visible: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|entry| policy.check_read(entry).is_ok())
+        .collect();
+    visible.sort();
+    for entry in visible {
+        // `-try`: an entry removed since it was listed, or a dangling symlink, is skipped
+        // instead of failing the command.
+        args.extend([
+            OsString::from("--ro-bind-try"),
+            entry.as_os_str().into(),
+            entry.as_os_str().into(),
+        ]);
+    }
     args
 }
 
@@ -269,7 +309,7 @@ mod tests {
         let joined = args.join(" ");
         let ws = policy.workspace_root.display().to_string();
         let home = policy.protected[0].display().to_string();
-        let expected_binds = format!("--tmpfs /tmp --bind {ws} {ws} --ro-bind {home} {home} ");
+        let expected_binds = format!("--tmpfs /tmp --bind {ws} {ws} --tmpfs {home} ");
         assert!(joined.contains(&expected_binds), "{joined}");
         assert!(!joined.contains("nonexistent-root"), "{joined}");
         let masks = format!(

@@ -127,9 +127,23 @@ impl Policy {
         })
     }
 
+    /// The inodes of the hidden files, the sessions' temp directories left out: they hold no
+    /// credential, and a busy one would spend the walk's budget and make every hard-linked file
+    /// (a pnpm store, say) count as hidden.
     fn hidden_inodes(&self) -> &super::inodes::HiddenInodes {
-        self.hidden_inodes
-            .get_or_init(|| super::inodes::HiddenInodes::collect(&self.forbid_read))
+        self.hidden_inodes.get_or_init(|| {
+            let temp = self
+                .home
+                .as_ref()
+                .map(|home| home.join(crate::config::paths::JAIL_TMP_DIR));
+            let files: Vec<PathBuf> = self
+                .forbid_read
+                .iter()
+                .filter(|hidden| Some(*hidden) != temp.as_ref())
+                .cloned()
+                .collect();
+            super::inodes::HiddenInodes::collect(&files)
+        })
     }
 
     /// The protected path (the reasonix home) that `resolved` lies under, if any. A workspace
@@ -191,6 +205,12 @@ impl Policy {
             .iter()
             .find(|hidden| resolved.starts_with(hidden))
         {
+            if self.secrets.contains(hidden) {
+                return Err(SandboxError::Secret {
+                    path: shown.to_path_buf(),
+                    secret: hidden.clone(),
+                });
+            }
             return Err(SandboxError::Forbidden {
                 path: shown.to_path_buf(),
                 hidden: hidden.clone(),
@@ -218,6 +238,32 @@ impl Policy {
             workspace: self.workspace_root.clone(),
         }
     }
+}
+
+/// The check of [`Policy::check_read`] for a reader that has no session policy (an `@`
+/// reference in typed input): `path` resolved, refused when it is, leads to or is a hard link
+/// to a secret of the reasonix home the environment names (`$REASONIX_HOME`, else
+/// `$HOME/.reasonix`). Without a home nothing is refused.
+pub fn check_reference(path: &Path) -> Result<PathBuf, SandboxError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let absolute = cwd.join(path);
+    let Some(home) = crate::config::paths::home_from(
+        std::env::var_os("REASONIX_HOME"),
+        std::env::var_os("HOME"),
+        &cwd,
+    ) else {
+        return resolve(&absolute);
+    };
+    Policy::new(super::Settings {
+        workspace_root: cwd,
+        home,
+        allow_write: Vec::new(),
+        forbid_read: Vec::new(),
+        bash: super::BashMode::Off,
+        network: false,
+        backend: super::Backend::Auto,
+    })
+    .check_read(&absolute)
 }
 
 /// Resolves an absolute `path` to an absolute path without symlinks, `.` or `..`, following

@@ -6,22 +6,27 @@
 //!
 //! What the ruleset allows, negotiated down to the kernel's ABI (1: Linux 5.13, 2: + moving
 //! files between directories, 3: + truncate, 4: + TCP, 5: + device ioctls, 6: + scopes):
-//! - Read and execute everywhere except the `forbid_read` paths and the hard links to hidden
-//!   files found in the workspace and write roots (see `sandbox::inodes`). Landlock can only grant, and a
+//! - Read and execute everywhere except the `forbid_read` paths, the home's secrets (whether
+//!   they exist yet or not, see `config::paths::home_secrets`), the host's terminals
+//!   (`/dev/pts`) and shared memory (`/dev/shm`), and the hard links to hidden files found in
+//!   the workspace and write roots (see `sandbox::inodes`). Landlock can only grant, and a
 //!   grant covers everything beneath the granted directory, so the hidden paths are carved
 //!   out: starting at `/`, a directory that contains no hidden path is granted whole; one that
 //!   does is granted only directory listing, and its entries are visited the same way, down to
 //!   the hidden path's siblings; hidden paths and symlinks get nothing (a symlink is checked at
 //!   its target). Consequences: the names inside a hidden directory can be listed but no file
 //!   in it can be read, and an entry created after the ruleset was built directly inside a
-//!   directory on the way to a hidden path (say a new file in `~` when `~/.ssh` is hidden) is
-//!   not readable by that command.
+//!   directory on the way to a hidden path (say a new file in `~` when `~/.ssh` is hidden, or
+//!   any new file at the top of the reasonix home) is not readable by that command: a secret
+//!   the home gains while a server runs stays out of its reach.
 //! - Writes (create, remove, rename, truncate) beneath the workspace, the write roots, the
-//!   temp directories (`/tmp`, `/var/tmp`, `/dev/shm`: shared with the host, unlike bwrap's
-//!   private `/tmp`; a `$TMPDIR` elsewhere needs `allow_write`, as under bwrap) and to
-//!   `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/ptmx` and `/dev/pts`. A subagent's
-//!   fence narrows the first two to its paths, and a root inside a temp directory is carved
-//!   out of that directory's grant so the fence holds there too. A hidden
+//!   session's private temp directory (`<home>/tmp/<pid>-<n>`, also readable, passed as
+//!   `TMPDIR`; see `sandbox::private_tmp`) and to `/dev/null`, `/dev/zero`, `/dev/full` and
+//!   `/dev/tty` (the command has no controlling terminal, so that one opens nothing). Not to
+//!   the host's `/tmp`, `/var/tmp` or `/dev/shm`, which every process of the user shares, nor
+//!   to `/dev/pts` or `/dev/ptmx`: a command's own stdio is inherited, not opened, so it needs
+//!   neither, and the price is that it cannot allocate a pseudo-terminal. A subagent's fence
+//!   narrows the first two to its paths. A hidden
 //!   file under a write root stays writable (carving it out of the write grant would also take
 //!   away creating files next to it) but not readable, and moving it somewhere readable is
 //!   refused by the kernel (ABI 2+ never lets a rename gain access rights; ABI 1 refuses every
@@ -89,17 +94,11 @@ const WRITE_RIGHTS: u64 = ACCESS_FS_WRITE_FILE
     | ACCESS_FS_TRUNCATE;
 
 /// Device files every command may write to (writes to anything else in `/dev` are denied).
-const WRITABLE_DEVICES: [&str; 6] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-];
+const WRITABLE_DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
-/// Temp directories every command may write to.
-const TEMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+/// Host places no command may read either: the user's terminals (reading one steals
+/// keystrokes) and the shared memory of the user's other processes.
+const HOST_PRIVATE: [&str; 2] = ["/dev/pts", "/dev/shm"];
 
 /// The kernel's Landlock ABI version, or why Landlock cannot be used.
 pub fn probe() -> Result<u32, String> {
@@ -145,9 +144,10 @@ pub fn network_gap(abi: u32) -> String {
     )
 }
 
-/// Builds the ruleset for `policy` on a kernel with this ABI. The returned descriptor goes into
+/// Builds the ruleset for `policy` on a kernel with this ABI, with `tmp` (an existing
+/// directory) as the command's private temp directory. The returned descriptor goes into
 /// `CommandSpec::landlock_ruleset`; it can be enforced by any number of children.
-pub fn prepare(policy: &Policy, abi: u32) -> io::Result<Arc<OwnedFd>> {
+pub fn prepare(policy: &Policy, abi: u32, tmp: &Path) -> io::Result<Arc<OwnedFd>> {
     let handled_net = if policy.network {
         0
     } else {
@@ -167,18 +167,23 @@ pub fn prepare(policy: &Policy, abi: u32) -> io::Result<Arc<OwnedFd>> {
         handled: spec.handled_fs,
     };
     let hidden = existing(policy.jail_hidden());
-    rules.grant_around(Path::new("/"), READ_RIGHTS, &hidden)?;
+    // The secrets are carved out even before they exist, so the home is never granted whole.
+    let mut unreadable = hidden.clone();
+    unreadable.extend(policy.secrets.iter().cloned());
+    unreadable.extend(HOST_PRIVATE.iter().map(PathBuf::from));
+    rules.grant_around(Path::new("/"), READ_RIGHTS, &unreadable)?;
     let links: Vec<PathBuf> = hidden
         .iter()
         .filter(|h| !policy.forbid_read.contains(h))
         .cloned()
         .collect();
-    for place in write_places(policy) {
+    rules.grant(tmp, READ_RIGHTS | WRITE_RIGHTS)?;
+    for place in policy.writable() {
         // A hard link to a hidden file is carved out of the write grants too, or a command
         // could overwrite the hidden file through it.
-        let mut carved = carved_from(policy, &place);
-        carved.extend(links.iter().filter(|l| l.starts_with(&place)).cloned());
-        rules.grant_around(&place, WRITE_RIGHTS, &carved)?;
+        let mut carved = carved_from(policy, place);
+        carved.extend(links.iter().filter(|l| l.starts_with(place)).cloned());
+        rules.grant_around(place, WRITE_RIGHTS, &carved)?;
     }
     for device in WRITABLE_DEVICES {
         rules.grant(Path::new(device), WRITE_RIGHTS)?;
@@ -186,52 +191,19 @@ pub fn prepare(policy: &Policy, abi: u32) -> io::Result<Arc<OwnedFd>> {
     Ok(Arc::new(rules.ruleset))
 }
 
-/// The workspace and the write roots (or a subagent's fence), and the temp directories.
-fn write_places(policy: &Policy) -> Vec<PathBuf> {
-    let mut places: Vec<PathBuf> = policy.writable().cloned().collect();
-    places.extend(TEMP_DIRS.iter().map(PathBuf::from));
-    places
-}
-
-/// What write grants on the place `place` go around, where it exists strictly inside `place`:
-/// - the protected paths (the reasonix home), except the workspace's own ancestors there;
-/// - under a subagent's fence, the roots the fence does not cover: a workspace under `/tmp`
-///   (every CI checkout made with `mktemp -d`) would otherwise be writable whole through the
-///   temp grant, and a read-only or fenced child's shell could change any file in it. The
-///   fenced paths inside such a root are granted as places of their own.
+/// What write grants on the place `place` go around: the protected paths (the reasonix home)
+/// that exist strictly inside it, except the workspace's own ancestors there.
 fn carved_from(policy: &Policy, place: &Path) -> Vec<PathBuf> {
-    let inside = |p: &&PathBuf| p.starts_with(place) && p.as_path() != place;
-    let mut carved: Vec<PathBuf> = policy
+    let carved: Vec<PathBuf> = policy
         .protected
         .iter()
-        .filter(inside)
+        .filter(|p| p.starts_with(place) && p.as_path() != place)
         .filter(|p| {
             !(place.starts_with(&policy.workspace_root) && policy.workspace_root.starts_with(p))
         })
         .cloned()
         .collect();
-    if let Some(fence) = &policy.fence {
-        carved.extend(
-            policy
-                .roots()
-                .filter(inside)
-                .filter(|root| !fence.iter().any(|fenced| root.starts_with(fenced)))
-                .cloned(),
-        );
-    }
     existing(&carved)
-}
-
-/// The temp directory a command gets as `TMPDIR` when the reasonix home lies inside one of
-/// [`TEMP_DIRS`]: carving the home out of that directory leaves its top level without the
-/// right to create entries (a Landlock grant covers a whole subtree or nothing), so commands
-/// get a private directory of their own there instead. `None` when no carving is needed.
-pub fn private_tmp(policy: &Policy) -> Option<PathBuf> {
-    let temp = TEMP_DIRS
-        .iter()
-        .map(Path::new)
-        .find(|temp| !carved_from(policy, temp).is_empty())?;
-    Some(temp.join(format!("reasonix-jail-{}", std::process::id())))
 }
 
 /// The hidden paths that exist; there is nothing to carve out for the others.

@@ -4,8 +4,8 @@
 //! - [`Policy`] is the `[sandbox]` configuration in resolved form: the workspace root, the
 //!   write roots (`allow_write`), the protected paths (the reasonix home: read-only for every
 //!   tool and for jailed commands, even where it lies inside a write root), the `forbid_read`
-//!   paths (always with `<home>/.env`), whether bash is jailed, whether the jail keeps the
-//!   network, and which backend to use. [`settings`] maps config into [`Settings`]; [`Policy::new`] resolves the
+//!   paths (always with the home's secrets, `config::paths::home_secrets`), whether bash is
+//!   jailed, whether the jail keeps the network, and which backend to use. [`settings`] maps config into [`Settings`]; [`Policy::new`] resolves the
 //!   paths once. MCP stdio servers run under a policy of their own built from the same settings.
 //! - [`confine`] decides what the file tools may write and read, on absolute, symlink-free
 //!   paths; [`beneath`] then performs the writes relative to directory descriptors, refusing
@@ -34,6 +34,7 @@ pub mod bwrap;
 pub mod confine;
 pub mod inodes;
 pub mod landlock;
+pub mod private_tmp;
 pub mod process;
 pub mod seccomp;
 pub mod settings;
@@ -81,7 +82,8 @@ pub struct Settings {
     /// Where file writers are confined and bash may write; usually the cwd.
     pub workspace_root: PathBuf,
     /// The reasonix home (configuration, keys, grants, sessions, memory): never writable by a
-    /// tool or a jailed command, and its `.env` is always hidden. reasonix itself writes there.
+    /// tool or a jailed command, and its secrets (`config::paths::home_secrets`) are always
+    /// hidden. reasonix itself writes there.
     pub home: PathBuf,
     /// `[sandbox] allow_write`; relative entries are taken relative to the workspace root.
     pub allow_write: Vec<PathBuf>,
@@ -108,11 +110,19 @@ pub struct Policy {
     /// reasonix home, so that neither a repository nor the model can rewrite the user's
     /// configuration, grants, keys, sessions or memory (see [`Policy::protects`]).
     pub protected: Vec<PathBuf>,
-    /// Paths no tool may read and the bash jail hides; always includes `<home>/.env`.
+    /// Paths no tool may read and the bash jail hides; always includes [`Policy::secrets`].
     pub forbid_read: Vec<PathBuf>,
+    /// The reasonix home, resolved; `None` for [`Policy::workspace_only`].
+    pub home: Option<PathBuf>,
+    /// The home's secrets (`config::paths::home_secrets`), resolved: hidden like `forbid_read`
+    /// whether they exist yet or not, and named as secrets in refusals.
+    pub secrets: Vec<PathBuf>,
     pub bash: BashMode,
     pub network: bool,
     pub backend: Backend,
+    /// The session's private temp directory for jailed commands, made on first use and shared
+    /// with the policies [`Policy::fenced`] derives (see [`private_tmp`]).
+    private_tmp: Arc<OnceLock<private_tmp::PrivateTmp>>,
     /// Whether [`Policy::take_notice`] still has to say how bash runs.
     notice_pending: AtomicBool,
     /// The files `forbid_read` hides, by inode, collected on first use (see [`inodes`]).
@@ -123,7 +133,7 @@ pub struct Policy {
 
 impl Policy {
     /// Resolves the settings' paths (relative ones against the workspace root), protects the
-    /// home and adds `<home>/.env` to the hidden paths.
+    /// home and adds its secrets to the hidden paths.
     pub fn new(settings: Settings) -> Policy {
         let workspace_root = resolve_or_keep(&absolute_from_cwd(&settings.workspace_root));
         let under_workspace = |p: &Path| resolve_or_keep(&workspace_root.join(p));
@@ -131,15 +141,18 @@ impl Policy {
         for root in &settings.allow_write {
             push_unique(&mut write_roots, under_workspace(root));
         }
-        let protected = vec![under_workspace(&settings.home)];
-        let mut forbid_read = Vec::new();
-        let home_env = settings.home.join(".env");
-        for hidden in settings
-            .forbid_read
+        let home = under_workspace(&settings.home);
+        let protected = vec![home.clone()];
+        let secrets: Vec<PathBuf> = crate::config::paths::home_secrets(&home)
             .iter()
-            .chain(std::iter::once(&home_env))
-        {
+            .map(|secret| resolve_or_keep(secret))
+            .collect();
+        let mut forbid_read = Vec::new();
+        for hidden in &settings.forbid_read {
             push_unique(&mut forbid_read, under_workspace(hidden));
+        }
+        for secret in &secrets {
+            push_unique(&mut forbid_read, secret.clone());
         }
         Policy {
             workspace_root,
@@ -147,6 +160,9 @@ impl Policy {
             fence: None,
             protected,
             forbid_read,
+            home: Some(home),
+            secrets,
+            private_tmp: Arc::new(OnceLock::new()),
             bash: settings.bash,
             network: settings.network,
             backend: settings.backend,
@@ -166,6 +182,9 @@ impl Policy {
             fence: None,
             protected: Vec::new(),
             forbid_read: Vec::new(),
+            home: None,
+            secrets: Vec::new(),
+            private_tmp: Arc::new(OnceLock::new()),
             bash: BashMode::Off,
             network: true,
             backend: Backend::Auto,
@@ -194,6 +213,9 @@ impl Policy {
             fence: Some(fence),
             protected: self.protected.clone(),
             forbid_read: self.forbid_read.clone(),
+            home: self.home.clone(),
+            secrets: self.secrets.clone(),
+            private_tmp: Arc::clone(&self.private_tmp),
             bash: self.bash,
             network: self.network,
             backend: self.backend,
@@ -266,6 +288,9 @@ impl Policy {
                     )),
                     None => None,
                 };
+                let mut spec = spec;
+                // The jail's own /tmp, whatever the host's TMPDIR names.
+                spec.env_set.push(("TMPDIR".into(), "/tmp".into()));
                 Ok(bwrap::wrap(spec, &program, self, filter))
             }
             Some(Jail::Landlock(abi)) => {
@@ -273,16 +298,32 @@ impl Policy {
                 spec.seccomp = seccomp::Arch::native()
                     .map(|arch| Arc::new(sys::Filter::new(&seccomp::program(arch, self.network))));
                 // Made before the ruleset, which grants writes only to what exists.
-                if let Some(tmp) = landlock::private_tmp(self) {
-                    make_private_dir(&tmp).map_err(SandboxError::Landlock)?;
-                    spec.env_set
-                        .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
-                }
-                let ruleset = landlock::prepare(self, abi).map_err(SandboxError::Landlock)?;
+                let tmp = self.private_tmp().map_err(SandboxError::Landlock)?;
+                spec.env_set
+                    .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
+                let ruleset = landlock::prepare(self, abi, &tmp).map_err(SandboxError::Landlock)?;
                 spec.landlock_ruleset = Some(ruleset);
                 Ok(spec)
             }
         }
+    }
+
+    /// The session's private temp directory for jailed commands, made on first use (see
+    /// [`private_tmp`]).
+    pub fn private_tmp(&self) -> io::Result<PathBuf> {
+        if let Some(tmp) = self.private_tmp.get() {
+            return Ok(tmp.path().to_path_buf());
+        }
+        let home = self.home.as_ref().ok_or_else(|| {
+            io::Error::other("this sandbox has no reasonix home for a private temp directory")
+        })?;
+        let made = private_tmp::PrivateTmp::create(&home.join(crate::config::paths::JAIL_TMP_DIR))?;
+        // When another thread won the race, `made` is dropped here and its directory removed.
+        let _ = self.private_tmp.set(made);
+        self.private_tmp
+            .get()
+            .map(|tmp| tmp.path().to_path_buf())
+            .ok_or_else(|| io::Error::other("the private temp directory vanished"))
     }
 
     /// A one-time remark for the model or the user about how bash runs, when it runs with less
@@ -462,11 +503,23 @@ pub fn protections_on(policy: &Policy, host: &Host) -> Option<Protections> {
                  workspace that this user owns (as root: any file)"
                     .into(),
             );
-            gaps.push(
-                "no mount namespace: the shared /tmp, /var/tmp and /dev/shm are writable \
-                 and every file not hidden by forbid_read is readable"
+            active.push(
+                "a private TMPDIR in the reasonix home; no writes to the host's /tmp, \
+                 /var/tmp or /dev/shm, no access to its terminals (/dev/pts)"
                     .into(),
             );
+            gaps.push(
+                "no mount namespace: every file not hidden by forbid_read or the home's \
+                 secrets is readable, the host's /tmp and /var/tmp included; programs that \
+                 write to /tmp by name instead of $TMPDIR fail"
+                    .into(),
+            );
+            gaps.push(
+                "no pseudo-terminals: the command cannot open /dev/pts, so programs that \
+                 allocate one (script, expect) fail"
+                    .into(),
+            );
+            gaps.push("the names of the home's secrets can be listed (not read)".into());
             gaps.push(
                 "no PID namespace: other processes are visible in /proc (their memory and \
                  environment are not readable)"
@@ -509,6 +562,11 @@ pub enum SandboxError {
     Forbidden {
         path: PathBuf,
         hidden: PathBuf,
+    },
+    /// The path resolves under a secret of the reasonix home (`config::paths::home_secrets`).
+    Secret {
+        path: PathBuf,
+        secret: PathBuf,
     },
     /// The path is a hard link to a file `forbid_read` hides.
     HardLinkToHidden {
@@ -575,6 +633,13 @@ impl fmt::Display for SandboxError {
                  sessions); no tool may change it, edit it yourself outside reasonix",
                 path.display(),
                 protected.display()
+            ),
+            SandboxError::Secret { path, secret } => write!(
+                f,
+                "sandbox: path {} is a secret of the reasonix home ({}: keys, tokens, grants, \
+                 credentials in the config); no tool, reference or jailed command may read it",
+                path.display(),
+                secret.display()
             ),
             SandboxError::Forbidden { path, hidden } => write!(
                 f,
@@ -653,32 +718,6 @@ fn resolve_or_keep(path: &Path) -> PathBuf {
     confine::resolve(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Creates `dir` with mode 0700, or accepts it when it already is a directory of ours (a
-/// shared temp directory may hold a planted symlink or another user's directory by that name).
-fn make_private_dir(dir: &Path) -> io::Result<()> {
-    match crate::platform::dir_mode(&mut std::fs::DirBuilder::new(), 0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            let meta = std::fs::symlink_metadata(dir)?;
-            if meta.is_dir()
-                && crate::platform::owner(&meta) == Some(sys::uid())
-                && crate::platform::mode(&meta) & 0o077 == 0
-            {
-                Ok(())
-            } else {
-                Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and is not a private directory of ours",
-                        dir.display()
-                    ),
-                ))
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
 fn push_unique(paths: &mut Vec<PathBuf>, path: PathBuf) {
     if !paths.contains(&path) {
         paths.push(path);
@@ -716,10 +755,17 @@ mod tests {
         assert_eq!(p.protected, vec![PathBuf::from("/nonexistent-home")]);
         assert_eq!(
             p.forbid_read,
-            vec![
-                PathBuf::from("/nonexistent-secret"),
-                PathBuf::from("/nonexistent-home/.env")
+            [
+                "/nonexistent-secret",
+                "/nonexistent-home/.env",
+                "/nonexistent-home/config.toml",
+                "/nonexistent-home/mcp-auth",
+                "/nonexistent-home/serve-auth.json",
+                "/nonexistent-home/mcp-grants.json",
+                "/nonexistent-home/trusted-workspaces.json",
+                "/nonexistent-home/tmp",
             ]
+            .map(PathBuf::from)
         );
     }
 
@@ -809,6 +855,24 @@ mod tests {
             landlock.gaps.iter().any(|g| g.contains("signal scoping")),
             "{landlock:?}"
         );
+        // Issue 32.7: what Landlock holds about temp dirs and terminals, and what it cannot.
+        assert!(
+            landlock
+                .active
+                .iter()
+                .any(|a| a.contains("private TMPDIR") && a.contains("/dev/pts")),
+            "{landlock:?}"
+        );
+        for gap in [
+            "pseudo-terminals",
+            "write to /tmp by name",
+            "names of the home's secrets",
+        ] {
+            assert!(
+                landlock.gaps.iter().any(|g| g.contains(gap)),
+                "{gap}: {landlock:?}"
+            );
+        }
         assert_eq!(
             landlock.gaps.last().unwrap(),
             "install bubblewrap for the stronger jail"

@@ -31,6 +31,7 @@ impl Settings {
                 .filter_map(|entry| config::env::expand(entry, &lookup).ok())
                 .map(PathBuf::from),
         );
+        forbid_read.extend(key_files(config, &lookup));
         Ok(Settings {
             workspace_root: sandbox
                 .workspace_root
@@ -51,5 +52,43 @@ impl Settings {
                 SandboxBackend::Landlock => Backend::Landlock,
             },
         })
+    }
+}
+
+/// The key files the configuration names (an MCP server's `private_key` given as a path rather
+/// than as PEM text): credentials that live outside the home, hidden like its own. Hiding only
+/// tightens, so a project's entries count too.
+fn key_files(config: &Config, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    config
+        .plugins
+        .iter()
+        .filter_map(|plugin| plugin.oauth.as_ref()?.private_key.as_deref())
+        .filter(|key| !key.trim_start().starts_with("-----BEGIN"))
+        .filter_map(|key| config::env::expand(key, lookup).ok())
+        .filter(|key| !key.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_key_named_by_path_is_hidden_and_pem_text_is_not_a_path() {
+        let mut config = Config::default();
+        for key in ["/keys/client.pem", "-----BEGIN PRIVATE KEY-----\nx\n"] {
+            let plugin =
+                serde_json::json!({"name": "s", "command": "s", "oauth": {"private_key": key}});
+            config.plugins.push(serde_json::from_value(plugin).unwrap());
+        }
+        let settings = Settings::from_config(&config, Path::new("/ws")).unwrap();
+        assert!(settings
+            .forbid_read
+            .contains(&PathBuf::from("/keys/client.pem")));
+        assert!(!settings
+            .forbid_read
+            .iter()
+            .any(|p| p.to_string_lossy().contains("BEGIN")));
     }
 }

@@ -14,7 +14,7 @@ use super::grant::{ClientId, Tokens};
 use crate::fsutil::write_private;
 use crate::hash::sha256_hex;
 
-pub const DIR_NAME: &str = "mcp-auth";
+pub const DIR_NAME: &str = crate::config::paths::MCP_AUTH_DIR;
 
 /// The credentials of one server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
