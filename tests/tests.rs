@@ -33,6 +33,7 @@ mod rewind;
 mod run;
 mod sandbox;
 mod serve;
+mod serve_attacks;
 mod session_archive;
 mod sessions;
 mod skills;

@@ -1,6 +1,6 @@
 //! `reasonix serve`: the browser front end. An HTTP/1.1 server on `std::net` with a bounded
 //! worker pool ([`server`]), its parser ([`http`]), authentication ([`auth`], [`bcrypt`] on
-//! [`blowfish`]), the routes and the embedded page ([`routes`]), the agent composition routes
+//! [`blowfish`], the stored credentials in [`auth_file`]), the routes and the embedded page ([`routes`]), the agent composition routes
 //! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), the diffs of file edits ([`edits`]), and the live sessions,
 //! each driving the same agent and event stream as the chat ([`sessions`]). What a session is
 //! made of (config, tools, MCP servers, composition, provider) comes from the CLI through
@@ -8,6 +8,7 @@
 
 pub mod archive_routes;
 pub mod auth;
+pub mod auth_file;
 pub mod bcrypt;
 mod blowfish;
 pub mod commands;
@@ -137,7 +138,7 @@ pub struct Options {
 
 /// Refuses to serve without authentication beyond loopback.
 pub fn check_listen(listen: &SocketAddr, mode: &auth::Mode) -> Result<(), String> {
-    if matches!(mode, auth::Mode::None) && !listen.ip().is_loopback() {
+    if matches!(mode, auth::Mode::None(_)) && !listen.ip().is_loopback() {
         return Err(format!(
             "refusing to serve {listen} without authentication: use --auth token or --auth password, or listen on 127.0.0.1"
         ));
