@@ -2471,14 +2471,18 @@ fn read_response(reader: &mut BufReader<TcpStream>) -> (u16, String) {
 }
 
 #[test]
-fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after() {
-    use reasonix::serve::{QUEUE, WORKERS};
+fn kept_alive_connections_hold_no_worker() {
+    use reasonix::serve::WORKERS;
     let fake = FakeOpenAI::start(vec![]);
     let server = start(&fake, "", &[]);
-    let keep = format!("GET /api/auth HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
-    // Each worker is held by a keep-alive connection it has answered once: it now waits for
-    // that connection's next request.
-    let holders: Vec<BufReader<TcpStream>> = (0..WORKERS)
+    let keep = format!(
+        "GET /api/sessions HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+        server.addr,
+        cookie_line(&server)
+    );
+    // Three times as many idle logged-in keep-alive connections as workers, each answered
+    // once. (A stranger's idle connections count against its source's cap instead.)
+    let mut idle: Vec<BufReader<TcpStream>> = (0..3 * WORKERS)
         .map(|_| {
             let mut stream = TcpStream::connect(server.addr).unwrap();
             stream.write_all(keep.as_bytes()).unwrap();
@@ -2487,32 +2491,12 @@ fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after()
             reader
         })
         .collect();
-    // These fill the queue, their requests already sent; the acceptor takes connections in
-    // order, so the one after them finds it full.
-    let close = format!(
-        "GET /api/auth HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        server.addr
-    );
-    let queued: Vec<TcpStream> = (0..QUEUE)
-        .map(|_| {
-            let mut stream = TcpStream::connect(server.addr).unwrap();
-            stream.write_all(close.as_bytes()).unwrap();
-            stream
-        })
-        .collect();
-    // The acceptor answers the next connection as soon as it takes it; this one sends
-    // nothing, so no unread request can turn the server's close into a reset.
-    let mut busy = BufReader::new(TcpStream::connect(server.addr).unwrap());
-    let (status, body) = read_response(&mut busy);
-    assert_eq!(status, 503, "{body}");
-    assert!(body.contains("busy"), "{body}");
-    // The held workers go free and serve every queued request.
-    drop(holders);
-    for (n, stream) in queued.into_iter().enumerate() {
-        let (status, body) = read_response(&mut BufReader::new(stream));
-        assert_eq!(status, 200, "queued request {n}: {body}");
+    // A new connection is answered at once, and so is each idle one's next request.
+    assert_eq!(get(&server, "/api/sessions").status, 200);
+    for (n, reader) in idle.iter_mut().enumerate() {
+        reader.get_mut().write_all(keep.as_bytes()).unwrap();
+        assert_eq!(read_response(reader).0, 200, "idle connection {n}");
     }
-    assert_eq!(get(&server, "/api/auth").status, 200);
 }
 
 /// An event stream request answered with anything but 200: its status and body.

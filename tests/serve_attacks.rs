@@ -186,3 +186,121 @@ fn open_session(server: &Server) -> String {
     assert_eq!(created.status, 201, "{}", created.body);
     created.json()["id"].as_str().expect("an id").to_string()
 }
+
+// --- Under load --------------------------------------------------------------------------
+
+/// A TCP connection to `to` from the loopback address `source` (127.0.0.2 and up are this
+/// machine too), so one test can be many clients.
+fn connect_from(source: std::net::Ipv4Addr, to: std::net::SocketAddr) -> std::net::TcpStream {
+    use std::os::fd::FromRawFd;
+    let std::net::SocketAddr::V4(to) = to else {
+        panic!("an IPv4 server address: {to}");
+    };
+    let address = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    let (local, remote) = (address(source, 0), address(*to.ip(), to.port()));
+    let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a fresh socket, bound and connected with addresses that live on this stack,
+    // then owned by the TcpStream (which closes it).
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = std::net::TcpStream::from_raw_fd(fd);
+        let bound = libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), size);
+        assert_eq!(
+            bound,
+            0,
+            "bind {source}: {}",
+            std::io::Error::last_os_error()
+        );
+        let connected = libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), size);
+        assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
+        stream
+    }
+}
+
+/// The status of the answer to `request` sent on `stream` (which the request closes).
+fn status_on(mut stream: std::net::TcpStream, request: &str) -> u16 {
+    use std::io::{Read, Write};
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+#[test]
+fn eighty_slow_sockets_do_not_starve_an_authenticated_client() {
+    use std::io::Write;
+    let fake = FakeOpenAI::start(vec![]);
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &fake.base_url(), "");
+    let server = start_in(home, work, &[]);
+    // Each opens, sends part of a head, and holds.
+    let slow: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| {
+            let mut stream = std::net::TcpStream::connect(server.addr).expect("connect");
+            write!(
+                stream,
+                "GET /api/auth HTTP/1.1\r\nHost: {}\r\nX-Slow: ",
+                server.addr
+            )
+            .expect("send part of a head");
+            stream
+        })
+        .collect();
+    for n in 0..40 {
+        let answer = get(&server, "/api/sessions");
+        assert_eq!(
+            answer.status, 200,
+            "request {n} under load: {}",
+            answer.body
+        );
+    }
+    drop(slow);
+}
+
+#[test]
+fn logins_from_many_sources_share_a_global_limit() {
+    let fake = FakeOpenAI::start(vec![]);
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &fake.base_url(), "");
+    let file = work.write("password", "right password\n");
+    let file = file.display().to_string();
+    let server = start_in(home, work, &["--password-file", &file]);
+    let login = |source: [u8; 4], password: &str| {
+        let body = json!({ "password": password }).to_string();
+        let request = format!(
+            "POST /api/login HTTP/1.1\r\nHost: {0}\r\nOrigin: http://{0}\r\nContent-Length: {1}\r\nConnection: close\r\n\r\n{body}",
+            server.addr,
+            body.len()
+        );
+        status_on(connect_from(source.into(), server.addr), &request)
+    };
+    // Seven sources, five wrong guesses each: within each source's own limit, but past the
+    // limit of all sources together.
+    let mut statuses = Vec::new();
+    for last in 2..=8u8 {
+        for _ in 0..5 {
+            statuses.push(login([127, 0, 0, last], "guess"));
+        }
+    }
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    assert_eq!(checked, 20, "wrong guesses checked in all: {statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "{statuses:?}"
+    );
+    // A fresh source is limited too (the right password included) until the minute is over.
+    assert_eq!(login([127, 0, 0, 9], "right password"), 429);
+}

@@ -195,6 +195,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         mode: mode.clone(),
         behind_proxy: config.serve.behind_proxy,
         workers: serve::WORKERS,
+        reserved_workers: serve::RESERVED_WORKERS,
         queue: serve::QUEUE,
         max_sessions: serve::MAX_SESSIONS,
         max_streams_per_session: serve::MAX_STREAMS_PER_SESSION,

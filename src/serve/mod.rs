@@ -117,9 +117,12 @@ pub struct Built {
     pub cwd: std::path::PathBuf,
 }
 
-/// The limits `reasonix serve` runs with: worker threads, connections waiting for one (a full
-/// queue gets a 503), live sessions, and event streams per session and in all.
+/// The limits `reasonix serve` runs with: worker threads, of which some take authenticated
+/// requests only, requests waiting for one per class (a full queue gets a 503), live
+/// sessions, and event streams per session and in all. The caps on connections still sending
+/// their head are in [`server`].
 pub const WORKERS: usize = 16;
+pub const RESERVED_WORKERS: usize = 4;
 pub const QUEUE: usize = 64;
 pub const MAX_SESSIONS: usize = 64;
 pub const MAX_STREAMS_PER_SESSION: usize = 64;
@@ -130,6 +133,7 @@ pub struct Options {
     pub mode: auth::Mode,
     pub behind_proxy: bool,
     pub workers: usize,
+    pub reserved_workers: usize,
     pub queue: usize,
     pub max_sessions: usize,
     pub max_streams_per_session: usize,
@@ -190,6 +194,7 @@ pub fn run(bound: Bound, options: Options, factory: Arc<dyn Factory>, stop: Canc
         });
     let pool = server::Pool {
         workers: options.workers,
+        reserved: options.reserved_workers,
         queue: options.queue,
     };
     server::serve(bound.listener, router, pool, stopped);
