@@ -1355,7 +1355,7 @@ fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
 
 /// The jail backends that work here, by their `[sandbox] backend` name; a missing one is
 /// skipped with a message, or fails when `REASONIX_REQUIRE_SANDBOX` is set (CI).
-fn jail_backends() -> Vec<&'static str> {
+pub(crate) fn jail_backends() -> Vec<&'static str> {
     let host = reasonix::sandbox::Host::current();
     let mut usable = Vec::new();
     for (name, works) in [

@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdout};
 use serde_json::{json, Value};
 
 use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Release, Reply};
-use crate::util::{reasonix, run, spawn_piped, use_fake_provider, Dir};
+use crate::util::{reasonix, run, run_with_stdin, spawn_piped, use_fake_provider, Dir};
 
 /// A published bcrypt vector (Openwall's crypt_blowfish set): the password is `U*U`.
 const VECTOR_HASH: &str = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
@@ -19,13 +19,17 @@ pub(crate) struct Server {
     pub(crate) addr: SocketAddr,
     /// The URL line printed at startup.
     url: String,
+    /// The login cookie (`name=value`) the printed URL's token was exchanged for, when the
+    /// URL carries one; [`request`] sends it unless the caller names its own credentials.
+    pub(crate) cookie: Option<String>,
     _stdout: BufReader<ChildStdout>,
     work: Dir,
-    _home: Dir,
+    pub(crate) _home: Dir,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        logins().remove(&self.addr);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -41,13 +45,24 @@ pub(crate) fn start(fake: &FakeOpenAI, extra: &str, args: &[&str]) -> Server {
 }
 
 /// [`start`] in a given home and workspace (a restart of the same server).
-fn start_in(home: Dir, work: Dir, args: &[&str]) -> Server {
+pub(crate) fn start_in(home: Dir, work: Dir, args: &[&str]) -> Server {
+    start_with_input(home, work, args, "")
+}
+
+/// [`start_in`] with `input` written to the server's stdin (`--password-stdin`).
+pub(crate) fn start_with_input(home: Dir, work: Dir, args: &[&str], input: &str) -> Server {
     let mut child = spawn_piped(
         reasonix(&home, work.path())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env("FAKE_API_KEY", "k"),
     );
+    if !input.is_empty() {
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(input.as_bytes())
+            .expect("write the password");
+    }
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
     stdout.read_line(&mut line).expect("the URL line");
@@ -57,38 +72,106 @@ fn start_in(home: Dir, work: Dir, args: &[&str]) -> Server {
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_string();
     let authority = url.trim_start_matches("http://").split('/').next().unwrap();
+    let addr: SocketAddr = authority.parse().expect("an address");
+    let cookie = url.split_once("/?token=").map(|(_, token)| {
+        let login = raw_request(addr, "GET", &format!("/?token={token}"), &[], "");
+        assert_eq!(login.status, 303, "the URL's token logs in: {}", login.body);
+        let set = login.header("Set-Cookie").expect("a login cookie");
+        let cookie = set.split(';').next().unwrap().to_string();
+        logins().insert(addr, cookie.clone());
+        cookie
+    });
     Server {
         child,
-        addr: authority.parse().expect("an address"),
+        addr,
         url,
+        cookie,
         _stdout: stdout,
         work,
         _home: home,
     }
 }
 
+impl Server {
+    /// The URL the server printed.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The workspace it serves.
+    pub(crate) fn work(&self) -> &Dir {
+        &self.work
+    }
+}
+
+/// [`start`] with `stored` as the home's `serve-auth.json`.
+pub(crate) fn start_stored(fake: &FakeOpenAI, extra: &str, stored: Value, args: &[&str]) -> Server {
+    let home = Dir::new();
+    use_fake_provider(&home, &fake.base_url(), extra);
+    home.write(".reasonix/serve-auth.json", &stored.to_string());
+    start_in(home, Dir::new(), args)
+}
+
+/// A password file for `--password-file`, in a directory of its own.
+fn password_file(password: &str) -> (Dir, String) {
+    let dir = Dir::new();
+    let path = dir.write("password", &format!("{password}\n"));
+    (dir, path.display().to_string())
+}
+
+/// The login cookie of each running server, by address, for [`request`].
+fn logins() -> std::sync::MutexGuard<'static, std::collections::HashMap<SocketAddr, String>> {
+    static LOGINS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<SocketAddr, String>>,
+    > = std::sync::OnceLock::new();
+    LOGINS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub(crate) struct Response {
     pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
     }
 }
 
-/// One request on its own connection; `headers` are added to Content-Length (and Host, unless
-/// they name one).
-fn request(
+/// [`raw_request`] logged in: with the cookie the server's printed URL was exchanged for,
+/// unless `headers` carry a `Cookie` or an `Authorization` of their own.
+pub(crate) fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Response {
+    let own = headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("cookie") || n.eq_ignore_ascii_case("authorization"));
+    let cookie = logins().get(&addr).cloned().filter(|_| !own);
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    if let Some(cookie) = &cookie {
+        all.push(("Cookie", cookie));
+    }
+    raw_request(addr, method, path, &all, body)
+}
+
+/// One request on its own connection, with no credentials but those in `headers`, which are
+/// added to Content-Length (and Host, unless they name one).
+pub(crate) fn raw_request(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -133,6 +216,14 @@ fn request(
     }
 }
 
+/// The `Cookie:` header line (CRLF included) of the server's login, or nothing.
+pub(crate) fn cookie_line(server: &Server) -> String {
+    server
+        .cookie
+        .as_ref()
+        .map_or(String::new(), |c| format!("Cookie: {c}\r\n"))
+}
+
 /// The Origin a same-site page on the server sends.
 fn origin(server: &Server) -> String {
     format!("http://{}", server.addr)
@@ -175,8 +266,9 @@ impl Events {
         let mut stream = TcpStream::connect(server.addr).expect("connect");
         write!(
             stream,
-            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
-            server.addr
+            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+            server.addr,
+            cookie_line(server)
         )
         .unwrap();
         let mut reader = BufReader::new(stream);
@@ -265,7 +357,7 @@ fn token_mode_needs_the_token_and_sets_a_strict_cookie() {
         .to_string();
     assert!(token.len() >= 32, "{token}");
     assert_eq!(
-        request(server.addr, "GET", "/api/sessions", &[], "").status,
+        raw_request(server.addr, "GET", "/api/sessions", &[], "").status,
         401
     );
     let bearer = format!("Bearer {token}");
@@ -383,8 +475,8 @@ fn every_response_carries_the_security_headers() {
 fn password_mode_checks_a_stored_bcrypt_hash_and_rate_limits_failures() {
     let fake = FakeOpenAI::start(vec![]);
     let hash = hash_of("U*U");
-    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
-    let server = start(&fake, &extra, &[]);
+    let extra = "[serve]\nauth_mode = \"password\"\n";
+    let server = start_stored(&fake, extra, json!({ "password_hash": hash }), &[]);
     assert_eq!(
         request(server.addr, "GET", "/api/sessions", &[], "").status,
         401
@@ -429,23 +521,40 @@ fn password_mode_checks_a_stored_bcrypt_hash_and_rate_limits_failures() {
 }
 
 #[test]
-fn hash_password_prints_a_hash_that_logs_in() {
+fn hash_password_stores_a_private_hash_that_logs_in() {
     let home = Dir::new();
     let work = Dir::new();
-    let out = run(reasonix(&home, work.path()).args([
-        "serve",
-        "--hash-password",
-        "--password",
-        "correct horse",
-        "--cost",
-        "10",
-    ]));
+    let out = run_with_stdin(
+        reasonix(&home, work.path()).args([
+            "serve",
+            "--hash-password",
+            "--password-stdin",
+            "--cost",
+            "10",
+        ]),
+        "correct horse\n",
+    );
     assert_eq!(out.code, 0, "{out:?}");
-    let hash = out.stdout.trim().to_string();
-    assert!(hash.starts_with("$2b$10$") && hash.len() == 60, "{hash}");
+    assert!(
+        !out.stdout.contains("$2b$"),
+        "the hash stays in the file: {out:?}"
+    );
+    let stored: Value = serde_json::from_str(&home.read(".reasonix/serve-auth.json")).unwrap();
+    let hash = stored["password_hash"].as_str().unwrap_or_default();
+    assert!(hash.starts_with("$2b$10$") && hash.len() == 60, "{stored}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.join(".reasonix/serve-auth.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
     let fake = FakeOpenAI::start(vec![]);
-    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
-    let server = start(&fake, &extra, &[]);
+    use_fake_provider(
+        &home,
+        &fake.base_url(),
+        "[serve]\nauth_mode = \"password\"\n",
+    );
+    let server = start_in(home, work, &[]);
     assert_eq!(
         post(&server, "/api/login", json!({"password": "correct horse"})).status,
         200
@@ -870,11 +979,7 @@ fn browser_end_to_end() {
         Reply::text("wrote it"),
         stall,
     ]);
-    let server = start(
-        &fake,
-        &second_model(&fake),
-        &["--auth", "password", "--password", "s3cret pass"],
-    );
+    let server = start(&fake, &second_model(&fake), &[]);
     // The edit's diff in the page is of this file: a deleted and an added line between two
     // kept ones, each with its number (the script checks them).
     server.work.write("note.txt", "alpha\nbeta\ngamma\n");
@@ -883,7 +988,6 @@ fn browser_end_to_end() {
     let out = run(std::process::Command::new("python3").args([
         script,
         &server.url,
-        "s3cret pass",
         shot.to_str().unwrap(),
     ]));
     assert_eq!(out.code, 0, "{out:?}");
@@ -1003,7 +1107,7 @@ fn a_stored_session_resumes_after_a_restart() {
     assert!(last.to_string().contains("remember me"), "{last}");
 }
 
-fn get(server: &Server, path: &str) -> Response {
+pub(crate) fn get(server: &Server, path: &str) -> Response {
     request(server.addr, "GET", path, &[], "")
 }
 
@@ -1950,16 +2054,21 @@ fn a_plan_review_is_answered_over_http_approve_ends_plan_mode_and_keep_planning_
 fn hash_of(password: &str) -> String {
     let home = Dir::new();
     let work = Dir::new();
+    let (_dir, file) = password_file(password);
     let out = run(reasonix(&home, work.path()).args([
         "serve",
         "--hash-password",
-        "--password",
-        password,
+        "--password-file",
+        &file,
         "--cost",
         "10",
     ]));
     assert_eq!(out.code, 0, "{out:?}");
-    out.stdout.trim().to_string()
+    let stored: Value = serde_json::from_str(&home.read(".reasonix/serve-auth.json")).unwrap();
+    stored["password_hash"]
+        .as_str()
+        .expect("a hash")
+        .to_string()
 }
 
 #[test]
@@ -1967,8 +2076,13 @@ fn a_concurrent_burst_of_wrong_passwords_gets_no_more_guesses_than_the_limit() {
     const GUESSES: usize = 12;
     let fake = FakeOpenAI::start(vec![]);
     let hash = hash_of("right one");
-    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{hash}\"\n");
-    let server = std::sync::Arc::new(start(&fake, &extra, &[]));
+    let extra = "[serve]\nauth_mode = \"password\"\n";
+    let server = std::sync::Arc::new(start_stored(
+        &fake,
+        extra,
+        json!({ "password_hash": hash }),
+        &[],
+    ));
     // Every guess is on its way before the first bcrypt check can finish.
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(GUESSES));
     let guesses: Vec<_> = (0..GUESSES)
@@ -2001,47 +2115,266 @@ fn a_concurrent_burst_of_wrong_passwords_gets_no_more_guesses_than_the_limit() {
     assert_eq!(right.status, 429, "{}", right.body);
 }
 
+/// Forty characters: long enough for a stored token.
+const STORED_TOKEN: &str = "the-right-token-0123456789abcdefghijklmn";
+
 #[test]
-fn wrong_bearer_tokens_count_as_failed_logins() {
+fn cross_site_token_guesses_do_not_lock_the_user_out() {
     let fake = FakeOpenAI::start(vec![]);
-    let server = start(
+    let server = start_stored(
         &fake,
-        "[serve]\ntoken = \"the-right-token-0123456789\"\n",
+        "",
+        json!({ "token": STORED_TOKEN }),
         &["--auth", "token"],
     );
-    let bearer = |token: &str| {
-        request(
+    assert!(
+        server.url.ends_with(&format!("?token={STORED_TOKEN}")),
+        "{}",
+        server.url
+    );
+    // What six `<img src="http://127.0.0.1:PORT/?token=bad">` on any page send, and wrong
+    // bearer tokens and form logins besides: each refused, none counted.
+    for n in 0..6 {
+        let img = raw_request(
+            server.addr,
+            "GET",
+            &format!("/?token=bad-{n}"),
+            &[
+                ("Sec-Fetch-Site", "cross-site"),
+                ("Sec-Fetch-Dest", "image"),
+            ],
+            "",
+        );
+        assert_eq!(img.status, 401, "guess {n}: {}", img.body);
+        let bearer = format!("Bearer guess-{n}");
+        let wrong = raw_request(
             server.addr,
             "GET",
             "/api/sessions",
-            &[("Authorization", &format!("Bearer {token}"))],
+            &[("Authorization", &bearer)],
             "",
-        )
-    };
-    assert_eq!(bearer("the-right-token-0123456789").status, 200);
-    for n in 0..5 {
-        let wrong = bearer(&format!("guess-{n}"));
+        );
         assert_eq!(wrong.status, 401, "guess {n}: {}", wrong.body);
     }
-    let limited = bearer("guess-5");
-    assert_eq!(limited.status, 429, "{}", limited.body);
-    assert!(limited.header("Retry-After").is_some());
-    // Locked out: the right token too, and the login form and the URL token.
-    assert_eq!(bearer("the-right-token-0123456789").status, 429);
-    let form = post(
-        &server,
-        "/api/login",
-        json!({"token": "the-right-token-0123456789"}),
-    );
-    assert_eq!(form.status, 429, "{}", form.body);
-    let url = request(
+    let url = raw_request(
         server.addr,
         "GET",
-        "/?token=the-right-token-0123456789",
+        &format!("/?token={STORED_TOKEN}"),
         &[],
         "",
     );
-    assert_eq!(url.status, 429, "{}", url.body);
+    assert_eq!(url.status, 303, "{}", url.body);
+    let bearer = format!("Bearer {STORED_TOKEN}");
+    let api = raw_request(
+        server.addr,
+        "GET",
+        "/api/sessions",
+        &[("Authorization", &bearer)],
+        "",
+    );
+    assert_eq!(api.status, 200, "{}", api.body);
+    let form = post(&server, "/api/login", json!({ "token": STORED_TOKEN }));
+    assert_eq!(form.status, 200, "{}", form.body);
+}
+
+#[test]
+fn a_short_stored_token_is_refused_at_start_up() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    home.write(".reasonix/serve-auth.json", r#"{"token": "short-token"}"#);
+    let out = refused_at_start(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0", "--auth", "token"])
+            .env("FAKE_API_KEY", "k"),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("shorter than 32 characters"), "{out:?}");
+}
+
+#[test]
+fn auth_none_still_needs_this_run_s_token() {
+    let fake = FakeOpenAI::start(vec![]);
+    let first = start(&fake, "", &[]);
+    let token = first
+        .url
+        .split_once("/?token=")
+        .expect("a token in the URL")
+        .1
+        .to_string();
+    assert_eq!(token.len(), 64, "32 random bytes in hex: {token}");
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+    // Loopback is no credential: without the token nothing of the API answers, reads or writes.
+    let origin = origin(&first);
+    for (method, path, body) in [
+        ("GET", "/api/sessions", ""),
+        (
+            "POST",
+            "/api/agent-presets",
+            r#"{"id":"user:x","definition":{"schemaVersion":1},"expectedRevision":null}"#,
+        ),
+        ("POST", "/api/sessions", "{}"),
+    ] {
+        let anonymous = raw_request(first.addr, method, path, &[("Origin", &origin)], body);
+        assert_eq!(anonymous.status, 401, "{method} {path}: {}", anonymous.body);
+    }
+    let bearer = format!("Bearer {token}");
+    let api = raw_request(
+        first.addr,
+        "GET",
+        "/api/sessions",
+        &[("Authorization", &bearer)],
+        "",
+    );
+    assert_eq!(api.status, 200, "{}", api.body);
+    let auth = raw_request(first.addr, "GET", "/api/auth", &[], "").json();
+    assert_eq!(auth, json!({"mode": "none", "authenticated": false}));
+    // Every run makes its own, and nothing in the home keeps it.
+    let second = start(&fake, "", &[]);
+    assert_ne!(second.url.split_once("/?token=").unwrap().1, token);
+    let stored = crate::util::files_under(first._home.path());
+    for file in stored {
+        let text = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&text).contains(&token),
+            "{} holds the token",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn a_password_on_the_command_line_is_refused() {
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    for args in [
+        &["serve", "--password", "hunter2"][..],
+        &["serve", "--hash-password", "--password", "hunter2"][..],
+    ] {
+        let out = refused_at_start(
+            reasonix(&home, work.path())
+                .args(args)
+                .env("FAKE_API_KEY", "k"),
+        );
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(
+            out.stderr.contains("`ps`")
+                && out.stderr.contains("--password-stdin")
+                && out.stderr.contains("--password-file"),
+            "{out:?}"
+        );
+        assert!(!home.join(".reasonix/serve-auth.json").exists());
+    }
+}
+
+#[test]
+fn the_password_comes_from_stdin_or_a_file() {
+    let fake = FakeOpenAI::start(vec![]);
+    let login = |server: &Server, password: &str| {
+        post(server, "/api/login", json!({ "password": password })).status
+    };
+    let home = Dir::new();
+    use_fake_provider(&home, &fake.base_url(), "");
+    let piped = start_with_input(
+        home,
+        Dir::new(),
+        &["--password-stdin"],
+        "from stdin\nignored\n",
+    );
+    assert!(
+        !piped.url.contains("token="),
+        "no token in password mode: {}",
+        piped.url
+    );
+    assert_eq!(login(&piped, "from stdin"), 200);
+    assert_eq!(login(&piped, "from stdin\nignored"), 401);
+    let (_dir, file) = password_file("from a file");
+    let filed = start(&fake, "", &["--password-file", &file]);
+    assert_eq!(login(&filed, "from a file"), 200);
+    assert_eq!(login(&filed, "from a file\n"), 401);
+    // An empty password, or a directory for a file, is refused before serving.
+    let home = Dir::new();
+    use_fake_provider(&home, "http://127.0.0.1:9", "");
+    let work = Dir::new();
+    let empty = run_with_stdin(
+        reasonix(&home, work.path()).args(["serve", "--listen", "127.0.0.1:0", "--password-stdin"]),
+        "\n",
+    );
+    assert_eq!(empty.code, 2, "{empty:?}");
+    assert!(empty.stderr.contains("the password is empty"), "{empty:?}");
+    let dir = refused_at_start(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0", "--password-file"])
+            .arg(work.path()),
+    );
+    assert_eq!(dir.code, 2, "{dir:?}");
+    assert!(dir.stderr.contains("not a regular file"), "{dir:?}");
+}
+
+#[test]
+fn legacy_serve_secrets_in_config_toml_still_work_with_a_warning_and_migrate_out() {
+    let fake = FakeOpenAI::start(vec![]);
+    let home = Dir::new();
+    let hash = hash_of("old pass");
+    let legacy = format!(
+        "[serve]\nauth_mode = \"password\" # mine\ntoken = \"{STORED_TOKEN}\"\npassword_hash = \"{hash}\"\n"
+    );
+    use_fake_provider(&home, &fake.base_url(), &legacy);
+    let work = Dir::new();
+    let mut child = spawn_piped(
+        reasonix(&home, work.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("FAKE_API_KEY", "k"),
+    );
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.contains("readable from the jail") && line.contains("reasonix serve --migrate-auth"),
+        "{line}"
+    );
+    let server = start_in(home, work, &[]);
+    assert_eq!(
+        post(&server, "/api/login", json!({"password": "old pass"})).status,
+        200,
+        "the legacy hash still logs in"
+    );
+    drop(server);
+
+    let home = Dir::new();
+    use_fake_provider(&home, &fake.base_url(), &legacy);
+    let before = home.read(".reasonix/config.toml");
+    let out = run(reasonix(&home, Dir::new().path()).args(["serve", "--migrate-auth"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("serve-auth.json"), "{out:?}");
+    let after = home.read(".reasonix/config.toml");
+    assert!(
+        !after.contains("token") && !after.contains("password_hash"),
+        "{after}"
+    );
+    assert!(after.contains("auth_mode = \"password\" # mine"), "{after}");
+    assert_eq!(
+        after.len(),
+        before.len() - format!("token = \"{STORED_TOKEN}\"\npassword_hash = \"{hash}\"\n").len()
+    );
+    let stored: Value = serde_json::from_str(&home.read(".reasonix/serve-auth.json")).unwrap();
+    assert_eq!(
+        stored,
+        json!({"token": STORED_TOKEN, "password_hash": hash})
+    );
+    let again = run(reasonix(&home, Dir::new().path()).args(["serve", "--migrate-auth"]));
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("nothing to move"), "{again:?}");
+    let server = start_in(home, Dir::new(), &[]);
+    assert_eq!(
+        post(&server, "/api/login", json!({"password": "old pass"})).status,
+        200,
+        "the moved hash logs in"
+    );
 }
 
 /// Runs a `reasonix serve` that must refuse to start: a URL line on stdout means it served,
@@ -2064,8 +2397,15 @@ fn a_stored_hash_below_cost_10_is_refused_at_start_up() {
     let home = Dir::new();
     let work = Dir::new();
     // A published vector, but at cost 5: 32 rounds, cheap to brute-force from a stolen config.
-    let extra = format!("[serve]\nauth_mode = \"password\"\npassword_hash = \"{VECTOR_HASH}\"\n");
-    use_fake_provider(&home, "http://127.0.0.1:9", &extra);
+    use_fake_provider(
+        &home,
+        "http://127.0.0.1:9",
+        "[serve]\nauth_mode = \"password\"\n",
+    );
+    home.write(
+        ".reasonix/serve-auth.json",
+        &json!({ "password_hash": VECTOR_HASH }).to_string(),
+    );
     let out = refused_at_start(
         reasonix(&home, work.path())
             .args(["serve", "--listen", "127.0.0.1:0"])
@@ -2131,14 +2471,18 @@ fn read_response(reader: &mut BufReader<TcpStream>) -> (u16, String) {
 }
 
 #[test]
-fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after() {
-    use reasonix::serve::{QUEUE, WORKERS};
+fn kept_alive_connections_hold_no_worker() {
+    use reasonix::serve::WORKERS;
     let fake = FakeOpenAI::start(vec![]);
     let server = start(&fake, "", &[]);
-    let keep = format!("GET /api/auth HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
-    // Each worker is held by a keep-alive connection it has answered once: it now waits for
-    // that connection's next request.
-    let holders: Vec<BufReader<TcpStream>> = (0..WORKERS)
+    let keep = format!(
+        "GET /api/sessions HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+        server.addr,
+        cookie_line(&server)
+    );
+    // Three times as many idle logged-in keep-alive connections as workers, each answered
+    // once. (A stranger's idle connections count against its source's cap instead.)
+    let mut idle: Vec<BufReader<TcpStream>> = (0..3 * WORKERS)
         .map(|_| {
             let mut stream = TcpStream::connect(server.addr).unwrap();
             stream.write_all(keep.as_bytes()).unwrap();
@@ -2147,32 +2491,12 @@ fn a_full_connection_queue_gets_a_503_and_the_queued_requests_are_served_after()
             reader
         })
         .collect();
-    // These fill the queue, their requests already sent; the acceptor takes connections in
-    // order, so the one after them finds it full.
-    let close = format!(
-        "GET /api/auth HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        server.addr
-    );
-    let queued: Vec<TcpStream> = (0..QUEUE)
-        .map(|_| {
-            let mut stream = TcpStream::connect(server.addr).unwrap();
-            stream.write_all(close.as_bytes()).unwrap();
-            stream
-        })
-        .collect();
-    // The acceptor answers the next connection as soon as it takes it; this one sends
-    // nothing, so no unread request can turn the server's close into a reset.
-    let mut busy = BufReader::new(TcpStream::connect(server.addr).unwrap());
-    let (status, body) = read_response(&mut busy);
-    assert_eq!(status, 503, "{body}");
-    assert!(body.contains("busy"), "{body}");
-    // The held workers go free and serve every queued request.
-    drop(holders);
-    for (n, stream) in queued.into_iter().enumerate() {
-        let (status, body) = read_response(&mut BufReader::new(stream));
-        assert_eq!(status, 200, "queued request {n}: {body}");
+    // A new connection is answered at once, and so is each idle one's next request.
+    assert_eq!(get(&server, "/api/sessions").status, 200);
+    for (n, reader) in idle.iter_mut().enumerate() {
+        reader.get_mut().write_all(keep.as_bytes()).unwrap();
+        assert_eq!(read_response(reader).0, 200, "idle connection {n}");
     }
-    assert_eq!(get(&server, "/api/auth").status, 200);
 }
 
 /// An event stream request answered with anything but 200: its status and body.
@@ -2180,8 +2504,9 @@ fn refused_stream(server: &Server, session: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(server.addr).unwrap();
     write!(
         stream,
-        "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
-        server.addr
+        "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+        server.addr,
+        cookie_line(server)
     )
     .unwrap();
     read_response(&mut BufReader::new(stream))
@@ -2207,8 +2532,9 @@ fn open_once_freed(server: &Server, session: &str) -> Events {
         let mut stream = TcpStream::connect(server.addr).unwrap();
         write!(
             stream,
-            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n\r\n",
-            server.addr
+            "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: {}\r\n{}\r\n",
+            server.addr,
+            cookie_line(server)
         )
         .unwrap();
         let mut reader = BufReader::new(stream);
@@ -2462,13 +2788,14 @@ fn one_connection_carries_several_requests_until_it_asks_to_close() {
     let fake = FakeOpenAI::start(vec![]);
     let server = start(&fake, "", &[]);
     let host = server.addr.to_string();
+    let cookie = cookie_line(&server);
     let stream = TcpStream::connect(server.addr).unwrap();
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     // Two requests written back to back (pipelined), a POST with a body between them.
     write!(
         writer,
-        "GET /api/auth HTTP/1.1\r\nHost: {host}\r\n\r\nPOST /api/sessions HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nContent-Length: 2\r\n\r\n{{}}"
+        "GET /api/auth HTTP/1.1\r\nHost: {host}\r\n\r\nPOST /api/sessions HTTP/1.1\r\nHost: {host}\r\n{cookie}Origin: http://{host}\r\nContent-Length: 2\r\n\r\n{{}}"
     )
     .unwrap();
     let (status, body) = read_response(&mut reader);
@@ -2479,7 +2806,7 @@ fn one_connection_carries_several_requests_until_it_asks_to_close() {
     // A third, asking to close: answered, then the server closes the connection.
     write!(
         writer,
-        "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "GET /api/sessions HTTP/1.1\r\nHost: {host}\r\n{cookie}Connection: close\r\n\r\n"
     )
     .unwrap();
     let (status, body) = read_response(&mut reader);
@@ -2513,7 +2840,8 @@ fn forwarded_headers_count_only_with_behind_proxy() {
         )
     };
     // Direct: a client cannot claim TLS, nor dodge the rate limit by naming other addresses.
-    let direct = start(&fake, "", &["--password", "pw"]);
+    let (_file_dir, file) = password_file("pw");
+    let direct = start(&fake, "", &["--password-file", &file]);
     let ok = login(&direct, "pw", &[("X-Forwarded-Proto", "https")]);
     assert_eq!(ok.status, 200, "{}", ok.body);
     let cookie = ok.header("Set-Cookie").unwrap();
@@ -2531,7 +2859,7 @@ fn forwarded_headers_count_only_with_behind_proxy() {
     let proxied = start(
         &fake,
         "[serve]\nbehind_proxy = true\n",
-        &["--password", "pw"],
+        &["--password-file", &file],
     );
     let ok = login(
         &proxied,

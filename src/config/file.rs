@@ -458,6 +458,8 @@ pub enum SandboxBackend {
 #[serde(default)]
 pub struct ServeConfig {
     pub auth_mode: AuthMode,
+    /// Legacy: the token and the password hash live in `<home>/serve-auth.json`, which the
+    /// jail cannot read; still honoured here, with a warning, until `serve --migrate-auth`.
     pub token: Option<String>,
     pub password_hash: Option<String>,
     /// Trust `X-Forwarded-*` headers.

@@ -1,7 +1,14 @@
-//! Who may use the server: the auth mode (none on loopback only, a token, a password), the
-//! session cookies a login hands out, the CSRF check on state-changing requests, the login
-//! rate limit, constant-time comparison and the random bytes tokens are made of. Forwarded
-//! headers (`X-Forwarded-For`, `X-Forwarded-Proto`) count only with `behind_proxy`.
+//! Who may use the server: the auth mode (none: loopback only, with this run's random token;
+//! a configured or random token; a password), the session cookies a login hands out, the
+//! CSRF check on state-changing requests, the password rate limit (per source and global),
+//! constant-time comparison and the random bytes tokens are made of. Forwarded headers
+//! (`X-Forwarded-For`, `X-Forwarded-Proto`) count only with `behind_proxy`.
+//!
+//! Every mode needs a secret: a process on this machine (a jailed command or MCP server with
+//! the network on among them) reaches loopback like the browser does, so "loopback" alone is
+//! no authentication. Tokens are long enough that guessing is hopeless at any rate, so their
+//! failures are not counted: counting them would only let a page elsewhere lock the user out
+//! with `<img src="http://127.0.0.1:8787/?token=x">`. Passwords are counted.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -15,8 +22,15 @@ use super::http::Request;
 
 /// The cookie holding a logged-in browser's session.
 pub const COOKIE: &str = "reasonix_session";
-/// Failed logins a client may make per window before it must wait.
+/// Failed password logins a source may make per window before it must wait.
 pub const MAX_FAILURES: u32 = 5;
+/// Failed password logins from all sources together per window: many addresses (a botnet,
+/// an IPv6 block) get no more guesses than this between them.
+pub const MAX_FAILURES_TOTAL: u32 = 20;
+/// The shortest token accepted: 32 characters of hex are 128 bits.
+pub const MIN_TOKEN_LEN: usize = 32;
+/// Random bytes in a token made here (64 hex characters).
+pub const TOKEN_BYTES: usize = 32;
 const WINDOW: Duration = Duration::from_secs(60);
 /// How long a login lasts.
 const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
@@ -26,8 +40,9 @@ const MAX_SESSIONS: usize = 256;
 /// The configured way in.
 #[derive(Debug, Clone)]
 pub enum Mode {
-    /// Anyone who can connect: loopback only.
-    None,
+    /// No password: loopback only, and the way in is this run's random token (printed in the
+    /// URL), which lives in this process's memory alone.
+    None(String),
     /// The token, from the printed URL or an `Authorization: Bearer` header.
     Token(String),
     /// A password given at startup, or a stored bcrypt hash.
@@ -43,9 +58,17 @@ pub enum Secret {
 impl Mode {
     pub fn name(&self) -> &'static str {
         match self {
-            Mode::None => "none",
+            Mode::None(_) => "none",
             Mode::Token(_) => "token",
             Mode::Password(_) => "password",
+        }
+    }
+
+    /// The token that logs in, in the modes that have one.
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            Mode::None(token) | Mode::Token(token) => Some(token),
+            Mode::Password(_) => None,
         }
     }
 }
@@ -119,20 +142,24 @@ pub enum Login {
     /// The new session id for the cookie.
     Ok(String),
     Wrong,
-    /// Too many failures from this client; retry after this many seconds.
+    /// Too many failed passwords from this source or in all; retry after this many seconds.
     Limited(u64),
 }
 
-/// What a request's `Authorization: Bearer` header came to (token mode only).
+/// What a request's `Authorization: Bearer` header came to (the modes with a token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bearer {
-    /// No bearer header, or not token mode.
+    /// No bearer header, or password mode.
     Absent,
     Valid,
-    /// A wrong token, counted as a failed login.
     Wrong,
-    /// Too many failures from this client; retry after this many seconds.
-    Limited(u64),
+}
+
+/// Failed password logins in the current window, per source and in all.
+#[derive(Default)]
+struct Failures {
+    by_source: HashMap<IpAddr, (u32, Instant)>,
+    total: Option<(u32, Instant)>,
 }
 
 /// The server's authentication state.
@@ -140,7 +167,7 @@ pub struct Auth {
     pub mode: Mode,
     pub behind_proxy: bool,
     sessions: Mutex<HashMap<String, Instant>>,
-    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    failures: Mutex<Failures>,
 }
 
 impl Auth {
@@ -149,7 +176,7 @@ impl Auth {
             mode,
             behind_proxy,
             sessions: Mutex::new(HashMap::new()),
-            failures: Mutex::new(HashMap::new()),
+            failures: Mutex::new(Failures::default()),
         }
     }
 
@@ -177,18 +204,13 @@ impl Auth {
 
     /// Whether the request may use the API, given what its bearer token came to.
     pub fn allowed(&self, request: &Request, bearer: &Bearer) -> bool {
-        match &self.mode {
-            Mode::None => true,
-            Mode::Token(_) => matches!(bearer, Bearer::Valid) || self.cookie_ok(request),
-            Mode::Password(_) => self.cookie_ok(request),
-        }
+        matches!(bearer, Bearer::Valid) || self.cookie_ok(request)
     }
 
-    /// Checks a token-mode request's `Authorization: Bearer` header. A wrong token is a
-    /// failed login like a wrong password (counted against the client's limit), so the API
-    /// is no way around the login rate limit. Other modes ignore the header.
-    pub fn bearer(&self, request: &Request, client: IpAddr) -> Bearer {
-        let Mode::Token(token) = &self.mode else {
+    /// Checks the request's `Authorization: Bearer` header against the token (password mode
+    /// ignores the header). Not counted: see the module header.
+    pub fn bearer(&self, request: &Request) -> Bearer {
+        let Some(token) = self.mode.token() else {
             return Bearer::Absent;
         };
         let Some(given) = request
@@ -197,35 +219,61 @@ impl Auth {
         else {
             return Bearer::Absent;
         };
-        match self.attempt(client, || same(given.trim().as_bytes(), token.as_bytes())) {
-            Ok(true) => Bearer::Valid,
-            Ok(false) => Bearer::Wrong,
-            Err(after) => Bearer::Limited(after),
+        if same(given.trim().as_bytes(), token.as_bytes()) {
+            Bearer::Valid
+        } else {
+            Bearer::Wrong
         }
     }
 
-    /// Runs `check` as one login attempt of `client`. The attempt is counted as a failure
-    /// under the lock before `check` runs (a bcrypt check takes a while) and handed back when
-    /// it succeeds, so parallel guesses cannot all pass the limit before any is counted.
-    /// `Err(seconds)`: the client is over the limit and `check` did not run.
+    /// Whether the request carries a valid login (cookie or bearer token), without counting
+    /// anything: how the server tells an authenticated request from the rest.
+    pub fn authenticated(&self, request: &Request) -> bool {
+        self.allowed(request, &self.bearer(request))
+    }
+
+    /// Runs `check` as one password attempt of `client`. The attempt is counted as a failure
+    /// of its source and of the total under the lock before `check` runs (a bcrypt check
+    /// takes a while) and handed back when it succeeds, so parallel guesses cannot all pass
+    /// the limit before any is counted. `Err(seconds)`: the source or everyone is over the
+    /// limit and `check` did not run.
     fn attempt(&self, client: IpAddr, check: impl FnOnce() -> bool) -> Result<bool, u64> {
+        let key = source(client);
         {
             let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-            failures.retain(|_, (_, since)| since.elapsed() < WINDOW);
-            let (count, since) = failures.entry(client).or_insert((0, Instant::now()));
+            let failures = &mut *failures;
+            failures
+                .by_source
+                .retain(|_, (_, since)| since.elapsed() < WINDOW);
+            if failures
+                .total
+                .is_some_and(|(_, since)| since.elapsed() >= WINDOW)
+            {
+                failures.total = None;
+            }
+            let wait = |since: Instant| WINDOW.saturating_sub(since.elapsed()).as_secs().max(1);
+            let total = failures.total.get_or_insert((0, Instant::now()));
+            if total.0 >= MAX_FAILURES_TOTAL {
+                return Err(wait(total.1));
+            }
+            let (count, since) = failures.by_source.entry(key).or_insert((0, Instant::now()));
             if *count >= MAX_FAILURES {
-                return Err(WINDOW.saturating_sub(since.elapsed()).as_secs().max(1));
+                return Err(wait(*since));
             }
             *count += 1;
+            total.0 += 1;
         }
         let right = check();
         if right {
             let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((count, _)) = failures.get_mut(&client) {
+            if let Some((count, _)) = failures.by_source.get_mut(&key) {
                 *count = count.saturating_sub(1);
                 if *count == 0 {
-                    failures.remove(&client);
+                    failures.by_source.remove(&key);
                 }
+            }
+            if let Some((count, _)) = failures.total.as_mut() {
+                *count = count.saturating_sub(1);
             }
         }
         Ok(right)
@@ -243,16 +291,17 @@ impl Auth {
             .any(|known| same(known.as_bytes(), id.as_bytes()))
     }
 
-    /// Checks a password or token, counting failures per client.
+    /// Checks a token or a password; failed passwords are counted per source and in all.
     pub fn login(&self, client: IpAddr, given: &str) -> Login {
-        let checked = self.attempt(client, || match &self.mode {
-            Mode::None => true,
-            Mode::Token(token) => same(given.as_bytes(), token.as_bytes()),
-            Mode::Password(Secret::Plain(password)) => same(given.as_bytes(), password.as_bytes()),
-            Mode::Password(Secret::Hash(hash)) => {
-                bcrypt::verify(given.as_bytes(), hash).unwrap_or(false)
+        let checked = match &self.mode {
+            Mode::None(token) | Mode::Token(token) => Ok(same(given.as_bytes(), token.as_bytes())),
+            Mode::Password(Secret::Plain(password)) => {
+                self.attempt(client, || same(given.as_bytes(), password.as_bytes()))
             }
-        });
+            Mode::Password(Secret::Hash(hash)) => self.attempt(client, || {
+                bcrypt::verify(given.as_bytes(), hash).unwrap_or(false)
+            }),
+        };
         match checked {
             Ok(true) => {}
             Ok(false) => return Login::Wrong,
@@ -304,6 +353,20 @@ impl Auth {
             ""
         };
         format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
+    }
+}
+
+/// The source a failed password is counted against: an IPv4 address, or the /64 an IPv6
+/// address is in (one subscriber usually holds a whole /64, so its addresses are one source).
+pub fn source(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(
+                u128::from(v6) & !((1u128 << 64) - 1),
+            )),
+        },
     }
 }
 
@@ -418,7 +481,7 @@ mod tests {
 
     #[test]
     fn failures_are_rate_limited_per_client() {
-        let auth = Auth::new(Mode::Token("secret".into()), false);
+        let auth = Auth::new(Mode::Password(Secret::Plain("secret".into())), false);
         let client: IpAddr = "10.0.0.1".parse().unwrap();
         for _ in 0..MAX_FAILURES {
             assert_eq!(auth.login(client, "nope"), Login::Wrong);
@@ -430,7 +493,7 @@ mod tests {
 
     #[test]
     fn a_success_hands_its_attempt_back() {
-        let auth = Auth::new(Mode::Token("secret".into()), false);
+        let auth = Auth::new(Mode::Password(Secret::Plain("secret".into())), false);
         let client: IpAddr = "10.0.0.1".parse().unwrap();
         for _ in 0..MAX_FAILURES - 1 {
             assert_eq!(auth.login(client, "nope"), Login::Wrong);
@@ -479,27 +542,64 @@ mod tests {
     }
 
     #[test]
-    fn wrong_bearer_tokens_are_failed_logins() {
-        let auth = Auth::new(Mode::Token("secret".into()), false);
-        let client: IpAddr = "10.0.0.1".parse().unwrap();
-        let with = |token: &str| request(&[("authorization", &format!("Bearer {token}"))]);
-        assert_eq!(auth.bearer(&request(&[]), client), Bearer::Absent);
-        assert_eq!(auth.bearer(&with("secret"), client), Bearer::Valid);
-        assert!(auth.allowed(&with("secret"), &Bearer::Valid));
-        for _ in 0..MAX_FAILURES {
-            assert_eq!(auth.bearer(&with("nope"), client), Bearer::Wrong);
+    fn wrong_tokens_are_refused_and_never_counted() {
+        for mode in [Mode::Token("secret".into()), Mode::None("secret".into())] {
+            let auth = Auth::new(mode, false);
+            let client: IpAddr = "10.0.0.1".parse().unwrap();
+            let with = |token: &str| request(&[("authorization", &format!("Bearer {token}"))]);
+            assert_eq!(auth.bearer(&request(&[])), Bearer::Absent);
+            assert!(!auth.authenticated(&request(&[])));
+            for _ in 0..3 * MAX_FAILURES_TOTAL {
+                assert_eq!(auth.bearer(&with("nope")), Bearer::Wrong);
+                assert_eq!(auth.login(client, "nope"), Login::Wrong);
+            }
+            assert_eq!(auth.bearer(&with("secret")), Bearer::Valid);
+            assert!(auth.authenticated(&with("secret")));
+            assert!(matches!(auth.login(client, "secret"), Login::Ok(_)));
         }
-        assert!(matches!(
-            auth.bearer(&with("secret"), client),
-            Bearer::Limited(_)
-        ));
-        assert!(matches!(auth.login(client, "secret"), Login::Limited(_)));
-        // Password mode does not read the header, so it counts nothing.
+        // Password mode does not read the header.
         let password = Auth::new(Mode::Password(Secret::Plain("p".into())), false);
-        for _ in 0..=MAX_FAILURES {
-            assert_eq!(password.bearer(&with("nope"), client), Bearer::Absent);
+        let with = request(&[("authorization", "Bearer p")]);
+        assert_eq!(password.bearer(&with), Bearer::Absent);
+        assert!(!password.authenticated(&with));
+    }
+
+    #[test]
+    fn many_sources_share_a_global_limit() {
+        let auth = Auth::new(Mode::Password(Secret::Plain("p".into())), false);
+        let mut refused = 0;
+        for n in 0..(MAX_FAILURES_TOTAL + 10) {
+            let client = IpAddr::from([10, 0, (n / 250) as u8, (n % 250) as u8]);
+            match auth.login(client, "nope") {
+                Login::Wrong => {}
+                Login::Limited(after) => {
+                    assert!((1..=60).contains(&after), "{after}");
+                    refused += 1;
+                }
+                Login::Ok(_) => panic!("a wrong password logged in"),
+            }
         }
-        assert!(matches!(password.login(client, "p"), Login::Ok(_)));
+        assert_eq!(refused, 10);
+        // A fresh source is over the total too, the right password included.
+        assert!(matches!(
+            auth.login("10.9.9.9".parse().unwrap(), "p"),
+            Login::Limited(_)
+        ));
+    }
+
+    #[test]
+    fn an_ipv6_64_is_one_source() {
+        let auth = Auth::new(Mode::Password(Secret::Plain("p".into())), false);
+        for n in 0..MAX_FAILURES {
+            let client: IpAddr = format!("2001:db8:1:2:{n:x}::1").parse().unwrap();
+            assert_eq!(auth.login(client, "nope"), Login::Wrong);
+        }
+        let same_64: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        assert!(matches!(auth.login(same_64, "p"), Login::Limited(_)));
+        let next_64: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(matches!(auth.login(next_64, "p"), Login::Ok(_)));
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert_eq!(source(mapped), "10.0.0.1".parse::<IpAddr>().unwrap());
     }
 
     #[test]
@@ -577,11 +677,11 @@ mod tests {
             ("x-forwarded-proto", "https"),
         ]);
         let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        let direct = Auth::new(Mode::None, false);
+        let direct = Auth::new(Mode::None("t".into()), false);
         assert_eq!(direct.client_ip(&req, peer), peer.ip());
         assert!(!direct.is_https(&req));
         assert!(!direct.set_cookie(&req, "x").contains("Secure"));
-        let proxied = Auth::new(Mode::None, true);
+        let proxied = Auth::new(Mode::None("t".into()), true);
         assert_eq!(
             proxied.client_ip(&req, peer),
             "5.6.7.8".parse::<IpAddr>().unwrap()

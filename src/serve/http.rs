@@ -151,6 +151,33 @@ pub fn read_request(
     reader: &mut impl BufRead,
     limits: &Limits,
 ) -> Result<Option<Request>, HttpError> {
+    let Some((mut request, length)) = read_head(reader, limits)? else {
+        return Ok(None);
+    };
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).map_err(|err| {
+        if err.kind() == io::ErrorKind::UnexpectedEof {
+            HttpError::Malformed("truncated body")
+        } else {
+            HttpError::Io(err)
+        }
+    })?;
+    request.body = body;
+    Ok(Some(request))
+}
+
+/// Whether `bytes` hold a whole request head (up to the empty line that ends it).
+pub fn head_complete(bytes: &[u8]) -> bool {
+    bytes.windows(2).any(|w| w == b"\n\n") || bytes.windows(3).any(|w| w == b"\n\r\n")
+}
+
+/// Reads the next request's line and headers: the request with an empty body, and the length
+/// of the body that follows (at most `limits.body`). `Ok(None)` when the peer closed the
+/// connection between requests.
+pub fn read_head(
+    reader: &mut impl BufRead,
+    limits: &Limits,
+) -> Result<Option<(Request, usize)>, HttpError> {
     let line = match read_line(reader, limits.line) {
         Ok(Some(line)) => line,
         Ok(None) => return Ok(None),
@@ -216,7 +243,7 @@ pub fn read_request(
         }
         headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
     }
-    let mut request = Request {
+    let request = Request {
         method: method.to_string(),
         path,
         query,
@@ -250,16 +277,7 @@ pub fn read_request(
     if length > limits.body as u64 {
         return Err(HttpError::BodyTooLarge);
     }
-    let mut body = vec![0u8; length as usize];
-    reader.read_exact(&mut body).map_err(|err| {
-        if err.kind() == io::ErrorKind::UnexpectedEof {
-            HttpError::Malformed("truncated body")
-        } else {
-            HttpError::Io(err)
-        }
-    })?;
-    request.body = body;
-    Ok(Some(request))
+    Ok(Some((request, length as usize)))
 }
 
 fn is_token_byte(b: u8) -> bool {
@@ -393,6 +411,25 @@ mod tests {
             Ok(_) => None,
             Err(err) => err.status().map(|(status, _)| status),
         }
+    }
+
+    #[test]
+    fn a_head_is_complete_at_its_empty_line_and_leaves_the_body_unread() {
+        for (raw, complete) in [
+            ("GET / HTTP/1.1\r\nHost: h\r\n", false),
+            ("GET / HTTP/1.1\r\nHost: h\r\n\r", false),
+            ("GET / HTTP/1.1\r\nHost: h\r\n\r\n", true),
+            ("GET / HTTP/1.0\n\n", true),
+            ("GET / HTTP/1.1\r\nHost: h\r\n\n", true),
+        ] {
+            assert_eq!(head_complete(raw.as_bytes()), complete, "{raw:?}");
+        }
+        let raw = b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
+        let mut cursor = io::Cursor::new(&raw[..]);
+        let (request, length) = read_head(&mut cursor, &small()).unwrap().unwrap();
+        assert_eq!((request.path.as_str(), length), ("/x", 5));
+        assert!(request.body.is_empty());
+        assert_eq!(&raw[cursor.position() as usize..], b"hello");
     }
 
     #[test]

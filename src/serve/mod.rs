@@ -1,6 +1,6 @@
 //! `reasonix serve`: the browser front end. An HTTP/1.1 server on `std::net` with a bounded
 //! worker pool ([`server`]), its parser ([`http`]), authentication ([`auth`], [`bcrypt`] on
-//! [`blowfish`]), the routes and the embedded page ([`routes`]), the agent composition routes
+//! [`blowfish`], the stored credentials in [`auth_file`]), the routes and the embedded page ([`routes`]), the agent composition routes
 //! ([`presets`]), the session export, import and move routes ([`archive_routes`]), the slash commands typed in the page ([`commands`]), the diffs of file edits ([`edits`]), and the live sessions,
 //! each driving the same agent and event stream as the chat ([`sessions`]). What a session is
 //! made of (config, tools, MCP servers, composition, provider) comes from the CLI through
@@ -8,6 +8,7 @@
 
 pub mod archive_routes;
 pub mod auth;
+pub mod auth_file;
 pub mod bcrypt;
 mod blowfish;
 pub mod commands;
@@ -116,9 +117,12 @@ pub struct Built {
     pub cwd: std::path::PathBuf,
 }
 
-/// The limits `reasonix serve` runs with: worker threads, connections waiting for one (a full
-/// queue gets a 503), live sessions, and event streams per session and in all.
+/// The limits `reasonix serve` runs with: worker threads, of which some take authenticated
+/// requests only, requests waiting for one per class (a full queue gets a 503), live
+/// sessions, and event streams per session and in all. The caps on connections still sending
+/// their head are in [`server`].
 pub const WORKERS: usize = 16;
+pub const RESERVED_WORKERS: usize = 4;
 pub const QUEUE: usize = 64;
 pub const MAX_SESSIONS: usize = 64;
 pub const MAX_STREAMS_PER_SESSION: usize = 64;
@@ -129,6 +133,7 @@ pub struct Options {
     pub mode: auth::Mode,
     pub behind_proxy: bool,
     pub workers: usize,
+    pub reserved_workers: usize,
     pub queue: usize,
     pub max_sessions: usize,
     pub max_streams_per_session: usize,
@@ -137,7 +142,7 @@ pub struct Options {
 
 /// Refuses to serve without authentication beyond loopback.
 pub fn check_listen(listen: &SocketAddr, mode: &auth::Mode) -> Result<(), String> {
-    if matches!(mode, auth::Mode::None) && !listen.ip().is_loopback() {
+    if matches!(mode, auth::Mode::None(_)) && !listen.ip().is_loopback() {
         return Err(format!(
             "refusing to serve {listen} without authentication: use --auth token or --auth password, or listen on 127.0.0.1"
         ));
@@ -189,6 +194,7 @@ pub fn run(bound: Bound, options: Options, factory: Arc<dyn Factory>, stop: Canc
         });
     let pool = server::Pool {
         workers: options.workers,
+        reserved: options.reserved_workers,
         queue: options.queue,
     };
     server::serve(bound.listener, router, pool, stopped);

@@ -293,6 +293,32 @@ pub fn poll_readable(fd: i32, timeout_ms: i32) -> io::Result<bool> {
     }
 }
 
+/// Waits up to `timeout_ms` (negative: no limit) until one of `fds` is readable, closed or in
+/// error; `ready` is refilled with one flag per descriptor. For `serve`'s reception of request
+/// heads, which watches many sockets on one thread. An interrupted wait reports nothing ready.
+pub fn poll_readable_many(fds: &[i32], timeout_ms: i32, ready: &mut Vec<bool>) -> io::Result<()> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: poll reads and writes exactly pfds.len() pollfd entries of the vector we own.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    ready.clear();
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    let woke = libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+    ready.extend(pfds.iter().map(|p| n > 0 && p.revents & woke != 0));
+    Ok(())
+}
+
 /// Reads what is available from `fd` into `buf` (blocking until at least one byte), retrying
 /// when a signal interrupts the wait.
 pub fn read_fd(fd: i32, buf: &mut [u8]) -> io::Result<usize> {

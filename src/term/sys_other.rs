@@ -63,6 +63,14 @@ pub fn poll_readable(_fd: i32, _timeout_ms: i32) -> io::Result<bool> {
     Err(unsupported())
 }
 
+pub fn poll_readable_many(
+    _fds: &[i32],
+    _timeout_ms: i32,
+    _ready: &mut Vec<bool>,
+) -> io::Result<()> {
+    Err(unsupported())
+}
+
 pub fn read_fd(_fd: i32, _buf: &mut [u8]) -> io::Result<usize> {
     Err(unsupported())
 }

@@ -5,7 +5,11 @@ writes as "alpha", "beta", "gamma"; "beta" becomes "approved") then "wrote it", 
 that never answers (to be interrupted), which goes to the second model picked in the page
 after `/help` was typed (the test checks the model of that request).
 
-Usage: serve_e2e.py URL PASSWORD SCREENSHOT
+URL is the one the server printed, with this run's token: the page without it asks for the
+token (a wrong one is refused); with it, the token is traded for a cookie and leaves the
+address bar.
+
+Usage: serve_e2e.py URL SCREENSHOT
 """
 
 import sys
@@ -17,7 +21,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-URL, PASSWORD, SCREENSHOT = sys.argv[1], sys.argv[2], sys.argv[3]
+URL, SCREENSHOT = sys.argv[1], sys.argv[2]
+BASE = URL.split("?", 1)[0]
 
 # The diff of the edit as the page must show it, in the approval and in the result: the
 # server's hunk header, then (kind, line number, sign and text) for each line.
@@ -69,16 +74,17 @@ def main():
     # condition holds.
     wait = WebDriverWait(driver, 60)
     try:
-        driver.get(URL)
-        # Log in.
+        # Without the token the page asks for it, and a wrong one is refused.
+        driver.get(BASE)
         secret = wait.until(ec.visibility_of_element_located((By.ID, "secret")))
         secret.send_keys("wrong")
         secret.send_keys(Keys.ENTER)
         wait.until(ec.text_to_be_present_in_element((By.ID, "login-error"), "Wrong"))
-        secret.clear()
-        secret.send_keys(PASSWORD)
-        secret.send_keys(Keys.ENTER)
+        # The printed URL logs in: its token becomes an HttpOnly cookie and leaves the address.
+        driver.get(URL)
         prompt = wait.until(ec.visibility_of_element_located((By.ID, "prompt")))
+        assert "token" not in driver.current_url, driver.current_url
+        assert "reasonix_session" not in driver.execute_script("return document.cookie"), "the cookie is HttpOnly"
         wait.until(lambda d: d.find_element(By.ID, "session-title").text.strip() != "")
 
         # A prompt, and its streamed answer.

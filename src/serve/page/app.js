@@ -502,7 +502,7 @@ async function interrupt() {
 }
 
 function labelPage(mode) {
-  $("secret-label").textContent = mode === "token" ? t("login.token") : t("login.password");
+  $("secret-label").textContent = mode !== "password" ? t("login.token") : t("login.password");
   $("login-button").textContent = t("login.submit");
   $("new-session").textContent = t("sessions.new");
   $("live-title").textContent = t("sessions.live");
@@ -535,7 +535,7 @@ async function start() {
   $("login-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const secret = $("secret").value;
-    const body = auth.mode === "token" ? { token: secret } : { password: secret };
+    const body = auth.mode !== "password" ? { token: secret } : { password: secret };
     try {
       await api("POST", "/api/login", body);
       $("login-error").textContent = "";
