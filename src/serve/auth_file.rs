@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The file's name in the reasonix home.
-pub const FILE: &str = "serve-auth.json";
+/// The file's name in the reasonix home: the one `config::paths` lists among the home's
+/// secrets, so the jail and the file tools hide it.
+pub const FILE: &str = crate::config::paths::SERVE_AUTH_FILE;
 /// A credentials file is a few hundred bytes; anything past this is not one.
 const MAX_BYTES: u64 = 64 * 1024;
 
