@@ -6,11 +6,12 @@ MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
 # The release archives `make dist` writes, one per target.
 DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
-# CI fails when the static binary grows past this. It is 5,592,184 bytes (6,022,264 at its
+# CI fails when the static binary grows past this: 6.0 MB (issue 34; the `toml` crate is back). It was
+# 5,592,184 bytes before that (6,022,264 at its
 # peak; src/sort.rs took 66 KB off and src/toml/ 512 KB). The target of 3.5 MB (issue 19) is
 # not met: the measured levers left are panic = "abort" (-0.88 MB, against house rule 14)
 # and lld --icf=all (-40 KB).
-MAX_STATIC_BYTES ?= 5600000
+MAX_STATIC_BYTES ?= 6000000
 # What `make install` installs: the release build unless told otherwise.
 BIN ?= target/release/reasonix
 MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1

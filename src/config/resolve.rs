@@ -15,7 +15,7 @@ use super::env;
 use super::file::{Config, ProviderConfig};
 use super::ConfigError;
 use crate::provider::{Prices, ProviderSettings, RetryPolicy, Timeouts};
-use crate::toml::{Table, Value};
+use toml::{Table, Value};
 
 impl Config {
     /// `reference`: the `--model` value, or `None` for `default_model` (then the first
@@ -276,6 +276,7 @@ fn toml_to_json(value: &Value) -> serde_json::Value {
         Value::Boolean(b) => J::Bool(*b),
         Value::Array(items) => J::Array(items.iter().map(toml_to_json).collect()),
         Value::Table(t) => J::Object(toml_table_to_json(t)),
+        Value::Datetime(d) => J::String(d.to_string()),
     }
 }
 
@@ -285,7 +286,7 @@ mod tests {
     use crate::config::file::builtin_provider;
 
     fn config(text: &str) -> Config {
-        let mut config: Config = crate::toml::from_str(text).unwrap();
+        let mut config: Config = toml::from_str(text).unwrap();
         config.home = std::env::temp_dir().join("reasonix-resolve-no-such-home");
         config
     }
@@ -342,7 +343,7 @@ model = "qwen3"
 
     #[test]
     fn extra_body_keeps_nested_values_and_datetimes_become_strings() {
-        let table: Table = crate::toml::from_str(
+        let table: Table = toml::from_str(
             "thinking = { type = \"enabled\", budget = 2 }\nat = 1979-05-27\nf = 0.5\n",
         )
         .unwrap();

@@ -754,7 +754,7 @@ mod tests {
     use super::*;
 
     fn plugin(toml_text: &str) -> PluginConfig {
-        crate::toml::from_str(toml_text).unwrap()
+        toml::from_str(toml_text).unwrap()
     }
 
     fn vars(secrets: &[String]) -> Vars<'_> {
@@ -1025,7 +1025,7 @@ mod tests {
         assert_eq!(plain, (ServerSandbox::default(), vec![]));
         assert_eq!(plain.0.to_string(), "network on, writes: workspace");
         let bad: Result<PluginConfig, _> =
-            crate::toml::from_str("name = \"s\"\ncommand = \"x\"\nsandbox = \"none\"\n");
+            toml::from_str("name = \"s\"\ncommand = \"x\"\nsandbox = \"none\"\n");
         let err = bad.unwrap_err().to_string();
         assert!(err.contains("\"off\" or a table"), "{err}");
         let json =
