@@ -617,8 +617,8 @@ impl<'de> Deserialize<'de> for PluginSandbox {
 }
 
 /// The longest MCP startup or call timeout any configuration may set, in seconds (one day):
-/// longer is a mistake or a repository holding a run open on a server that never answers.
-pub const MAX_MCP_TIMEOUT_SECONDS: u64 = 86_400;
+/// longer is refused at load, unlike the other timeouts, which saturate there.
+pub const MAX_MCP_TIMEOUT_SECONDS: u64 = super::limits::MAX_TIMEOUT_SECONDS;
 
 fn default_startup_timeout() -> u64 {
     30

@@ -381,10 +381,12 @@ fn parse_layer(
     let doc = parsed.get_ref();
     let typed = Config::deserialize(toml::de::Deserializer::from(parsed.clone()))
         .map_err(|e| type_error(&src, doc, &e))?;
+    // Before the re-encoding, which cannot hold an integer past `i64::MAX` either, so the
+    // error points at it.
+    let mut raw = Table::deserialize(toml::de::Deserializer::from(parsed.clone()))
+        .map_err(|e| type_error(&src, doc, &e))?;
     let known = Table::try_from(&typed)
         .map_err(|e| src.error(None, format!("cannot re-encode the parsed file: {e}")))?;
-    let mut raw = Table::deserialize(toml::de::Deserializer::from(parsed.clone()))
-        .map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
     // (byte offset, text): the document iterates keys alphabetically, users read top-down.
     let mut found = Vec::new();
     let mut walk = Prune {
@@ -931,6 +933,15 @@ fn validate(config: &Config) -> Vec<(KeyPath, String)> {
             ));
         }
     }
+    if agent
+        .temperature
+        .is_some_and(|t| !(t.is_finite() && t >= 0.0))
+    {
+        problems.push((
+            KeyPath::key(&["agent", "temperature"]),
+            "`agent.temperature` must be a number of at least 0".into(),
+        ));
+    }
     for (key, value) in [
         ("max_parallel_tools", agent.max_parallel_tools),
         ("max_subagent_concurrency", agent.max_subagent_concurrency),
@@ -946,24 +957,56 @@ fn validate(config: &Config) -> Vec<(KeyPath, String)> {
     for (i, provider) in config.providers.iter().enumerate() {
         let here = KeyPath::key(&["providers"]).at(Seg::Index(i));
         if let Some((key, problem)) = provider_problem(provider) {
-            let at = match key {
-                Some(key) => here.at(Seg::Key(key.into())),
-                None => here,
-            };
+            // A dotted key points at its last part.
+            let at = key
+                .into_iter()
+                .flat_map(|key| key.split('.'))
+                .fold(here, |at, part| at.at(Seg::Key(part.into())));
             problems.push((at, format!("provider `{}`: {problem}", provider.name)));
         }
     }
     for (i, plugin) in config.plugins.iter().enumerate() {
         let here = KeyPath::key(&["plugins"]).at(Seg::Index(i));
-        if let Some(problem) = plugin_problem(plugin) {
-            problems.push((here, format!("plugin `{}`: {problem}", plugin.name)));
+        if let Some((key, problem)) = plugin_problem(plugin) {
+            let at = match key {
+                Some(key) => here.at(Seg::Key(key.into())),
+                None => here,
+            };
+            problems.push((at, format!("plugin `{}`: {problem}", plugin.name)));
         }
     }
     problems
 }
 
-/// The first thing wrong with a provider entry, and the key to point at (`None` = the entry).
+/// The first thing wrong with a provider entry, and the key to point at (`None` = the entry;
+/// a dotted key for one inside a table).
 fn provider_problem(p: &super::ProviderConfig) -> Option<(Option<&'static str>, String)> {
+    for (key, secs) in [
+        ("timeouts.connect_seconds", p.timeouts.connect_seconds),
+        ("timeouts.idle_seconds", p.timeouts.idle_seconds),
+    ] {
+        if secs == Some(0) {
+            return Some((
+                Some(key),
+                format!("`{key}` must be at least 1 (leave it out for the default)"),
+            ));
+        }
+    }
+    let price_ok = |usd: f64| usd.is_finite() && (0.0..=super::MAX_PRICE).contains(&usd);
+    let bad_price = p.prices.values().any(|price| {
+        !price_ok(price.input)
+            || !price_ok(price.output)
+            || price.input_cache_hit.is_some_and(|usd| !price_ok(usd))
+    });
+    if bad_price {
+        return Some((
+            Some("prices"),
+            format!(
+                "prices must be numbers from 0 to {} (USD per million tokens)",
+                super::MAX_PRICE
+            ),
+        ));
+    }
     if p.name.trim().is_empty() || p.name.contains('/') {
         return Some((
             Some("name"),
@@ -999,9 +1042,10 @@ fn provider_problem(p: &super::ProviderConfig) -> Option<(Option<&'static str>, 
     None
 }
 
-fn plugin_problem(p: &super::PluginConfig) -> Option<String> {
+/// The first thing wrong with a plugin entry, and the key to point at (`None` = the entry).
+fn plugin_problem(p: &super::PluginConfig) -> Option<(Option<&'static str>, String)> {
     if p.name.trim().is_empty() {
-        return Some("`name` must not be empty".into());
+        return Some((Some("name"), "`name` must not be empty".into()));
     }
     let timeouts = [
         ("startup_timeout_seconds", Some(p.startup_timeout_seconds)),
@@ -1015,19 +1059,23 @@ fn plugin_problem(p: &super::PluginConfig) -> Option<String> {
         .iter()
         .find(|(_, secs)| secs.is_some_and(|s| s > super::MAX_MCP_TIMEOUT_SECONDS))
     {
-        return Some(format!(
-            "`{key}` may be at most {} seconds (one day)",
-            super::MAX_MCP_TIMEOUT_SECONDS
+        return Some((
+            Some(key),
+            format!(
+                "`{key}` may be at most {} seconds (one day)",
+                super::MAX_MCP_TIMEOUT_SECONDS
+            ),
         ));
     }
     let blank = |v: &Option<String>| v.as_deref().is_none_or(|s| s.trim().is_empty());
-    match p.kind {
-        PluginType::Stdio if blank(&p.command) => Some("a stdio server needs `command`".into()),
+    let problem = match p.kind {
+        PluginType::Stdio if blank(&p.command) => "a stdio server needs `command`",
         PluginType::Http | PluginType::StreamableHttp | PluginType::Sse if blank(&p.url) => {
-            Some("a remote server needs `url`".into())
+            "a remote server needs `url`"
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some((None, problem.into()))
 }
 
 /// `agent.system_prompt_file` and `providers[].ca_file` are relative to the file that set them.
@@ -1157,6 +1205,7 @@ fn finish(
     sources: Vec<PathBuf>,
     origins: &Origins,
 ) -> Config {
+    config.saturate();
     config.home = opts.home.clone();
     config.sources = sources;
     let origin = |section: &str, name: &str| {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::env;
 use super::file::{Config, ProviderConfig};
+use super::limits::{MAX_BACKOFF_MS, MAX_RETRIES, MAX_TIMEOUT_SECONDS, MAX_TOKENS};
 use super::ConfigError;
 use crate::provider::{Prices, ProviderSettings, RetryPolicy, Timeouts};
 use toml::{Table, Value};
@@ -230,18 +231,21 @@ fn context_window(provider: &ProviderConfig, model: &str) -> u64 {
         .filter(|w| *w > 0)
         .or(provider.context_window)
         .unwrap_or(0)
+        .min(MAX_TOKENS)
+}
+
+/// A config duration in seconds, held to [`MAX_TIMEOUT_SECONDS`] and at least one second (the
+/// loader saturates and refuses already; a `Config` may also be built in code).
+fn seconds(secs: u64) -> Duration {
+    Duration::from_secs(secs.clamp(1, MAX_TIMEOUT_SECONDS))
 }
 
 fn timeouts(provider: &ProviderConfig) -> Timeouts {
     let defaults = Timeouts::default();
     let t = &provider.timeouts;
     Timeouts {
-        connect: t
-            .connect_seconds
-            .map_or(defaults.connect, Duration::from_secs),
-        idle_stream: t
-            .idle_seconds
-            .map_or(defaults.idle_stream, Duration::from_secs),
+        connect: t.connect_seconds.map_or(defaults.connect, seconds),
+        idle_stream: t.idle_seconds.map_or(defaults.idle_stream, seconds),
     }
 }
 
@@ -249,13 +253,15 @@ fn retry(provider: &ProviderConfig) -> RetryPolicy {
     let defaults = RetryPolicy::default();
     let r = &provider.retry;
     RetryPolicy {
-        max_retries: r.max_retries.unwrap_or(defaults.max_retries),
-        initial_backoff: r
-            .initial_backoff_ms
-            .map_or(defaults.initial_backoff, Duration::from_millis),
-        max_backoff: r
-            .max_backoff_seconds
-            .map_or(defaults.max_backoff, Duration::from_secs),
+        max_retries: r
+            .max_retries
+            .map_or(defaults.max_retries, |n| n.min(MAX_RETRIES)),
+        initial_backoff: r.initial_backoff_ms.map_or(defaults.initial_backoff, |ms| {
+            Duration::from_millis(ms.min(MAX_BACKOFF_MS))
+        }),
+        max_backoff: r.max_backoff_seconds.map_or(defaults.max_backoff, |s| {
+            Duration::from_secs(s.min(MAX_TIMEOUT_SECONDS))
+        }),
         max_retry_after: defaults.max_retry_after,
     }
 }

@@ -534,10 +534,14 @@ fn resolve(
     };
     let global = seconds(config.tools.mcp_call_timeout_seconds);
     let call_timeout = match plugin.call_timeout_seconds {
-        Some(n) if n > 0 => Some(Duration::from_secs(n)),
+        Some(n) if n > 0 => seconds(n),
         _ => global,
     };
-    let startup_timeout = Duration::from_secs(plugin.startup_timeout_seconds.max(1));
+    let startup_timeout = Duration::from_secs(
+        plugin
+            .startup_timeout_seconds
+            .clamp(1, crate::config::MAX_TIMEOUT_SECONDS),
+    );
     Ok(ServerSpec {
         name: plugin.name.clone(),
         origin,
@@ -717,8 +721,9 @@ fn sandbox(
     })
 }
 
+/// A timeout in seconds, 0 for none, held to a day: the values also come from compositions.
 fn seconds(secs: u64) -> Option<Duration> {
-    (secs > 0).then(|| Duration::from_secs(secs))
+    (secs > 0).then(|| Duration::from_secs(secs.min(crate::config::MAX_TIMEOUT_SECONDS)))
 }
 
 /// With no explicit mode, servers the user installed default to `approve`, servers from
