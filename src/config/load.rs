@@ -447,7 +447,14 @@ fn deepest_line(text: &str) -> usize {
 
 /// A serde error with the dotted key at its span named, so "unknown variant" says which key.
 fn type_error(src: &Source, doc: &DeTable, err: &toml::de::Error) -> ConfigError {
-    let message = joined_lines(err.message());
+    let message = match err.message() {
+        // The crate reads such a literal, but no TOML value holds it.
+        "u64 value was too large" => format!(
+            "the number is larger than {}, the largest TOML integer",
+            i64::MAX
+        ),
+        other => joined_lines(other),
+    };
     let Some(span) = err.span() else {
         return src.error(None, message);
     };
@@ -1553,6 +1560,16 @@ mod tests {
             removed.remove(i);
             survives(&String::from_utf8_lossy(&removed));
         }
+    }
+
+    #[test]
+    fn an_integer_past_i64_names_its_key_and_the_limit() {
+        let text = "[tools]\nbash_timeout_seconds = 18446744073709551615\n";
+        let err = check(text).0.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config: /p/r.toml:2:24: `tools.bash_timeout_seconds`: the number is larger than 9223372036854775807, the largest TOML integer"
+        );
     }
 
     #[test]
