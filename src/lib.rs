@@ -29,7 +29,6 @@ pub mod skill;
 pub mod sort;
 pub mod term;
 pub mod text;
-pub mod toml;
 pub mod tool;
 
 /// The version string shown by `--version` and sent as `User-Agent`.

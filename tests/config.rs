@@ -1042,3 +1042,49 @@ fn a_huge_project_file_loads_with_every_entry_and_location() {
         }
     }
 }
+
+/// A hostile repository's reasonix.toml, 10,000 levels deep in each way TOML nests (arrays,
+/// inline tables, dotted keys, table headers) or 100 MB long, stops `reasonix run` at once
+/// with one line naming the file: no stack overflow, no parse of 100 MB, no crash (exit 101).
+#[test]
+fn a_deep_or_huge_project_file_fails_fast_with_one_line() {
+    const DEEP: usize = 10_000;
+    let dotted = vec!["k"; DEEP].join(".");
+    let hostile = [
+        (
+            "arrays",
+            format!("a = {}{}\n", "[".repeat(DEEP), "]".repeat(DEEP)),
+        ),
+        (
+            "inline tables",
+            format!("a = {}{}\n", "{ b = ".repeat(DEEP), "}".repeat(DEEP)),
+        ),
+        ("dotted keys", format!("{dotted} = 1\n")),
+        ("a table header", format!("[{dotted}]\n")),
+        ("an array-of-tables header", format!("[[{dotted}]]\n")),
+    ];
+    let home = Dir::new();
+    let work = Dir::new();
+    for (what, text) in &hostile {
+        let path = work.write("reasonix.toml", text);
+        let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+        assert_eq!(out.code, 2, "{what}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{what}: {out:?}");
+        let at = format!("{}:1:", path.display());
+        assert!(out.stderr.contains(&at), "{what}: {out:?}");
+    }
+    // Sparse: 100 MB on paper, refused on its size before a byte is read.
+    let path = work.join("reasonix.toml");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(100 << 20).unwrap();
+    let out = run(reasonix(&home, work.path()).args(["run", "hi"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!(
+            "reasonix: config: {}: the file is larger than 8 MiB; a config file is a few KiB, so this one is refused unread (shorten it)",
+            path.display()
+        ),
+        "{out:?}"
+    );
+}

@@ -21,7 +21,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "hash",
             "sort",
             "i18n",
-            "toml",
             "base64",
         ],
     ),

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod compositions;
 mod config;
+mod config_numbers;
 mod context;
 mod coordinator;
 mod demo;

@@ -130,7 +130,12 @@ impl Hook {
             matcher: pattern,
             matcher_text: trimmed.to_string(),
             command: command.to_string(),
-            timeout: timeout.filter(|t| !t.is_zero()).unwrap_or(DEFAULT_TIMEOUT),
+            // Held to a day, like every configured timeout: `.claude/settings.json` is not
+            // saturated by the config loader.
+            timeout: timeout
+                .filter(|t| !t.is_zero())
+                .unwrap_or(DEFAULT_TIMEOUT)
+                .min(Duration::from_secs(crate::config::MAX_TIMEOUT_SECONDS)),
             origin: origin.to_string(),
         })
     }

@@ -6,24 +6,15 @@
 use std::path::Path;
 
 use super::ConfigError;
-use crate::toml::{Table, Value};
+use toml::{Table, Value};
 
 /// Adds `rule` to `[permissions] allow` in the TOML file at `path`, creating the file or
 /// the table when missing. The file is edited as text so comments, key order and every
 /// other setting survive; the result is parsed back to make sure it says what we meant
 /// before it atomically replaces the original.
 pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), ConfigError> {
-    let original = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let parsed: Table = crate::toml::from_str(&original).map_err(|e| {
+    let original = read_or_empty(path)?;
+    let parsed: Table = toml::from_str(&original).map_err(|e| {
         ConfigError::Invalid(format!(
             "{} is not valid TOML ({}); fix it, then allow again",
             path.display(),
@@ -34,7 +25,7 @@ pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), ConfigError> {
         return Ok(());
     }
     let edited = add_allow_rule(&original, rule);
-    let check: Result<Table, _> = crate::toml::from_str(&edited);
+    let check: Result<Table, _> = toml::from_str(&edited);
     let ok = check
         .ok()
         .and_then(|t| allow_list(&t))
@@ -63,16 +54,14 @@ pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<Str
     if removed.is_empty() {
         return Ok(removed);
     }
-    let expected = crate::toml::from_str::<Table>(original)
-        .ok()
-        .map(|mut table| {
-            for key in &removed {
-                let parts: Vec<&str> = key.split('.').collect();
-                remove_dotted(&mut table, &parts);
-            }
-            table
-        });
-    let ok = expected.is_some() && crate::toml::from_str::<Table>(&edited).ok() == expected;
+    let expected = toml::from_str::<Table>(original).ok().map(|mut table| {
+        for key in &removed {
+            let parts: Vec<&str> = key.split('.').collect();
+            remove_dotted(&mut table, &parts);
+        }
+        table
+    });
+    let ok = expected.is_some() && toml::from_str::<Table>(&edited).ok() == expected;
     if !ok {
         return Err(ConfigError::Invalid(format!(
             "could not remove {} from {} automatically; remove them yourself",
@@ -97,23 +86,14 @@ pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<Str
 /// with `None` (`/persona`), creating the file or the table when missing and keeping every
 /// other line. The result is parsed back before it atomically replaces the file.
 pub fn set_agent_string(path: &Path, key: &str, value: Option<&str>) -> Result<(), ConfigError> {
-    let original = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
+    let original = read_or_empty(path)?;
     let dotted = format!("agent.{key}");
     let (mut edited, _) = without_keys(&original, &[dotted.as_str()]);
     if let Some(value) = value {
         let line = format!("{key} = {}\n", serde_json::Value::String(value.to_string()));
         edited = insert_in_table(&edited, "agent", &line);
     }
-    let now = crate::toml::from_str::<Table>(&edited).ok().map(|t| {
+    let now = toml::from_str::<Table>(&edited).ok().map(|t| {
         t.get("agent")
             .and_then(|a| a.get(key))
             .and_then(|v| v.as_str())
@@ -137,6 +117,17 @@ pub fn set_agent_string(path: &Path, key: &str, value: Option<&str>) -> Result<(
             source,
         }
     })
+}
+
+/// The file's text, bounded like every config file the loader reads; empty when it is absent.
+fn read_or_empty(path: &Path) -> Result<String, ConfigError> {
+    match super::load::read_bounded(path) {
+        Ok(text) => Ok(text),
+        Err(ConfigError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(String::new())
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// `line` put right under the `[table]` header, or a new table at the end.
@@ -340,7 +331,7 @@ mod tests {
     use crate::fsutil::scratch::TempDir;
 
     fn rules_in(text: &str) -> Vec<String> {
-        allow_list(&crate::toml::from_str(text).unwrap()).unwrap_or_default()
+        allow_list(&toml::from_str(text).unwrap()).unwrap_or_default()
     }
 
     #[test]

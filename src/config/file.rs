@@ -236,7 +236,7 @@ pub struct ProviderConfig {
     pub headers: BTreeMap<String, String>,
     /// Merged into the top level of every request body.
     #[serde(default)]
-    pub extra_body: crate::toml::Table,
+    pub extra_body: toml::Table,
     /// PEM bundle of extra trusted CAs; relative to the file that set it.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
@@ -619,8 +619,8 @@ impl<'de> Deserialize<'de> for PluginSandbox {
 }
 
 /// The longest MCP startup or call timeout any configuration may set, in seconds (one day):
-/// longer is a mistake or a repository holding a run open on a server that never answers.
-pub const MAX_MCP_TIMEOUT_SECONDS: u64 = 86_400;
+/// longer is refused at load, unlike the other timeouts, which saturate there.
+pub const MAX_MCP_TIMEOUT_SECONDS: u64 = super::limits::MAX_TIMEOUT_SECONDS;
 
 fn default_startup_timeout() -> u64 {
     30
@@ -689,7 +689,7 @@ pub fn builtin_provider() -> ProviderConfig {
         model_overrides: BTreeMap::new(),
         prices: BTreeMap::new(),
         headers: BTreeMap::new(),
-        extra_body: crate::toml::Table::new(),
+        extra_body: toml::Table::new(),
         ca_file: None,
         timeouts: TimeoutsConfig::default(),
         retry: RetryConfig::default(),
@@ -703,9 +703,9 @@ mod tests {
 
     #[test]
     fn cursor_shape_falls_back_to_bar() {
-        let ui: UiConfig = crate::toml::from_str("cursor_shape = \"BLOCK\"").unwrap();
+        let ui: UiConfig = toml::from_str("cursor_shape = \"BLOCK\"").unwrap();
         assert_eq!(ui.cursor_shape, CursorShape::Block);
-        let ui: UiConfig = crate::toml::from_str("cursor_shape = \"wobbly\"").unwrap();
+        let ui: UiConfig = toml::from_str("cursor_shape = \"wobbly\"").unwrap();
         assert_eq!(ui.cursor_shape, CursorShape::Bar);
     }
 
@@ -724,7 +724,7 @@ mod tests {
 
     #[test]
     fn none_fields_vanish_when_serialised_so_key_sets_round_trip() {
-        let table = crate::toml::to_table(&Config::default()).unwrap();
+        let table = toml::Table::try_from(Config::default()).unwrap();
         let agent = table["agent"].as_table().unwrap();
         assert!(!agent.contains_key("system_prompt"));
         assert!(agent.contains_key("compact_ratio"));

@@ -2,7 +2,8 @@
 //! `--config FILE`. Flags are applied above this by the `cli` layer.
 //!
 //! Each file is checked on its own, so every error and warning can point at `path:line:col`:
-//! 1. parse into the spanned document of `crate::toml` (syntax errors carry a span);
+//! 1. parse into the `toml` crate's spanned document, `DeTable` (syntax errors carry a span),
+//!    after refusing a file over [`MAX_FILE_BYTES`]; the crate bounds nesting itself;
 //! 2. deserialise into [`Config`] (type and enum errors carry a span; we name the key at it);
 //! 3. serialise that back to TOML: the keys that survive are the known ones, so any other key in
 //!    the document is unknown and becomes a warning (retired keys are dropped silently);
@@ -23,7 +24,9 @@ use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::toml::{DocTable, DocValue, Table, Value};
+use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
+use toml::{Table, Value};
 
 use super::file::{builtin_provider, Config, Layer, PermissionMode, PluginType};
 use super::trust::{Standing, TrustStore};
@@ -159,7 +162,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         merge_layer(&mut merged, table, layer, &mut origins);
         sources.push(path);
     }
-    let config: Config = crate::toml::from_table(merged).map_err(|e| {
+    let config: Config = merged.try_into().map_err(|e: toml::de::Error| {
         ConfigError::Invalid(format!(
             "the layered files do not fit together: {}",
             joined_lines(e.message())
@@ -183,7 +186,7 @@ fn retire_keys(path: &Path, text: &str) -> Option<String> {
     {
         return None;
     }
-    crate::toml::parse(text).ok()?;
+    DeTable::parse(text).ok()?;
     match super::edit::remove_keys(path, text, RETIRED) {
         Ok(removed) if removed.is_empty() => None,
         Ok(removed) => Some(format!(
@@ -213,19 +216,59 @@ fn layer_files(opts: &LoadOptions) -> Vec<(Layer, PathBuf)> {
     files
 }
 
+/// The largest config file read, in bytes: a project file comes from the repository, and the
+/// parser keeps a token per word of it in memory, so a hostile 100 MB file is refused before a
+/// byte is read rather than parsed. Real files are a few KiB; 8 MiB leaves room for generated
+/// ones (tens of thousands of rules).
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
+
 /// The file's text; `None` for an absent user or project file.
 fn read_layer(path: &Path, layer: Layer) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
+    match read_bounded(path) {
         Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && layer == Layer::Extra => {
+        Err(ConfigError::Read { source, .. })
+            if source.kind() == io::ErrorKind::NotFound && layer == Layer::Extra =>
+        {
             Err(ConfigError::MissingFile(path.to_path_buf()))
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(ConfigError::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            Ok(None)
+        }
+        Err(err) => Err(err),
     }
+}
+
+/// Reads a config file of at most [`MAX_FILE_BYTES`], judged on its size before reading and
+/// held to it while reading (the file may grow meanwhile, or be a pipe).
+pub(super) fn read_bounded(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let read_error = |source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let too_big = || ConfigError::At {
+        location: path.display().to_string(),
+        message: format!(
+            "the file is larger than {} MiB; a config file is a few KiB, so this one is \
+             refused unread (shorten it)",
+            MAX_FILE_BYTES >> 20
+        ),
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    if file.metadata().map_err(read_error)?.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|_| ConfigError::At {
+        location: path.display().to_string(),
+        message: "the file is not UTF-8 text; save it as UTF-8".into(),
+    })
 }
 
 /// One file being checked: its path and text, for turning byte spans into locations.
@@ -334,15 +377,16 @@ fn parse_layer(
     warnings: &mut Vec<String>,
 ) -> Result<Table, ConfigError> {
     let src = Source::new(path, text);
-    let parsed =
-        crate::toml::parse(text).map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
-    let doc = parsed.table();
-    let typed: Config =
-        crate::toml::from_document(&parsed).map_err(|e| type_error(&src, doc, &e))?;
-    let known = crate::toml::to_table(&typed)
+    let parsed = DeTable::parse(text).map_err(|e| syntax_error(&src, &e))?;
+    let doc = parsed.get_ref();
+    let typed = Config::deserialize(toml::de::Deserializer::from(parsed.clone()))
+        .map_err(|e| type_error(&src, doc, &e))?;
+    // Before the re-encoding, which cannot hold an integer past `i64::MAX` either, so the
+    // error points at it.
+    let mut raw = Table::deserialize(toml::de::Deserializer::from(parsed.clone()))
+        .map_err(|e| type_error(&src, doc, &e))?;
+    let known = Table::try_from(&typed)
         .map_err(|e| src.error(None, format!("cannot re-encode the parsed file: {e}")))?;
-    let mut raw: Table = crate::toml::from_document(&parsed)
-        .map_err(|e| src.error(e.span(), joined_lines(e.message())))?;
     // (byte offset, text): the document iterates keys alphabetically, users read top-down.
     let mut found = Vec::new();
     let mut walk = Prune {
@@ -366,9 +410,51 @@ fn parse_layer(
     Ok(raw)
 }
 
+/// The crate's syntax error at its place. Its nesting limit (80 levels of arrays, inline tables
+/// and dotted key parts, which keeps a hostile file from exhausting the stack) is reported in
+/// its own words and, for a key, without a span: that error is reworded and points at the line
+/// that nests deepest.
+fn syntax_error(src: &Source, err: &toml::de::Error) -> ConfigError {
+    let message = err.message();
+    if !message.contains("recursion") {
+        return src.error(err.span(), joined_lines(message));
+    }
+    let span = err.span().unwrap_or_else(|| {
+        let start = deepest_line(src.text);
+        start..start
+    });
+    src.error(
+        Some(span),
+        "nested too deeply (arrays, inline tables and the parts of a dotted key or header \
+         may nest at most 80 levels); flatten it"
+            .into(),
+    )
+}
+
+/// The offset of the line with the most nesting characters (`.`, `[`, `{`).
+fn deepest_line(text: &str) -> usize {
+    let mut best = (0, 0);
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let depth = line.bytes().filter(|b| b".[{".contains(b)).count();
+        if depth > best.0 {
+            best = (depth, start);
+        }
+        start += line.len();
+    }
+    best.1
+}
+
 /// A serde error with the dotted key at its span named, so "unknown variant" says which key.
-fn type_error(src: &Source, doc: &DocTable, err: &crate::toml::Error) -> ConfigError {
-    let message = joined_lines(err.message());
+fn type_error(src: &Source, doc: &DeTable, err: &toml::de::Error) -> ConfigError {
+    let message = match err.message() {
+        // The crate reads such a literal, but no TOML value holds it.
+        "u64 value was too large" => format!(
+            "the number is larger than {}, the largest TOML integer",
+            i64::MAX
+        ),
+        other => joined_lines(other),
+    };
     let Some(span) = err.span() else {
         return src.error(None, message);
     };
@@ -441,18 +527,18 @@ impl fmt::Display for KeyPath {
 
 /// The deepest key whose key or value span contains `offset`. Container spans are not trusted
 /// to cover their bodies (a `[table]` header does not), so every branch is searched.
-fn key_at(doc: &DocTable, offset: usize) -> KeyPath {
+fn key_at(doc: &DeTable, offset: usize) -> KeyPath {
     let mut path = KeyPath::default();
     key_at_table(doc, offset, &mut path);
     path
 }
 
-fn key_at_table(table: &DocTable, offset: usize, path: &mut KeyPath) -> bool {
-    for (key, entry) in table {
-        path.0.push(Seg::Key(key.clone()));
-        if key_at_value(&entry.item.value, offset, path)
-            || entry.key.contains(&offset)
-            || entry.item.span.contains(&offset)
+fn key_at_table(table: &DeTable, offset: usize, path: &mut KeyPath) -> bool {
+    for (key, item) in table {
+        path.0.push(Seg::Key(key.get_ref().to_string()));
+        if key_at_value(item.get_ref(), offset, path)
+            || key.span().contains(&offset)
+            || item.span().contains(&offset)
         {
             return true;
         }
@@ -461,13 +547,13 @@ fn key_at_table(table: &DocTable, offset: usize, path: &mut KeyPath) -> bool {
     false
 }
 
-fn key_at_value(value: &DocValue, offset: usize, path: &mut KeyPath) -> bool {
+fn key_at_value(value: &DeValue, offset: usize, path: &mut KeyPath) -> bool {
     match value {
-        DocValue::Table(table) => key_at_table(table, offset, path),
-        DocValue::Array(items) => {
+        DeValue::Table(table) => key_at_table(table, offset, path),
+        DeValue::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 path.0.push(Seg::Index(i));
-                if key_at_value(&item.value, offset, path) || item.span.contains(&offset) {
+                if key_at_value(item.get_ref(), offset, path) || item.span().contains(&offset) {
                     return true;
                 }
                 path.0.pop();
@@ -480,28 +566,28 @@ fn key_at_value(value: &DocValue, offset: usize, path: &mut KeyPath) -> bool {
 
 /// The span of the deepest existing part of `path`: the key itself, or the nearest ancestor
 /// when the key is absent (a validation error about a missing key points at its table).
-fn locate(doc: &DocTable, path: &[Seg]) -> Option<Range<usize>> {
+fn locate(doc: &DeTable, path: &[Seg]) -> Option<Range<usize>> {
     let mut best = None;
     let mut table = Some(doc);
-    let mut value: Option<&DocValue> = None;
+    let mut value: Option<&DeValue> = None;
     for seg in path {
         match seg {
             Seg::Key(name) => {
-                let entry = table?.get(name.as_str())?;
-                best = Some(entry.key.clone());
-                value = Some(&entry.item.value);
+                let (key, item) = table?.get_key_value(name.as_str())?;
+                best = Some(key.span());
+                value = Some(item.get_ref());
             }
             Seg::Index(i) => {
-                let DocValue::Array(items) = value? else {
+                let DeValue::Array(items) = value? else {
                     return best;
                 };
                 let item = items.get(*i)?;
-                best = Some(item.span.clone());
-                value = Some(&item.value);
+                best = Some(item.span());
+                value = Some(item.get_ref());
             }
         }
         table = match value {
-            Some(DocValue::Table(t)) => Some(t),
+            Some(DeValue::Table(t)) => Some(t),
             _ => None,
         };
     }
@@ -517,10 +603,10 @@ struct Prune<'a, 'w> {
 }
 
 impl Prune<'_, '_> {
-    fn table(&mut self, doc: &DocTable, known: &Table, raw: &mut Table) {
-        for (name, entry) in doc {
-            let name = name.as_str();
-            let key_span = &entry.key;
+    fn table(&mut self, doc: &DeTable, known: &Table, raw: &mut Table) {
+        for (key, item) in doc {
+            let name: &str = key.get_ref();
+            let key_span = key.span();
             self.path.0.push(Seg::Key(name.to_string()));
             let dotted = self.path.to_string();
             if RETIRED.contains(&dotted.as_str()) {
@@ -546,22 +632,20 @@ impl Prune<'_, '_> {
                         ));
                         raw.remove(name);
                     }
-                    Some(known_value) => {
-                        self.value(&entry.item.value, known_value, raw.get_mut(name))
-                    }
+                    Some(known_value) => self.value(item.get_ref(), known_value, raw.get_mut(name)),
                 }
             }
             self.path.0.pop();
         }
     }
 
-    fn value(&mut self, doc: &DocValue, known: &Value, raw: Option<&mut Value>) {
+    fn value(&mut self, doc: &DeValue, known: &Value, raw: Option<&mut Value>) {
         match (doc, known, raw) {
-            (DocValue::Table(d), Value::Table(k), Some(Value::Table(r))) => self.table(d, k, r),
-            (DocValue::Array(d), Value::Array(k), Some(Value::Array(r))) => {
+            (DeValue::Table(d), Value::Table(k), Some(Value::Table(r))) => self.table(d, k, r),
+            (DeValue::Array(d), Value::Array(k), Some(Value::Array(r))) => {
                 for (i, ((d, k), r)) in d.iter().zip(k).zip(r.iter_mut()).enumerate() {
                     self.path.0.push(Seg::Index(i));
-                    self.value(&d.value, k, Some(r));
+                    self.value(d.get_ref(), k, Some(r));
                     self.path.0.pop();
                 }
             }
@@ -572,7 +656,7 @@ impl Prune<'_, '_> {
 
 fn strip_user_only(
     src: &Source,
-    doc: &DocTable,
+    doc: &DeTable,
     raw: &mut Table,
     warnings: &mut Vec<(usize, String)>,
 ) {
@@ -598,7 +682,7 @@ fn strip_user_only(
 /// attach the user's key (or secret-bearing headers) to it: those stay user-only.
 fn strip_provider_secrets(
     src: &Source,
-    doc: &DocTable,
+    doc: &DeTable,
     raw: &mut Table,
     warnings: &mut Vec<(usize, String)>,
 ) {
@@ -671,7 +755,7 @@ enum Overruled {
 /// permission keys are ignored even in a trusted workspace: flags beat project files.
 fn restrain_project(
     src: &Source,
-    doc: &DocTable,
+    doc: &DeTable,
     raw: &mut Table,
     check: &mut ProjectCheck,
     found: &mut Vec<(usize, String)>,
@@ -684,7 +768,7 @@ fn restrain_project(
         changed: check.changed,
     };
     let below = {
-        let mut config: Config = crate::toml::from_table(check.below.clone()).unwrap_or_default();
+        let mut config: Config = check.below.clone().try_into().unwrap_or_default();
         if config.providers.is_empty() {
             config.providers.push(builtin_provider());
         }
@@ -707,7 +791,7 @@ fn restrain_project(
             .get("permissions")
             .and_then(|p| p.get("mode"))
             .cloned()
-            .and_then(|m| crate::toml::from_value::<PermissionMode>(m).ok());
+            .and_then(|m| m.try_into::<PermissionMode>().ok());
         if mode.is_some_and(|m| strictness(m) < strictness(below.permissions.mode)) {
             out.ignore(raw, &["permissions", "mode"], why);
         }
@@ -768,7 +852,7 @@ fn restrain_project(
 /// apply.
 struct Overrule<'a> {
     src: &'a Source<'a>,
-    doc: &'a DocTable,
+    doc: &'a DeTable<'a>,
     found: &'a mut Vec<(usize, String)>,
     ignored: &'a mut Vec<(usize, String)>,
     /// The workspace was trusted with another version of the file.
@@ -856,6 +940,15 @@ fn validate(config: &Config) -> Vec<(KeyPath, String)> {
             ));
         }
     }
+    if agent
+        .temperature
+        .is_some_and(|t| !(t.is_finite() && t >= 0.0))
+    {
+        problems.push((
+            KeyPath::key(&["agent", "temperature"]),
+            "`agent.temperature` must be a number of at least 0".into(),
+        ));
+    }
     for (key, value) in [
         ("max_parallel_tools", agent.max_parallel_tools),
         ("max_subagent_concurrency", agent.max_subagent_concurrency),
@@ -871,24 +964,56 @@ fn validate(config: &Config) -> Vec<(KeyPath, String)> {
     for (i, provider) in config.providers.iter().enumerate() {
         let here = KeyPath::key(&["providers"]).at(Seg::Index(i));
         if let Some((key, problem)) = provider_problem(provider) {
-            let at = match key {
-                Some(key) => here.at(Seg::Key(key.into())),
-                None => here,
-            };
+            // A dotted key points at its last part.
+            let at = key
+                .into_iter()
+                .flat_map(|key| key.split('.'))
+                .fold(here, |at, part| at.at(Seg::Key(part.into())));
             problems.push((at, format!("provider `{}`: {problem}", provider.name)));
         }
     }
     for (i, plugin) in config.plugins.iter().enumerate() {
         let here = KeyPath::key(&["plugins"]).at(Seg::Index(i));
-        if let Some(problem) = plugin_problem(plugin) {
-            problems.push((here, format!("plugin `{}`: {problem}", plugin.name)));
+        if let Some((key, problem)) = plugin_problem(plugin) {
+            let at = match key {
+                Some(key) => here.at(Seg::Key(key.into())),
+                None => here,
+            };
+            problems.push((at, format!("plugin `{}`: {problem}", plugin.name)));
         }
     }
     problems
 }
 
-/// The first thing wrong with a provider entry, and the key to point at (`None` = the entry).
+/// The first thing wrong with a provider entry, and the key to point at (`None` = the entry;
+/// a dotted key for one inside a table).
 fn provider_problem(p: &super::ProviderConfig) -> Option<(Option<&'static str>, String)> {
+    for (key, secs) in [
+        ("timeouts.connect_seconds", p.timeouts.connect_seconds),
+        ("timeouts.idle_seconds", p.timeouts.idle_seconds),
+    ] {
+        if secs == Some(0) {
+            return Some((
+                Some(key),
+                format!("`{key}` must be at least 1 (leave it out for the default)"),
+            ));
+        }
+    }
+    let price_ok = |usd: f64| usd.is_finite() && (0.0..=super::MAX_PRICE).contains(&usd);
+    let bad_price = p.prices.values().any(|price| {
+        !price_ok(price.input)
+            || !price_ok(price.output)
+            || price.input_cache_hit.is_some_and(|usd| !price_ok(usd))
+    });
+    if bad_price {
+        return Some((
+            Some("prices"),
+            format!(
+                "prices must be numbers from 0 to {} (USD per million tokens)",
+                super::MAX_PRICE
+            ),
+        ));
+    }
     if p.name.trim().is_empty() || p.name.contains('/') {
         return Some((
             Some("name"),
@@ -924,9 +1049,10 @@ fn provider_problem(p: &super::ProviderConfig) -> Option<(Option<&'static str>, 
     None
 }
 
-fn plugin_problem(p: &super::PluginConfig) -> Option<String> {
+/// The first thing wrong with a plugin entry, and the key to point at (`None` = the entry).
+fn plugin_problem(p: &super::PluginConfig) -> Option<(Option<&'static str>, String)> {
     if p.name.trim().is_empty() {
-        return Some("`name` must not be empty".into());
+        return Some((Some("name"), "`name` must not be empty".into()));
     }
     let timeouts = [
         ("startup_timeout_seconds", Some(p.startup_timeout_seconds)),
@@ -940,19 +1066,23 @@ fn plugin_problem(p: &super::PluginConfig) -> Option<String> {
         .iter()
         .find(|(_, secs)| secs.is_some_and(|s| s > super::MAX_MCP_TIMEOUT_SECONDS))
     {
-        return Some(format!(
-            "`{key}` may be at most {} seconds (one day)",
-            super::MAX_MCP_TIMEOUT_SECONDS
+        return Some((
+            Some(key),
+            format!(
+                "`{key}` may be at most {} seconds (one day)",
+                super::MAX_MCP_TIMEOUT_SECONDS
+            ),
         ));
     }
     let blank = |v: &Option<String>| v.as_deref().is_none_or(|s| s.trim().is_empty());
-    match p.kind {
-        PluginType::Stdio if blank(&p.command) => Some("a stdio server needs `command`".into()),
+    let problem = match p.kind {
+        PluginType::Stdio if blank(&p.command) => "a stdio server needs `command`",
         PluginType::Http | PluginType::StreamableHttp | PluginType::Sse if blank(&p.url) => {
-            Some("a remote server needs `url`".into())
+            "a remote server needs `url`"
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some((None, problem.into()))
 }
 
 /// `agent.system_prompt_file` and `providers[].ca_file` are relative to the file that set them.
@@ -1082,6 +1212,7 @@ fn finish(
     sources: Vec<PathBuf>,
     origins: &Origins,
 ) -> Config {
+    config.saturate();
     config.home = opts.home.clone();
     config.sources = sources;
     let origin = |section: &str, name: &str| {
@@ -1123,7 +1254,7 @@ mod tests {
     /// The project file `text` over the user layer `below`: what survives, the warnings and
     /// the keys ignored for want of trust.
     fn project(below: &str, text: &str, trusted: bool, strict: bool) -> (Table, Vec<String>) {
-        let below: Table = crate::toml::from_str(below).unwrap();
+        let below: Table = toml::from_str(below).unwrap();
         let mut check = ProjectCheck {
             trusted,
             changed: false,
@@ -1363,17 +1494,17 @@ mod tests {
 
     #[test]
     fn merging_replaces_arrays_accumulates_deny_lists_and_keys_named_entries() {
-        let mut base: Table = crate::toml::from_str(
+        let mut base: Table = toml::from_str(
             "[tools]\nenabled = [\"a\"]\n[permissions]\ndeny = [\"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"1\"\n[agent]\nsystem_prompt_file = \"/f\"\ntemperature = 0.5\n",
         )
         .unwrap();
-        let over: Table = crate::toml::from_str(
+        let over: Table = toml::from_str(
             "[tools]\nenabled = [\"b\"]\n[permissions]\ndeny = [\"Y\", \"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"2\"\n[[providers]]\nname = \"q\"\nmodel = \"3\"\n[agent]\nsystem_prompt = \"inline\"\n",
         )
         .unwrap();
         let mut origins = Origins::new();
         merge_layer(&mut base, over, Layer::Project, &mut origins);
-        let merged: Config = crate::toml::from_table(base).unwrap();
+        let merged: Config = base.try_into().unwrap();
         assert_eq!(merged.tools.enabled, vec!["b"]);
         assert_eq!(merged.permissions.deny, vec!["X", "Y"]);
         let models: Vec<_> = merged
@@ -1389,5 +1520,70 @@ mod tests {
             origins.get(&("providers".to_string(), "q".to_string())),
             Some(&Layer::Project)
         );
+    }
+
+    /// Every prefix and single-byte change of a config file goes through the whole check of a
+    /// project file (parse, types, unknown keys, trust, validation) without a panic, and every
+    /// error is one line: the walks over the crate's spans must hold whatever it parsed.
+    #[test]
+    fn no_prefix_or_single_byte_change_of_a_config_file_panics() {
+        const DOC: &str = "default_model = \"p/m\" # c\n[agent]\ncompact_ratio = 0.5\nsubagent_models = { a = \"b\" }\n[[providers]]\nname = \"p\"\nbase_url = \"http://h\"\nmodels = [\"m\", 'n']\nmodel_overrides.m = { context_window = 5, colour = 1 }\n[permissions]\nallow = [\"\"\"Bash\"\"\"]\nmode = \"allow\"\n[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout_seconds = 9\n[tools]\nbash_timeout_seconds = 1979-05-27\n";
+        const PROBES: &[u8] = b"\"'[]{}=,.#\\\n\r\t 0a+-_:eZT\x00\x7f";
+        let below = Table::new();
+        let survives = |text: &str| {
+            let mut check = ProjectCheck {
+                trusted: false,
+                changed: false,
+                strict: false,
+                below: &below,
+                cwd: Path::new("/p"),
+                ignored: Vec::new(),
+            };
+            let mut warnings = Vec::new();
+            let path = Path::new("/p/reasonix.toml");
+            if let Err(err) = parse_layer(path, text, Some(&mut check), &mut warnings) {
+                assert_eq!(err.to_string().lines().count(), 1, "{text:?}: {err}");
+            }
+            assert!(warnings.iter().all(|w| w.lines().count() == 1), "{text:?}");
+        };
+        let bytes = DOC.as_bytes();
+        for end in 0..=bytes.len() {
+            survives(&String::from_utf8_lossy(&bytes[..end]));
+        }
+        for i in 0..bytes.len() {
+            for &probe in PROBES {
+                let mut changed = bytes.to_vec();
+                changed[i] = probe;
+                survives(&String::from_utf8_lossy(&changed));
+            }
+            let mut removed = bytes.to_vec();
+            removed.remove(i);
+            survives(&String::from_utf8_lossy(&removed));
+        }
+    }
+
+    #[test]
+    fn an_integer_past_i64_names_its_key_and_the_limit() {
+        let text = "[tools]\nbash_timeout_seconds = 18446744073709551615\n";
+        let err = check(text).0.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config: /p/r.toml:2:24: `tools.bash_timeout_seconds`: the number is larger than 9223372036854775807, the largest TOML integer"
+        );
+    }
+
+    #[test]
+    fn the_nesting_limit_points_at_the_deepest_line() {
+        let keys = vec!["k"; 100].join(".");
+        let text = format!("a = 1\n[t]\n{keys} = 1\nb = 2\n");
+        let err = check(&text).0.unwrap_err().to_string();
+        assert!(
+            err.starts_with("config: /p/r.toml:3:1: nested too deeply"),
+            "{err}"
+        );
+        let text = format!("a = 1\nb = {}{}\n", "[".repeat(100), "]".repeat(100));
+        let err = check(&text).0.unwrap_err().to_string();
+        assert!(err.starts_with("config: /p/r.toml:2:"), "{err}");
+        assert!(err.contains("nested too deeply"), "{err}");
     }
 }

@@ -1,9 +1,9 @@
 //! Configuration: the TOML schema (`file`), layering built-in defaults < user config < project
 //! `./reasonix.toml` < `--config` (`load`), model resolution into provider settings
-//! (`resolve`), the reasonix home and per-project state paths (`paths`), and `${VAR}` expansion
-//! plus the `<home>/.env` key store (`env`), which workspaces the user trusts to loosen
-//! their settings (`trust`), and adding an allow rule to a file without disturbing it
-//! (`edit`).
+//! (`resolve`), the bounds of every number in them (`limits`), the reasonix home and
+//! per-project state paths (`paths`), and `${VAR}` expansion plus the `<home>/.env` key store
+//! (`env`), which workspaces the user trusts to loosen their settings (`trust`), and adding an
+//! allow rule to a file without disturbing it (`edit`).
 //!
 //! Command-line flags sit above all of this; the `cli` layer applies them to the loaded
 //! [`Config`]. Nothing here prints: problems that do not stop loading come back as warnings.
@@ -15,12 +15,14 @@ use std::path::PathBuf;
 pub mod edit;
 pub mod env;
 pub mod file;
+pub mod limits;
 pub mod load;
 pub mod paths;
 pub mod resolve;
 pub mod trust;
 
 pub use file::*;
+pub use limits::*;
 pub use load::{load, LoadOptions, Loaded};
 
 #[derive(Debug)]

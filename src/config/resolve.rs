@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use super::env;
 use super::file::{Config, ProviderConfig};
+use super::limits::{MAX_BACKOFF_MS, MAX_RETRIES, MAX_TIMEOUT_SECONDS, MAX_TOKENS};
 use super::ConfigError;
 use crate::provider::{Prices, ProviderSettings, RetryPolicy, Timeouts};
-use crate::toml::{Table, Value};
+use toml::{Table, Value};
 
 impl Config {
     /// `reference`: the `--model` value, or `None` for `default_model` (then the first
@@ -230,18 +231,21 @@ fn context_window(provider: &ProviderConfig, model: &str) -> u64 {
         .filter(|w| *w > 0)
         .or(provider.context_window)
         .unwrap_or(0)
+        .min(MAX_TOKENS)
+}
+
+/// A config duration in seconds, held to [`MAX_TIMEOUT_SECONDS`] and at least one second (the
+/// loader saturates and refuses already; a `Config` may also be built in code).
+fn seconds(secs: u64) -> Duration {
+    Duration::from_secs(secs.clamp(1, MAX_TIMEOUT_SECONDS))
 }
 
 fn timeouts(provider: &ProviderConfig) -> Timeouts {
     let defaults = Timeouts::default();
     let t = &provider.timeouts;
     Timeouts {
-        connect: t
-            .connect_seconds
-            .map_or(defaults.connect, Duration::from_secs),
-        idle_stream: t
-            .idle_seconds
-            .map_or(defaults.idle_stream, Duration::from_secs),
+        connect: t.connect_seconds.map_or(defaults.connect, seconds),
+        idle_stream: t.idle_seconds.map_or(defaults.idle_stream, seconds),
     }
 }
 
@@ -249,13 +253,15 @@ fn retry(provider: &ProviderConfig) -> RetryPolicy {
     let defaults = RetryPolicy::default();
     let r = &provider.retry;
     RetryPolicy {
-        max_retries: r.max_retries.unwrap_or(defaults.max_retries),
-        initial_backoff: r
-            .initial_backoff_ms
-            .map_or(defaults.initial_backoff, Duration::from_millis),
-        max_backoff: r
-            .max_backoff_seconds
-            .map_or(defaults.max_backoff, Duration::from_secs),
+        max_retries: r
+            .max_retries
+            .map_or(defaults.max_retries, |n| n.min(MAX_RETRIES)),
+        initial_backoff: r.initial_backoff_ms.map_or(defaults.initial_backoff, |ms| {
+            Duration::from_millis(ms.min(MAX_BACKOFF_MS))
+        }),
+        max_backoff: r.max_backoff_seconds.map_or(defaults.max_backoff, |s| {
+            Duration::from_secs(s.min(MAX_TIMEOUT_SECONDS))
+        }),
         max_retry_after: defaults.max_retry_after,
     }
 }
@@ -276,6 +282,7 @@ fn toml_to_json(value: &Value) -> serde_json::Value {
         Value::Boolean(b) => J::Bool(*b),
         Value::Array(items) => J::Array(items.iter().map(toml_to_json).collect()),
         Value::Table(t) => J::Object(toml_table_to_json(t)),
+        Value::Datetime(d) => J::String(d.to_string()),
     }
 }
 
@@ -285,7 +292,7 @@ mod tests {
     use crate::config::file::builtin_provider;
 
     fn config(text: &str) -> Config {
-        let mut config: Config = crate::toml::from_str(text).unwrap();
+        let mut config: Config = toml::from_str(text).unwrap();
         config.home = std::env::temp_dir().join("reasonix-resolve-no-such-home");
         config
     }
@@ -342,7 +349,7 @@ model = "qwen3"
 
     #[test]
     fn extra_body_keeps_nested_values_and_datetimes_become_strings() {
-        let table: Table = crate::toml::from_str(
+        let table: Table = toml::from_str(
             "thinking = { type = \"enabled\", budget = 2 }\nat = 1979-05-27\nf = 0.5\n",
         )
         .unwrap();

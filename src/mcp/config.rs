@@ -534,10 +534,14 @@ fn resolve(
     };
     let global = seconds(config.tools.mcp_call_timeout_seconds);
     let call_timeout = match plugin.call_timeout_seconds {
-        Some(n) if n > 0 => Some(Duration::from_secs(n)),
+        Some(n) if n > 0 => seconds(n),
         _ => global,
     };
-    let startup_timeout = Duration::from_secs(plugin.startup_timeout_seconds.max(1));
+    let startup_timeout = Duration::from_secs(
+        plugin
+            .startup_timeout_seconds
+            .clamp(1, crate::config::MAX_TIMEOUT_SECONDS),
+    );
     Ok(ServerSpec {
         name: plugin.name.clone(),
         origin,
@@ -717,8 +721,9 @@ fn sandbox(
     })
 }
 
+/// A timeout in seconds, 0 for none, held to a day: the values also come from compositions.
 fn seconds(secs: u64) -> Option<Duration> {
-    (secs > 0).then(|| Duration::from_secs(secs))
+    (secs > 0).then(|| Duration::from_secs(secs.min(crate::config::MAX_TIMEOUT_SECONDS)))
 }
 
 /// With no explicit mode, servers the user installed default to `approve`, servers from
@@ -754,7 +759,7 @@ mod tests {
     use super::*;
 
     fn plugin(toml_text: &str) -> PluginConfig {
-        crate::toml::from_str(toml_text).unwrap()
+        toml::from_str(toml_text).unwrap()
     }
 
     fn vars(secrets: &[String]) -> Vars<'_> {
@@ -1025,7 +1030,7 @@ mod tests {
         assert_eq!(plain, (ServerSandbox::default(), vec![]));
         assert_eq!(plain.0.to_string(), "network on, writes: workspace");
         let bad: Result<PluginConfig, _> =
-            crate::toml::from_str("name = \"s\"\ncommand = \"x\"\nsandbox = \"none\"\n");
+            toml::from_str("name = \"s\"\ncommand = \"x\"\nsandbox = \"none\"\n");
         let err = bad.unwrap_err().to_string();
         assert!(err.contains("\"off\" or a table"), "{err}");
         let json =

@@ -617,7 +617,9 @@ pub fn run(spec: &CommandSpec, cancel: &CancelToken) -> Result<Finished, Process
     });
 
     let mut watch = Watch::new(rx, if spec.stderr_apart { 2 } else { 1 });
-    let stopped = watch.until_exit_or_stop(spec.timeout.map(|t| started + t));
+    // A timeout too long to add to the clock is no deadline at all (never a panic).
+    let deadline = spec.timeout.and_then(|t| started.checked_add(t));
+    let stopped = watch.until_exit_or_stop(deadline);
     if stopped.is_some() {
         stop_group(&child, &mut watch, spec.kill_grace);
     }

@@ -1,0 +1,103 @@
+//! The bounds of the numbers in the config files, in one place: a repository's reasonix.toml
+//! is untrusted input, and a duration or count far beyond any real use (a timeout of 2^63
+//! seconds) must not overflow the arithmetic that consumes it. Every such number saturates
+//! here at a documented maximum once the layers are merged; what cannot be given a meaning
+//! (a negative or non-finite price, a zero connect timeout) is refused by the loader with the
+//! file's `path:line:col` instead. Consumers may still clamp (values also arrive from
+//! compositions and `.claude/settings.json`), with the same constants.
+
+use super::file::Config;
+
+/// The longest timeout any configuration may set, in seconds: one day. Longer is a mistake, or
+/// a repository holding a run open on something that never answers.
+pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+
+/// The longest retry backoff, in milliseconds: one day, as for timeouts.
+pub const MAX_BACKOFF_MS: u64 = MAX_TIMEOUT_SECONDS * 1000;
+
+/// The most retries of one model request.
+pub const MAX_RETRIES: u32 = 100;
+
+/// The largest token count (a context window, `max_tokens`): a thousand times today's largest
+/// windows, small enough that sums and products of token counts cannot overflow.
+pub const MAX_TOKENS: u64 = 1_000_000_000;
+
+/// The most threads one setting may ask for (parallel tools, subagents, writers).
+pub const MAX_CONCURRENCY: u32 = 64;
+
+/// The highest price, in USD per million tokens.
+pub const MAX_PRICE: f64 = 1_000_000.0;
+
+impl Config {
+    /// Saturates every number at its maximum. The loader calls it on the merged layers.
+    pub fn saturate(&mut self) {
+        let agent = &mut self.agent;
+        agent.max_tokens = agent.max_tokens.map(|t| t.min(MAX_TOKENS));
+        for threads in [
+            &mut agent.max_parallel_tools,
+            &mut agent.max_subagent_concurrency,
+            &mut agent.max_parallel_writers,
+        ] {
+            *threads = (*threads).min(MAX_CONCURRENCY);
+        }
+        let mut seconds: Vec<&mut u64> = vec![
+            &mut self.tools.bash_timeout_seconds,
+            &mut self.tools.mcp_call_timeout_seconds,
+        ];
+        seconds.extend(self.hooks.iter_mut().map(|h| &mut h.timeout_seconds));
+        for provider in &mut self.providers {
+            let tokens = |t: Option<u64>| t.map(|t| t.min(MAX_TOKENS));
+            provider.context_window = tokens(provider.context_window);
+            for model in provider.model_overrides.values_mut() {
+                model.context_window = tokens(model.context_window);
+            }
+            let retry = &mut provider.retry;
+            retry.max_retries = retry.max_retries.map(|n| n.min(MAX_RETRIES));
+            retry.initial_backoff_ms = retry.initial_backoff_ms.map(|ms| ms.min(MAX_BACKOFF_MS));
+            seconds.extend(retry.max_backoff_seconds.as_mut());
+            seconds.extend(provider.timeouts.connect_seconds.as_mut());
+            seconds.extend(provider.timeouts.idle_seconds.as_mut());
+        }
+        for plugin in &mut self.plugins {
+            seconds.push(&mut plugin.startup_timeout_seconds);
+            seconds.extend(plugin.call_timeout_seconds.as_mut());
+            seconds.extend(plugin.tool_timeout_seconds.values_mut());
+        }
+        for value in seconds {
+            *value = (*value).min(MAX_TIMEOUT_SECONDS);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::file::{builtin_provider, HookConfig};
+
+    #[test]
+    fn every_number_saturates_at_its_maximum() {
+        let mut config = Config::default();
+        config.agent.max_tokens = Some(u64::MAX);
+        config.agent.max_parallel_tools = u32::MAX;
+        config.tools.bash_timeout_seconds = i64::MAX as u64;
+        config.hooks.push(HookConfig {
+            timeout_seconds: u64::MAX,
+            ..HookConfig::default()
+        });
+        let mut provider = builtin_provider();
+        provider.timeouts.connect_seconds = Some(u64::MAX);
+        provider.retry.initial_backoff_ms = Some(u64::MAX);
+        provider.retry.max_retries = Some(u32::MAX);
+        config.providers.push(provider);
+        config.saturate();
+        assert_eq!(config.agent.max_tokens, Some(MAX_TOKENS));
+        assert_eq!(config.agent.max_parallel_tools, MAX_CONCURRENCY);
+        assert_eq!(config.tools.bash_timeout_seconds, MAX_TIMEOUT_SECONDS);
+        assert_eq!(config.hooks[0].timeout_seconds, MAX_TIMEOUT_SECONDS);
+        let provider = &config.providers[0];
+        assert_eq!(provider.timeouts.connect_seconds, Some(MAX_TIMEOUT_SECONDS));
+        assert_eq!(provider.retry.initial_backoff_ms, Some(MAX_BACKOFF_MS));
+        assert_eq!(provider.retry.max_retries, Some(MAX_RETRIES));
+        assert_eq!(provider.context_window, Some(1_000_000), "in bounds: kept");
+    }
+}
