@@ -276,12 +276,15 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             return Err(UNTRUSTED_ALWAYS.into());
         }
         // A trust bound to the file's old text would end with this edit of our own: re-record
-        // it, but only when the trust was stored (not a one-chat `--trust-project`).
+        // that file alone, and only when its trust was stored (not a one-chat
+        // `--trust-project`), so no other changed file is trusted on the way.
         let store = TrustStore::new(&home);
-        let stored = store.is_trusted(&cwd);
+        let stored = store.covers(&cwd, config::trust::Bound::ProjectFile);
         config::edit::persist_allow_rule(&project_file, rule).map_err(|e| e.to_string())?;
         if stored {
-            store.trust(&cwd).map_err(|e| e.to_string())?;
+            store
+                .rerecord(&cwd, config::trust::Bound::ProjectFile)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     }))
