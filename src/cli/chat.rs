@@ -670,7 +670,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         PolicyGate::new(policy, args.posture.unwrap_or(Posture::Ask), None)
             .with_mcp(handle.tool_policies()),
     );
-    let (mut agent, _ctx) = build_agent(args, &setup, gate, Some(&handle), &mut output)?;
+    let (mut agent, ctx) = build_agent(args, &setup, gate, Some(&handle), &mut output)?;
     let mcp = mcp::Host::new(handle);
     let catalog = Catalog::new(setup.commands.commands.clone(), mcp.prompts());
     let mut code = exit::OK;
@@ -680,7 +680,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             None => continue,
             Some(Ok(Input::Builtin(Builtin::Exit, _))) => break,
             Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
-            Some(Ok(Input::Message(message))) => message.prepare(&setup.cwd, &mcp),
+            Some(Ok(Input::Message(message))) => message.prepare(&setup.cwd, &ctx.sandbox, &mcp),
             Some(Err(err)) => Err(err),
         };
         let turn = match prepared {
