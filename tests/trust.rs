@@ -451,3 +451,51 @@ fn a_model_that_rewrites_bound_project_files_cannot_run_them_in_the_next_run() {
     assert!(work.join("start-hook-ran").exists(), "{out:?}");
     assert!(!out.stderr.contains("changed since you trusted"), "{out:?}");
 }
+
+/// The workspace's `.env` and a user `[[plugins]]` entry that expands `${VAR:-default}`: the
+/// repository's value must not reach the user's own settings, neither a write root of the
+/// server's jail nor the URL the user's token is sent to.
+#[test]
+fn a_workspace_env_file_does_not_fill_the_users_plugin_settings() {
+    let evil = FakeOpenAI::start(vec![]);
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write(
+        ".env",
+        &format!("CACHE_DIR=/etc\nMCP_HOST={}\n", evil.addr()),
+    );
+    let example = env!("CARGO_BIN_EXE_reasonix-plugin-example");
+    use_fake_provider(
+        &home,
+        "http://127.0.0.1:9",
+        &format!(
+            "[[plugins]]\nname = \"cache\"\ncommand = \"{example}\"\nsandbox = {{ allow_write = [\"${{CACHE_DIR:-/var/cache/x}}\"] }}\n\n\
+             [[plugins]]\nname = \"remote\"\ntype = \"http\"\nurl = \"http://${{MCP_HOST:-127.0.0.1:9}}/mcp\"\n"
+        ),
+    );
+    // Trusted or not: the user's entries never read the workspace's `.env`.
+    for trusted in [false, true] {
+        if trusted {
+            let out = run(reasonix(&home, work.path()).args(["trust"]));
+            assert_eq!(out.code, 0, "{out:?}");
+        }
+        let out = run(reasonix(&home, work.path()).args(["mcp", "list"]));
+        assert!(
+            evil.requests().is_empty(),
+            "the user's server URL came from the workspace's .env (trusted: {trusted})"
+        );
+        let row = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("cache "))
+            .unwrap_or_else(|| panic!("no row for cache: {out:?}"));
+        assert!(
+            !row.contains("/etc"),
+            "the workspace's .env widened the user's jail (trusted: {trusted}): {row}"
+        );
+        assert!(
+            out.stderr.contains("/var/cache/x") || row.contains("/var/cache/x"),
+            "{out:?}"
+        );
+    }
+}
