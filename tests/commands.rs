@@ -1,4 +1,5 @@
-//! `reasonix models` and `reasonix doctor` through the real binary against the fake server.
+//! `reasonix models` and `reasonix doctor` through the real binary against the fake server, and
+//! what `@` references in commands and messages may attach.
 
 use crate::util::fake_openai::{FakeOpenAI, Reply};
 use crate::util::{reasonix, run, use_fake_provider, Dir, Run};
@@ -80,4 +81,78 @@ fn doctor_fails_on_a_rejected_key_and_a_broken_config() {
         config.contains("FAIL") && config.contains("config.toml:"),
         "{config}"
     );
+}
+
+/// A workspace `ws` inside `root`, with `root/outside.txt` next to it, a workspace symlink to
+/// that file, and secrets in the user's home and the reasonix home.
+fn reference_bait(home: &Dir) -> (Dir, std::path::PathBuf) {
+    let root = Dir::new();
+    root.write("outside.txt", "OUTSIDE-TEXT");
+    let work = root.join("ws");
+    root.write("ws/inside.txt", "INSIDE-TEXT");
+    std::os::unix::fs::symlink(root.join("outside.txt"), work.join("link-to-outside")).unwrap();
+    home.write(".ssh/id_rsa", "SSH-PRIVATE-KEY");
+    home.write(".reasonix/.env", "DEEPSEEK_API_KEY=PROVIDER-KEY\n");
+    (root, work)
+}
+
+fn sent(server: &FakeOpenAI, request: usize) -> String {
+    server.requests()[request].body["messages"].to_string()
+}
+
+#[test]
+fn a_repository_command_template_attaches_no_file_through_its_at_references() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let (root, work) = reference_bait(&home);
+    root.write(
+        "ws/.reasonix/commands/review.md",
+        &format!(
+            "Review this. @~/.ssh/id_rsa @{}/.reasonix/.env @../outside.txt @link-to-outside @inside.txt $ARGUMENTS",
+            home.path().display()
+        ),
+    );
+    let out = run(reasonix(&home, &work).args(["run", "/review now"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let body = sent(&server, 0);
+    for secret in [
+        "SSH-PRIVATE-KEY",
+        "PROVIDER-KEY",
+        "OUTSIDE-TEXT",
+        "INSIDE-TEXT",
+    ] {
+        assert!(
+            !body.contains(secret),
+            "a template's @ reference attached {secret}: {body}"
+        );
+    }
+    assert!(body.contains("@~/.ssh/id_rsa"), "left literal: {body}");
+}
+
+#[test]
+fn typed_references_outside_the_workspace_or_hidden_are_refused_with_a_line() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok")]);
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let (_root, work) = reference_bait(&home);
+    let out = run(reasonix(&home, &work).args([
+        "run",
+        "look at @inside.txt @../outside.txt @link-to-outside @~/.ssh/id_rsa",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let body = sent(&server, 0);
+    assert!(body.contains("INSIDE-TEXT"), "{body}");
+    for secret in ["OUTSIDE-TEXT", "SSH-PRIVATE-KEY"] {
+        assert!(!body.contains(secret), "attached {secret}: {body}");
+    }
+    for target in ["@../outside.txt", "@link-to-outside", "@~/.ssh/id_rsa"] {
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.contains(&format!("cannot attach {target}:"))
+                    && l.contains("outside the workspace")),
+            "no refusal line for {target}\n{out:?}"
+        );
+    }
 }

@@ -676,7 +676,10 @@ fn exercise_everything(config: &reasonix::config::Config, cwd: &Path) {
         use reasonix::command::input::{interpret, Input};
         let catalog = reasonix::command::Catalog::new(Vec::new(), host.prompts());
         match interpret(typed, &catalog) {
-            Some(Ok(Input::Message(message))) => message.prepare(cwd, &host).unwrap(),
+            Some(Ok(Input::Message(message))) => {
+                let sandbox = reasonix::sandbox::Policy::workspace_only(cwd);
+                message.prepare(cwd, &sandbox, &host).unwrap()
+            }
             other => panic!("{typed}: {other:?}"),
         }
     };

@@ -260,7 +260,10 @@ fn resume_repairs_an_interleaved_history_and_reports_what_it_did() {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
-    let path = interleaved_history(&home.join("elsewhere"), "20260101T000000-abcdef");
+    // In the home, where reasonix keeps its own sessions: a file from elsewhere would be
+    // adopted as a copy without authority instead of repaired in place.
+    let sessions = reasonix::config::paths::sessions_dir(&home.join(".reasonix"), work.path());
+    let path = interleaved_history(&sessions, "20260101T000000-abcdef");
     let out = run(reasonix(&home, work.path()).args([
         "run",
         "--resume",

@@ -162,6 +162,9 @@ pub fn open_session(
         })?,
         SessionChoice::Reference(reference) => find_session(reference, config, cwd)?,
     };
+    if !super::session_archive::kept_in_home(&config.home, &path) {
+        return adopt_foreign(&path, flags, config, cwd);
+    }
     match attach {
         Attach::InPlace => Ok(Session::open(&path)?),
         Attach::Fork => {
@@ -170,6 +173,31 @@ pub fn open_session(
             Ok(Session::fork(&path, &dir, header)?)
         }
     }
+}
+
+/// A session file reasonix did not write under the home (`--resume ./x.jsonl`, one a
+/// repository ships, one a link leads out to) has no authority, as an archive has none: it is
+/// copied into a new session of this workspace under the system prompt built now, its `system`
+/// messages quoted, and its binding marked imported so the copy is never taken for the user's
+/// own. The file itself is left as it was.
+fn adopt_foreign(
+    path: &Path,
+    flags: &PromptFlags,
+    config: &Config,
+    cwd: &Path,
+) -> Result<Session, Error> {
+    let (mut header, messages) = session::load(path)?;
+    if let Some(binding) = header.composition.as_mut() {
+        binding.imported = true;
+    }
+    let system = system_prompt(flags, config, cwd)?;
+    let decoded = super::session_archive::Decoded {
+        header,
+        messages: super::session_archive::imported_history(system, messages),
+    };
+    let dir = config::paths::sessions_dir(&config.home, cwd);
+    let id = super::session_archive::save(decoded, &dir, cwd)?;
+    Ok(Session::open(&dir.join(format!("{id}.jsonl")))?)
 }
 
 /// Resolves `--resume ID|PATH|prefix` to a session file.

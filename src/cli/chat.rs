@@ -279,12 +279,15 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             return Err(UNTRUSTED_ALWAYS.into());
         }
         // A trust bound to the file's old text would end with this edit of our own: re-record
-        // it, but only when the trust was stored (not a one-chat `--trust-project`).
+        // that file alone, and only when its trust was stored (not a one-chat
+        // `--trust-project`), so no other changed file is trusted on the way.
         let store = TrustStore::new(&home);
-        let stored = store.is_trusted(&cwd);
+        let stored = store.covers(&cwd, config::trust::Bound::ProjectFile);
         config::edit::persist_allow_rule(&project_file, rule).map_err(|e| e.to_string())?;
         if stored {
-            store.trust(&cwd).map_err(|e| e.to_string())?;
+            store
+                .rerecord(&cwd, config::trust::Bound::ProjectFile)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     }))
@@ -671,7 +674,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         PolicyGate::new(policy, args.posture.unwrap_or(Posture::Ask), None)
             .with_mcp(handle.tool_policies()),
     );
-    let (mut agent, _ctx) = build_agent(args, &setup, gate, Some(&handle), &mut output)?;
+    let (mut agent, ctx) = build_agent(args, &setup, gate, Some(&handle), &mut output)?;
     let mcp = mcp::Host::new(handle);
     let catalog = Catalog::new(setup.commands.commands.clone(), mcp.prompts());
     let mut code = exit::OK;
@@ -681,7 +684,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             None => continue,
             Some(Ok(Input::Builtin(Builtin::Exit, _))) => break,
             Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
-            Some(Ok(Input::Message(message))) => message.prepare(&setup.cwd, &mcp),
+            Some(Ok(Input::Message(message))) => message.prepare(&setup.cwd, &ctx.sandbox, &mcp),
             Some(Err(err)) => Err(err),
         };
         let turn = match prepared {

@@ -1,7 +1,8 @@
 //! The hooks of a session, gathered from configuration: `[[hooks]]` (the loader already
 //! dropped a project file's entries in an untrusted workspace) and the `hooks` of the
-//! workspace's `.claude/settings.json`, read only when the workspace is trusted, since a
-//! repository could otherwise make reasonix run its commands.
+//! workspace's `.claude/settings.json`, read only when the workspace is trusted with that file
+//! as it is now (`config::trust::Bound`), since a repository, or a model writing in the
+//! workspace, could otherwise make reasonix run its commands.
 
 use std::path::Path;
 use std::time::Duration;
@@ -34,14 +35,22 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
         let (claude, mut trouble) = hooks::from_claude_settings(&text, &origin);
         if claude.is_empty() {
             problems.append(&mut trouble);
-        } else if config::trust::TrustStore::new(&config.home).is_trusted(workspace) {
-            found.extend(claude);
-            problems.append(&mut trouble);
         } else {
-            problems.push(format!(
-                "hooks: the {} hooks of {origin} are ignored: the workspace is not trusted (`reasonix trust` runs them)",
-                claude.len()
-            ));
+            let store = config::trust::TrustStore::new(&config.home);
+            match store.standing_of(workspace, config::trust::Bound::ClaudeSettings) {
+                config::trust::Standing::Trusted => {
+                    found.extend(claude);
+                    problems.append(&mut trouble);
+                }
+                config::trust::Standing::Changed => problems.push(format!(
+                    "hooks: the {} hooks of {origin} are ignored: the file changed since you trusted the workspace (review it; `reasonix trust` runs them)",
+                    claude.len()
+                )),
+                config::trust::Standing::Untrusted => problems.push(format!(
+                    "hooks: the {} hooks of {origin} are ignored: the workspace is not trusted (`reasonix trust` runs them)",
+                    claude.len()
+                )),
+            }
         }
     }
     (Hooks::new(found), problems)

@@ -232,6 +232,7 @@ fn read_prompt(args: &RunFlags) -> Result<String, Error> {
 fn prepare_prompt(
     prompt: &str,
     cwd: &Path,
+    sandbox: &crate::sandbox::Policy,
     home: &Path,
     mcp: &dyn McpHost,
     keep: Option<&crate::composition::Selection>,
@@ -243,7 +244,7 @@ fn prepare_prompt(
     }
     let catalog = Catalog::new(commands.commands, mcp.prompts());
     let prepared = match input::interpret(prompt, &catalog) {
-        Some(Ok(Input::Message(message))) => message.prepare(cwd, mcp),
+        Some(Ok(Input::Message(message))) => message.prepare(cwd, sandbox, mcp),
         Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
         Some(Err(err)) => Err(err),
         // `read_prompt` refuses a blank prompt; there is nothing to interpret.
@@ -375,7 +376,9 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let mcp = mcp::Host::new(handle);
     let typed = prompt.clone();
     let keep = binding.as_ref().map(|b| &b.modules.commands);
-    let prompt = prepare_prompt(&prompt, &cwd, &config.home, &mcp, keep, output)?;
+    let sandbox =
+        crate::sandbox::Policy::new(crate::sandbox::Settings::from_config(&config, &cwd)?);
+    let prompt = prepare_prompt(&prompt, &cwd, &sandbox, &config.home, &mcp, keep, output)?;
     let flags = PromptFlags {
         system_prompt: args
             .own

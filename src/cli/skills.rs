@@ -14,7 +14,7 @@ use crate::cli::error::{exit, Error};
 use crate::command::custom;
 use crate::config::{self, Config};
 use crate::skill::store::{self, Roots, Store};
-use crate::skill::{Invocation, RunAs, Skill};
+use crate::skill::{Invocation, RunAs, Scope, Skill};
 
 pub const HELP: &str = "\
 Usage: reasonix skills [list] [--json]
@@ -50,7 +50,7 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         )));
     }
     let (cwd, home, loaded) = global.load_workspace()?;
-    let roots = roots(&loaded.config, &home, &cwd, loaded.trusted);
+    let roots = roots(&loaded.config, &home, &cwd, skills_trusted(&home, &cwd));
     let store = store::load(&roots);
     if json_output {
         print_out(&format!("{:#}\n", as_json(&store)));
@@ -74,7 +74,7 @@ type StoreKey = (PathBuf, bool);
 /// roots once. A skill added later appears in the next run or chat.
 pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
     static STORES: Mutex<Vec<(StoreKey, Arc<Store>)>> = Mutex::new(Vec::new());
-    let trusted = config::trust::TrustStore::new(&config.home).is_trusted(workspace);
+    let trusted = skills_trusted(&config.home, workspace);
     let key = (workspace.to_path_buf(), trusted);
     let mut stores = STORES.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, store)) = stores.iter().find(|(k, _)| *k == key) {
@@ -99,6 +99,18 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
     let profiles = crate::cli::subagent::profiles(&store.skills);
     let inline = store.skills.iter().filter(|s| s.run_as == RunAs::Inline);
     for skill in inline.chain(profiles.iter()) {
+        // An untrusted project command does not hide a skill the user installed (the
+        // shipped profiles rank below any file, as before).
+        let installed = !skill.scope.is_repository() && skill.scope != Scope::Builtin;
+        if installed && commands.untrusted.contains(&skill.name) {
+            commands.commands.retain(|c| c.name != skill.name);
+            commands.untrusted.retain(|n| *n != skill.name);
+            commands.notices.push(format!(
+                "the project's /{name} is ignored: your skill `{name}` wins while \
+                 .reasonix/commands is not trusted (`reasonix trust`)",
+                name = skill.name
+            ));
+        }
         if commands.commands.iter().any(|c| c.name == skill.name) {
             commands.notices.push(format!(
                 "skill `{}` has no /{} command: a custom command of that name comes first",
@@ -130,6 +142,18 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
         });
     }
     crate::sort::sort_by(&mut commands.commands, |a, b| a.name.cmp(&b.name));
+}
+
+/// Whether the workspace's skill folders are trusted as they are now: both, since a changed
+/// one may shadow a skill of the other.
+pub fn skills_trusted(home: &Path, workspace: &Path) -> bool {
+    let store = config::trust::TrustStore::new(home);
+    [
+        config::trust::Bound::Skills,
+        config::trust::Bound::ClaudeSkills,
+    ]
+    .into_iter()
+    .all(|bound| store.covers(workspace, bound))
 }
 
 /// Where the store looks, from `[skills]`, the home and the workspace's trust.

@@ -1,6 +1,7 @@
-//! `reasonix trust`: trust the workspace so its `./reasonix.toml` may loosen the user's settings
-//! (allow rules, a wider permission mode, its own providers and model), list the trusted
-//! workspaces, or revoke one. The list itself is `config::trust`.
+//! `reasonix trust`: trust the workspace so its project files may loosen the user's settings
+//! and run (its `./reasonix.toml`, the hooks of `.claude/settings.json`, its skills, commands
+//! and `.env`), showing which bound files changed since the last trust; list the trusted
+//! workspaces, or revoke one. The list and the bound files are `config::trust`.
 
 use std::path::PathBuf;
 
@@ -14,17 +15,23 @@ pub const HELP: &str = "\
 Usage: reasonix trust [--revoke] [DIR]
        reasonix trust --list
 
-Trusts the workspace (the current directory, or DIR) so that its ./reasonix.toml may loosen
-your own settings. Until then a project file may only tighten them: allow rules, a
+Trusts the workspace (the current directory, or DIR) so that its project files may loosen
+your own settings and run. Until then ./reasonix.toml may only tighten them: allow rules, a
 [permissions] mode wider than yours, [[providers]] entries, a default_model that is not one
 of your providers, a longer [tools] enabled list and a system_prompt_file outside the
 workspace are ignored, each with a warning. Deny and ask rules, a narrower mode and
-[sandbox] forbid_read always apply. MCP servers declared by the project still need their own
+[sandbox] forbid_read always apply. The hooks of .claude/settings.json do not run, the
+repository's skills are not offered to the model, its custom commands do not replace yours
+and its .env fills no MCP entry. MCP servers declared by the project still need their own
 launch grant.
 
-Trust belongs to the directory (its canonical path), not to the file's content: later edits
-of a trusted project's reasonix.toml apply without asking again. A subdirectory is a
-separate workspace. `--trust-project` on `run` and `chat` trusts for one run without storing.
+Trust is bound to the files as they are now: reasonix.toml, .claude/settings.json,
+.claude/settings.local.json, .mcp.json, .env, .reasonix/commands/, .reasonix/skills/,
+.claude/skills/ and .reasonix/agent-presets/. A file that changes later (a pull, or a model
+writing in the workspace) counts as untrusted on its own, with one warning naming it, until
+you review it and run `reasonix trust` again, which lists what changed. A subdirectory is a
+separate workspace. `--trust-project` on `run` and `chat` believes ./reasonix.toml for one
+run without storing.
 
 Flags:
       --list     Print the trusted workspaces, one per line
@@ -121,6 +128,7 @@ fn trust(store: &TrustStore, options: &LoadOptions) -> Result<(), Error> {
         .map(|loaded| loaded.untrusted)
         .unwrap_or_default();
     let shown = config::trust::identity(workspace);
+    let review = store.review(workspace);
     if !store.trust(workspace)? {
         print_out(&format!("{shown} is already trusted\n"));
         return Ok(());
@@ -133,8 +141,16 @@ fn trust(store: &TrustStore, options: &LoadOptions) -> Result<(), Error> {
             ignored.join(", ")
         )
     };
+    let changed = if review.changed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Changed since you trusted it, now trusted as they are: {}\n",
+            review.changed_paths()
+        )
+    };
     print_out(&format!(
-        "{shown}: trusted{effect}\nUndo with `reasonix trust --revoke`.\n"
+        "{shown}: trusted{effect}\n{changed}Undo with `reasonix trust --revoke`.\n"
     ));
     Ok(())
 }

@@ -33,6 +33,8 @@ pub struct CustomCommand {
 pub enum FileError {
     Io(io::Error),
     TooLarge,
+    /// Not a regular file (a FIFO, a device, a socket).
+    NotRegular,
     NotUtf8,
     OutsideRoot,
     /// A path component with characters a command name may not hold.
@@ -48,6 +50,7 @@ impl fmt::Display for FileError {
         match self {
             FileError::Io(err) => write!(f, "{err}"),
             FileError::TooLarge => write!(f, "larger than {MAX_FILE_BYTES} bytes"),
+            FileError::NotRegular => write!(f, "not a regular file"),
             FileError::NotUtf8 => write!(f, "not UTF-8 text"),
             FileError::OutsideRoot => write!(f, "outside its commands directory"),
             FileError::BadName(part) => write!(
@@ -83,12 +86,41 @@ pub struct Loaded {
     pub commands: Vec<CustomCommand>,
     /// One line per skipped file, for the user.
     pub notices: Vec<String>,
+    /// Names of the project's commands loaded while `.reasonix/commands` is not trusted: they
+    /// shadow nothing of the user's (neither a command nor a skill).
+    pub untrusted: Vec<String>,
 }
 
-/// The commands of a workspace: the user's (`<home>/commands`) overridden by the project's
-/// (`.reasonix/commands`).
+/// The commands of a workspace: the user's (`<home>/commands`) and the project's
+/// (`.reasonix/commands`). The project's override the user's of the same name only while the
+/// workspace is trusted with that folder as it is now (`config::trust`); otherwise a
+/// repository, or a model that wrote a file there, could swap the text of a command the user
+/// relies on, and the user's command wins with a notice.
 pub fn load_for(home: &Path, cwd: &Path) -> Loaded {
-    load(&[&home.join("commands"), &cwd.join(".reasonix/commands")])
+    let user = home.join("commands");
+    let project = cwd.join(".reasonix/commands");
+    let store = crate::config::trust::TrustStore::new(home);
+    if store.covers(cwd, crate::config::trust::Bound::Commands) {
+        return load(&[&user, &project]);
+    }
+    let mut loaded = load(&[&user]);
+    let from_project = load(&[&project]);
+    loaded.notices.extend(from_project.notices);
+    for command in from_project.commands {
+        if loaded.commands.iter().any(|c| c.name == command.name) {
+            loaded.notices.push(format!(
+                "the project's /{} ({}) is ignored: your command of that name wins while \
+                 .reasonix/commands is not trusted (`reasonix trust`)",
+                command.name,
+                command.path.display()
+            ));
+            continue;
+        }
+        loaded.untrusted.push(command.name.clone());
+        loaded.commands.push(command);
+    }
+    crate::sort::sort_by(&mut loaded.commands, |a, b| a.name.cmp(&b.name));
+    loaded
 }
 
 /// Loads every `*.md` under each directory; a later directory overrides an earlier one on a
@@ -141,11 +173,22 @@ fn collect(
 
 fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, FileError> {
     let name = command_name(root, path)?;
-    let size = std::fs::metadata(path)?.len();
-    if size > MAX_FILE_BYTES {
+    let meta = std::fs::metadata(path)?;
+    // A FIFO or a device named `*.md` would block the read or never end.
+    if !meta.is_file() {
+        return Err(FileError::NotRegular);
+    }
+    if meta.len() > MAX_FILE_BYTES {
         return Err(FileError::TooLarge);
     }
-    let bytes = std::fs::read(path)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path)?, MAX_FILE_BYTES + 1),
+        &mut bytes,
+    )?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(FileError::TooLarge);
+    }
     let text = String::from_utf8(bytes).map_err(|_| FileError::NotUtf8)?;
     let parsed = parse(&text)?;
     Ok(CustomCommand {

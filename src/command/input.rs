@@ -6,10 +6,12 @@
 //! Interpreting is cheap and never blocks; preparing may (it renders MCP prompts and reads
 //! `@` references), so the chat UI runs it off its own thread.
 //!
-//! `@` references are resolved in what the user wrote: the typed message, or a custom
-//! command's text (the user's own or the project's template). An MCP prompt's rendered text
-//! comes from the server, and a server must not be able to make us read local files into the
-//! conversation, so for a prompt only the references typed in its arguments are resolved.
+//! `@` references are resolved only in what the user typed: the message, or the arguments of
+//! a custom command or an MCP prompt. A template's own text (a command file, which the
+//! repository may have written, a skill, a server's rendered prompt) keeps its `@` words
+//! literal, so no template can make us read local files into the conversation; and every path
+//! a typed reference names passes [`refs::admit`] (the workspace boundary, the home, the hidden
+//! paths) within the session's sandbox.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +19,7 @@ use std::path::Path;
 use super::mcp::map_prompt_arguments;
 use super::{custom, refs, split_invocation, Builtin, Catalog, CommandError, Kind};
 use crate::mcp::host::{McpHost, PromptInfo};
+use crate::sandbox::Policy;
 
 /// What a line of input asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +40,9 @@ pub struct Message {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Source {
-    /// Text whose `@` references are resolved: a typed message or a rendered custom command.
-    Text(String),
+    /// Text to send, with the part the user typed, where `@` references are resolved: the
+    /// whole of a message, the arguments of a custom command.
+    Text { text: String, typed: String },
     /// An MCP prompt to render; `typed` is the argument text, where references are resolved.
     Prompt {
         prompt: PromptInfo,
@@ -69,7 +73,10 @@ pub fn interpret(typed: &str, catalog: &Catalog) -> Option<Result<Input, Command
     let Some((name, args)) = split_invocation(typed) else {
         return Some(Ok(Input::Message(Message {
             display,
-            source: Source::Text(typed.to_string()),
+            source: Source::Text {
+                text: typed.to_string(),
+                typed: typed.to_string(),
+            },
         })));
     };
     let source = match catalog.lookup(name).map(|entry| &entry.kind) {
@@ -77,7 +84,10 @@ pub fn interpret(typed: &str, catalog: &Catalog) -> Option<Result<Input, Command
         Some(Kind::Builtin(builtin)) => {
             return Some(Ok(Input::Builtin(*builtin, args.to_string())));
         }
-        Some(Kind::Custom(command)) => Source::Text(custom::render(&command.body, args)),
+        Some(Kind::Custom(command)) => Source::Text {
+            text: custom::render(&command.body, args),
+            typed: args.to_string(),
+        },
         Some(Kind::McpPrompt(prompt)) => match map_prompt_arguments(prompt, args) {
             Ok(arguments) => Source::Prompt {
                 prompt: prompt.clone(),
@@ -91,11 +101,17 @@ pub fn interpret(typed: &str, catalog: &Catalog) -> Option<Result<Input, Command
 }
 
 impl Message {
-    /// Renders the prompt and resolves the references into the text of a turn. Blocks while
-    /// it talks to MCP servers and reads files.
-    pub fn prepare(self, cwd: &Path, mcp: &dyn McpHost) -> Result<Turn, CommandError> {
+    /// Renders the prompt and resolves the references into the text of a turn, reading only
+    /// what `sandbox` lets a reference attach. Blocks while it talks to MCP servers and reads
+    /// files.
+    pub fn prepare(
+        self,
+        cwd: &Path,
+        sandbox: &Policy,
+        mcp: &dyn McpHost,
+    ) -> Result<Turn, CommandError> {
         let resolved = match self.source {
-            Source::Text(text) => refs::resolve(&text, cwd, mcp),
+            Source::Text { text, typed } => refs::resolve_typed(&text, &typed, cwd, sandbox, mcp),
             Source::Prompt {
                 prompt,
                 arguments,
@@ -107,7 +123,7 @@ impl Message {
                         command: prompt.command_name(),
                         source,
                     })?;
-                refs::resolve_typed(&text, &typed, cwd, mcp)
+                refs::resolve_typed(&text, &typed, cwd, sandbox, mcp)
             }
         };
         Ok(Turn {
@@ -189,7 +205,10 @@ mod tests {
 
     fn turn(typed: &str, mcp: &Srv) -> Result<Turn, CommandError> {
         match interpret(typed, &catalog(mcp)).expect("not blank")? {
-            Input::Message(message) => message.prepare(Path::new("/nonexistent"), mcp),
+            Input::Message(message) => {
+                let cwd = Path::new("/nonexistent");
+                message.prepare(cwd, &Policy::workspace_only(cwd), mcp)
+            }
             Input::Builtin(builtin, _) => Err(CommandError::NeedsChat(builtin)),
         }
     }
@@ -251,5 +270,34 @@ mod tests {
             .text
             .ends_with("</resource>\n\nlook at @srv:file:///a.txt"));
         assert!(sent.notices.is_empty());
+    }
+
+    #[test]
+    fn a_command_templates_own_references_stay_literal() {
+        let mcp = Srv::default();
+        let planted = CustomCommand {
+            name: "planted".into(),
+            description: String::new(),
+            argument_hint: String::new(),
+            body: "Look @srv:file:///a.txt and $ARGUMENTS".into(),
+            path: "/c/planted.md".into(),
+        };
+        let catalog = Catalog::new(vec![planted], mcp.prompts());
+        let Input::Message(message) = interpret("/planted @srv:file:///b.txt", &catalog)
+            .expect("not blank")
+            .expect("a command")
+        else {
+            panic!("a message")
+        };
+        let cwd = Path::new("/nonexistent");
+        let sent = message
+            .prepare(cwd, &Policy::workspace_only(cwd), &mcp)
+            .unwrap();
+        assert_eq!(sent.attached, vec!["@srv:file:///b.txt"]);
+        assert!(
+            !sent.text.contains("content of file:///a.txt"),
+            "{}",
+            sent.text
+        );
     }
 }

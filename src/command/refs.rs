@@ -4,11 +4,19 @@
 //! does not exist) stays literal text. Also the one-level directory listing behind the `@`
 //! completion menu, which never walks recursively.
 //!
+//! Only text a person typed is searched for references; a template (a custom command's body,
+//! a skill, an MCP prompt) keeps its `@` words literal, so a repository or a server cannot
+//! make us read a file into the conversation (see `input.rs`). Every path reference then goes
+//! through [`admit`], the one gate: resolved with its symlinks, it must lie under the
+//! workspace root or an `allow_write` root, outside the reasonix home, and not be hidden
+//! (`forbid_read` and its defaults); otherwise it is refused with a line saying why.
+//!
 //! Reads here are user-initiated and read-only, so they do not pass the permission gate.
 
 use std::path::{Path, PathBuf};
 
 use crate::mcp::McpHost;
+use crate::sandbox::Policy;
 use crate::tool::walk::{self, EntryKind, Walk};
 
 /// A file's content beyond this is cut, with a note saying so.
@@ -63,15 +71,21 @@ pub struct Resolved {
     pub notices: Vec<String>,
 }
 
-/// Resolves every reference in `message` against `cwd` and the MCP host.
-pub fn resolve(message: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
-    resolve_typed(message, message, cwd, mcp)
+/// Resolves every reference in `message` against `cwd` and the MCP host, within `sandbox`.
+pub fn resolve(message: &str, cwd: &Path, sandbox: &Policy, mcp: &dyn McpHost) -> Resolved {
+    resolve_typed(message, message, cwd, sandbox, mcp)
 }
 
 /// Resolves the references found in `typed` (what the user wrote) and prepends their blocks
-/// to `message`, which may hold text from elsewhere (a rendered MCP prompt) whose own `@`
-/// words are left alone.
-pub fn resolve_typed(message: &str, typed: &str, cwd: &Path, mcp: &dyn McpHost) -> Resolved {
+/// to `message`, which may hold text from elsewhere (a rendered MCP prompt or custom command)
+/// whose own `@` words are left alone.
+pub fn resolve_typed(
+    message: &str,
+    typed: &str,
+    cwd: &Path,
+    sandbox: &Policy,
+    mcp: &dyn McpHost,
+) -> Resolved {
     let mut resolved = Resolved::default();
     let servers: Vec<String> = mcp
         .servers()
@@ -107,6 +121,15 @@ pub fn resolve_typed(message: &str, typed: &str, cwd: &Path, mcp: &dyn McpHost) 
         let Some(path) = local_path(target, cwd) else {
             continue;
         };
+        let path = match admit(&path, sandbox) {
+            Ok(path) => path,
+            Err(why) => {
+                resolved
+                    .notices
+                    .push(format!("cannot attach @{target}: {why}"));
+                continue;
+            }
+        };
         match block_for_path(target, &path) {
             Ok(block) => {
                 blocks.push(block);
@@ -123,6 +146,48 @@ pub fn resolve_typed(message: &str, typed: &str, cwd: &Path, mcp: &dyn McpHost) 
         format!("{}\n\n{message}", blocks.join("\n\n"))
     };
     resolved
+}
+
+/// The path a reference may attach: `path` with its symlinks resolved, when that lies under
+/// the workspace root or an `allow_write` root, outside the reasonix home, and is not hidden
+/// by `forbid_read` (its defaults and `<home>/.env` included, hard links by inode). The one
+/// check every `@` path passes; the reason is a sentence for "cannot attach @x: …".
+pub fn admit(path: &Path, sandbox: &Policy) -> Result<PathBuf, String> {
+    let resolved = crate::sandbox::confine::resolve(path).map_err(|e| e.to_string())?;
+    if !sandbox.roots().any(|root| resolved.starts_with(root)) {
+        return Err(
+            "it is outside the workspace (symlinks followed); `@` attaches only files under \
+             the workspace and the [sandbox] allow_write roots"
+                .into(),
+        );
+    }
+    if sandbox.protects(&resolved).is_some() {
+        return Err("it is inside the reasonix home, which holds your keys and sessions".into());
+    }
+    sandbox
+        .check_read(&resolved)
+        .map_err(|_| "it is hidden by [sandbox] forbid_read".to_string())
+}
+
+/// The boundary of a front end that has no session sandbox at hand: the workspace `cwd`, the
+/// reasonix home of the environment protected, and the default hidden paths. It is never
+/// wider than a session's.
+pub fn workspace_boundary(cwd: &Path) -> Policy {
+    let Some(home) = crate::config::paths::home_from(
+        std::env::var_os("REASONIX_HOME"),
+        std::env::var_os("HOME"),
+        cwd,
+    ) else {
+        return Policy::workspace_only(cwd);
+    };
+    let config = crate::config::Config {
+        home,
+        ..crate::config::Config::default()
+    };
+    match crate::sandbox::Settings::from_config(&config, cwd) {
+        Ok(settings) => Policy::new(settings),
+        Err(_) => Policy::workspace_only(cwd),
+    }
 }
 
 fn mcp_target<'a>(target: &'a str, servers: &[String]) -> Option<(&'a str, &'a str)> {
@@ -369,6 +434,7 @@ mod tests {
         let r = resolve(
             "explain @src/main.rs and @src, ask @alice, mail a@b.c, read @docs:guide://intro and @docs:missing",
             dir.path(),
+            &Policy::workspace_only(dir.path()),
             &FakeMcp,
         );
         assert!(r.text.starts_with("<file path=\"src/main.rs\">\nfn main() {}\n</file>\n\n<directory path=\"src\">\nlib/\n  util.rs\nmain.rs\n</directory>\n\n<resource ref=\"docs:guide://intro\">\nWelcome.\n</resource>\n\nexplain @src/main.rs"), "{}", r.text);
@@ -380,11 +446,21 @@ mod tests {
             r.notices,
             vec!["cannot read @docs:missing: protocol error: resource not found"]
         );
-        let r = resolve("@blob.bin @. and @src/main.rs.", dir.path(), &FakeMcp);
+        let r = resolve(
+            "@blob.bin @. and @src/main.rs.",
+            dir.path(),
+            &Policy::workspace_only(dir.path()),
+            &FakeMcp,
+        );
         assert_eq!(r.attached, vec!["@blob.bin", "@.", "@src/main.rs"]);
         assert!(r.text.contains("binary=\"true\""), "{}", r.text);
         assert!(!r.text.contains("node_modules"), "{}", r.text);
-        let plain = resolve("nothing to see @nobody", dir.path(), &FakeMcp);
+        let plain = resolve(
+            "nothing to see @nobody",
+            dir.path(),
+            &Policy::workspace_only(dir.path()),
+            &FakeMcp,
+        );
         assert_eq!(plain.text, "nothing to see @nobody");
         assert!(plain.notices.is_empty());
     }
@@ -394,7 +470,12 @@ mod tests {
         let dir = TempDir::new("cap");
         let big = "日".repeat(FILE_CAP / 3 + 10);
         dir.write("big.txt", big.as_bytes());
-        let r = resolve("@big.txt", dir.path(), &FakeMcp);
+        let r = resolve(
+            "@big.txt",
+            dir.path(),
+            &Policy::workspace_only(dir.path()),
+            &FakeMcp,
+        );
         assert!(
             r.text.contains("[… truncated: showing the first"),
             "{}",
@@ -422,5 +503,44 @@ mod tests {
         assert!(inner[0].is_dir);
         assert_eq!(complete("src/.h", dir.path(), &FakeMcp)[0].label, ".hidden");
         assert!(complete("nope/", dir.path(), &FakeMcp).is_empty());
+    }
+
+    #[test]
+    fn admit_refuses_outside_the_roots_the_home_and_hidden_paths_after_symlinks() {
+        let dir = TempDir::new("admit");
+        dir.write("ws/in.txt", b"in");
+        dir.write("ws/secret/key", b"k");
+        dir.write("out.txt", b"out");
+        dir.write("home/config.toml", b"");
+        let ws = dir.path().join("ws");
+        std::os::unix::fs::symlink(dir.path().join("out.txt"), ws.join("link")).unwrap();
+        let settings = crate::sandbox::Settings {
+            workspace_root: ws.clone(),
+            home: dir.path().join("home"),
+            allow_write: Vec::new(),
+            forbid_read: vec![ws.join("secret")],
+            bash: crate::sandbox::BashMode::Off,
+            network: false,
+            backend: crate::sandbox::Backend::Auto,
+        };
+        let policy = Policy::new(settings);
+        assert!(admit(&ws.join("in.txt"), &policy).is_ok());
+        for outside in [ws.join("link"), ws.join("../out.txt")] {
+            let why = admit(&outside, &policy).unwrap_err();
+            assert!(why.contains("outside the workspace"), "{why}");
+        }
+        let why = admit(&ws.join("secret/key"), &policy).unwrap_err();
+        assert!(why.contains("forbid_read"), "{why}");
+        let inside_home = Policy::new(crate::sandbox::Settings {
+            workspace_root: dir.path().to_path_buf(),
+            home: dir.path().join("home"),
+            allow_write: Vec::new(),
+            forbid_read: Vec::new(),
+            bash: crate::sandbox::BashMode::Off,
+            network: false,
+            backend: crate::sandbox::Backend::Auto,
+        });
+        let why = admit(&dir.path().join("home/config.toml"), &inside_home).unwrap_err();
+        assert!(why.contains("reasonix home"), "{why}");
     }
 }

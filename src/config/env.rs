@@ -7,6 +7,12 @@
 //! - `$$` is a literal `$` (as in custom slash commands), so `$${NAME}` writes `${NAME}`.
 //! - Any other `$` is literal: `Bearer $TOKEN` stays as written.
 //!
+//! Where values come from is the caller's choice, with one rule: the user's own settings
+//! (provider headers, their `[[plugins]]`, `[sandbox]`) expand only from the process
+//! environment and `<home>/.env`. A workspace's `.env` is repository content; only entries a
+//! project file declared may read it, and only while the workspace is trusted with it
+//! (`mcp::config`), so a repository never picks a URL, a header or a write root of the user's.
+//!
 //! The store is `KEY=VALUE` lines. Reading skips blank lines, `#` comments and lines without
 //! `=`, accepts an `export ` prefix and strips one pair of matching quotes. Writing replaces or
 //! appends one key and keeps every other line as it was; the file is always left at mode 0600.

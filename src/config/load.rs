@@ -134,9 +134,22 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut merged = Table::new();
     let mut sources = Vec::new();
     let mut origins = Origins::new();
-    let standing = TrustStore::new(&opts.home).standing(&opts.cwd);
+    let store = TrustStore::new(&opts.home);
+    let standing = store.standing(&opts.cwd);
     let trusted = opts.trust_project || standing == Standing::Trusted;
     let changed = !opts.trust_project && standing == Standing::Changed;
+    let review = store.review(&opts.cwd);
+    if !review.changed.is_empty() {
+        // One line for every front end that loads the config: which files lost their trust
+        // and how to give it back.
+        warnings.push(format!(
+            "{}: {} changed since you trusted this workspace; until you review and run \
+             'reasonix trust' again, they count as untrusted (hooks, skills, commands and \
+             settings from them are not used)",
+            super::trust::identity(&opts.cwd),
+            review.changed_paths()
+        ));
+    }
     let mut untrusted = Vec::new();
     for (layer, path) in layer_files(opts) {
         let Some(text) = read_layer(&path, layer)? else {

@@ -1,6 +1,7 @@
 //! Which MCP servers a run knows about: `[[plugins]]` from the layered config, merged with the
 //! project's `.mcp.json` (Claude Code's `mcpServers` schema; reasonix.toml wins a name clash),
-//! with `${VAR}` and `${VAR:-default}` expanded in command, args, env, url and headers.
+//! with `${VAR}` and `${VAR:-default}` expanded in command, args, env, url and headers (see
+//! [`Vars`] for where each entry's values come from).
 //!
 //! Each server comes out as a [`ServerSpec`] carrying where it was declared (project files need
 //! a launch grant), its launch identity (what a grant is bound to), its timeouts, its approval
@@ -10,6 +11,11 @@
 //! Sandbox settings follow trust: the user config may turn a server's jail off or give it more
 //! write roots; a project file (`reasonix.toml`, `.mcp.json`) may only tighten it (turn its
 //! network off). A loosening setting from a project file is ignored with a warning.
+//!
+//! Variables: the user's entries expand from the process environment and `<home>/.env`, never
+//! from the workspace; project entries from the process environment (provider keys refused)
+//! and the workspace's `.env` while the workspace is trusted with it as it is now. A value the
+//! repository chose therefore never lands in the user's URL, headers or write roots.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -332,9 +338,16 @@ impl std::error::Error for ServerError {
     }
 }
 
-/// Everything needed to expand variables for a server.
+/// Everything needed to expand variables for a server. The user's entries read the process
+/// environment and `<home>/.env`; project entries read the process environment and the
+/// workspace's `.env`, the latter only while the workspace is trusted with that file as it is
+/// now. So a repository (or a model that writes its `.env`) can never choose a value in the
+/// user's own settings: not the URL their token goes to, not a write root of a jail.
 struct Vars<'a> {
-    /// `./.env` in the workspace: non-provider variables only.
+    /// `<home>/.env`: for the user's entries only.
+    home_env: BTreeMap<String, String>,
+    /// `./.env` in the workspace when trusted: non-provider variables, for project entries
+    /// only.
     project_env: BTreeMap<String, String>,
     /// Provider key names: never taken from the project `.env`, and never expanded for
     /// servers a project file declared.
@@ -353,8 +366,8 @@ impl Vars<'_> {
         if let Ok(value) = std::env::var(name) {
             return Ok(Some(value));
         }
-        if secret {
-            return Ok(None);
+        if !origin.needs_grant() {
+            return Ok(self.home_env.get(name).cloned());
         }
         Ok(self.project_env.get(name).cloned())
     }
@@ -380,8 +393,15 @@ impl Vars<'_> {
 pub fn declared(config: &Config, cwd: &Path) -> Declared {
     let mut declared = Declared::default();
     let secrets = config.secret_env_names();
+    let trusted_env = crate::config::trust::TrustStore::new(&config.home)
+        .covers(cwd, crate::config::trust::Bound::DotEnv);
     let vars = Vars {
-        project_env: project_env(cwd, &secrets),
+        home_env: crate::config::env::read_store(&config.home).unwrap_or_default(),
+        project_env: if trusted_env {
+            project_env(cwd, &secrets)
+        } else {
+            BTreeMap::new()
+        },
         secrets: &secrets,
     };
     let mut entries: Vec<(PluginConfig, Origin)> = config
@@ -764,6 +784,9 @@ mod tests {
 
     fn vars(secrets: &[String]) -> Vars<'_> {
         Vars {
+            home_env: [("FROM_HOME_ENV".to_string(), "home".to_string())]
+                .into_iter()
+                .collect(),
             project_env: [("FROM_DOTENV".to_string(), "dot".to_string())]
                 .into_iter()
                 .collect(),
@@ -808,13 +831,13 @@ mod tests {
         let secrets = vec!["REASONIX_TEST_MCP_TOKEN".to_string()];
         let v = vars(&secrets);
         let p = plugin(
-            "name = \"s\"\ncommand = \"${FROM_DOTENV}/bin\"\nargs = [\"--x=${MISSING:-d}\"]\nenv = { T = \"${REASONIX_TEST_MCP_TOKEN}\" }\n",
+            "name = \"s\"\ncommand = \"${FROM_HOME_ENV}/bin\"\nargs = [\"--x=${MISSING:-d}\"]\nenv = { T = \"${REASONIX_TEST_MCP_TOKEN}\" }\n",
         );
         let spec = resolve(&p, Origin::User, &config, &v, &mut Vec::new()).unwrap();
         assert_eq!(
             spec.endpoint,
             Endpoint::Stdio {
-                command: "dot/bin".into(),
+                command: "home/bin".into(),
                 args: vec!["--x=d".into()],
                 env: vec![("T".into(), "tok".into())]
             }
@@ -833,6 +856,26 @@ mod tests {
             err.contains("PORT_UNSET") && !err.starts_with("config:"),
             "{err}"
         );
+        // Each side reads only its own `.env`: the user's entries `<home>/.env`, a project's
+        // entries the workspace's.
+        let from = |text: &str, origin: Origin| match resolve(
+            &plugin(text),
+            origin,
+            &config,
+            &v,
+            &mut Vec::new(),
+        ) {
+            Ok(spec) => match spec.endpoint {
+                Endpoint::Stdio { command, .. } => command,
+                Endpoint::Http { url, .. } => url,
+            },
+            Err(err) => err.to_string(),
+        };
+        let dot = "name = \"s\"\ncommand = \"${FROM_DOTENV:-none}\"\n";
+        let home = "name = \"s\"\ncommand = \"${FROM_HOME_ENV:-none}\"\n";
+        assert_eq!(from(dot, Origin::User), "none");
+        assert_eq!(from(dot, Origin::McpJson), "dot");
+        assert_eq!(from(home, Origin::ProjectToml), "none");
         let sse = plugin("name = \"l\"\ntype = \"sse\"\nurl = \"http://x/sse\"\n");
         let err = resolve(&sse, Origin::User, &config, &v, &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("use type `http`"), "{err}");

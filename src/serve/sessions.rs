@@ -852,7 +852,10 @@ fn turn(
     mcp: &dyn McpHost,
     sink: &mut dyn FnMut(Event),
 ) -> Result<(), Option<String>> {
-    let prepared = message.prepare(cwd, mcp).map_err(|e| Some(e.to_string()))?;
+    let boundary = crate::command::refs::workspace_boundary(cwd);
+    let prepared = message
+        .prepare(cwd, &boundary, mcp)
+        .map_err(|e| Some(e.to_string()))?;
     for message in prepared.notices {
         sink(Event::Notice {
             level: NoticeLevel::Warning,

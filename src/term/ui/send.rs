@@ -53,10 +53,11 @@ impl Chat {
         let tx = self.tx.clone();
         let cwd = self.cwd.clone();
         let mcp = Arc::clone(&self.mcp);
+        let sandbox = Arc::clone(&self.ctx.sandbox);
         let spawned = std::thread::Builder::new()
             .name("prepare".into())
             .spawn(move || {
-                let prepared = builtins::prepared(pending.prepare(&cwd, mcp.as_ref()));
+                let prepared = builtins::prepared(pending.prepare(&cwd, &sandbox, mcp.as_ref()));
                 let _ = tx.send(Msg::Prepared(prepared));
             });
         if spawned.is_err() {
