@@ -240,32 +240,6 @@ impl Policy {
     }
 }
 
-/// The check of [`Policy::check_read`] for a reader that has no session policy (an `@`
-/// reference in typed input): `path` resolved, refused when it is, leads to or is a hard link
-/// to a secret of the reasonix home the environment names (`$REASONIX_HOME`, else
-/// `$HOME/.reasonix`). Without a home nothing is refused.
-pub fn check_reference(path: &Path) -> Result<PathBuf, SandboxError> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let absolute = cwd.join(path);
-    let Some(home) = crate::config::paths::home_from(
-        std::env::var_os("REASONIX_HOME"),
-        std::env::var_os("HOME"),
-        &cwd,
-    ) else {
-        return resolve(&absolute);
-    };
-    Policy::new(super::Settings {
-        workspace_root: cwd,
-        home,
-        allow_write: Vec::new(),
-        forbid_read: Vec::new(),
-        bash: super::BashMode::Off,
-        network: false,
-        backend: super::Backend::Auto,
-    })
-    .check_read(&absolute)
-}
-
 /// Resolves an absolute `path` to an absolute path without symlinks, `.` or `..`, following
 /// symlinks (dangling ones included) through their targets. Components that do not exist are
 /// kept as they are; a component that exists but is not a directory, yet is followed by more
