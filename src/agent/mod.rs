@@ -11,6 +11,7 @@ pub mod goal;
 pub mod hooks;
 pub mod live;
 pub mod plan;
+pub mod probes;
 pub mod progress;
 pub mod prompt;
 pub mod runner;

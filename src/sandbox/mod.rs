@@ -35,6 +35,7 @@ pub mod confine;
 pub mod inodes;
 pub mod landlock;
 pub mod process;
+pub mod reaper;
 pub mod seccomp;
 pub mod settings;
 #[cfg(unix)]
