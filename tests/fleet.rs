@@ -403,3 +403,119 @@ fn the_chat_shows_one_live_line_per_child_under_its_call() {
     // The children's tokens count in the status line: the parent's two replies and theirs.
     pty.wait_text("↑400 ↓40");
 }
+
+/// The arguments of a `parallel_tasks` or `fleet` call with `count` tasks tagged `tag`.
+fn many_tasks(tag: &str, count: usize) -> String {
+    let tasks: Vec<Value> = (0..count)
+        .map(|i| serde_json::json!({ "prompt": format!("{tag} job {i}") }))
+        .collect();
+    serde_json::json!({ "tasks": tasks }).to_string()
+}
+
+#[test]
+fn one_reply_with_four_parallel_tasks_and_a_fleet_does_not_start_320_children() {
+    let calls: Vec<(String, &str, String)> = (0..4)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                "parallel_tasks",
+                many_tasks(&format!("p{i}"), 64),
+            )
+        })
+        .chain([("f".to_string(), "fleet", many_tasks("f", 64))])
+        .collect();
+    let server = FakeOpenAI::start_with(move |requests| {
+        let request = requests.last().expect("a request");
+        if let Some(prompt) = child_prompt(request) {
+            return Reply::text(&format!("answer to {prompt}"));
+        }
+        let answered = request.body["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        if answered {
+            return Reply::text("parent done");
+        }
+        let calls: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|(id, tool, args)| (id.as_str(), *tool, args.as_str()))
+            .collect();
+        Reply::tool_calls(&calls)
+    });
+    let (home, work) = setup(&server, "");
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--permission-mode",
+        "yolo",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.requests();
+    let children = child_prompts(&requests).len();
+    assert_eq!(
+        children, 16,
+        "children started by one reply (the per-round budget is 16)"
+    );
+    // The parent's second request carries the five results; the refusals say why and name
+    // the key that raises the budget.
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| child_prompt(r).is_none())
+        .expect("the parent's last request");
+    let results: Vec<String> = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(results.len(), 5);
+    assert!(
+        results.iter().all(|r| !r.contains("invalid arguments")),
+        "{results:?}"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("agent.max_subagents_per_round = 16")),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn the_run_budget_of_children_holds_across_rounds() {
+    let server = FakeOpenAI::start_with(move |requests| {
+        let request = requests.last().expect("a request");
+        if let Some(prompt) = child_prompt(request) {
+            return Reply::text(&format!("answer to {prompt}"));
+        }
+        let rounds = request.body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        if rounds >= 3 {
+            return Reply::text("parent done");
+        }
+        let args = many_tasks(&format!("r{rounds}"), 4);
+        Reply::tool_calls(&[(&format!("c{rounds}"), "parallel_tasks", &args)])
+    });
+    let (home, work) = setup(
+        &server,
+        "[agent]\nmax_subagents_per_round = 4\nmax_subagents_per_run = 10\n",
+    );
+    let out = run(reasonix(&home, work.path()).env("FAKE_API_KEY", "k").args([
+        "run",
+        "--permission-mode",
+        "yolo",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.requests();
+    assert_eq!(
+        child_prompts(&requests).len(),
+        10,
+        "three rounds of 4, a run budget of 10: {out:?} {}",
+        requests.last().unwrap().body
+    );
+    let last = requests.last().unwrap().body.to_string();
+    assert!(last.contains("agent.max_subagents_per_run = 10"), "{last}");
+}

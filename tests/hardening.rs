@@ -15,6 +15,7 @@
 //!
 //! And what must keep working: denials are `EPERM`, `chmod +x` and `touch` in the workspace.
 
+use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::Read;
 use std::net::UdpSocket;
@@ -558,4 +559,297 @@ fn a_second_ctrl_c_kills_the_running_command_before_exiting() {
             "{backend:?}: `sleep {marker}` outlived the second Ctrl-C"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process hygiene: reasonix as PID 1 of a container, and the version probes of a fresh home.
+
+/// The config of a fake-provider run whose system prompt lists tool versions (so a fresh
+/// home probes them), with bash jailed by `backend`.
+fn config_with_probes(home: &Dir, base_url: &str, backend: Backend) {
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n{}\n[[providers]]\nname = \"fake\"\nbase_url = \"{base_url}\"\n\
+             model = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n\n\
+             [environment]\nenabled = true\n",
+            sandbox_extra(Some(backend))
+        ),
+    );
+}
+
+/// Whether `unshare -pf --mount-proc` can make a PID namespace here (root, or a kernel that
+/// lets this user unshare one). Missing: skipped with a message, or a failure when
+/// `REASONIX_REQUIRE_SANDBOX` is set, like a missing jail.
+fn pid_namespaces_work() -> bool {
+    let works = Command::new("unshare")
+        .args(["-pf", "--mount-proc", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !works {
+        assert!(
+            std::env::var_os("REASONIX_REQUIRE_SANDBOX").is_none(),
+            "REASONIX_REQUIRE_SANDBOX is set but `unshare -pf --mount-proc` does not work here"
+        );
+        eprintln!("warning: the PID 1 test skipped: `unshare -pf --mount-proc` does not work here");
+    }
+    works
+}
+
+/// The children of every thread of `pid`, from `/proc/<pid>/task/*/children`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Every process below `pid`, each as "pid state (name)" from its `stat` line, children
+/// first found first.
+fn descendants(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut queue = children_of(pid);
+    while let Some(child) = queue.pop() {
+        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // "pid (comm) S ...": the name may hold spaces and parentheses, the state follows
+        // the last ')'.
+        let name = stat
+            .find('(')
+            .zip(stat.rfind(')'))
+            .map(|(open, close)| stat[open + 1..close].to_string())
+            .unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|close| stat[close + 1..].split_whitespace().next())
+            .unwrap_or("?");
+        found.push(format!("{child} {state} ({name})"));
+        queue.extend(children_of(child));
+    }
+    found
+}
+
+/// Polls (bounded) until `pid` has no descendant left and returns what was left at the end:
+/// a zombie is reaped and a finished probe exits soon after the event, not at it.
+fn descendants_after_settling(pid: u32) -> Vec<String> {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = descendants(pid);
+        if left.is_empty() || std::time::Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn reasonix_as_pid_1_reaps_every_jailed_command_and_leaves_no_zombie() {
+    if !pid_namespaces_work() {
+        return;
+    }
+    const CALLS: usize = 50;
+    for backend in jails() {
+        let home = Dir::new();
+        let ws = Dir::new();
+        let mut replies: Vec<Reply> = (0..CALLS)
+            .map(|i| {
+                let args = json!({ "command": format!("echo call {i}") }).to_string();
+                Reply::tool_calls(&[(&format!("c{i}"), "bash", &args)])
+            })
+            .collect();
+        let (last, release) = Reply::gated(Reply::text("done"));
+        replies.push(last);
+        let server = FakeOpenAI::start(replies);
+        config_with_probes(&home, &server.base_url(), backend);
+        // reasonix itself is PID 1 of the new namespace, as in `docker run image reasonix`.
+        let plain = reasonix(&home, ws.path());
+        let mut command = Command::new("unshare");
+        command
+            .args(["-pf", "--mount-proc"])
+            .arg(plain.get_program())
+            .args(["run", "--permission-mode", "yolo", "go"])
+            .current_dir(ws.path())
+            .env("FAKE_API_KEY", "k")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, value) in plain.get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let mut child = Running(command.spawn().unwrap());
+        for seen in (10..=CALLS + 1).step_by(10).chain([CALLS + 1]) {
+            server.wait_for_requests(seen);
+        }
+        // The last request waits for its answer: every bash call has ended by now.
+        let unshare = child.0.id();
+        let pid1 = children_of(unshare);
+        assert_eq!(
+            pid1.len(),
+            1,
+            "{}: unshare's children: {pid1:?}",
+            backend.name()
+        );
+        let left = descendants_after_settling(pid1[0]);
+        release.release();
+        let status = child.0.wait().unwrap();
+        assert!(
+            left.is_empty(),
+            "{}: after {CALLS} jailed calls reasonix (PID 1) still has below it: {left:?}",
+            backend.name()
+        );
+        assert!(status.success(), "{}: {status:?}", backend.name());
+        assert_eq!(server.requests().len(), CALLS + 1, "{}", backend.name());
+    }
+}
+
+/// Live processes (not zombies) whose environment holds `HOME=<home>`: a run's children,
+/// version probes among them, inherit or are given that `HOME`, and nothing else on the
+/// machine uses the test's fresh directory.
+fn processes_with_home(home: &Path) -> Vec<String> {
+    let needle = format!("HOME={}", home.display());
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == needle.as_bytes())
+            })
+        })
+        .filter_map(|entry| {
+            let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
+            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+            (!stat.contains(") Z ")).then(|| {
+                format!(
+                    "{}: {}",
+                    entry.file_name().to_string_lossy(),
+                    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// A directory of fake tools for the version probes: a `git` that answers at once and a `go`
+/// that never answers (a background `sleep` that only a group kill reaches, and a wait).
+fn fake_tools() -> Dir {
+    let bin = Dir::new();
+    for (name, script) in [
+        ("git", "echo 'git version 9.9.9-fake'".to_string()),
+        ("go", "/bin/sleep 1000 & wait".to_string()),
+    ] {
+        let path = bin.write(name, &format!("#!/bin/sh\n{script}\n"));
+        let mut perms = fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        fs::set_permissions(&path, perms).unwrap();
+    }
+    bin
+}
+
+#[test]
+fn a_fresh_home_run_leaves_no_version_probe_running() {
+    let Some(backend) = jails().into_iter().next() else {
+        return;
+    };
+    let bin = fake_tools();
+    // Several runs, each in a fresh home and answered at once: shorter than the probes of the
+    // real tools on this machine (npm, cargo, a pyenv shim) and of the fake go, which never
+    // answers.
+    for round in 0..5 {
+        let home = Dir::new();
+        let ws = Dir::new();
+        let server = FakeOpenAI::start(vec![Reply::text("done")]);
+        config_with_probes(&home, &server.base_url(), backend);
+        let out = crate::util::run(
+            reasonix(&home, ws.path())
+                .env("FAKE_API_KEY", "k")
+                .env("PATH", path_with(&bin))
+                .args(["run", "--permission-mode", "yolo", "go"]),
+        );
+        let left = processes_with_home(home.path());
+        assert!(
+            left.is_empty(),
+            "round {round}: still running after reasonix exited: {left:?}"
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+}
+
+#[test]
+fn a_short_run_keeps_the_versions_that_answered_while_a_probe_hangs() {
+    let Some(backend) = jails().into_iter().next() else {
+        return;
+    };
+    let bin = fake_tools();
+    let home = Dir::new();
+    let ws = Dir::new();
+    let (reply, release) = Reply::gated(Reply::text("done"));
+    let server = FakeOpenAI::start(vec![reply]);
+    config_with_probes(&home, &server.base_url(), backend);
+    let cache = home.join(".reasonix/cache/tool-versions.json");
+    let child = reasonix(&home, ws.path())
+        .env("FAKE_API_KEY", "k")
+        .env("PATH", path_with(&bin))
+        .args(["run", "--permission-mode", "yolo", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Running(child);
+    server.wait_for_requests(1);
+    // The fake git answers at once; the fake go never does. The run waits until the cache
+    // holds git's answer while go is still being probed (a safety net bounds the wait), then
+    // ends.
+    let go = bin.join("go").display().to_string();
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let mut cached = String::new();
+    let mut go_hangs = false;
+    while !(cached.contains("9.9.9-fake") && go_hangs) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+        cached = fs::read_to_string(&cache).unwrap_or_default();
+        go_hangs = running_with_arg(&go);
+    }
+    release.release();
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(cached.contains("git version 9.9.9-fake"), "{cached}");
+    assert!(go_hangs, "the fake go was never seen probing");
+    // Killed on the way out, not failed: nothing recorded, so the next run asks again.
+    let after = fs::read_to_string(&cache).unwrap_or_default();
+    assert!(after.contains("git version 9.9.9-fake"), "{after}");
+    assert!(!after.contains("\"go\\t"), "{after}");
+    let left = processes_with_home(home.path());
+    assert!(
+        left.is_empty(),
+        "still running after reasonix exited: {left:?}"
+    );
+}
+
+/// `PATH` with `bin` first.
+fn path_with(bin: &Dir) -> OsString {
+    std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap()
 }

@@ -178,3 +178,89 @@ fn non_images_oversize_files_and_forbid_read_paths_are_refused() {
         );
     }
 }
+
+/// The peak resident memory (`VmHWM`) of process `pid` so far, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn two_hundred_views_of_a_5_mib_png_in_one_round_stay_bounded() {
+    let server = FakeOpenAI::start(Vec::new());
+    let (home, work) = (Dir::new(), Dir::new());
+    config(&home, &server.base_url(), "vision = true", "");
+    // A 5 MiB PNG (a PNG signature, then filler: only the first bytes are judged), and ten
+    // small distinct ones for the count cap.
+    let mut big = PNG.to_vec();
+    big.resize(5 * 1024 * 1024, b'x');
+    std::fs::write(work.join("big.png"), &big).unwrap();
+    for i in 0..10 {
+        std::fs::write(work.join(&format!("s{i}.png")), PNG).unwrap();
+    }
+    let args: Vec<(String, String)> = (0..200)
+        .map(|i| {
+            let path = if i < 190 {
+                "big.png".to_string()
+            } else {
+                format!("s{}.png", i - 190)
+            };
+            (format!("c{i}"), json!({ "path": path }).to_string())
+        })
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = args
+        .iter()
+        .map(|(id, a)| (id.as_str(), "view_image", a.as_str()))
+        .collect();
+    server.push(Reply::tool_calls(&calls));
+    let (last, release) = Reply::gated(Reply::text("seen"));
+    server.push(last);
+    let child = reasonix(&home, work.path())
+        .args(["run", "look at them"])
+        .env("FAKE_API_KEY", "k")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = server.wait_for_requests(2);
+    // The second request is waiting for its answer: every image of the round is in memory.
+    let peak = peak_rss_kib(child.id());
+    release.release();
+    let out: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(out.code, 0, "{out:?}");
+    let messages = requests[1].body["messages"].as_array().cloned().unwrap();
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(results.len(), 200);
+    let read = results
+        .iter()
+        .filter(|r| r.contains("bytes; the image follows"))
+        .count();
+    let again = results
+        .iter()
+        .filter(|r| r.contains("already attached"))
+        .count();
+    let refused = results
+        .iter()
+        .filter(|r| r.contains("already attaches 8 images"))
+        .count();
+    assert_eq!((read, again, refused), (8, 189, 3), "{results:?}");
+    let attached = messages.last().unwrap()["content"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let images = attached.iter().filter(|p| p["type"] == "image_url").count();
+    assert_eq!(images, 8);
+    eprintln!(
+        "peak RSS with 200 views of a 5 MiB PNG in one round: {} MiB",
+        peak / 1024
+    );
+    assert!(peak > 0 && peak < 256 * 1024, "peak RSS {peak} KiB");
+}

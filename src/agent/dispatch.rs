@@ -54,6 +54,9 @@ pub fn run_round(
     max_parallel: usize,
     snapshots: Option<&Recorder>,
 ) -> Vec<Outcome> {
+    if let Some(delegate) = &ctx.delegate {
+        delegate.begin_round();
+    }
     let mut outcomes: Vec<Option<Outcome>> = (0..calls.len()).map(|_| None).collect();
     let mut start = 0;
     while start < calls.len() {

@@ -12,6 +12,7 @@ pub mod hooks;
 pub mod live;
 pub mod offered;
 pub mod plan;
+pub mod probes;
 pub mod progress;
 pub mod prompt;
 pub mod runner;

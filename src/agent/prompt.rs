@@ -17,16 +17,13 @@
 //! clean filters), and the tool versions come from programs found only in `PATH` entries that
 //! are absolute and outside the workspace and the write roots (where the model or the
 //! repository could plant a `git` or `python3`), started with an environment that carries
-//! nothing but `PATH`, `HOME` and `LANG`, so no provider key reaches them.
+//! nothing but `PATH`, `HOME` and `LANG`, so no provider key reaches them (see
+//! `agent::probes`).
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
 
 use crate::config::ReasoningLanguage;
-
-use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_SYSTEM_PROMPT: &str = "\
 You are Reasonix, a coding agent working in the user's repository through tools.
@@ -47,15 +44,6 @@ pub const INSTRUCTION_FILES: &[&str] = &["REASONIX.md", "AGENTS.md", "CLAUDE.md"
 
 /// The most bytes of memory index in the system prompt; facts past it are counted, not listed.
 pub const MEMORY_INDEX_CAP: usize = 4_000;
-
-/// Tools whose versions are reported when found on PATH.
-const PROBED_TOOLS: &[&str] = &[
-    "git", "python3", "node", "npm", "cargo", "rustc", "go", "java", "gcc", "make", "docker",
-];
-
-/// How long one `--version` probe may take. Probes run off the path to the first request, so
-/// this bounds wasted work, not start-up time; a tool slower than this is shown by its path.
-const PROBE_TIMEOUT: Duration = Duration::from_millis(200);
 
 pub struct PromptInputs<'a> {
     /// `None`: the default prompt.
@@ -172,8 +160,7 @@ pub fn environment_summary(
     writable: &[PathBuf],
 ) -> String {
     let git_dir = find_git_dir(cwd);
-    let probe_path = trusted_path(std::env::var_os("PATH"), writable);
-    let versions = tool_versions(home, &probe_path);
+    let versions = super::probes::tool_versions(home, std::env::var_os("PATH"), writable);
     let mut lines = vec![
         "<environment>".to_string(),
         format!("os: {}", os_name()),
@@ -242,185 +229,6 @@ fn git_branch(git_dir: &Path) -> Option<String> {
     head.trim()
         .strip_prefix("ref: refs/heads/")
         .map(str::to_string)
-}
-
-/// `path` (a `PATH` value) without the entries a probe must not trust: relative ones (they
-/// resolve against the workspace) and those inside a `writable` directory. Symlinked entries
-/// are judged by where they lead.
-fn trusted_path(path: Option<OsString>, writable: &[PathBuf]) -> Vec<PathBuf> {
-    let writable: Vec<PathBuf> = writable
-        .iter()
-        .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.clone()))
-        .collect();
-    let Some(path) = path else {
-        return Vec::new();
-    };
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .filter(|dir| {
-            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-            !writable
-                .iter()
-                .any(|w| real.starts_with(w) || dir.starts_with(w))
-        })
-        .collect()
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct CachedVersion {
-    mtime: u64,
-    size: u64,
-    /// `None`: the probe failed or took too long; the tool is listed by its path until the
-    /// binary changes.
-    version: Option<String>,
-}
-
-/// The version cache, keyed by `name` and resolved path together, so a `PATH` that alternates
-/// between two installs (a version-manager shim) keeps both answers.
-type VersionCache = BTreeMap<String, CachedVersion>;
-
-/// A probed tool found on `PATH` (by `stat` only).
-#[derive(Clone)]
-struct Found {
-    name: &'static str,
-    path: PathBuf,
-    mtime: u64,
-    size: u64,
-}
-
-impl Found {
-    fn key(&self) -> String {
-        format!("{}\t{}", self.name, self.path.display())
-    }
-}
-
-/// The probed tools on `search`, each with its cached version or, until a probe has answered,
-/// its path. Nothing waits for a program here: finding the tools costs a `stat` each, and the
-/// tools missing from the cache are probed on a background thread that fills the cache for the
-/// next session (a session's prompt never changes once built, so this one shows paths).
-fn tool_versions(home: &Path, search: &[PathBuf]) -> Vec<(String, String)> {
-    let cache_path = home.join("cache").join("tool-versions.json");
-    let cache: VersionCache = std::fs::read(&cache_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    let found: Vec<Found> = PROBED_TOOLS
-        .iter()
-        .filter_map(|name| {
-            let path = which(name, search)?;
-            let meta = std::fs::metadata(&path).ok()?;
-            let mtime = meta
-                .modified()
-                .ok()?
-                .duration_since(UNIX_EPOCH)
-                .ok()?
-                .as_secs();
-            Some(Found {
-                name,
-                path,
-                mtime,
-                size: meta.len(),
-            })
-        })
-        .collect();
-    let fresh = |tool: &Found| {
-        cache
-            .get(&tool.key())
-            .filter(|c| c.mtime == tool.mtime && c.size == tool.size)
-    };
-    let stale: Vec<Found> = found
-        .iter()
-        .filter(|tool| fresh(tool).is_none() && !NEVER_RUN.contains(&tool.name))
-        .cloned()
-        .collect();
-    let listed = found
-        .iter()
-        .map(|tool| {
-            let shown = fresh(tool)
-                .and_then(|c| c.version.clone())
-                .unwrap_or_else(|| tool.path.display().to_string());
-            (tool.name.to_string(), shown)
-        })
-        .collect();
-    if !stale.is_empty() {
-        let search = std::env::join_paths(search).unwrap_or_default();
-        let _ = std::thread::Builder::new()
-            .name("probe-versions".into())
-            .spawn(move || refresh_cache(&cache_path, cache, stale, &search));
-    }
-    listed
-}
-
-/// Tools whose `--version` starts a heavyweight runtime (a JVM): listed by path only.
-const NEVER_RUN: &[&str] = &["java"];
-
-/// Probes `stale` in parallel, each within [`PROBE_TIMEOUT`], and saves the answers (a failure
-/// too, so a slow tool is not probed again until its binary changes).
-fn refresh_cache(cache_path: &Path, mut cache: VersionCache, stale: Vec<Found>, search: &OsString) {
-    let probes: Vec<(Found, std::thread::JoinHandle<Option<String>>)> = stale
-        .into_iter()
-        .filter_map(|tool| {
-            let (path, search) = (tool.path.clone(), search.clone());
-            std::thread::Builder::new()
-                .name(format!("probe-{}", tool.name))
-                .spawn(move || probe_version(&path, &search))
-                .ok()
-                .map(|handle| (tool, handle))
-        })
-        .collect();
-    for (tool, handle) in probes {
-        let version = handle.join().ok().flatten();
-        cache.insert(
-            tool.key(),
-            CachedVersion {
-                mtime: tool.mtime,
-                size: tool.size,
-                version,
-            },
-        );
-    }
-    if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
-        if let Some(dir) = cache_path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let _ = crate::fsutil::write_atomic(cache_path, &bytes, None);
-    }
-}
-
-/// `path --version` with a scrubbed environment (only the trusted `PATH`, `HOME` and `LANG`,
-/// so no provider key or `*_OPTIONS` variable reaches the program), killed with its process
-/// group when it does not answer within [`PROBE_TIMEOUT`].
-fn probe_version(path: &Path, search: &OsString) -> Option<String> {
-    use crate::sandbox::process::{self, CommandSpec, Exit};
-    let mut spec = CommandSpec::new(path, "/");
-    spec.args = vec!["--version".into()];
-    spec.env_remove = std::env::vars_os()
-        .map(|(name, _)| name.to_string_lossy().into_owned())
-        .collect();
-    spec.env_set = vec![
-        ("PATH".into(), search.to_string_lossy().into_owned()),
-        ("LANG".into(), "C".into()),
-    ];
-    if let Some(home) = std::env::var_os("HOME") {
-        spec.env_set
-            .push(("HOME".into(), home.to_string_lossy().into_owned()));
-    }
-    spec.timeout = Some(PROBE_TIMEOUT);
-    spec.kill_grace = Duration::ZERO;
-    let finished = process::run(&spec, &crate::cancel::CancelToken::new()).ok()?;
-    if finished.stopped.is_some() || finished.exit != Exit::Code(0) {
-        return None;
-    }
-    let text = finished.output.to_text();
-    let first = text.lines().next()?.trim().to_string();
-    (!first.is_empty()).then_some(first)
-}
-
-fn which(name: &str, search: &[PathBuf]) -> Option<PathBuf> {
-    search
-        .iter()
-        .map(|dir| dir.join(name))
-        .find(|candidate| crate::platform::is_executable(candidate))
 }
 
 #[cfg(test)]

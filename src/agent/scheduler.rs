@@ -4,6 +4,12 @@
 //! `agent.max_parallel_writers` writers, and two writers whose `write_paths` overlap never run
 //! together (a writer without `write_paths` may write anywhere, so it overlaps every writer).
 //! Waiting ends when a slot frees or the caller's cancel token fires.
+//!
+//! It also counts the children a session starts, against two budgets: at most
+//! `agent.max_subagents_per_round` from one model reply's tool calls (four `parallel_tasks`
+//! and a `fleet` in one message cannot start 320 children), and at most
+//! `agent.max_subagents_per_run` over the whole run. A child past either is refused before it
+//! starts, with a reason the model reads in its tool result.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -25,6 +31,10 @@ pub struct Limits {
     pub running: usize,
     /// Writers among them (at least 1).
     pub writers: usize,
+    /// Children started from one round of tool calls (`agent.max_subagents_per_round`).
+    pub per_round: usize,
+    /// Children started over the run (`agent.max_subagents_per_run`).
+    pub per_run: usize,
 }
 
 #[derive(Default)]
@@ -33,6 +43,9 @@ struct State {
     /// The claims of the writers running now, by slot id.
     writers: Vec<(u64, Option<Vec<PathBuf>>)>,
     next_id: u64,
+    /// Children admitted since the round began, and over the run.
+    round_started: usize,
+    run_started: usize,
 }
 
 struct Shared {
@@ -57,6 +70,7 @@ impl Scheduler {
             limits: Limits {
                 running: limits.running.max(1),
                 writers: limits.writers.max(1),
+                ..limits
             },
             shared: Arc::new(Shared {
                 state: Mutex::default(),
@@ -67,6 +81,35 @@ impl Scheduler {
 
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// A new round of the parent's tool calls begins: its children count afresh against the
+    /// per-round budget.
+    pub fn begin_round(&self) {
+        lock(&self.shared.state).round_started = 0;
+    }
+
+    /// Counts one more child against the round's and the run's budgets, or says which budget
+    /// it would pass (the text the model reads in place of the child's answer).
+    pub fn admit(&self) -> Result<(), String> {
+        let mut state = lock(&self.shared.state);
+        if state.run_started >= self.limits.per_run {
+            return Err(format!(
+                "refused: this run already started {} subagents, the most one run may start \
+                 (agent.max_subagents_per_run = {}); do the rest yourself",
+                state.run_started, self.limits.per_run
+            ));
+        }
+        if state.round_started >= self.limits.per_round {
+            return Err(format!(
+                "refused: the tool calls of this reply already started {} subagents, the most \
+                 one reply may start (agent.max_subagents_per_round = {}); ask for fewer at once",
+                state.round_started, self.limits.per_round
+            ));
+        }
+        state.round_started += 1;
+        state.run_started += 1;
+        Ok(())
     }
 
     /// Waits for a place for a child with `claim`; `None` when `cancel` fired first.
@@ -176,10 +219,39 @@ mod tests {
     }
 
     #[test]
+    fn children_past_the_round_or_run_budget_are_refused_with_the_key_to_raise() {
+        let scheduler = Scheduler::new(Limits {
+            running: 2,
+            writers: 1,
+            per_round: 3,
+            per_run: 5,
+        });
+        for _ in 0..3 {
+            scheduler.admit().unwrap();
+        }
+        let refused = scheduler.admit().unwrap_err();
+        assert!(
+            refused.contains("agent.max_subagents_per_round = 3"),
+            "{refused}"
+        );
+        scheduler.begin_round();
+        scheduler.admit().unwrap();
+        scheduler.admit().unwrap();
+        scheduler.begin_round();
+        let refused = scheduler.admit().unwrap_err();
+        assert!(
+            refused.contains("agent.max_subagents_per_run = 5"),
+            "{refused}"
+        );
+    }
+
+    #[test]
     fn the_concurrency_cap_holds_readers_back() {
         let scheduler = Scheduler::new(Limits {
             running: 2,
             writers: 1,
+            per_round: 16,
+            per_run: 64,
         });
         let cancel = CancelToken::new();
         let a = scheduler.acquire(&Claim::Reader, &cancel, || {}).unwrap();
@@ -194,6 +266,8 @@ mod tests {
         let scheduler = Scheduler::new(Limits {
             running: 6,
             writers: 3,
+            per_round: 16,
+            per_run: 64,
         });
         let cancel = CancelToken::new();
         let _src = scheduler
@@ -213,6 +287,8 @@ mod tests {
         let scheduler = Scheduler::new(Limits {
             running: 6,
             writers: 1,
+            per_round: 16,
+            per_run: 64,
         });
         let cancel = CancelToken::new();
         let _a = scheduler
@@ -228,6 +304,8 @@ mod tests {
         let scheduler = Arc::new(Scheduler::new(Limits {
             running: 1,
             writers: 1,
+            per_round: 16,
+            per_run: 64,
         }));
         let cancel = CancelToken::new();
         let held = scheduler.acquire(&Claim::Reader, &cancel, || {}).unwrap();

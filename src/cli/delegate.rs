@@ -79,6 +79,8 @@ impl Children {
             scheduler: Scheduler::new(Limits {
                 running: config.agent.max_subagent_concurrency as usize,
                 writers: config.agent.max_parallel_writers as usize,
+                per_round: config.agent.max_subagents_per_round as usize,
+                per_run: config.agent.max_subagents_per_run as usize,
             }),
             events: OnceLock::new(),
             hooks: OnceLock::new(),
@@ -265,8 +267,13 @@ struct Planned {
 }
 
 impl Delegate for Children {
+    fn begin_round(&self) {
+        self.scheduler.begin_round();
+    }
+
     fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String> {
         let planned = self.plan(task, parent)?;
+        self.scheduler.admit()?;
         let caller = parent.call_id.clone();
         let status = |state| Event::SubagentStatus {
             parent_tool_use_id: caller.clone(),

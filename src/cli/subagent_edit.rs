@@ -632,12 +632,15 @@ fn in_editor(name: &str, text: &str, old: Option<&Profile>) -> Result<Option<Str
         .find(|v| !v.trim().is_empty())
         .unwrap_or_else(|| "vi".into());
     // As git does: the variable is shell text (`code --wait` works), the file its argument.
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{editor} \"$@\""))
-        .arg(&editor)
-        .arg(&file)
-        .status();
+    // Registered, so that as PID 1 the orphan reaper leaves the editor's status to us.
+    let status = crate::sandbox::process::PlainChild::spawn(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$@\""))
+            .arg(&editor)
+            .arg(&file),
+    )
+    .and_then(|child| child.wait());
     let saved = match status {
         Ok(s) if s.success() => fs::read_to_string(&file),
         Ok(s) => {

@@ -132,6 +132,9 @@ pub struct AgentConfig {
     pub subagent_efforts: BTreeMap<String, String>,
     pub max_subagent_concurrency: u32,
     pub max_parallel_writers: u32,
+    /// Subagents one model reply's tool calls may start, and one run may start.
+    pub max_subagents_per_round: u32,
+    pub max_subagents_per_run: u32,
     /// A turn whose task looks complex starts in plan mode, in any posture.
     pub auto_plan: bool,
     /// Legacy alias of `[[plugins]] trusted_read_only_tools`: full `mcp__server__tool`
@@ -167,6 +170,8 @@ impl Default for AgentConfig {
             subagent_efforts: BTreeMap::new(),
             max_subagent_concurrency: 6,
             max_parallel_writers: 3,
+            max_subagents_per_round: 16,
+            max_subagents_per_run: 64,
             auto_plan: false,
             plan_mode_allowed_tools: Vec::new(),
             plan_mode_read_only_commands: Vec::new(),

@@ -36,6 +36,7 @@ pub mod inodes;
 pub mod landlock;
 pub mod private_tmp;
 pub mod process;
+pub mod reaper;
 pub mod seccomp;
 pub mod settings;
 #[cfg(unix)]

@@ -26,7 +26,12 @@
 //!   supervisor (see [`command`]) kill every descendant, redirected or not.
 //! - Children die with reasonix: the parent-death signal is set in every child, and they are
 //!   spawned from one long-lived thread because the kernel ties that signal to the spawning
-//!   thread. Paths that exit without unwinding call [`kill_all_groups`] first.
+//!   thread. Paths that exit without unwinding call [`kill_all_groups`] first; the end of
+//!   `main` calls [`shut_down`], which also waits (briefly) until the killed groups are reaped.
+//!   After either, nothing new is spawned.
+//! - Every child is registered ([`GroupChild`], or [`PlainChild`] for one that keeps our group)
+//!   in the same step as the fork and unregistered in the same step as the reap, so the orphan
+//!   reaper (`sandbox::reaper`, when reasonix is PID 1) never takes a status someone waits for.
 //! - Dropping a [`GroupChild`] that has not been reaped kills its group with SIGKILL and reaps
 //!   the leader, so an early return or a panic leaves nothing running.
 
@@ -38,7 +43,7 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -152,20 +157,134 @@ pub fn command(spec: &CommandSpec) -> Command {
     command
 }
 
-/// The process groups of children spawned and not yet reaped, so that [`kill_all_groups`] can
-/// stop them on the way out. A group id is removed before its leader is reaped (under the
-/// lock), so it is never signalled after the id could be reused.
-static LIVE_GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
-    LIVE_GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+/// The children reasonix spawned and will reap itself, so that [`kill_all_groups`] can stop
+/// them on the way out and the orphan reaper (`sandbox::reaper`) never takes their exit
+/// status. A pid is added under the lock in the same step as the fork, and removed under the
+/// lock in the same step as the reap, so whoever holds the lock sees every child either owned
+/// or not ours to wait for; and a group id is never signalled after it could be reused.
+pub(super) struct Owned {
+    /// Leaders of process groups ([`GroupChild`]): their pid is their group id.
+    groups: Vec<u32>,
+    /// Children that keep reasonix's group (an editor on the terminal, a browser).
+    plain: Vec<u32>,
+    /// Set on the way out: nothing new is started after the last group kill.
+    closed: bool,
+    /// Counts spawns and reaps, so a waiter on [`OWNED_CHANGED`] can tell that one happened.
+    generation: u64,
 }
 
-/// SIGKILLs every process group reasonix started and has not reaped: for the paths that exit
-/// the process without unwinding (a second Ctrl-C, a second SIGTERM, the end of `main`).
+impl Owned {
+    /// Whether `pid` is a child some thread of reasonix will reap.
+    pub(super) fn owns(&self, pid: u32) -> bool {
+        self.groups.contains(&pid) || self.plain.contains(&pid)
+    }
+
+    fn changed(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        OWNED_CHANGED.notify_all();
+    }
+}
+
+static OWNED: Mutex<Owned> = Mutex::new(Owned {
+    groups: Vec::new(),
+    plain: Vec::new(),
+    closed: false,
+    generation: 0,
+});
+
+/// Notified whenever a child is spawned or reaped (see [`Owned::generation`]).
+static OWNED_CHANGED: Condvar = Condvar::new();
+
+pub(super) fn owned() -> MutexGuard<'static, Owned> {
+    OWNED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits until a child was spawned or reaped, or `timeout` passed.
+pub(super) fn wait_for_change(
+    guard: MutexGuard<'static, Owned>,
+    timeout: Duration,
+) -> MutexGuard<'static, Owned> {
+    let generation = guard.generation;
+    OWNED_CHANGED
+        .wait_timeout_while(guard, timeout, |owned| owned.generation == generation)
+        .map(|(guard, _)| guard)
+        .unwrap_or_else(|poisoned| poisoned.into_inner().0)
+}
+
+/// The error of a spawn attempted after [`kill_all_groups`]: reasonix is on its way out.
+fn exiting() -> io::Error {
+    io::Error::other("reasonix is exiting")
+}
+
+/// SIGKILLs every process group reasonix started and has not reaped, and refuses every later
+/// spawn (a version probe starting late must not outlive us): for the paths that exit the
+/// process without unwinding (a second Ctrl-C, a second SIGTERM) and the end of `main`
+/// (through [`shut_down`]).
 pub fn kill_all_groups() {
-    for pgid in live_groups().iter() {
+    let mut owned = owned();
+    owned.closed = true;
+    for pgid in owned.groups.iter() {
         let _ = sys::kill_group(*pgid, Signal::Kill);
+    }
+}
+
+/// Whether [`kill_all_groups`] has run: a caller that sees its child die now knows why.
+pub fn is_exiting() -> bool {
+    owned().closed
+}
+
+/// How long [`shut_down`] waits for the killed groups' owners to reap them.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
+
+/// The end of `main`: [`kill_all_groups`], then up to [`SHUTDOWN_WAIT`] for their owners to
+/// reap the leaders. A runner reaps only once the group's output has closed, so by then the
+/// group's processes are gone, not dying: nothing reasonix started is left when it exits.
+pub fn shut_down() {
+    kill_all_groups();
+    let until = Instant::now() + SHUTDOWN_WAIT;
+    let mut owned = owned();
+    while !owned.groups.is_empty() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        owned = wait_for_change(owned, left);
+    }
+}
+
+/// A child that is not a [`GroupChild`] (it keeps reasonix's process group and terminal: an
+/// editor, a browser) but is still registered, so the orphan reaper leaves its status to
+/// [`PlainChild::wait`].
+pub struct PlainChild {
+    child: Child,
+}
+
+impl PlainChild {
+    /// Spawns `command` as is and registers it.
+    pub fn spawn(command: &mut Command) -> io::Result<PlainChild> {
+        let mut owned = owned();
+        if owned.closed {
+            return Err(exiting());
+        }
+        let child = command.spawn()?;
+        owned.plain.push(child.id());
+        owned.changed();
+        Ok(PlainChild { child })
+    }
+
+    /// Waits for the child to exit and reaps it.
+    pub fn wait(mut self) -> io::Result<ExitStatus> {
+        let pid = self.child.id();
+        // Waiting without reaping first keeps the lock free while the child runs (an editor
+        // for minutes); without Unix there is no reaper to race and nothing to keep.
+        if cfg!(unix) {
+            sys::wait_exit_keep_zombie(pid)?;
+        }
+        let mut owned = owned();
+        owned.plain.retain(|p| *p != pid);
+        let status = self.child.wait();
+        owned.changed();
+        status
     }
 }
 
@@ -223,10 +342,14 @@ impl GroupChild {
                 "running commands is not supported on this platform",
             ));
         }
-        let mut live = live_groups();
+        let mut owned = owned();
+        if owned.closed {
+            return Err(exiting());
+        }
         let child = spawn_from_lifetime_thread(command)?;
-        live.push(child.id());
-        drop(live);
+        owned.groups.push(child.id());
+        owned.changed();
+        drop(owned);
         Ok(GroupChild {
             child,
             reaped: false,
@@ -236,10 +359,12 @@ impl GroupChild {
     /// Reaps the leader after taking its group out of the live list; the caller knows it has
     /// exited (or killed its group), so the wait is short.
     fn forget_and_wait(&mut self) -> io::Result<ExitStatus> {
-        let mut live = live_groups();
-        live.retain(|pgid| *pgid != self.child.id());
+        let mut owned = owned();
+        let pid = self.child.id();
+        owned.groups.retain(|pgid| *pgid != pid);
         let status = self.child.wait();
-        drop(live);
+        owned.changed();
+        drop(owned);
         status
     }
 

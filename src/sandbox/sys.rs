@@ -1,5 +1,6 @@
 //! The libc calls the sandbox needs that std does not offer: starting a child in its own
-//! session, signalling a whole process group, waiting for an exit without reaping it, waiting
+//! session, signalling a whole process group, waiting for an exit without reaping it (one
+//! child's or any child's), reaping an orphan, whether orphans land on us at all, waiting
 //! for either of two pipes to become readable, the three Landlock system calls (with
 //! `PR_SET_NO_NEW_PRIVS`, which Landlock requires of an unprivileged caller), the
 //! directory-relative calls (`openat`, `openat2`, `mkdirat`, `renameat2`, `unlinkat`,
@@ -176,6 +177,94 @@ pub fn wait_exit_keep_zombie(pid: u32) -> io::Result<()> {
             return Err(err);
         }
     }
+}
+
+/// Blocks until some child of this process (forked by any of its threads, or an orphan
+/// reparented to it) has exited, and returns its pid, leaving it a zombie: the orphan reaper
+/// looks first and reaps only what no owner waits for. `None` when there is no child at all.
+pub fn wait_any_exit_keep_zombie() -> io::Result<Option<u32>> {
+    loop {
+        // SAFETY: siginfo_t is plain data for which all-zero bytes are a valid value, and
+        // waitid(2) only writes into the struct we pass by a pointer valid for the call.
+        let (rc, pid) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let rc = libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT | ALL_CHILDREN,
+            );
+            (rc, info.si_pid())
+        };
+        if rc == 0 {
+            return u32::try_from(pid)
+                .map(Some)
+                .map_err(|_| io::Error::other("waitid: no child pid"));
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::ECHILD) => return Ok(None),
+            Some(libc::EINTR) => {}
+            _ => return Err(err),
+        }
+    }
+}
+
+/// Reaps the child `pid` if it has exited (`Ok(true)`) without blocking; `Ok(false)` while it
+/// still runs. Only for children no other thread waits for.
+pub fn reap_if_exited(pid: u32) -> io::Result<bool> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "process id out of range"))?;
+    if pid <= 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "refusing to wait for process 0 or a group",
+        ));
+    }
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid(2) with a positive pid only writes the status into the integer we
+        // pass by a pointer valid for the call.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG | ALL_CHILDREN) };
+        match rc {
+            0 => return Ok(false),
+            -1 => {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+            _ => return Ok(true),
+        }
+    }
+}
+
+/// Children whatever signal they report their exit with (a `clone` child may use none): the
+/// orphans that land on PID 1 are not all plain forks.
+#[cfg(target_os = "linux")]
+const ALL_CHILDREN: libc::c_int = libc::__WALL;
+#[cfg(not(target_os = "linux"))]
+const ALL_CHILDREN: libc::c_int = 0;
+
+/// Whether orphaned descendants are reparented to this process: it is PID 1 of its PID
+/// namespace (the first process of a container) or a child subreaper.
+#[cfg(target_os = "linux")]
+pub fn adopts_orphans() -> bool {
+    let mut subreaper: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer we pass, which is
+    // valid for the call.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_GET_CHILD_SUBREAPER,
+            &mut subreaper as *mut libc::c_int,
+        )
+    };
+    std::process::id() == 1 || (rc == 0 && subreaper != 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn adopts_orphans() -> bool {
+    std::process::id() == 1
 }
 
 /// Which of the two descriptors given to [`wait_readable`] needs attention.

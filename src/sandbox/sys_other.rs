@@ -65,6 +65,19 @@ pub fn wait_exit_keep_zombie(_pid: u32) -> io::Result<()> {
     Err(unsupported())
 }
 
+pub fn wait_any_exit_keep_zombie() -> io::Result<Option<u32>> {
+    Err(unsupported())
+}
+
+pub fn reap_if_exited(_pid: u32) -> io::Result<bool> {
+    Err(unsupported())
+}
+
+/// No child is ever started here, so none can be orphaned.
+pub fn adopts_orphans() -> bool {
+    false
+}
+
 /// Which of the two handles given to [`wait_readable`] needs attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {

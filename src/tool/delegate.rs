@@ -44,4 +44,8 @@ pub struct TaskOutcome {
 /// for the session); everything after the start is in the outcome.
 pub trait Delegate: Send + Sync {
     fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String>;
+
+    /// The parent starts a new round of tool calls: children count afresh against the
+    /// per-round budget (see `agent::scheduler`).
+    fn begin_round(&self) {}
 }

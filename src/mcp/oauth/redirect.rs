@@ -202,14 +202,16 @@ pub fn open_browser(address: &str) -> bool {
     let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) else {
         return true;
     };
-    let spawned = std::process::Command::new(browser)
-        .arg(address)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
+    // Registered, so that as PID 1 the orphan reaper leaves the browser's status to its thread.
+    let spawned = crate::sandbox::process::PlainChild::spawn(
+        std::process::Command::new(browser)
+            .arg(address)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
     match spawned {
-        Ok(mut child) => {
+        Ok(child) => {
             let _ = std::thread::Builder::new()
                 .name("browser".into())
                 .spawn(move || child.wait());

@@ -11,8 +11,14 @@
 //! hold) and `read_limit` (regular files only), at most [`MAX_IMAGE_BYTES`]; its format is
 //! judged by its first bytes, never by its name. A model not marked `vision = true` gets an
 //! error naming that key: a text-only server would reject the whole request.
+//!
+//! One round attaches at most [`MAX_IMAGES_PER_ROUND`] images and [`MAX_ROUND_IMAGE_BYTES`]
+//! of them together, reserved on the [`Tray`] before a file is read, so a reply with 200 calls
+//! cannot make reasonix hold 200 images; a file already attached this round is not read again.
+//! A call past either cap is refused with the cap in its text.
 
 use crate::base64::base64;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::{json, Value};
@@ -24,6 +30,13 @@ use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 /// 5 MiB: the per-image limit of Anthropic's API and well under OpenAI's; a larger
 /// screenshot is better scaled down than sent (the base64 form is a third larger again).
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// Images one round may attach: a vision model gains little from more at once, and each
+/// costs its base64 form in memory and in every later request.
+pub const MAX_IMAGES_PER_ROUND: usize = 8;
+
+/// The most bytes (as read from disk) of one round's images together.
+pub const MAX_ROUND_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
 pub struct ViewImage;
 
@@ -69,28 +82,61 @@ impl Tool for ViewImage {
         let shown = args::required_str(args, "path")?;
         ctx.images.check_vision()?;
         let path = ctx.resolve_read(shown)?;
-        let capped = read_limit::read_path_capped(&path, MAX_IMAGE_BYTES)
-            .map_err(|refusal| refused(shown, refusal))?;
-        if !capped.complete {
-            return Err(ToolError::Failed(format!(
-                "{shown} is larger than the 5 MiB image limit; scale it down first (for \
-                 example with ImageMagick: `convert {shown} -resize 50% smaller.png`)"
-            )));
+        // The size on disk, for the reservation; a file larger than one image may be is
+        // refused by the read below whatever it reserved.
+        let size = std::fs::metadata(&path)
+            .map_or(0, |m| m.len())
+            .min(MAX_IMAGE_BYTES as u64);
+        if ctx.images.reserve(&path, shown, size)? == Reserved::Already {
+            return Ok(format!(
+                "{shown}: already attached in this round; the image follows in the next message"
+            ));
         }
-        let bytes = capped.bytes;
-        let Some(format) = sniff(&bytes) else {
-            return Err(ToolError::Failed(format!(
-                "{shown} is not a PNG, JPEG, GIF or WebP image (judged by its content, not its \
-                 name)"
-            )));
-        };
-        let url = format!("data:{format};base64,{}", base64(&bytes));
-        ctx.images.put(shown, url);
-        Ok(format!(
-            "{shown}: {format}, {} bytes; the image follows in the next message",
-            bytes.len()
-        ))
+        let attached = read_image(shown, &path);
+        match attached {
+            Ok((format, bytes)) => {
+                let url = format!("data:{format};base64,{}", base64(&bytes));
+                ctx.images.put(&path, url);
+                Ok(format!(
+                    "{shown}: {format}, {} bytes; the image follows in the next message",
+                    bytes.len()
+                ))
+            }
+            Err(e) => {
+                ctx.images.unreserve(&path);
+                Err(e)
+            }
+        }
     }
+}
+
+/// The image at `path`, checked: its media type and bytes.
+fn read_image(shown: &str, path: &Path) -> Result<(&'static str, Vec<u8>), ToolError> {
+    let capped = read_limit::read_path_capped(path, MAX_IMAGE_BYTES)
+        .map_err(|refusal| refused(shown, refusal))?;
+    if !capped.complete {
+        return Err(ToolError::Failed(format!(
+            "{shown} is larger than the 5 MiB image limit; scale it down first (for \
+             example with ImageMagick: `convert {shown} -resize 50% smaller.png`)"
+        )));
+    }
+    let bytes = capped.bytes;
+    let Some(format) = sniff(&bytes) else {
+        return Err(ToolError::Failed(format!(
+            "{shown} is not a PNG, JPEG, GIF or WebP image (judged by its content, not its \
+             name)"
+        )));
+    };
+    Ok((format, bytes))
+}
+
+/// What [`Tray::reserve`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reserved {
+    /// A place for a new image: read it.
+    New,
+    /// The file is already attached (or being read) in this round.
+    Already,
 }
 
 fn refused(shown: &str, refusal: Refusal) -> ToolError {
@@ -140,8 +186,16 @@ struct TrayState {
     /// The model of the round, and whether it is marked `vision = true`.
     model: String,
     vision: bool,
-    /// The path as the model wrote it, and the image's `data:` URL.
-    images: Vec<(String, String)>,
+    /// The round's images in call order: the resolved path, the path as the model wrote it,
+    /// the bytes reserved and, once read, the image's `data:` URL.
+    images: Vec<Attached>,
+}
+
+struct Attached {
+    path: PathBuf,
+    shown: String,
+    bytes: u64,
+    url: Option<String>,
 }
 
 impl Tray {
@@ -170,19 +224,61 @@ impl Tray {
         )))
     }
 
-    fn put(&self, shown: &str, url: String) {
+    /// Takes a place for the image at `path` (`bytes` on disk) in this round, or refuses it
+    /// past [`MAX_IMAGES_PER_ROUND`] or [`MAX_ROUND_IMAGE_BYTES`].
+    fn reserve(&self, path: &Path, shown: &str, bytes: u64) -> Result<Reserved, ToolError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.images.push((shown.to_string(), url));
+        if state.images.iter().any(|image| image.path == path) {
+            return Ok(Reserved::Already);
+        }
+        if state.images.len() >= MAX_IMAGES_PER_ROUND {
+            return Err(ToolError::Failed(format!(
+                "refused: this round already attaches {MAX_IMAGES_PER_ROUND} images, the most \
+                 one round may; look at {shown} in a later round"
+            )));
+        }
+        let taken: u64 = state.images.iter().map(|image| image.bytes).sum();
+        if taken.saturating_add(bytes) > MAX_ROUND_IMAGE_BYTES {
+            return Err(ToolError::Failed(format!(
+                "refused: {shown} ({bytes} bytes) would bring this round's images past {} MiB \
+                 together, the most one round may attach; look at it in a later round",
+                MAX_ROUND_IMAGE_BYTES / (1024 * 1024)
+            )));
+        }
+        state.images.push(Attached {
+            path: path.to_path_buf(),
+            shown: shown.to_string(),
+            bytes,
+            url: None,
+        });
+        Ok(Reserved::New)
+    }
+
+    /// Gives back the place of an image that could not be read.
+    fn unreserve(&self, path: &Path) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.images.retain(|image| image.path != path);
+    }
+
+    /// The image read for the place reserved at `path`.
+    fn put(&self, path: &Path, url: String) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(image) = state.images.iter_mut().find(|image| image.path == path) {
+            image.url = Some(url);
+        }
     }
 
     /// The user message that shows the model the round's images, in call order; `None` when
     /// there were none.
     pub fn take_message(&self) -> Option<Message> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.images.is_empty() {
+        let images: Vec<(String, String)> = std::mem::take(&mut state.images)
+            .into_iter()
+            .filter_map(|image| Some((image.shown, image.url?)))
+            .collect();
+        if images.is_empty() {
             return None;
         }
-        let images = std::mem::take(&mut state.images);
         let names: Vec<&str> = images.iter().map(|(shown, _)| shown.as_str()).collect();
         let mut message = Message::user(format!("{ATTACHMENT_PREFIX}{}]", names.join(", ")));
         message.images = images.into_iter().map(|(_, url)| url).collect();
@@ -193,6 +289,34 @@ impl Tray {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_takes_each_file_once_and_refuses_past_its_count_and_bytes() {
+        let tray = Tray::default();
+        tray.start_round("m", true);
+        let one = Path::new("/w/one.png");
+        assert_eq!(tray.reserve(one, "one.png", 10), Ok(Reserved::New));
+        assert_eq!(tray.reserve(one, "one.png", 10), Ok(Reserved::Already));
+        let big = Path::new("/w/big.png");
+        let err = tray
+            .reserve(big, "big.png", MAX_ROUND_IMAGE_BYTES)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("past 20 MiB"), "{err}");
+        for i in 1..MAX_IMAGES_PER_ROUND {
+            let path = PathBuf::from(format!("/w/{i}.png"));
+            assert_eq!(tray.reserve(&path, "x", 10), Ok(Reserved::New));
+        }
+        let err = tray
+            .reserve(Path::new("/w/last.png"), "last.png", 10)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("already attaches 8 images"), "{err}");
+        tray.unreserve(one);
+        assert_eq!(tray.reserve(one, "one.png", 10), Ok(Reserved::New));
+        tray.start_round("m", true);
+        assert_eq!(tray.take_message(), None);
+    }
 
     #[test]
     fn formats_are_judged_by_their_magic_bytes() {
@@ -211,8 +335,17 @@ mod tests {
         tray.start_round("m", true);
         assert!(tray.check_vision().is_ok());
         assert_eq!(tray.take_message(), None);
-        tray.put("a.png", "data:image/png;base64,AA==".into());
-        tray.put("b.gif", "data:image/gif;base64,BB==".into());
+        for (path, url) in [
+            ("a.png", "data:image/png;base64,AA=="),
+            ("b.gif", "data:image/gif;base64,BB=="),
+        ] {
+            let path = Path::new(path);
+            assert_eq!(
+                tray.reserve(path, &path.display().to_string(), 4),
+                Ok(Reserved::New)
+            );
+            tray.put(path, url.into());
+        }
         let message = tray.take_message().unwrap();
         assert_eq!(message.content, "[view_image: a.png, b.gif]");
         assert_eq!(message.images.len(), 2);
@@ -221,7 +354,8 @@ mod tests {
             "[view_image: typed by a person]"
         )));
         assert_eq!(tray.take_message(), None);
-        tray.put("c.png", "x".into());
+        tray.reserve(Path::new("c.png"), "c.png", 1).unwrap();
+        tray.put(Path::new("c.png"), "x".into());
         tray.start_round("text-only", false);
         assert_eq!(tray.take_message(), None);
         let err = tray.check_vision().unwrap_err().to_string();
