@@ -129,7 +129,7 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
             path: skill.dir.join("SKILL.md"),
         });
     }
-    crate::sort::sort_by(&mut commands.commands, |a, b| a.name.cmp(&b.name));
+    commands.commands.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 /// Where the store looks, from `[skills]`, the home and the workspace's trust.
