@@ -11,6 +11,7 @@ mod config;
 mod context;
 mod coordinator;
 mod demo;
+mod dependencies;
 mod dist;
 mod escapes;
 mod fleet;
