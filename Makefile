@@ -6,11 +6,11 @@ MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
 # The release archives `make dist` writes, one per target.
 DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
-# CI fails when the static binary grows past this. It is 5,592,184 bytes (6,022,264 at its
-# peak; src/sort.rs took 66 KB off and src/toml/ 512 KB). The target of 3.5 MB (issue 19) is
-# not met: the measured levers left are panic = "abort" (-0.88 MB, against house rule 14)
-# and lld --icf=all (-40 KB).
-MAX_STATIC_BYTES ?= 5600000
+# CI fails when the static binary grows past this: the size rule of issue 34 (the 3.5 MB
+# target of issue 19 is retired). It was 5,592,184 bytes before issue 34 went back to the
+# crates the design names; std's sort and serde_json in place of src/sort.rs and
+# src/json_write.rs added about 70 KB (the glibc release build: 5,564,632 -> 5,634,888 bytes).
+MAX_STATIC_BYTES ?= 6000000
 # What `make install` installs: the release build unless told otherwise.
 BIN ?= target/release/reasonix
 MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
