@@ -6,21 +6,69 @@ use crate::util::{
     read_session, reasonix, run, run_with_stdin, session_files, use_fake_provider, Dir,
 };
 
+/// The build script, compiled here too so its choice of commit is tested without a build in
+/// a copy of the tree (its `main` is unused here).
+#[allow(dead_code)]
+#[path = "../build.rs"]
+mod build_script;
+
+/// The line names the version, the commit the build script stamped (from `.git`, else
+/// `REASONIX_COMMIT`, else none: a distribution builds from a tarball without `.git`) and the
+/// target triple. The script's environment reaches this test crate too, so the expected
+/// commit is the one the binary was built with, whichever of the three cases this is.
 #[test]
 fn version_names_version_and_commit() {
     let home = Dir::new();
     let out = run(reasonix(&home, home.path()).arg("--version"));
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        out.stdout
-            .starts_with(&format!("reasonix {}", env!("CARGO_PKG_VERSION"))),
-        "{out:?}"
-    );
+    let target = option_env!("REASONIX_TARGET").unwrap_or_default();
     // The target triple, for telling release archives apart.
-    let arch = std::env::consts::ARCH;
-    assert!(out.stdout.contains(&format!(" {arch}-")), "{out:?}");
+    assert!(
+        target.starts_with(&format!("{}-", std::env::consts::ARCH)),
+        "{target}"
+    );
+    let expected = match option_env!("REASONIX_GIT_COMMIT") {
+        Some(commit) => format!(
+            "reasonix {} ({commit} {target})\n",
+            env!("CARGO_PKG_VERSION")
+        ),
+        None => format!("reasonix {} ({target})\n", env!("CARGO_PKG_VERSION")),
+    };
+    assert_eq!(out.stdout, expected);
+    // A tree with `.git` names its commit: the stamp is git's HEAD when git can say.
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if manifest.join(".git").exists() {
+        let head = std::process::Command::new("git")
+            .arg("-C")
+            .arg(manifest)
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        if let Some(head) = head {
+            assert_eq!(option_env!("REASONIX_GIT_COMMIT"), Some(head.as_str()));
+        }
+    }
     let same = run(reasonix(&home, home.path()).arg("version"));
     assert_eq!(same.stdout, out.stdout);
+}
+
+/// `.git` wins; without it `REASONIX_COMMIT` (non-blank) names the commit; else none. git is
+/// not asked at all without `.git`, so an enclosing repository's commit never leaks in.
+#[test]
+fn the_commit_comes_from_git_then_the_environment_then_nowhere() {
+    use build_script::commit;
+    let git = || Some("abc123def456\n".to_string());
+    let env = || Some("fromtarball1".to_string());
+    assert_eq!(commit(true, git, env()), Some("abc123def456".into()));
+    assert_eq!(commit(true, git, None), Some("abc123def456".into()));
+    // `.git` present but git cannot answer (not installed, no commit yet): the variable.
+    assert_eq!(commit(true, || None, env()), Some("fromtarball1".into()));
+    let never = || -> Option<String> { panic!("git asked without .git") };
+    assert_eq!(commit(false, never, env()), Some("fromtarball1".into()));
+    assert_eq!(commit(false, never, Some("  ".into())), None);
+    assert_eq!(commit(false, never, None), None);
 }
 
 #[test]

@@ -12,16 +12,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "leaves",
         &[
-            "text",
-            "json_write",
-            "clock",
-            "cancel",
-            "fsutil",
-            "platform",
-            "hash",
-            "sort",
-            "i18n",
-            "base64",
+            "text", "clock", "cancel", "fsutil", "platform", "hash", "i18n", "base64",
         ],
     ),
     ("provider", &["provider"]),

@@ -1756,3 +1756,52 @@ fn a_destructive_mcp_tool_is_refused_headless_even_with_an_allow_rule_naming_it(
         .to_string();
     assert!(result.contains("marked destructive"), "{result}");
 }
+
+/// Issue 37.6: a streamable-HTTP server that answers the `notifications/initialized` POST with
+/// a body (the conformance suite's `initialize` scenario sends `{"jsonrpc":"2.0","result":{}}`,
+/// a "response" without an id) made reasonix mark the server failed. A reply to a
+/// notification is ignored and logged at debug; the server works.
+#[test]
+fn a_reply_to_the_initialized_notification_is_ignored_not_fatal() {
+    let (url, _seen) = scripted_http(move |req| {
+        let id = req.body["id"].clone();
+        let json_headers = vec![("Content-Type".into(), "application/json".into())];
+        let result = match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "chatty", "version": "1"}}),
+            "notifications/initialized" => {
+                return (200, json_headers, r#"{"jsonrpc":"2.0","result":{}}"#.into())
+            }
+            "tools/list" => json!({"tools": [{"name": "add_numbers",
+                "inputSchema": {"type": "object"}}]}),
+            "tools/call" => json!({"content": [{"type": "text",
+                "text": format!("sum {}", req.body["params"]["arguments"]["a"])}]}),
+            _ => return (405, Vec::new(), String::new()),
+        };
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        (200, json_headers, body)
+    });
+    let home = Dir::new();
+    home.write(".reasonix/config.toml", &http_plugin("chatty", &url));
+    let log = home.join("mcp.log");
+    let out = run(reasonix(&home, home.path())
+        .env("REASONIX_LOG", &log)
+        .args(["mcp", "list"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(status_line(&out, "chatty").contains("connected"), "{out:?}");
+    let out = run(reasonix(&home, home.path()).args([
+        "mcp",
+        "call",
+        "chatty",
+        "add_numbers",
+        r#"{"a":5,"b":3}"#,
+    ]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "sum 5\n"), "{out:?}");
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("ignored the reply to notifications/initialized"),
+        "{logged}"
+    );
+}

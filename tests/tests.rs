@@ -12,6 +12,7 @@ mod config_numbers;
 mod context;
 mod coordinator;
 mod demo;
+mod dependencies;
 mod dist;
 mod escapes;
 mod fleet;

@@ -500,7 +500,7 @@ pub fn summary_request(history: &[Message], fold: &Fold, limits: &Limits) -> Req
 
 fn render_transcript(history: &[Message], fold: &Fold, cap: usize) -> String {
     let mut indexes: Vec<usize> = fold.kept.iter().chain(&fold.folded).copied().collect();
-    crate::sort::sort(&mut indexes);
+    indexes.sort_unstable();
     let mut out = String::new();
     for i in indexes {
         let message = &history[i];

@@ -311,8 +311,8 @@ impl Session {
 
     /// Appends a message in memory and on disk (not yet fsynced; see [`Session::sync`]).
     pub fn push(&mut self, message: Message) -> Result<(), SessionError> {
-        let mut line = Vec::new();
-        message.write_json(&mut line);
+        let mut line =
+            serde_json::to_vec(&message).map_err(|e| io_err(&self.path)(io::Error::from(e)))?;
         line.push(b'\n');
         self.file.write_all(&line).map_err(io_err(&self.path))?;
         self.estimates.push(&message);
@@ -386,7 +386,8 @@ impl Session {
         text.push('\n');
         let mut text = text.into_bytes();
         for message in &messages {
-            message.write_json(&mut text);
+            serde_json::to_writer(&mut text, message)
+                .map_err(|e| io_err(&self.path)(io::Error::from(e)))?;
             text.push(b'\n');
         }
         let dir = match self.path.parent() {
@@ -858,9 +859,7 @@ pub fn list(dir: &Path) -> Vec<Summary> {
         })
         .collect();
     // Ids sort by creation time, which breaks ties between files written in the same tick.
-    crate::sort::sort_by(&mut found, |(a, x), (b, y)| {
-        b.cmp(a).then_with(|| y.id.cmp(&x.id))
-    });
+    found.sort_by(|(a, x), (b, y)| b.cmp(a).then_with(|| y.id.cmp(&x.id)));
     found.into_iter().map(|(_, summary)| summary).collect()
 }
 
@@ -958,7 +957,7 @@ pub fn find(
     {
         return Ok(exact.clone());
     }
-    crate::sort::sort(&mut found);
+    found.sort();
     found.dedup();
     match found.len() {
         0 => Err(SessionError::NotFound(format!(

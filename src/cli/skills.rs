@@ -141,7 +141,7 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
             path: skill.dir.join("SKILL.md"),
         });
     }
-    crate::sort::sort_by(&mut commands.commands, |a, b| a.name.cmp(&b.name));
+    commands.commands.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 /// Whether the workspace's skill folders are trusted as they are now: both, since a changed

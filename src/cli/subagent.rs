@@ -137,7 +137,7 @@ pub fn profiles(stored: &[Skill]) -> Vec<Skill> {
             all.push(builtin);
         }
     }
-    crate::sort::sort_by(&mut all, |a, b| a.name.cmp(&b.name));
+    all.sort_by(|a, b| a.name.cmp(&b.name));
     all
 }
 

@@ -531,7 +531,7 @@ fn open_profile(found: &Found) -> Result<Opened, Error> {
         .filter(|n| n != "SKILL.md")
         .partition(|n| n.starts_with(LEFTOVER_PREFIX));
     if !others.is_empty() {
-        crate::sort::sort(&mut others);
+        others.sort();
         return Err(refuse(format!(
             "the folder holds more than SKILL.md ({}); reasonix manages only single-file profiles, so change this one by hand",
             others.join(", ")

@@ -138,7 +138,7 @@ pub fn load(dirs: &[&Path]) -> Loaded {
             }
         }
     }
-    crate::sort::sort_by(&mut loaded.commands, |a, b| a.name.cmp(&b.name));
+    loaded.commands.sort_by(|a, b| a.name.cmp(&b.name));
     loaded
 }
 
@@ -153,7 +153,7 @@ fn collect(
         return;
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    crate::sort::sort(&mut paths);
+    paths.sort();
     for path in paths {
         if path.is_dir() {
             if depth < MAX_DEPTH {

@@ -350,9 +350,7 @@ pub fn complete(typed: &str, cwd: &Path, mcp: &dyn McpHost) -> Vec<Candidate> {
             });
         }
     }
-    crate::sort::sort_by(&mut candidates, |a, b| {
-        b.is_dir.cmp(&a.is_dir).then(a.label.cmp(&b.label))
-    });
+    candidates.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then(a.label.cmp(&b.label)));
     if dir_part.is_empty() {
         for resource in mcp.resources() {
             let reference = resource.reference();

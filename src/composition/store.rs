@@ -93,7 +93,7 @@ impl Catalog {
                     name.strip_suffix(".json").map(str::to_string)
                 })
                 .collect();
-            crate::sort::sort(&mut names);
+            names.sort_unstable();
             for name in names {
                 let id = Id {
                     scope,

@@ -169,7 +169,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         let table = parse_layer(&path, &text, check.as_mut(), &mut warnings)?;
         if let Some(mut check) = check {
             // In file order, like the warnings.
-            crate::sort::sort(&mut check.ignored);
+            check.ignored.sort_unstable();
             untrusted.extend(check.ignored.into_iter().map(|(_, key)| key));
         }
         merge_layer(&mut merged, table, layer, &mut origins);
@@ -412,7 +412,7 @@ fn parse_layer(
         strip_user_only(&src, doc, &mut raw, &mut found);
         restrain_project(&src, doc, &mut raw, check, &mut found);
     }
-    crate::sort::sort_by_key(&mut found, |(offset, _)| *offset);
+    found.sort_by_key(|(offset, _)| *offset);
     warnings.extend(found.into_iter().map(|(_, warning)| warning));
     if let Some((key_path, message)) = validate(&typed).into_iter().next() {
         return Err(src.error(locate(doc, &key_path.0), message));
@@ -1292,7 +1292,7 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), warnings.len(), "{warnings:?}");
         if !strict {
-            crate::sort::sort(&mut check.ignored);
+            check.ignored.sort_unstable();
             let ignored: Vec<String> = check.ignored.iter().map(|(_, k)| k.clone()).collect();
             assert_eq!(
                 keys, ignored,

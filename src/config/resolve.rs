@@ -197,7 +197,7 @@ impl Config {
         if let Ok(store) = env::read_store(&self.home) {
             names.extend(store.into_keys());
         }
-        crate::sort::sort(&mut names);
+        names.sort_unstable();
         names.dedup();
         names
     }

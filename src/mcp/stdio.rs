@@ -156,10 +156,11 @@ impl StdioTransport {
         });
         let started = start_and_wait(&spec.name, cmd, Arc::clone(&exit))
             .map_err(|e| e.into_mcp(&spec.program))?;
-        let mut child = started.child.lock().unwrap_or_else(PoisonError::into_inner);
-        let (stdin, stdout, stderr) =
-            (child.take_stdin(), child.take_stdout(), child.take_stderr());
-        drop(child);
+        let Pipes {
+            stdin,
+            stdout,
+            stderr,
+        } = started.pipes;
         let transport = StdioTransport {
             name: spec.name.clone(),
             stdin: Mutex::new(None),
@@ -290,9 +291,20 @@ impl StdioTransport {
     }
 }
 
-/// A server started by its waiting thread.
+/// A server started by its waiting thread, with its pipes.
 struct Started {
     child: Arc<Mutex<GroupChild>>,
+    pipes: Pipes,
+}
+
+/// The server's standard streams, taken by the thread that started it before it waits: a
+/// server that exits at once is reaped right away, and reaping closes a stdin still held by
+/// the child handle, which made a server that died with a message on stderr fail as "the
+/// server exited" before that message was read.
+struct Pipes {
+    stdin: Option<ChildStdin>,
+    stdout: Option<std::process::ChildStdout>,
+    stderr: Option<std::process::ChildStderr>,
 }
 
 /// Why [`start_and_wait`] could not start the server.
@@ -344,16 +356,21 @@ fn start_and_wait(
     std::thread::Builder::new()
         .name(super::thread_name(name, "wait"))
         .spawn(move || {
-            let child = match GroupChild::spawn(cmd) {
+            let mut child = match GroupChild::spawn(cmd) {
                 Ok(child) => child,
                 Err(e) => {
                     let _ = tx.send(Err(e));
                     return;
                 }
             };
+            let pipes = Pipes {
+                stdin: child.take_stdin(),
+                stdout: child.take_stdout(),
+                stderr: child.take_stderr(),
+            };
             let pid = child.id();
             let child = Arc::new(Mutex::new(child));
-            if tx.send(Ok(Arc::clone(&child))).is_err() {
+            if tx.send(Ok((Arc::clone(&child), pipes))).is_err() {
                 // Nobody took the server: dropping the child kills its group.
                 return;
             }
@@ -367,7 +384,7 @@ fn start_and_wait(
         })
         .map_err(|e| StartError::Thread(format!("cannot start a thread: {e}")))?;
     match rx.recv() {
-        Ok(Ok(child)) => Ok(Started { child }),
+        Ok(Ok((child, pipes))) => Ok(Started { child, pipes }),
         Ok(Err(e)) => Err(StartError::Spawn(e)),
         Err(_) => Err(StartError::Thread(
             "the thread starting the server stopped unexpectedly".into(),
@@ -428,5 +445,43 @@ impl Transport for StdioTransport {
 impl Drop for StdioTransport {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// The flaky `mcp::misbehaving_servers_cost_only_their_tools_and_a_notice`: a server that
+    /// exits at once was reaped before its pipes were taken, reaping closed its stdin, and it
+    /// failed as "the server exited" without the stderr line that says why. The pipes are
+    /// taken before the wait, so they are all there even once the exit is recorded.
+    #[test]
+    fn a_server_that_exits_at_once_still_hands_over_its_pipes() {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "echo 'fatal: no config' >&2; exit 3"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let exit = Arc::new(Exit {
+            state: Mutex::new(ExitState::default()),
+            changed: Condvar::new(),
+        });
+        let started = match start_and_wait("quick", cmd, Arc::clone(&exit)) {
+            Ok(started) => started,
+            Err(_) => panic!("sh did not start"),
+        };
+        assert!(exit.wait(Duration::from_secs(60)), "sh never exited");
+        assert_eq!(exit.status().as_deref(), Some("exited with status 3"));
+        let Pipes {
+            stdin,
+            stdout,
+            stderr,
+        } = started.pipes;
+        assert!(stdin.is_some() && stdout.is_some());
+        let mut said = String::new();
+        stderr.expect("stderr").read_to_string(&mut said).unwrap();
+        assert_eq!(said, "fatal: no config\n");
     }
 }

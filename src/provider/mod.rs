@@ -204,58 +204,6 @@ impl Role {
 }
 
 impl Message {
-    /// Appends the message's JSON to `out`: exactly what `serde_json::to_writer` writes for
-    /// it (its `Serialize` form above), with strings escaped in runs by
-    /// [`crate::json_write`]. A session writes every message it keeps, and serde escapes a
-    /// long reply at about 26 instructions per byte in the size-optimised build.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
-        use crate::json_write::write_str;
-        if !self.images.is_empty() {
-            // Content as parts: rare, and its text is as long as any; serde writes it.
-            if serde_json::to_writer(&mut *out, self).is_err() {
-                out.extend_from_slice(b"null");
-            }
-            return;
-        }
-        out.extend_from_slice(b"{\"role\":");
-        write_str(out, self.role.as_str());
-        out.extend_from_slice(b",\"content\":");
-        write_str(out, &self.content);
-        if let Some(reasoning) = &self.reasoning_content {
-            out.extend_from_slice(b",\"reasoning_content\":");
-            write_str(out, reasoning);
-        }
-        if !self.tool_calls.is_empty() {
-            out.extend_from_slice(b",\"tool_calls\":[");
-            for (i, call) in self.tool_calls.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(b"{\"id\":");
-                write_str(out, &call.id);
-                out.extend_from_slice(b",\"type\":");
-                write_str(out, &call.kind);
-                out.extend_from_slice(b",\"function\":{\"name\":");
-                write_str(out, &call.function.name);
-                out.extend_from_slice(b",\"arguments\":");
-                write_str(out, &call.function.arguments);
-                out.extend_from_slice(b"}}");
-            }
-            out.push(b']');
-        }
-        if let Some(id) = &self.tool_call_id {
-            out.extend_from_slice(b",\"tool_call_id\":");
-            write_str(out, id);
-        }
-        if let Some(name) = &self.name {
-            out.extend_from_slice(b",\"name\":");
-            write_str(out, name);
-        }
-        out.push(b'}');
-    }
-}
-
-impl Message {
     fn plain(role: Role, content: impl Into<String>) -> Self {
         Message {
             role,
@@ -770,53 +718,6 @@ pub fn build(settings: ProviderSettings) -> Result<Box<dyn Provider>, ProviderEr
 mod tests {
     use super::*;
     use std::error::Error as _;
-
-    /// `write_json` writes what serde writes for every shape of message: each role, with and
-    /// without reasoning (empty too), tool calls, ids, names and images, and texts with
-    /// every kind of character JSON escapes or passes through.
-    #[test]
-    fn a_message_is_written_byte_for_byte_as_serde_writes_it() {
-        let texts = [
-            "",
-            "plain",
-            "q\"uo\\te\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f} é 中 \u{2028}\u{2029} \u{1f600}",
-            "{\"path\":\"a\\\\b.txt\"}",
-            "a long line that crosses several eight-byte words \" and \\ here",
-        ];
-        let mut messages = Vec::new();
-        for (i, text) in texts.iter().enumerate() {
-            let mut assistant = Message::assistant(*text);
-            assistant.reasoning_content = Some(texts[(i + 1) % texts.len()].to_string());
-            assistant.tool_calls = (0..i)
-                .map(|k| ToolCall::new(format!("c{k}{text}"), *text, texts[k]))
-                .collect();
-            let mut named = Message::tool_result(*text, *text);
-            named.name = Some(text.to_string());
-            let mut pictured = Message::user(*text);
-            pictured.images = vec![format!("data:image/png;base64,{text}"); i];
-            let mut empty_reasoning = Message::assistant(*text);
-            empty_reasoning.reasoning_content = Some(String::new());
-            messages.extend([
-                Message::system(*text),
-                Message::user(*text),
-                assistant,
-                Message::tool_result(*text, *text),
-                named,
-                pictured,
-                empty_reasoning,
-            ]);
-        }
-        for message in &messages {
-            let mut written = b"before".to_vec();
-            message.write_json(&mut written);
-            let expected = serde_json::to_vec(message).unwrap();
-            assert_eq!(
-                String::from_utf8_lossy(&written[6..]),
-                String::from_utf8_lossy(&expected)
-            );
-            assert_eq!(written[6..], expected[..]);
-        }
-    }
 
     #[test]
     fn a_missing_key_names_the_variable_or_the_config_key_and_setup() {

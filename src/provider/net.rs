@@ -678,7 +678,7 @@ fn read_cert_dir(dir: &Path) -> Vec<Certificate<'static>> {
         return Vec::new();
     };
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    crate::sort::sort(&mut paths);
+    paths.sort();
     let mut seen = std::collections::HashSet::new();
     paths
         .iter()

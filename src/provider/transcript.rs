@@ -77,28 +77,33 @@ impl Clone for Encoded {
     }
 }
 
-/// Appends `value` (a message's request JSON) to `bytes`: the bytes `serde_json::to_writer`
-/// writes, with the long strings of a reply copied in runs instead of byte by byte.
+/// Appends `value` (a message's request JSON) to `bytes`, as `serde_json::to_writer` writes
+/// it. Writing a `Value` into memory cannot fail; `null` keeps the bytes JSON if it ever did.
 fn encode_value(bytes: &mut Vec<u8>, value: &serde_json::Value) {
-    crate::json_write::write_value(bytes, value);
+    let len = bytes.len();
+    if serde_json::to_writer(&mut *bytes, value).is_err() {
+        bytes.truncate(len);
+        bytes.extend_from_slice(b"null");
+    }
 }
 
 impl Encoded {
     fn push(&mut self, mut message: Message) {
         let comma = !self.ends.is_empty();
-        let value = message_json(&message);
-        // Measured first (a scan, not an encoding), so the message is encoded once: into the
-        // last segment's spare capacity when it fits there, never growing it, else into a
-        // segment of its own.
-        let len = usize::from(comma) + crate::json_write::value_len(&value);
+        // Encoded once, into a buffer of its own, and then copied (a copy, not a second
+        // encoding): into the last segment's spare capacity when it fits there, never
+        // growing it, else into a segment of its own.
+        let mut encoded = Vec::new();
+        encode_value(&mut encoded, &message_json(&message));
+        let len = usize::from(comma) + encoded.len();
         match self.segments.last_mut() {
             Some(segment) if segment.capacity() - segment.len() >= len => {
                 if comma {
                     segment.push(b',');
                 }
-                encode_value(segment, &value);
+                segment.extend_from_slice(&encoded);
             }
-            _ => self.open_segment(comma, &value, len),
+            _ => self.open_segment(comma, &encoded),
         }
         let (start, segment) = (self.starts.last(), self.segments.last());
         self.ends
@@ -109,10 +114,10 @@ impl Encoded {
         }
     }
 
-    /// Starts a segment holding `message` (after a comma if `comma`), `len` bytes in all:
+    /// Starts a segment holding `encoded` (a message's JSON, after a comma if `comma`):
     /// [`SEGMENT`] bytes, or exactly the message when it is larger. The full segment before
     /// it is closed.
-    fn open_segment(&mut self, comma: bool, value: &serde_json::Value, len: usize) {
+    fn open_segment(&mut self, comma: bool, encoded: &[u8]) {
         if let Some(last) = self.segments.last_mut() {
             if last.capacity() - last.len() >= SHRINK_AT {
                 last.shrink_to_fit();
@@ -120,11 +125,12 @@ impl Encoded {
         }
         let start =
             self.starts.last().copied().unwrap_or(0) + self.segments.last().map_or(0, Vec::len);
+        let len = usize::from(comma) + encoded.len();
         let mut segment = Vec::with_capacity(len.max(SEGMENT));
         if comma {
             segment.push(b',');
         }
-        encode_value(&mut segment, value);
+        segment.extend_from_slice(encoded);
         self.segments.push(segment);
         self.starts.push(start);
     }
@@ -483,14 +489,15 @@ mod tests {
             let frame = ",{\"content\":\"\",\"role\":\"user\"}".len();
             let fill = spare - frame + extra;
             // Escapes of every length, then plain bytes up to the exact size.
+            let quoted_len = |text: &str| serde_json::to_vec(text).unwrap().len();
             let mut text = String::new();
             for c in "\"\n\u{1}é".chars().cycle() {
-                if crate::json_write::str_len(&text) + 6 > fill + 2 {
+                if quoted_len(&text) + 6 > fill + 2 {
                     break;
                 }
                 text.push(c);
             }
-            text.push_str(&"x".repeat(fill + 2 - crate::json_write::str_len(&text)));
+            text.push_str(&"x".repeat(fill + 2 - quoted_len(&text)));
             let (capacity, len) = {
                 let segment = &transcript.0.segments[0];
                 (segment.capacity(), segment.len())

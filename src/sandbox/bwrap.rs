@@ -152,7 +152,7 @@ pub fn args(policy: &Policy, cwd: &Path) -> Vec<OsString> {
         .chain(policy.writable().map(|root| (root, "--bind")))
         .filter(|(path, _)| path.exists())
         .collect();
-    crate::sort::sort_by_key(&mut binds, |(path, _)| path.components().count());
+    binds.sort_by_key(|(path, _)| path.components().count());
     binds.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
     for (path, kind) in binds {
         if kind == HOME_VIEW {

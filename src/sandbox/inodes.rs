@@ -116,7 +116,7 @@ impl HiddenInodes {
                 }
             }
         }
-        crate::sort::sort(&mut found);
+        found.sort();
         found.dedup();
         found
     }

@@ -15,7 +15,7 @@ pub fn render(skills: &[Skill]) -> Option<String> {
     if listed.is_empty() {
         return None;
     }
-    crate::sort::sort_by(&mut listed, |a, b| a.name.cmp(&b.name));
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
     let mut text = String::from(
         "# Skills\n\nThese skills hold instructions for particular tasks. When a task matches \
          one, load it with the `skill` tool (its name, and any arguments) before you start, \

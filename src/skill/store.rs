@@ -135,7 +135,7 @@ pub fn load(roots: &Roots) -> Store {
             store.skills.push(skill);
         }
     }
-    crate::sort::sort_by(&mut store.skills, |a, b| a.name.cmp(&b.name));
+    store.skills.sort_by(|a, b| a.name.cmp(&b.name));
     store
 }
 
@@ -148,7 +148,7 @@ fn read_root(root: &Root, roots: &Roots, diagnostics: &mut Vec<Diagnostic>) -> V
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
-    crate::sort::sort(&mut folders);
+    folders.sort();
     if folders.len() > MAX_SKILLS_PER_ROOT {
         diagnostics.push(Diagnostic {
             path: root.path.clone(),
@@ -237,7 +237,7 @@ fn list_references(dir: &Path, fence: Option<&Path>) -> Vec<String> {
             continue;
         };
         let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-        crate::sort::sort(&mut paths);
+        paths.sort();
         for path in paths.into_iter().rev() {
             if fence.is_some_and(|f| !canonical(&path).starts_with(f)) {
                 continue;
@@ -255,7 +255,7 @@ fn list_references(dir: &Path, fence: Option<&Path>) -> Vec<String> {
             break;
         }
     }
-    crate::sort::sort(&mut out);
+    out.sort();
     out
 }
 

@@ -115,7 +115,7 @@ impl Children {
     /// finished, folded unless verbose.
     pub fn live(&self, call: &str, now: Instant, width: usize, verbose: bool) -> Vec<Line> {
         let mut shown: Vec<&Child> = self.children.iter().filter(|c| c.call == call).collect();
-        crate::sort::sort_by_key(&mut shown, |c| {
+        shown.sort_by_key(|c| {
             let rank = match c.progress {
                 Progress::Running(_) => 0,
                 Progress::Queued => 1,
@@ -142,7 +142,7 @@ impl Children {
                 true
             }
         });
-        crate::sort::sort_by_key(&mut mine, |c| c.task);
+        mine.sort_by_key(|c| c.task);
         fold(mine.iter().collect(), width, verbose, |c| {
             c.line(now, width)
         })

@@ -93,7 +93,7 @@ pub struct Hit {
 /// trailing hits under [`RELATIVE_FLOOR`] of the best and keeping at most `limit`.
 pub fn search(indexes: &[&Index], query: &str, limit: usize) -> Vec<Hit> {
     let mut query_terms = terms(query);
-    crate::sort::sort(&mut query_terms);
+    query_terms.sort_unstable();
     query_terms.dedup();
     let docs: u64 = indexes.iter().map(|i| i.len() as u64).sum();
     if docs == 0 || query_terms.is_empty() {
@@ -125,7 +125,7 @@ pub fn search(indexes: &[&Index], query: &str, limit: usize) -> Vec<Hit> {
         .map(|((source, doc), score)| Hit { source, doc, score })
         .collect();
     // Ties break on position so results are stable from run to run.
-    crate::sort::sort_by(&mut hits, |a, b| {
+    hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then(a.source.cmp(&b.source))

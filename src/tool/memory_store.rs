@@ -197,7 +197,7 @@ impl Store {
                 Some(Fact::parse(&stem, &text).0)
             })
             .collect();
-        crate::sort::sort_by(&mut facts, |a, b| a.name.cmp(&b.name));
+        facts.sort_by(|a, b| a.name.cmp(&b.name));
         facts
     }
 
@@ -216,7 +216,7 @@ impl Store {
                 Some(fact)
             })
             .collect();
-        crate::sort::sort_by(&mut facts, |a, b| {
+        facts.sort_by(|a, b| {
             stamp_of(b.archived.as_deref())
                 .cmp(stamp_of(a.archived.as_deref()))
                 .then(a.name.cmp(&b.name))

@@ -357,7 +357,7 @@ pub fn canonicalize(value: Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut pairs: Vec<(String, Value)> = map.into_iter().collect();
-            crate::sort::sort_by(&mut pairs, |a, b| a.0.cmp(&b.0));
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
             Value::Object(
                 pairs
                     .into_iter()

@@ -429,7 +429,7 @@ impl Walk {
             .filter(|(name, kind, ino)| self.keep(&dir, &rel, name, *kind, *ino))
             .map(|(name, kind, _)| (name, kind))
             .collect();
-        crate::sort::sort_by(&mut entries, |a, b| a.0.cmp(&b.0));
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
         self.stack.push(Frame {
             dir,
             rel,

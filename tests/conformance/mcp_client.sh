@@ -7,12 +7,19 @@
 # server, and calls the tools each scenario expects, as a user would: when a call says the
 # server wants a (wider) login, it logs in again and repeats the call. See
 # run_mcp_conformance.sh.
+#
+# Every step runs (the suite checks the traffic of all of them), and the script exits 1 when
+# any failed (a login, the listing, a call), so a failure is never reported as a pass; when
+# $REASONIX_CONFORMANCE_EXITS names a file, the exit code is appended to it for the runner.
 set -u
 url=$(eval echo "\${$#}")
 reasonix=${REASONIX:-reasonix}
 scenario=${MCP_CONFORMANCE_SCENARIO:-}
 home=$(mktemp -d)
-trap 'rm -rf "$home"' EXIT
+trap 'status=$?
+rm -rf "$home"
+[ -n "${REASONIX_CONFORMANCE_EXITS:-}" ] && echo "$status" >>"$REASONIX_CONFORMANCE_EXITS"
+exit $status' EXIT
 mkdir -p "$home/.reasonix"
 # The config, from the scenario's $MCP_CONFORMANCE_CONTEXT (a pre-registered client, a
 # private key for private_key_jwt, an enterprise IdP's ID token for cross-app access). The
@@ -48,12 +55,16 @@ curl -s -L -o /dev/null "$1"
 B
 chmod +x "$home/browser"
 export HOME="$home" REASONIX_HOME="$home/.reasonix" BROWSER="$home/browser"
+failed=0
+step() {
+    "$@" || { echo "mcp_client.sh: failed (exit $?): $*" >&2; failed=1; }
+}
 browser=false
 case "$scenario" in
 auth/client-credentials-*|auth/cross-app-*) ;;
-auth/*) browser=true; "$reasonix" mcp login conf ;;
+auth/*) browser=true; step "$reasonix" mcp login conf ;;
 esac
-"$reasonix" mcp list
+step "$reasonix" mcp list
 # Calls one tool; where the server asks for a (wider) login, logs in and calls again, twice
 # at most.
 call() {
@@ -68,9 +79,9 @@ call() {
 }
 # `mcp list` shows counts, not names: the tools each scenario offers.
 case "$scenario" in
-tools_call) call add_numbers '{"a":5,"b":3}' ;;
-elicitation-*) call test_client_elicitation_defaults '{}' ;;
-sse-retry) call test_reconnection '{}' ;;
-auth/*) call test-tool '{}' ;;
+tools_call) step call add_numbers '{"a":5,"b":3}' ;;
+elicitation-*) step call test_client_elicitation_defaults '{}' ;;
+sse-retry) step call test_reconnection '{}' ;;
+auth/*) step call test-tool '{}' ;;
 esac
-exit 0
+exit $failed

@@ -73,26 +73,58 @@ impl Drop for Dir {
     }
 }
 
-/// Cargo's target tmp dir, or, where that lies in a shared temp dir (CI may clone the
-/// repository under /tmp), a directory in the home directory.
+/// A directory outside the shared temp directories for the jail tests: the first of
+/// `REASONIX_TEST_OUTSIDE_TMP`, cargo's target tmp dir, `$HOME/.cache`, `$XDG_RUNTIME_DIR` and
+/// `/var/cache` that is outside them and can be created. A clone and a HOME both under /tmp
+/// (as CI may have) leave the last two; with none usable the tests stop with one line saying
+/// what to set.
 fn outside_temp_root() -> PathBuf {
-    let shared = |p: &Path| {
-        ["/tmp", "/var/tmp", "/dev/shm"]
-            .iter()
-            .any(|t| p.starts_with(t))
-    };
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    if !shared(target) {
-        return target.to_path_buf();
-    }
-    let home =
-        PathBuf::from(std::env::var_os("HOME").expect("HOME must be set for the sandbox tests"));
-    assert!(
-        !shared(&home),
-        "the sandbox tests need a directory outside /tmp, /var/tmp and /dev/shm; HOME is {}",
-        home.display()
-    );
-    home.join(".cache/reasonix-sandbox-tests")
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let shared = |p: &Path| {
+            ["/tmp", "/var/tmp", "/dev/shm"]
+                .iter()
+                .any(|t| p.starts_with(t))
+        };
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        let candidates = [
+            var("REASONIX_TEST_OUTSIDE_TMP"),
+            Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+            var("HOME").map(|home| home.join(".cache/reasonix-sandbox-tests")),
+            var("XDG_RUNTIME_DIR").map(|run| run.join("reasonix-sandbox-tests")),
+            Some(PathBuf::from(format!(
+                "/var/cache/reasonix-sandbox-tests-{uid}"
+            ))),
+        ];
+        candidates
+            .into_iter()
+            .flatten()
+            .filter(|dir| dir.is_absolute() && !shared(dir))
+            .find(|dir| std::fs::create_dir_all(dir).is_ok() && writable(dir))
+            .unwrap_or_else(|| {
+                panic!(
+                    "the sandbox tests need a writable directory outside /tmp, /var/tmp and \
+                     /dev/shm (the clone, HOME, XDG_RUNTIME_DIR and /var/cache gave none): set \
+                     REASONIX_TEST_OUTSIDE_TMP=DIR to one"
+                )
+            })
+    })
+    .clone()
+}
+
+/// Whether a file can be created in `dir` (`create_dir_all` succeeds on an existing
+/// directory that is read-only to us).
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    let ok = std::fs::write(&probe, b"").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
 }
 
 /// Path of the binary under test, built by cargo for this test run.

@@ -171,8 +171,11 @@ fn word_at(bytes: &[u8], at: usize) -> u64 {
 /// The first `"`, `\\` or control byte at or after `from`: where a string's plain run ends.
 #[inline(always)]
 fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
-    let end = crate::json_write::clean_run_end(bytes, from);
-    (end < bytes.len()).then_some(end)
+    let run = bytes.get(from..)?;
+    let plain = run
+        .iter()
+        .position(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')?;
+    Some(from + plain)
 }
 
 struct Cursor<'a> {

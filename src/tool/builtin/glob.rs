@@ -188,7 +188,7 @@ fn render(
         );
     }
     match sort {
-        SortBy::Path => crate::sort::sort(&mut found),
+        SortBy::Path => found.sort(),
         SortBy::Modified => sort_newest_first(&mut found),
     }
     let total = found.len();
@@ -218,6 +218,6 @@ fn sort_newest_first(paths: &mut Vec<PathBuf>) {
             (modified, p)
         })
         .collect();
-    crate::sort::sort_by(&mut keyed, |a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    keyed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     paths.extend(keyed.into_iter().map(|(_, p)| p));
 }

@@ -247,7 +247,7 @@ fn sources(paths: &StatePaths, scope: Scope) -> Vec<PathBuf> {
             files
         }
     };
-    crate::sort::sort(&mut files);
+    files.sort();
     files.dedup();
     files
 }

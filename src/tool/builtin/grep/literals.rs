@@ -43,7 +43,7 @@ pub fn required_literals(pattern: &str, case_insensitive: bool) -> Option<Litera
             false => literal,
         });
     }
-    crate::sort::sort(&mut needles);
+    needles.sort_unstable();
     needles.dedup();
     Some(Literals { needles, fold })
 }

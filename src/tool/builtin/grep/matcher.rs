@@ -84,7 +84,7 @@ impl Matcher {
                     false => n.to_string(),
                 })
                 .collect();
-            crate::sort::sort(&mut needles);
+            needles.sort_unstable();
             needles.dedup();
             let finders = needles
                 .iter()
