@@ -18,3 +18,4 @@ pub mod scheduler;
 pub mod session;
 pub mod snapshots;
 pub mod tokens;
+pub mod waiting;

@@ -319,6 +319,10 @@ impl Delegate for Children {
                 ),
                 false,
             ),
+            Ok(Finish::Budget(spent)) => (
+                format!("it stopped: {spent}. Last words: {}", stats.final_text),
+                false,
+            ),
             Ok(Finish::NoProgress) => (
                 format!(
                     "it stopped making progress. Last words: {}",

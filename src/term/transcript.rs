@@ -84,6 +84,9 @@ pub struct Transcript {
     created: Instant,
     /// The subagents of running calls, one line each under their call.
     children: Children,
+    /// "waiting for the model: 40 s, ...": the request in flight has gone quiet; shown
+    /// beside the working indicator until anything else happens.
+    waiting: Option<String>,
 }
 
 impl Transcript {
@@ -101,6 +104,7 @@ impl Transcript {
             ends_blank: true,
             created: Instant::now(),
             children: Children::default(),
+            waiting: None,
         }
     }
 
@@ -192,7 +196,19 @@ impl Transcript {
     }
 
     pub fn event(&mut self, event: &Event) {
+        self.waiting = None;
         match event {
+            Event::Waiting {
+                silent_ms,
+                received,
+                idle_limit_ms,
+            } => {
+                self.waiting = Some(crate::agent::events::waiting_message(
+                    *silent_ms,
+                    *received,
+                    *idle_limit_ms,
+                ));
+            }
             Event::TextDelta(text) => {
                 self.end_reasoning();
                 if self.answer.is_none() {
@@ -467,6 +483,7 @@ impl Transcript {
         self.before.clear();
         self.after.clear();
         self.children.clear();
+        self.waiting = None;
         match end {
             TurnEnd::Answered => {}
             TurnEnd::StepLimit => self.notice(NoticeLevel::Warning, tr(Ui::StepLimit)),
@@ -518,13 +535,17 @@ impl Transcript {
         }
         if let Some(started) = turn_started {
             if self.tools.is_empty() {
-                out.push(Line::styled(
+                let mut line = Line::styled(
                     trf(
                         Ui::Working,
                         &[&frame, &seconds(now.saturating_duration_since(started))],
                     ),
                     Style::Dim,
-                ));
+                );
+                if let Some(waiting) = &self.waiting {
+                    line.push(format!(" · {waiting}"), Style::Dim);
+                }
+                out.push(line.truncated(self.width));
             }
         }
         out
