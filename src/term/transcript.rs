@@ -87,6 +87,8 @@ pub struct Transcript {
     /// "waiting for the model: 40 s, ...": the request in flight has gone quiet; shown
     /// beside the working indicator until anything else happens.
     waiting: Option<String>,
+    /// Answer text arrived in this turn: an interruption keeps it (else there is none to keep).
+    answered: bool,
 }
 
 impl Transcript {
@@ -105,6 +107,7 @@ impl Transcript {
             created: Instant::now(),
             children: Children::default(),
             waiting: None,
+            answered: false,
         }
     }
 
@@ -210,6 +213,7 @@ impl Transcript {
                 ));
             }
             Event::TextDelta(text) => {
+                self.answered = true;
                 self.end_reasoning();
                 if self.answer.is_none() {
                     self.gap();
@@ -484,12 +488,18 @@ impl Transcript {
         self.after.clear();
         self.children.clear();
         self.waiting = None;
+        let answered = std::mem::take(&mut self.answered);
         match end {
             TurnEnd::Answered => {}
             TurnEnd::StepLimit => self.notice(NoticeLevel::Warning, tr(Ui::StepLimit)),
-            TurnEnd::Interrupted => self
-                .pending
-                .push(Line::styled(tr(Ui::Interrupted), Style::Warning)),
+            TurnEnd::Interrupted => {
+                let message = if answered {
+                    Ui::Interrupted
+                } else {
+                    Ui::InterruptedBeforeAnswer
+                };
+                self.pending.push(Line::styled(tr(message), Style::Warning));
+            }
             TurnEnd::Failed(message) => self.error(message),
         }
         self.gap();
@@ -797,7 +807,21 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.contains("read_file  b  (not finished)")));
-        assert!(lines.iter().any(|l| l.starts_with("⎿ interrupted")));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("⎿ interrupted — the partial answer is kept")));
+        // An interruption before any answer text has nothing to keep, and says no more.
+        t.event(&Event::ReasoningDelta("hmm".into()));
+        t.end_turn(&TurnEnd::Interrupted);
+        let lines = texts(&t.take());
+        assert!(
+            lines.iter().any(|l| l.starts_with("⎿ interrupted;")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.iter().any(|l| l.contains("partial answer")),
+            "{lines:?}"
+        );
     }
 
     #[test]
