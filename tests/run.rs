@@ -749,6 +749,33 @@ fn token_and_cost_budgets_stop_a_run_cleanly_with_their_own_subtypes() {
     assert!(bad.stderr.contains("--max-tokens-total"), "{bad:?}");
 }
 
+#[test]
+fn a_subagent_spends_from_the_run_token_budget() {
+    // The parent asks for one subagent; the child would list files for ever.
+    let server = FakeOpenAI::start_with(|requests| {
+        let body = &requests[requests.len() - 1].body;
+        let parent = messages(body)[1]["content"] == "delegate";
+        let rounds = messages(body)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match (parent, rounds) {
+            (true, 0) => Reply::tool_calls(&[("t1", "task", r#"{"prompt":"look around"}"#)]),
+            (true, _) => Reply::text("parent done"),
+            (false, n) => {
+                let args = json!({ "path": format!("missing-{n}.txt") }).to_string();
+                Reply::tool_calls(&[(&format!("c{n}"), "read_file", &args)])
+            }
+        }
+    });
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    // 110 tokens a request: the parent's first and the child's first two reach 300.
+    let result = json_result(&home, &work, &["--max-tokens-total", "300", "delegate"]);
+    assert_eq!(result["subtype"], "error_max_tokens_total", "{result}");
+    assert_eq!(server.requests().len(), 3, "{result}");
+}
+
 /// Reads `reader` line by line until one contains `needle`; every line read is returned. Ends
 /// at the end of the stream, so a child that exits without the line fails the test, never
 /// hangs it.
@@ -771,6 +798,12 @@ fn a_silent_endpoint_gets_a_waiting_line_on_stderr_and_a_notice_in_stream_json()
     let server = FakeOpenAI::start(vec![stalled, stalled_json]);
     let (home, work) = (Dir::new(), Dir::new());
     use_fake_provider(&home, &server.base_url(), "");
+    // The idle limit the line names; it also bounds the wait of a build that never says it
+    // is waiting (that run fails after it, and the test with it).
+    let config = home.join(".reasonix/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[providers.timeouts]\nidle_seconds = 20\n");
+    std::fs::write(&config, text).unwrap();
 
     let mut child = spawn_piped(
         reasonix(&home, work.path())
@@ -782,7 +815,7 @@ fn a_silent_endpoint_gets_a_waiting_line_on_stderr_and_a_notice_in_stream_json()
     let waiting = lines.last().cloned().unwrap_or_default();
     assert!(
         waiting.starts_with("waiting for the model: ")
-            && waiting.contains("nothing received yet; idle limit "),
+            && waiting.contains("nothing received yet; idle limit 20 s"),
         "{lines:?}"
     );
     // Later notices follow while it stays silent; an interrupt ends the wait.
@@ -802,7 +835,7 @@ fn a_silent_endpoint_gets_a_waiting_line_on_stderr_and_a_notice_in_stream_json()
     assert_eq!(notice["type"], "notice", "{notice}");
     assert_eq!(notice["received"], false, "{notice}");
     assert!(notice["silent_ms"].as_u64().unwrap() >= 50, "{notice}");
-    assert!(notice["idle_limit_ms"].as_u64().is_some(), "{notice}");
+    assert_eq!(notice["idle_limit_ms"], 20_000, "{notice}");
     assert!(
         notice["message"]
             .as_str()

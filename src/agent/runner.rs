@@ -66,13 +66,16 @@ pub struct Options {
 }
 
 /// Limits on what a run spends on the model, checked after each reply: the reply that
-/// crosses one is the last (its tool calls are not run). `None`: no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// crosses one is the last (its tool calls are not run). `None`: no limit. Clones share what
+/// was spent, so a planner, an executor and their subagents draw on one budget.
+#[derive(Debug, Clone, Default)]
 pub struct Budget {
     /// Prompt plus completion tokens over every request.
     pub max_tokens_total: Option<u64>,
     /// Cost in US dollars by the model's prices.
     pub max_cost_usd: Option<f64>,
+    /// Tokens and dollars spent so far by every agent holding a clone.
+    spent: Arc<Mutex<(u64, f64)>>,
 }
 
 /// Which budget a run used up, with the limit and what was spent.
@@ -83,21 +86,27 @@ pub enum Spent {
 }
 
 impl Budget {
-    /// The first limit `stats` has reached, if any.
-    pub fn spent(&self, stats: &Stats) -> Option<Spent> {
-        let used = stats
-            .usage
-            .prompt_tokens
-            .saturating_add(stats.usage.completion_tokens);
-        if let Some(limit) = self.max_tokens_total.filter(|&limit| used >= limit) {
-            return Some(Spent::Tokens { limit, used });
+    /// Counts one request's usage and cost.
+    fn record(&self, usage: &Usage, cost: Option<f64>) {
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        spent.0 = spent
+            .0
+            .saturating_add(usage.prompt_tokens.saturating_add(usage.completion_tokens));
+        spent.1 += cost.unwrap_or(0.0);
+    }
+
+    /// The first limit reached, if any.
+    pub fn spent(&self) -> Option<Spent> {
+        let (tokens, cost) = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(limit) = self.max_tokens_total.filter(|&limit| tokens >= limit) {
+            return Some(Spent::Tokens {
+                limit,
+                used: tokens,
+            });
         }
         self.max_cost_usd
-            .filter(|&limit| stats.cost_usd >= limit)
-            .map(|limit| Spent::Cost {
-                limit,
-                used: stats.cost_usd,
-            })
+            .filter(|&limit| cost >= limit)
+            .map(|limit| Spent::Cost { limit, used: cost })
     }
 }
 
@@ -411,6 +420,11 @@ impl Agent {
         self.options.prices = prices;
     }
 
+    /// The request options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// The request options, for changes between turns (`/effort`).
     pub fn options_mut(&mut self) -> &mut Options {
         &mut self.options
@@ -465,7 +479,7 @@ impl Agent {
                 return Err(AgentError::Interrupted);
             }
             // Spent in an earlier turn of the run (a goal's continuation, a hook's).
-            if let Some(spent) = self.options.budget.spent(&self.stats) {
+            if let Some(spent) = self.options.budget.spent() {
                 return Ok(Finish::Budget(spent));
             }
             self.refresh_tools(sink);
@@ -509,7 +523,7 @@ impl Agent {
                 }
                 return Ok(Finish::StepLimit);
             }
-            if let Some(spent) = self.options.budget.spent(&self.stats) {
+            if let Some(spent) = self.options.budget.spent() {
                 let note = format!("not executed: {spent}");
                 for call in &calls {
                     self.session
@@ -699,6 +713,7 @@ impl Agent {
             });
         }
         let cost = self.options.prices.map(|p| p.cost(&usage));
+        self.options.budget.record(&usage, cost);
         self.stats.usage.add(&usage);
         self.stats.cost_usd += cost.unwrap_or(0.0);
         sink.emit(Event::Usage {

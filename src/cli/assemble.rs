@@ -249,7 +249,11 @@ pub fn runner(
         tools: coordinator::research_tools(executor.tools()),
         gate: Box::new(PlannerGate(Box::new(SharedGate(Arc::clone(gate))))),
         ctx,
-        options: options(config, settings, None, None),
+        options: Options {
+            // One budget for both models of the run.
+            budget: executor.options().budget.clone(),
+            ..options(config, settings, None, None)
+        },
     };
     Ok(Coordinator::new(executor, parts).into())
 }

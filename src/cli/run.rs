@@ -454,14 +454,17 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         .max_steps
         .or((headless_steps > 0).then_some(headless_steps));
     let mut options = assemble::options(&config, &settings, max_steps, effort);
-    options.budget = args.own.budget;
-    let children = Arc::new(Children::new(
+    options.budget = args.own.budget.clone();
+    let mut children = Children::new(
         &config,
         &settings,
         options.reasoning_effort.clone(),
         Arc::clone(&gate),
         &session,
-    ));
+    );
+    // Subagents spend from the run's budget.
+    children.budget = options.budget.clone();
+    let children = Arc::new(children);
     let tally = Arc::clone(&children.tally);
     if read_only {
         crate::cli::delegate::keep_readers_and_shell(&mut tools);
