@@ -91,6 +91,22 @@ fn help_lists_every_command_and_help_cmd_shows_its_flags() {
     assert!(run_help.stdout.contains("--cd"), "{run_help:?}");
 }
 
+/// Issue 35: the README said piped stdin to bare `reasonix` runs turns; it prints the
+/// overview (the README now says so), reads nothing and sends nothing.
+#[test]
+fn piped_stdin_to_bare_reasonix_prints_the_overview_as_the_readme_says() {
+    let home = Dir::new();
+    let mut child = crate::util::spawn_piped(&mut reasonix(&home, home.path()));
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    // The program may exit without reading it (that is the point), so a broken pipe is fine.
+    let _ = std::io::Write::write_all(&mut stdin, b"hi\n");
+    drop(stdin);
+    let out: crate::util::Run = child.wait_with_output().expect("wait for reasonix").into();
+    assert_eq!(out.code, 0, "{out:?}");
+    let help = run(reasonix(&home, home.path()).arg("help"));
+    assert_eq!(out.stdout, help.stdout);
+}
+
 #[test]
 fn unknown_command_is_one_line_with_a_hint_and_exit_2() {
     let home = Dir::new();

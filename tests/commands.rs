@@ -59,6 +59,25 @@ fn doctor_prints_a_table_and_passes_against_a_healthy_endpoint() {
     assert_eq!(out.code, if sandbox_ok { 0 } else { 1 }, "{out:?}");
 }
 
+/// Issue 35: `doctor -m NAME` was refused as an unknown flag while `run`, `chat` and `serve`
+/// take `-m`.
+#[test]
+fn doctor_takes_dash_m_like_run_and_chat() {
+    let server = FakeOpenAI::start_with(|_| Reply::body(200, "application/json", &models_body()));
+    let home = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = run(reasonix(&home, home.path())
+        .args(["doctor", "-m", "fake/other-model"])
+        .env("FAKE_API_KEY", "k"));
+    let model = doctor_row(&out, "model");
+    assert!(model.contains("other-model"), "{out:?}");
+    let out = run(reasonix(&home, home.path())
+        .args(["doctor", "-m", "nope/x"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(doctor_row(&out, "model").contains("FAIL"), "{out:?}");
+}
+
 #[test]
 fn doctor_fails_on_a_rejected_key_and_a_broken_config() {
     let server = FakeOpenAI::start(vec![Reply::error(401, "bad key")]);

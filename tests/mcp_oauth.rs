@@ -962,7 +962,15 @@ fn a_token_revoked_mid_session_is_refreshed_on_the_401_and_the_call_repeated() {
             .iter()
             .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
             .map(|m| m["content"].clone());
-        assert_eq!(result, Some(json!("42 secrets")), "call {id}");
+        // The second call repeats the first (same call, same result), so its result also
+        // carries the loop guard's note after the tool's text.
+        assert!(
+            result
+                .as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|c| c == "42 secrets" || c.starts_with("42 secrets\n\n[reasonix]")),
+            "call {id}: {result:?}"
+        );
     }
     // One session: the first call used at-1, which the server then revoked; the next request
     // met a 401, the refresh grant got at-2 and the call went through with it.

@@ -337,9 +337,10 @@ fn assistant_with_call<'a>(body: &'a Value, id: &str) -> &'a Value {
 
 #[test]
 fn reasoning_content_is_echoed_only_once_the_provider_sent_some_and_the_prefix_holds() {
+    // Three places to list: the same call three times would be a loop the guard stops.
     let ls = r#"{"path":"."}"#;
     let mut thinking_call = vec![sse_reasoning("Look first.")];
-    thinking_call.push(sse_tool_calls(&[("c2", "ls", ls)]));
+    thinking_call.push(sse_tool_calls(&[("c2", "ls", r#"{"path":"sub"}"#)]));
     thinking_call.extend([sse_finish("tool_calls"), sse_usage(100, 10, 0), done()]);
     let (server, home, work) = setup(vec![
         // A provider that has sent no reasoning yet: nothing to echo.
@@ -347,9 +348,10 @@ fn reasoning_content_is_echoed_only_once_the_provider_sent_some_and_the_prefix_h
         // Now it thinks: learned mid-session.
         Reply::events(thinking_call),
         // A later tool-call turn without reasoning still carries the (empty) field.
-        Reply::tool_calls(&[("c3", "ls", ls)]),
+        Reply::tool_calls(&[("c3", "ls", r#"{"path":"sub/more"}"#)]),
         Reply::text("Done."),
     ]);
+    work.write("sub/more/x.txt", "x\n");
     let (out, _) = run_stream_json(&home, &work, "look");
     assert_eq!(out.code, 0, "{out:?}");
     let requests = server.wait_for_requests(4);

@@ -578,7 +578,11 @@ fn total_cost_is_null_without_prices_on_every_exit_path_and_a_figure_with_them()
 fn a_history_past_several_segments_is_sent_whole_and_in_order() {
     const ROUNDS: usize = 8;
     let mut replies: Vec<Reply> = (0..ROUNDS)
-        .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
+        .map(|i| {
+            // A file per round: the same call every round would be a loop the guard stops.
+            let args = json!({ "path": format!("a{i}.txt") }).to_string();
+            Reply::tool_calls(&[(&format!("c{i}"), "read_file", &args)])
+        })
         .collect();
     replies.push(Reply::text("done"));
     let (server, home, work) = setup(replies);
@@ -587,7 +591,9 @@ fn a_history_past_several_segments_is_sent_whole_and_in_order() {
     let content: String = (0..500)
         .map(|i| format!("line {i:04} {}\n", "x".repeat(50)))
         .collect();
-    work.write("a.txt", &content);
+    for i in 0..ROUNDS {
+        work.write(&format!("a{i}.txt"), &content);
+    }
     let out = run(reasonix(&home, work.path()).args(["run", "loop"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let requests = server.requests();
@@ -609,4 +615,235 @@ fn a_history_past_several_segments_is_sent_whole_and_in_order() {
         sent = serde_json::to_vec(&pair[1].body["messages"]).unwrap().len();
     }
     assert!(sent > 3 * 64 * 1024, "only {sent} bytes of history");
+}
+
+/// The fixture of issue 35: every turn answers with the same two calls, for ever. A model
+/// that the old loop ran for 11,380 rounds.
+fn same_two_calls_forever() -> FakeOpenAI {
+    FakeOpenAI::start_with(|requests| {
+        if requests.len() > 30 {
+            // Far past the guard: a run without one would end here, with exit 0.
+            return Reply::text("gave up");
+        }
+        Reply::tool_calls(&[
+            ("c1", "read_file", r#"{"path":"notes.txt"}"#),
+            ("c2", "grep", r#"{"pattern":"todo"}"#),
+        ])
+    })
+}
+
+#[test]
+fn a_model_repeating_the_same_two_calls_forever_is_nudged_once_then_stopped_with_exit_5() {
+    let server = same_two_calls_forever();
+    let (home, work) = (Dir::new(), Dir::new());
+    work.write("notes.txt", "todo: nothing\n");
+    use_fake_provider(&home, &server.base_url(), "");
+    let result = json_result(&home, &work, &["use two tools"]);
+    assert_eq!(result["subtype"], "error_loop", "{result}");
+    assert_eq!(result["is_error"], true, "{result}");
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(r#"`read_file {"path":"notes.txt"}`"#) && error.contains("`grep "),
+        "the error names the repeated calls: {result}"
+    );
+    // Round 1 is new, round 2 repeats it and is told so, round 3 repeats again: the end.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{result}");
+    let told = |body: &Value| {
+        messages(body)
+            .iter()
+            .filter(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("You are repeating yourself"))
+            })
+            .count()
+    };
+    assert_eq!(told(&requests[1].body), 0);
+    assert_eq!(told(&requests[2].body), 1, "request 3 carries the note");
+    // The stopping round's calls have their results: the saved history stays valid.
+    let (_, saved) = read_session(session_files(&home).last().unwrap());
+    assert_eq!(saved.last().unwrap()["role"], "tool");
+
+    let out = run(reasonix(&home, work.path()).args(["run", "use two tools"]));
+    assert_eq!(out.code, 5, "{out:?}");
+    assert!(
+        out.stderr.contains("repeated an earlier round")
+            && out.stderr.contains("repeated the same tool calls"),
+        "a notice at the nudge and the reason at the end: {out:?}"
+    );
+}
+
+/// A model that calls a new tool every round, for ever: only a step or token budget ends it.
+fn new_call_every_round() -> FakeOpenAI {
+    FakeOpenAI::start_with(|requests| {
+        let n = requests.len();
+        let args = json!({ "path": format!("missing-{n}.txt") }).to_string();
+        Reply::tool_calls(&[(&format!("c{n}"), "read_file", &args)])
+    })
+}
+
+#[test]
+fn a_headless_run_has_a_default_step_budget_that_config_and_flag_override() {
+    let server = new_call_every_round();
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    let result = json_result(&home, &work, &["go on for ever"]);
+    assert_eq!(result["subtype"], "error_max_turns", "{result}");
+    // 200 rounds ran; the 201st request's calls were not run.
+    assert_eq!(server.requests().len(), 201);
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("200 tool rounds")),
+        "{result}"
+    );
+
+    let server = new_call_every_round();
+    use_fake_provider(&home, &server.base_url(), "[agent]\nmax_steps_headless = 3");
+    let out = run(reasonix(&home, work.path()).args(["run", "go on"]));
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stderr.contains("step limit"), "{out:?}");
+    assert_eq!(server.requests().len(), 4);
+    let result = json_result(&home, &work, &["--max-steps", "1", "go on"]);
+    assert_eq!(result["subtype"], "error_max_turns", "{result}");
+    assert_eq!(
+        server.requests().len(),
+        4 + 2,
+        "--max-steps wins over the config"
+    );
+}
+
+#[test]
+fn token_and_cost_budgets_stop_a_run_cleanly_with_their_own_subtypes() {
+    // Each reply reports 100 prompt and 10 completion tokens.
+    let server = new_call_every_round();
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    let result = json_result(&home, &work, &["--max-tokens-total", "300", "go on"]);
+    assert_eq!(result["subtype"], "error_max_tokens_total", "{result}");
+    assert_eq!(result["usage"]["input_tokens"], 300, "{result}");
+    assert_eq!(server.requests().len(), 3);
+    let (_, saved) = read_session(session_files(&home).last().unwrap());
+    let last = saved.last().unwrap();
+    assert_eq!(last["role"], "tool", "the unrun call still has its result");
+    assert!(last["content"].as_str().unwrap().contains("token budget"));
+
+    let out = run(reasonix(&home, work.path()).args(["run", "--max-budget-usd", "1", "go"]));
+    assert_eq!(out.code, 2, "a cost budget needs prices: {out:?}");
+    assert!(out.stderr.contains("prices"), "{out:?}");
+    let config = home.join(".reasonix/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    // $0.00012 a request.
+    text.push_str("\n[providers.prices.fake-model]\ninput = 1.0\noutput = 2.0\n");
+    std::fs::write(&config, text).unwrap();
+    let before = server.requests().len();
+    let out = run(reasonix(&home, work.path()).args(["run", "--max-budget-usd", "0.0003", "go"]));
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stderr.contains("cost budget"), "{out:?}");
+    assert_eq!(server.requests().len() - before, 3);
+    let result = json_result(&home, &work, &["--max-budget-usd", "0.0001", "go"]);
+    assert_eq!(result["subtype"], "error_max_budget_usd", "{result}");
+    let bad = run(reasonix(&home, work.path()).args(["run", "--max-tokens-total", "lots", "go"]));
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("--max-tokens-total"), "{bad:?}");
+}
+
+#[test]
+fn a_subagent_spends_from_the_run_token_budget() {
+    // The parent asks for one subagent; the child would list files for ever.
+    let server = FakeOpenAI::start_with(|requests| {
+        let body = &requests[requests.len() - 1].body;
+        let parent = messages(body)[1]["content"] == "delegate";
+        let rounds = messages(body)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match (parent, rounds) {
+            (true, 0) => Reply::tool_calls(&[("t1", "task", r#"{"prompt":"look around"}"#)]),
+            (true, _) => Reply::text("parent done"),
+            (false, n) => {
+                let args = json!({ "path": format!("missing-{n}.txt") }).to_string();
+                Reply::tool_calls(&[(&format!("c{n}"), "read_file", &args)])
+            }
+        }
+    });
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    // 110 tokens a request: the parent's first and the child's first two reach 300.
+    let result = json_result(&home, &work, &["--max-tokens-total", "300", "delegate"]);
+    assert_eq!(result["subtype"], "error_max_tokens_total", "{result}");
+    assert_eq!(server.requests().len(), 3, "{result}");
+}
+
+/// Reads `reader` line by line until one contains `needle`; every line read is returned. Ends
+/// at the end of the stream, so a child that exits without the line fails the test, never
+/// hangs it.
+fn read_until(reader: &mut impl BufRead, needle: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap_or(0) > 0 {
+        lines.push(std::mem::take(&mut line));
+        if lines.last().is_some_and(|l| l.contains(needle)) {
+            break;
+        }
+    }
+    lines
+}
+
+#[test]
+fn a_silent_endpoint_gets_a_waiting_line_on_stderr_and_a_notice_in_stream_json() {
+    let (stalled, release) = Reply::stall();
+    let (stalled_json, release_json) = Reply::stall();
+    let server = FakeOpenAI::start(vec![stalled, stalled_json]);
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "");
+    // The idle limit the line names; it also bounds the wait of a build that never says it
+    // is waiting (that run fails after it, and the test with it).
+    let config = home.join(".reasonix/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[providers.timeouts]\nidle_seconds = 20\n");
+    std::fs::write(&config, text).unwrap();
+
+    let mut child = spawn_piped(
+        reasonix(&home, work.path())
+            .env("REASONIX_WAIT_NOTICE_MS", "50")
+            .args(["run", "hi"]),
+    );
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut stderr, "waiting for the model");
+    let waiting = lines.last().cloned().unwrap_or_default();
+    assert!(
+        waiting.starts_with("waiting for the model: ")
+            && waiting.contains("nothing received yet; idle limit 20 s"),
+        "{lines:?}"
+    );
+    // Later notices follow while it stays silent; an interrupt ends the wait.
+    read_until(&mut stderr, "waiting for the model");
+    interrupt(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    release.release();
+
+    let mut child = spawn_piped(
+        reasonix(&home, work.path())
+            .env("REASONIX_WAIT_NOTICE_MS", "50")
+            .args(["run", "--output-format", "stream-json", "hi"]),
+    );
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let lines = read_until(&mut stdout, r#""kind":"waiting""#);
+    let notice: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(notice["type"], "notice", "{notice}");
+    assert_eq!(notice["received"], false, "{notice}");
+    assert!(notice["silent_ms"].as_u64().unwrap() >= 50, "{notice}");
+    assert_eq!(notice["idle_limit_ms"], 20_000, "{notice}");
+    assert!(
+        notice["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("waiting for the model"),
+        "{notice}"
+    );
+    interrupt(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    release_json.release();
 }

@@ -50,5 +50,6 @@ mod tools_search;
 mod trust;
 mod tui;
 mod tui_collab;
+mod unattended;
 mod view_image;
 mod workflow;

@@ -177,23 +177,50 @@ fn complete_step_walks_a_two_level_list_and_streams_todo_events() {
     assert_eq!(kinds[first_todo - 1], "tool_result", "{kinds:?}");
 }
 
+/// Files the looping models below read in turn: a cycle longer than the loop guard's window
+/// (`agent::progress::LOOP_WINDOW`), so each round repeats an earlier call, which the lease
+/// counts, without repeating one of the last few rounds, which the guard would stop first.
+const CYCLED: [&str; 4] = ["a.txt", "b.txt", "c.txt", "d.txt"];
+
+fn write_cycled(work: &Dir) {
+    for name in CYCLED {
+        work.write(name, &format!("the same text every time in {name}\n"));
+    }
+}
+
+fn cycled_read(n: usize) -> String {
+    json!({ "path": CYCLED[n % CYCLED.len()] }).to_string()
+}
+
+/// The first round: the task list, and every cycled file read once (the round's progress).
+fn first_round(todo: &str) -> Reply {
+    let reads: Vec<String> = CYCLED
+        .iter()
+        .map(|name| json!({ "path": name }).to_string())
+        .collect();
+    let mut calls = vec![("t1", "todo_write", todo)];
+    for (id, args) in ["r1a", "r1b", "r1c", "r1d"].into_iter().zip(&reads) {
+        calls.push((id, "read_file", args));
+    }
+    Reply::tool_calls(&calls)
+}
+
 #[test]
 fn a_looping_model_is_nudged_once_then_paused_with_exit_code_5() {
     let todo = r#"{"todos":[{"content":"Fix the bug","status":"in_progress"}]}"#;
-    let read = r#"{"path":"a.txt"}"#;
     let server = FakeOpenAI::start_with(move |requests| {
         let n = requests.len();
         if n == 1 {
-            Reply::tool_calls(&[("t1", "todo_write", todo), ("r1", "read_file", read)])
+            first_round(todo)
         } else if n > 40 {
             // Far past the pause: a host without a lease would loop for ever.
             Reply::text("gave up")
         } else {
-            Reply::tool_calls(&[(&format!("r{n}"), "read_file", read)])
+            Reply::tool_calls(&[(&format!("r{n}"), "read_file", &cycled_read(n))])
         }
     });
     let (home, work) = (Dir::new(), Dir::new());
-    work.write("a.txt", "the same text every time\n");
+    write_cycled(&work);
     use_fake_provider(&home, &server.base_url(), "");
     let (out, events) = stream_json(&home, &work, "fix the bug");
     assert_eq!(out.code, 5, "{out:?}");
@@ -201,8 +228,8 @@ fn a_looping_model_is_nudged_once_then_paused_with_exit_code_5() {
     assert_eq!(result["subtype"], "error_no_progress", "{result}");
     assert_eq!(result["is_error"], true);
 
-    // Round 1 made the list and read the file for the first time (progress). Rounds 2..=9
-    // repeat the read: eight rounds without progress, so request 10 carries the nudge.
+    // Round 1 made the list and read the files for the first time (progress). Rounds 2..=9
+    // repeat a read: eight rounds without progress, so request 10 carries the nudge.
     // Rounds 10..=17 make sixteen, and the run pauses without another request.
     let requests = server.requests();
     assert_eq!(requests.len(), 17, "{out:?}");
@@ -232,7 +259,7 @@ fn a_looping_model_is_nudged_once_then_paused_with_exit_code_5() {
 
     // Every call got its result (the fake server checks pairing on every request), and the
     // pause is explained.
-    assert_eq!(of_type(&events, "tool_result").len(), 18);
+    assert_eq!(of_type(&events, "tool_result").len(), 5 + 16);
     let notices: Vec<&str> = of_type(&events, "notice")
         .iter()
         .map(|n| n["message"].as_str().unwrap())
@@ -350,7 +377,6 @@ fn the_text_format_prints_the_list_on_stderr_when_it_changes() {
 #[test]
 fn a_looping_model_in_the_chat_is_paused_with_the_reason_and_the_chat_goes_on() {
     let todo = r#"{"todos":[{"content":"Fix the bug","status":"in_progress"}]}"#;
-    let read = r#"{"path":"a.txt"}"#;
     let server = FakeOpenAI::start_with(move |requests| {
         let n = requests.len();
         let last_user = requests[n - 1].body["messages"]
@@ -363,15 +389,15 @@ fn a_looping_model_in_the_chat_is_paused_with_the_reason_and_the_chat_goes_on() 
         {
             Reply::text("trying another way")
         } else if n == 1 {
-            Reply::tool_calls(&[("t1", "todo_write", todo), ("r1", "read_file", read)])
+            first_round(todo)
         } else if n > 40 {
             Reply::text("gave up")
         } else {
-            Reply::tool_calls(&[(&format!("r{n}"), "read_file", read)])
+            Reply::tool_calls(&[(&format!("r{n}"), "read_file", &cycled_read(n))])
         }
     });
     let (home, work) = (Dir::new(), Dir::new());
-    work.write("a.txt", "the same text every time\n");
+    write_cycled(&work);
     use_fake_provider(&home, &server.base_url(), "");
     let mut cmd = crate::util::reasonix(&home, work.path());
     cmd.arg("chat").env("FAKE_API_KEY", "k");

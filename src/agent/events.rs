@@ -61,6 +61,17 @@ pub enum Event {
         level: NoticeLevel,
         message: String,
     },
+    /// A request has produced nothing for `silent_ms` (the first notice after
+    /// [`crate::agent::waiting::FIRST_NOTICE`], then every
+    /// [`crate::agent::waiting::NOTICE_EVERY`]): the run is waiting for the model, not stuck
+    /// in silence. `received`: part of the reply had arrived before the pause. Front ends
+    /// show it as a status line (stream-json: a `notice` with `"kind": "waiting"`).
+    Waiting {
+        silent_ms: u64,
+        received: bool,
+        /// The provider gives up after this much silence (`idle_seconds`), when known.
+        idle_limit_ms: Option<u64>,
+    },
     /// A provider request failed in a way worth another try, which comes after `wait`.
     /// Front ends show it as a warning notice (stream-json: `"kind": "retry"`).
     Retry(Retry),
@@ -181,6 +192,21 @@ impl PrefixChange {
             PrefixChange::Tools => "tools",
         }
     }
+}
+
+/// The one wording of [`Event::Waiting`], shared by every front end: "waiting for the
+/// model: 40 s, nothing received yet; idle limit 120 s".
+pub fn waiting_message(silent_ms: u64, received: bool, idle_limit_ms: Option<u64>) -> String {
+    let what = if received {
+        " since its last output"
+    } else {
+        ", nothing received yet"
+    };
+    let mut message = format!("waiting for the model: {} s{what}", silent_ms / 1000);
+    if let Some(limit) = idle_limit_ms {
+        message.push_str(&format!("; idle limit {} s", limit / 1000));
+    }
+    message
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

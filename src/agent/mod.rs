@@ -20,3 +20,4 @@ pub mod scheduler;
 pub mod session;
 pub mod snapshots;
 pub mod tokens;
+pub mod waiting;

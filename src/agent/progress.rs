@@ -4,10 +4,17 @@
 //! next request carries a one-shot reassessment nudge; after [`PAUSE_AFTER`] the turn pauses,
 //! keeping everything done so far. The runner feeds it calls and lists and acts on its word;
 //! `--max-steps` is a separate, explicit bound the lease knows nothing about.
+//!
+//! The [`LoopGuard`] watches every turn, with or without a task list: a round whose calls
+//! (tools, arguments and results) are those of one of the few rounds before it taught the
+//! model nothing. The first such round earns the model one note saying so; another before a
+//! round with something new ends the turn, since a model that repeats itself after being told
+//! would otherwise repeat until a budget or a person stops it.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use crate::hash;
+use crate::text::one_line;
 use crate::tool::builtin::todo::{TodoItem, TodoStatus};
 
 /// Rounds without progress after which the next request carries the nudge.
@@ -70,14 +77,7 @@ impl Lease {
         let Some(output) = output else {
             return;
         };
-        // Key order and spacing are the model's whim; the call is the same.
-        let arguments = serde_json::from_str::<serde_json::Value>(arguments)
-            .map_or_else(|_| arguments.trim().to_string(), |v| v.to_string());
-        let mut state = hash::FNV_OFFSET;
-        for part in [tool, "\0", &arguments, "\0", output] {
-            state = hash::fnv_continue(state, part.as_bytes());
-        }
-        if self.seen.insert(state) && !BOOKKEEPING.contains(&tool) {
+        if self.seen.insert(call_key(tool, arguments, output)) && !BOOKKEEPING.contains(&tool) {
             self.progress = true;
         }
     }
@@ -116,6 +116,100 @@ impl Lease {
         }
         new
     }
+}
+
+/// One call as the guards compare it: tool, arguments and result. Key order and spacing of
+/// the arguments are the model's whim; the call is the same.
+fn call_key(tool: &str, arguments: &str, output: &str) -> u64 {
+    let arguments = serde_json::from_str::<serde_json::Value>(arguments)
+        .map_or_else(|_| arguments.trim().to_string(), |v| v.to_string());
+    let mut state = hash::FNV_OFFSET;
+    for part in [tool, "\0", &arguments, "\0", output] {
+        state = hash::fnv_continue(state, part.as_bytes());
+    }
+    state
+}
+
+/// How many rounds back a repeat is looked for: enough for a model alternating between two
+/// or three rounds, few enough that re-reading a file many rounds later (after compaction
+/// shortened it) is not taken for a loop.
+pub const LOOP_WINDOW: usize = 3;
+
+/// The longest a repeated call is shown in a note or an error.
+const SHOWN_CALL: usize = 120;
+
+/// What the guard says after a round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repetition {
+    /// Something in the round was new.
+    Fresh,
+    /// The round repeats an earlier one; the model is told once (the calls, shown).
+    Nudge(String),
+    /// It repeated again after the note: the turn stops (the calls, shown).
+    Loop(String),
+}
+
+/// One turn's loop guard.
+#[derive(Debug, Default)]
+pub struct LoopGuard {
+    /// The keys of the last [`LOOP_WINDOW`] rounds, newest last.
+    recent: VecDeque<u64>,
+    /// The current round: its calls' keys and the calls as shown.
+    round: Vec<u64>,
+    shown: Vec<String>,
+    /// The model was told it repeats itself and has done nothing new since.
+    nudged: bool,
+}
+
+impl LoopGuard {
+    /// A call of the current round with its result (an error's text is a result too: a call
+    /// refused the same way each time is as much a loop).
+    pub fn call(&mut self, tool: &str, arguments: &str, output: &str) {
+        self.round.push(call_key(tool, arguments, output));
+        self.shown
+            .push(format!("`{tool} {}`", one_line(arguments, SHOWN_CALL)));
+    }
+
+    /// Ends the round. The calls' order does not matter: a model that swaps two calls still
+    /// repeats itself.
+    pub fn end_round(&mut self) -> Repetition {
+        let mut keys = std::mem::take(&mut self.round);
+        let shown = std::mem::take(&mut self.shown).join(", ");
+        if keys.is_empty() {
+            return Repetition::Fresh;
+        }
+        keys.sort_unstable();
+        let mut state = hash::FNV_OFFSET;
+        for key in keys {
+            state = hash::fnv_continue(state, &key.to_le_bytes());
+        }
+        let repeated = self.recent.contains(&state);
+        if self.recent.len() == LOOP_WINDOW {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(state);
+        match (repeated, self.nudged) {
+            (false, _) => {
+                self.nudged = false;
+                Repetition::Fresh
+            }
+            (true, false) => {
+                self.nudged = true;
+                Repetition::Nudge(shown)
+            }
+            (true, true) => Repetition::Loop(shown),
+        }
+    }
+}
+
+/// The note appended to the result of a round that repeats an earlier one.
+pub fn loop_nudge(calls: &str) -> String {
+    format!(
+        "[reasonix] You are repeating yourself: this round ({calls}) made the same calls with \
+         the same results as an earlier round, so it told you nothing new. Do not send these \
+         calls again. Use what you already have, try a different approach, or answer and say \
+         what is missing. If the next round repeats an earlier one again, the run stops."
+    )
 }
 
 #[cfg(test)]
@@ -196,6 +290,57 @@ mod tests {
         lease.call("mcp__db__query", r#"{"sql":"select 1"}"#, Some("1"));
         lease.end_round(&done);
         assert_eq!(lease.idle(), 0);
+    }
+
+    #[test]
+    fn a_repeated_round_is_nudged_once_then_stops_the_turn() {
+        let mut guard = LoopGuard::default();
+        let round = |guard: &mut LoopGuard, path: &str| {
+            guard.call("read_file", &format!(r#"{{"path":"{path}"}}"#), "text");
+            guard.call("grep", r#"{"pattern":"x"}"#, "error: no match");
+            guard.end_round()
+        };
+        assert_eq!(round(&mut guard, "a"), Repetition::Fresh);
+        let Repetition::Nudge(shown) = round(&mut guard, "a") else {
+            panic!("the second identical round is nudged");
+        };
+        assert_eq!(shown, r#"`read_file {"path":"a"}`, `grep {"pattern":"x"}`"#);
+        assert!(matches!(round(&mut guard, "a"), Repetition::Loop(_)));
+        // Something new clears the note: the next repeat is nudged again, not stopped.
+        let mut guard = LoopGuard::default();
+        round(&mut guard, "a");
+        round(&mut guard, "a");
+        assert_eq!(round(&mut guard, "b"), Repetition::Fresh);
+        assert!(matches!(round(&mut guard, "b"), Repetition::Nudge(_)));
+    }
+
+    #[test]
+    fn a_loop_is_a_repeat_within_the_window_in_any_order_and_spelling() {
+        let mut guard = LoopGuard::default();
+        // Two rounds alternating: the third repeats the first.
+        guard.call("read_file", r#"{"path":"a"}"#, "A");
+        assert_eq!(guard.end_round(), Repetition::Fresh);
+        guard.call("read_file", r#"{"path":"b"}"#, "B");
+        assert_eq!(guard.end_round(), Repetition::Fresh);
+        guard.call("read_file", r#"{ "path": "a" }"#, "A");
+        assert!(matches!(guard.end_round(), Repetition::Nudge(_)));
+        // Calls in another order are the same round; a changed result is not.
+        let mut guard = LoopGuard::default();
+        guard.call("ls", "{}", "x");
+        guard.call("glob", "{}", "y");
+        guard.end_round();
+        guard.call("glob", "{}", "y");
+        guard.call("ls", "{}", "x");
+        assert!(matches!(guard.end_round(), Repetition::Nudge(_)));
+        guard.call("glob", "{}", "y");
+        guard.call("ls", "{}", "changed");
+        assert_eq!(guard.end_round(), Repetition::Fresh);
+        // A round older than the window is forgotten.
+        let mut guard = LoopGuard::default();
+        for path in ["a", "b", "c", "d", "a"] {
+            guard.call("read_file", &format!(r#"{{"path":"{path}"}}"#), "same");
+            assert_eq!(guard.end_round(), Repetition::Fresh, "{path}");
+        }
     }
 
     #[test]

@@ -16,7 +16,8 @@ use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
 use super::hooks::{HookEvent, Hooks};
 use super::live::EventQueue;
 use super::plan::{PlanSettings, Planner};
-use super::progress::{self, Lease, Standing};
+use super::progress::{self, Lease, LoopGuard, Repetition, Standing};
+use super::waiting::{self, Watch};
 
 #[path = "hook_points.rs"]
 mod hook_points;
@@ -26,8 +27,7 @@ use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
 use crate::permission::{Gate, Verdict};
 use crate::provider::{
-    Chunk, ChunkStream, Message, Prices, Provider, ProviderError, Request, Role, ToolCall,
-    ToolSchema, Usage,
+    Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, ToolSchema, Usage,
 };
 use crate::tool::builtin::ask;
 use crate::tool::builtin::todo::TodoItem;
@@ -59,9 +59,73 @@ pub struct Options {
     pub context: ContextOptions,
     /// Auto-plan and the legacy plan-mode trust list.
     pub plan: PlanSettings,
+    /// What the run may spend on the model (`run --max-tokens-total`, `--max-budget-usd`).
+    pub budget: Budget,
+    /// When a silent request says it is waiting, and the idle limit it names.
+    pub watch: Watch,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Limits on what a run spends on the model, checked after each reply: the reply that
+/// crosses one is the last (its tool calls are not run). `None`: no limit. Clones share what
+/// was spent, so a planner, an executor and their subagents draw on one budget.
+#[derive(Debug, Clone, Default)]
+pub struct Budget {
+    /// Prompt plus completion tokens over every request.
+    pub max_tokens_total: Option<u64>,
+    /// Cost in US dollars by the model's prices.
+    pub max_cost_usd: Option<f64>,
+    /// Tokens and dollars spent so far by every agent holding a clone.
+    spent: Arc<Mutex<(u64, f64)>>,
+}
+
+/// Which budget a run used up, with the limit and what was spent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Spent {
+    Tokens { limit: u64, used: u64 },
+    Cost { limit: f64, used: f64 },
+}
+
+impl Budget {
+    /// Counts one request's usage and cost.
+    fn record(&self, usage: &Usage, cost: Option<f64>) {
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        spent.0 = spent
+            .0
+            .saturating_add(usage.prompt_tokens.saturating_add(usage.completion_tokens));
+        spent.1 += cost.unwrap_or(0.0);
+    }
+
+    /// The first limit reached, if any.
+    pub fn spent(&self) -> Option<Spent> {
+        let (tokens, cost) = *self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(limit) = self.max_tokens_total.filter(|&limit| tokens >= limit) {
+            return Some(Spent::Tokens {
+                limit,
+                used: tokens,
+            });
+        }
+        self.max_cost_usd
+            .filter(|&limit| cost >= limit)
+            .map(|limit| Spent::Cost { limit, used: cost })
+    }
+}
+
+impl fmt::Display for Spent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Spent::Tokens { limit, used } => write!(
+                f,
+                "the token budget (--max-tokens-total {limit}) was reached: {used} tokens used"
+            ),
+            Spent::Cost { limit, used } => write!(
+                f,
+                "the cost budget (--max-budget-usd {limit}) was reached: ${used:.4} spent"
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub enum Finish {
     /// The model answered without asking for tools.
     Answered,
@@ -71,6 +135,8 @@ pub enum Finish {
     Plan(String),
     /// The progress lease ran out: rounds went by with a todo active and nothing new done.
     NoProgress,
+    /// A budget of [`Options::budget`] was used up.
+    Budget(Spent),
 }
 
 #[derive(Debug)]
@@ -82,6 +148,9 @@ pub enum AgentError {
         tool: String,
         detail: String,
     },
+    /// A round repeated an earlier one (same calls, same results) after the model was told it
+    /// was repeating itself; the calls, shown.
+    Loop(String),
     /// A `UserPromptSubmit` hook blocked the message, with its reason.
     HookBlocked(String),
 }
@@ -95,6 +164,10 @@ impl fmt::Display for AgentError {
             AgentError::HookBlocked(reason) => {
                 write!(f, "hooks: the message was not sent: {reason}")
             }
+            AgentError::Loop(calls) => write!(
+                f,
+                "agent: the model repeated the same tool calls with the same results after being told it was repeating itself ({calls}); stopping instead of looping"
+            ),
             AgentError::RepeatedMalformedCall { tool, detail } => write!(
                 f,
                 "agent: the model sent the same malformed `{tool}` call {MALFORMED_REPEAT_LIMIT} times in a row ({detail}); stopping instead of looping"
@@ -169,6 +242,8 @@ pub struct Agent {
     tool_source: Option<Box<dyn ToolSource>>,
     /// The turn's progress lease, renewed by new work while a todo is active.
     lease: Lease,
+    /// The turn's watch for rounds that repeat earlier ones.
+    loops: LoopGuard,
     /// The hooks this agent runs, whether `SessionStart` ran, and `Stop` blocks in a row.
     hooks: Hooks,
     /// Hook events from the gate's and the person's threads, emitted after each round.
@@ -231,6 +306,7 @@ impl Agent {
             schemas,
             tool_source: None,
             lease: Lease::default(),
+            loops: LoopGuard::default(),
             hooks: Hooks::default(),
             hook_events: Arc::default(),
             hook_runner_base: Arc::default(),
@@ -344,6 +420,11 @@ impl Agent {
         self.options.prices = prices;
     }
 
+    /// The request options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// The request options, for changes between turns (`/effort`).
     pub fn options_mut(&mut self) -> &mut Options {
         &mut self.options
@@ -352,6 +433,7 @@ impl Agent {
     /// Continues in another session (`/new`, `/clear`, `/resume`); returns the old one.
     pub fn replace_session(&mut self, session: Session) -> Session {
         self.malformed = None;
+        self.loops = LoopGuard::default();
         self.ctx.session_path = Some(session.path().to_path_buf());
         let old = std::mem::replace(&mut self.session, session);
         self.reasoning_echo |= self.session.transcript().has_reasoning();
@@ -391,9 +473,14 @@ impl Agent {
 
     fn run_loop(&mut self, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
         self.lease = Lease::new(&self.todo_items());
+        self.loops = LoopGuard::default();
         loop {
             if self.ctx.cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);
+            }
+            // Spent in an earlier turn of the run (a goal's continuation, a hook's).
+            if let Some(spent) = self.options.budget.spent() {
+                return Ok(Finish::Budget(spent));
             }
             self.refresh_tools(sink);
             self.maintain_context(sink)?;
@@ -435,6 +522,14 @@ impl Agent {
                         .push(Message::tool_result(call.id.clone(), note.clone()))?;
                 }
                 return Ok(Finish::StepLimit);
+            }
+            if let Some(spent) = self.options.budget.spent() {
+                let note = format!("not executed: {spent}");
+                for call in &calls {
+                    self.session
+                        .push(Message::tool_result(call.id.clone(), note.clone()))?;
+                }
+                return Ok(Finish::Budget(spent));
             }
             self.stats.tool_rounds += 1;
             self.execute_round(&calls, cut, sink)?;
@@ -591,22 +686,19 @@ impl Agent {
         reply: &mut Reply,
         sink: &mut dyn EventSink,
     ) -> Result<(), ProviderError> {
-        for chunk in self.start_stream(request, sink)? {
-            match chunk? {
-                Chunk::Text(text) => {
-                    reply.text.push_str(&text);
-                    sink.emit(Event::TextDelta(text));
-                }
-                Chunk::Reasoning(text) => {
-                    reply.reasoning.push_str(&text);
-                    sink.emit(Event::ReasoningDelta(text));
-                }
-                Chunk::ToolCall(call) => reply.calls.push(call),
-                Chunk::Usage(usage) => reply.usage = Some(usage),
-                Chunk::Done { finish_reason } => reply.finish_reason = finish_reason,
+        self.pull(request, sink, &mut |chunk, sink| match chunk {
+            Chunk::Text(text) => {
+                reply.text.push_str(&text);
+                sink.emit(Event::TextDelta(text));
             }
-        }
-        Ok(())
+            Chunk::Reasoning(text) => {
+                reply.reasoning.push_str(&text);
+                sink.emit(Event::ReasoningDelta(text));
+            }
+            Chunk::ToolCall(call) => reply.calls.push(call),
+            Chunk::Usage(usage) => reply.usage = Some(usage),
+            Chunk::Done { finish_reason } => reply.finish_reason = finish_reason,
+        })
     }
 
     fn account_usage(&mut self, request: &Request, reply: &Reply, sink: &mut dyn EventSink) {
@@ -621,6 +713,7 @@ impl Agent {
             });
         }
         let cost = self.options.prices.map(|p| p.cost(&usage));
+        self.options.budget.record(&usage, cost);
         self.stats.usage.add(&usage);
         self.stats.cost_usd += cost.unwrap_or(0.0);
         sink.emit(Event::Usage {
@@ -701,6 +794,7 @@ impl Agent {
             results[i] = Some((outcome.result, outcome.duration_ms));
         }
         let mut repeated: Option<AgentError> = None;
+        let mut answered = Vec::with_capacity(calls.len());
         for (call, result) in calls.iter().zip(results) {
             let (result, duration_ms) = result.unwrap_or((Err(ToolError::Cancelled), 0));
             if let Some(err) = self.track_malformed(call, &result) {
@@ -718,6 +812,7 @@ impl Agent {
             if !is_error {
                 self.hook_post_tool(call, &mut output, sink);
             }
+            self.loops.call(call.name(), call.arguments(), &output);
             sink.emit(Event::ToolResult {
                 id: call.id.clone(),
                 name: call.name().to_string(),
@@ -725,8 +820,11 @@ impl Agent {
                 is_error,
                 duration_ms,
             });
-            self.session
-                .push(Message::tool_result(call.id.clone(), output))?;
+            answered.push((call.id.clone(), output));
+        }
+        let looping = self.note_repetition(&mut answered, sink);
+        for (id, output) in answered {
+            self.session.push(Message::tool_result(id, output))?;
         }
         // Images go after every result: a message between the results would break the round.
         if let Some(images) = self.ctx.images.take_message() {
@@ -740,9 +838,37 @@ impl Agent {
         if self.ctx.cancel.is_cancelled() {
             return Err(AgentError::Interrupted);
         }
-        match repeated {
+        match repeated.or(looping) {
             Some(err) => Err(err),
             None => Ok(()),
+        }
+    }
+
+    /// Ends the round for the loop guard. A first repeat gets the note on the round's last
+    /// result (in the session, so the request prefix stays as sent); a repeat after it ends
+    /// the turn, with every result still recorded so the history stays valid.
+    fn note_repetition(
+        &mut self,
+        answered: &mut [(String, String)],
+        sink: &mut dyn EventSink,
+    ) -> Option<AgentError> {
+        match self.loops.end_round() {
+            Repetition::Fresh => None,
+            Repetition::Nudge(calls) => {
+                if let Some((_, output)) = answered.last_mut() {
+                    output.push_str("\n\n");
+                    output.push_str(&progress::loop_nudge(&calls));
+                }
+                sink.emit(Event::Notice {
+                    level: NoticeLevel::Warning,
+                    message: format!(
+                        "the model repeated an earlier round ({calls}) with the same results; \
+                         it is told so, and the turn stops if it repeats again"
+                    ),
+                });
+                None
+            }
+            Repetition::Loop(calls) => Some(AgentError::Loop(calls)),
         }
     }
 
@@ -1007,16 +1133,21 @@ impl Agent {
         Ok(compaction::mechanical_summary(history, fold))
     }
 
-    /// Starts a request, reporting each retry as an event.
-    fn start_stream(
+    /// Streams a request into `each`, reporting each retry and each long silence as events.
+    fn pull(
         &self,
         request: &Request,
         sink: &mut dyn EventSink,
-    ) -> Result<ChunkStream, ProviderError> {
-        self.provider
-            .stream(request, &self.ctx.cancel, &mut |retry| {
-                sink.emit(Event::Retry(retry.clone()))
-            })
+        each: &mut dyn FnMut(Chunk, &mut dyn EventSink),
+    ) -> Result<(), ProviderError> {
+        waiting::stream(
+            self.provider.as_ref(),
+            request,
+            &self.ctx.cancel,
+            &self.options.watch,
+            sink,
+            each,
+        )
     }
 
     /// Streams a request without reporting its text as the answer.
@@ -1027,13 +1158,11 @@ impl Agent {
     ) -> Result<(String, Option<Usage>), ProviderError> {
         let mut text = String::new();
         let mut usage = None;
-        for chunk in self.start_stream(request, sink)? {
-            match chunk? {
-                Chunk::Text(piece) => text.push_str(&piece),
-                Chunk::Usage(reported) => usage = Some(reported),
-                Chunk::Reasoning(_) | Chunk::ToolCall(_) | Chunk::Done { .. } => {}
-            }
-        }
+        self.pull(request, sink, &mut |chunk, _| match chunk {
+            Chunk::Text(piece) => text.push_str(&piece),
+            Chunk::Usage(reported) => usage = Some(reported),
+            Chunk::Reasoning(_) | Chunk::ToolCall(_) | Chunk::Done { .. } => {}
+        })?;
         Ok((text, usage))
     }
 }

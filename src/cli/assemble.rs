@@ -16,8 +16,9 @@ use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::plan::PlanSettings;
 use crate::agent::prompt::{self, PromptInputs};
-use crate::agent::runner::{Agent, Options};
+use crate::agent::runner::{Agent, Budget, Options};
 use crate::agent::session::{self, Header, Session};
+use crate::agent::waiting::{self, Watch};
 use crate::cancel::CancelToken;
 use crate::cli::error::Error;
 use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
@@ -276,7 +277,11 @@ pub fn runner(
         tools: coordinator::research_tools(executor.tools()),
         gate: Box::new(PlannerGate(Box::new(SharedGate(Arc::clone(gate))))),
         ctx,
-        options: options(config, settings, None, None),
+        options: Options {
+            // One budget for both models of the run.
+            budget: executor.options().budget.clone(),
+            ..options(config, settings, None, None)
+        },
     };
     Ok(Coordinator::new(executor, parts).into())
 }
@@ -490,6 +495,12 @@ pub fn options(
             auto_plan: config.agent.auto_plan,
             trusted_tools: config.agent.plan_mode_allowed_tools.clone(),
         },
+        budget: Budget::default(),
+        watch: Watch {
+            idle_limit: Some(settings.timeouts.idle_stream),
+            ..Watch::default()
+        }
+        .with_override(std::env::var(waiting::NOTICE_ENV).ok().as_deref()),
     }
 }
 

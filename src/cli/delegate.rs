@@ -15,7 +15,7 @@ use super::assemble::{self, PromptFlags};
 use crate::agent::events::{ChildState, Event, EventSink};
 use crate::agent::hooks::{HookEvent, Hooks};
 use crate::agent::live::EventQueue;
-use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::runner::{Agent, AgentError, Budget, Finish, Options};
 use crate::agent::scheduler::{Claim, Limits, Scheduler};
 use crate::agent::session::{self, Header, Session};
 use crate::config::Config;
@@ -54,6 +54,9 @@ pub struct Children {
     events: OnceLock<Arc<EventQueue>>,
     /// The parent's hooks; a child runs those around tool calls, and `SubagentStop`.
     hooks: OnceLock<Hooks>,
+    /// The run's budget (`run --max-tokens-total`, `--max-budget-usd`), which children spend
+    /// from too; unlimited by default.
+    pub budget: Budget,
 }
 
 impl Children {
@@ -84,6 +87,7 @@ impl Children {
             }),
             events: OnceLock::new(),
             hooks: OnceLock::new(),
+            budget: Budget::default(),
         }
     }
 
@@ -240,7 +244,10 @@ impl Children {
             planning,
             ..Workflow::default()
         }));
-        let options = assemble::options(&self.config, &settings, None, effort);
+        let options = Options {
+            budget: self.budget.clone(),
+            ..assemble::options(&self.config, &settings, None, effort)
+        };
         let tools = self.registry(planned.read_only, parent);
         let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
         let mut agent = Agent::new(provider, tools, gate, child_session, ctx, options);
@@ -324,6 +331,10 @@ impl Delegate for Children {
                     "it reached its step limit. Last words: {}",
                     stats.final_text
                 ),
+                false,
+            ),
+            Ok(Finish::Budget(spent)) => (
+                format!("it stopped: {spent}. Last words: {}", stats.final_text),
                 false,
             ),
             Ok(Finish::NoProgress) => (

@@ -11,7 +11,7 @@ use crate::i18n::{tr, trf, Lang, Ui};
 use crate::term::width::str_width;
 
 pub const HELP: &str = "\
-Usage: reasonix doctor [--model REF]
+Usage: reasonix doctor [-m, --model REF]
 
 Checks the configuration, model resolution, the provider key, that the endpoint answers
 (one request to its models URL, 10 s timeout), which jail bash runs in with the protections
@@ -91,9 +91,11 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             continue;
         }
         match arg {
+            // `-m` as `run`, `chat` and `serve` take it.
             super::lex::Arg::Long(ref n) if n == "model" => {
                 model = Some(lexer.value("--model").map_err(Error::Usage)?)
             }
+            super::lex::Arg::Short('m') => model = Some(lexer.value("-m").map_err(Error::Usage)?),
             other => return Err(unknown_flag("doctor", &other)),
         }
     }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::stdout_buffer::StdoutBuffer;
 use crate::agent::compaction::Tier;
 use crate::agent::coordinator::ModelStats;
-use crate::agent::events::{Event, EventSink, PrefixChange};
+use crate::agent::events::{waiting_message, Event, EventSink, PrefixChange};
 use crate::cancel::CancelToken;
 use crate::permission::Posture;
 use crate::provider::Usage;
@@ -270,6 +270,11 @@ impl Output {
                 self.err_line(&format!("{}: {message}", level.as_str()));
             }
             Event::Retry(retry) => self.err_line(&format!("warning: {retry}")),
+            Event::Waiting {
+                silent_ms,
+                received,
+                idle_limit_ms,
+            } => self.err_line(&waiting_message(silent_ms, received, idle_limit_ms)),
             Event::Compaction {
                 trigger,
                 tier,
@@ -375,11 +380,7 @@ impl Output {
             Format::Text => {
                 self.end_reasoning();
                 self.finish_stdout_line();
-                if result.is_error {
-                    // The error line itself is printed by the CLI's error path.
-                } else if result.subtype == "error_max_turns" {
-                    self.err_line("stopped: the --max-steps limit was reached");
-                }
+                // An error line (a limit reached included) is printed by the CLI's error path.
                 let usage = &result.usage;
                 let mut line = format!(
                     "session: {} requests, {} in ({} cached{}), {} out",
@@ -601,6 +602,13 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         Event::Retry(retry) => json!({"type": "notice", "level": "warning", "kind": "retry",
             "message": retry.to_string(), "attempt": retry.attempt,
             "max_attempts": retry.max_attempts, "wait_ms": retry.wait.as_millis() as u64}),
+        Event::Waiting {
+            silent_ms,
+            received,
+            idle_limit_ms,
+        } => json!({"type": "notice", "level": "info", "kind": "waiting",
+            "message": waiting_message(*silent_ms, *received, *idle_limit_ms),
+            "silent_ms": silent_ms, "received": received, "idle_limit_ms": idle_limit_ms}),
         Event::Compaction {
             trigger,
             tier,

@@ -14,7 +14,7 @@ use super::output::{Format, Output, RunResult};
 use super::Global;
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError, Finish};
+use crate::agent::runner::{Agent, AgentError, Budget, Finish, Spent};
 use crate::cancel::CancelToken;
 use crate::cli::error::{exit, Error};
 use crate::command::input::{self, Input};
@@ -33,7 +33,12 @@ as a <stdin> block.
 
 Flags:
   -m, --model REF              Model: provider name, model name or provider/model
-      --max-steps N            Stop after N tool rounds (exit 4 if the model wants more)
+      --max-steps N            Stop after N tool rounds (exit 4, subtype error_max_turns, if
+                               the model wants more); default agent.max_steps_headless (200)
+      --max-tokens-total N     Stop once the run's requests used N tokens, prompt plus
+                               completion (exit 4, subtype error_max_tokens_total)
+      --max-budget-usd X       Stop once the run cost X dollars by the model's prices (exit 4,
+                               subtype error_max_budget_usd; needs prices for the model)
       --output-format FMT      text (default), json (final object only), stream-json (JSONL events)
   -p, --print                  Print only the final answer
       --output-last-message F  Also write the final answer to file F
@@ -90,9 +95,12 @@ Permissions (no one can be asked in a headless run):
       --allowedTools LIST      Claude Code alias: comma/space separated allow rules
       --disallowedTools LIST   Claude Code alias: comma/space separated deny rules
 
+A round that repeats an earlier one (same calls, same results) gets the model one note;
+another repeat ends the run (exit 5, subtype error_loop, naming the calls).
+
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
-failure, 4 --max-steps or a goal's continuation limit reached, 5 no progress or a
-goal blocked, 6 an agent composition refused (agent_composition.*), 130 interrupted, 141 stdout closed (a pipe whose reader
+failure, 4 the step limit, a budget or a goal's continuation limit reached, 5 no progress,
+a loop of repeated calls or a goal blocked, 6 an agent composition refused (agent_composition.*), 130 interrupted, 141 stdout closed (a pipe whose reader
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
@@ -116,6 +124,8 @@ pub struct ProfileRun {
 #[derive(Debug, Default)]
 struct RunFlags {
     max_steps: Option<u32>,
+    /// `--max-tokens-total`, `--max-budget-usd`.
+    budget: Budget,
     format: Option<Format>,
     print: bool,
     output_last_message: Option<PathBuf>,
@@ -165,6 +175,27 @@ impl RunFlags {
                 let value = value()?;
                 self.max_steps = Some(value.parse().map_err(|_| {
                     usage(format!("--max-steps needs a whole number, got `{value}`"))
+                })?);
+            }
+            Arg::Long(n) if n == "max-tokens-total" => {
+                let value = value()?;
+                let tokens = value.parse::<u64>().ok().filter(|&n| n > 0);
+                self.budget.max_tokens_total = Some(tokens.ok_or_else(|| {
+                    usage(format!(
+                        "--max-tokens-total needs a whole number above 0, got `{value}`"
+                    ))
+                })?);
+            }
+            Arg::Long(n) if n == "max-budget-usd" => {
+                let value = value()?;
+                let dollars = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x > 0.0);
+                self.budget.max_cost_usd = Some(dollars.ok_or_else(|| {
+                    usage(format!(
+                        "--max-budget-usd needs an amount of dollars above 0, e.g. 0.50, got `{value}`"
+                    ))
                 })?);
             }
             Arg::Long(n) if n == "output-format" => {
@@ -413,14 +444,30 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
             message: format!("cannot install signal handlers ({err}); Ctrl-C will not save state"),
         });
     }
-    let options = assemble::options(&config, &settings, args.own.max_steps, effort);
-    let children = Arc::new(Children::new(
+    if args.own.budget.max_cost_usd.is_some() && settings.prices.is_none() {
+        return Err(usage(format!(
+            "--max-budget-usd needs the model's prices, and `{}` has none; set `prices` for it in the config or bound the run with --max-tokens-total",
+            settings.model
+        )));
+    }
+    // Nobody watches a headless run: it has a bound unless the config lifts it (0).
+    let headless_steps = config.agent.max_steps_headless;
+    let max_steps = args
+        .own
+        .max_steps
+        .or((headless_steps > 0).then_some(headless_steps));
+    let mut options = assemble::options(&config, &settings, max_steps, effort);
+    options.budget = args.own.budget.clone();
+    let mut children = Children::new(
         &config,
         &settings,
         options.reasoning_effort.clone(),
         Arc::clone(&gate),
         &session,
-    ));
+    );
+    // Subagents spend from the run's budget.
+    children.budget = options.budget.clone();
+    let children = Arc::new(children);
     let tally = Arc::clone(&children.tally);
     if read_only {
         crate::cli::delegate::keep_readers_and_shell(&mut tools);
@@ -567,9 +614,25 @@ fn finish(
     };
     let (mut subtype, mut code, mut error) = match &outcome {
         Ok(Finish::Answered) => ("success", exit::OK, None),
-        Ok(Finish::StepLimit) => ("error_max_turns", exit::MAX_STEPS, None),
+        Ok(Finish::StepLimit) => (
+            "error_max_turns",
+            exit::MAX_STEPS,
+            Some(format!(
+                "stopped: the step limit was reached after {} tool rounds; raise it with --max-steps N or agent.max_steps_headless",
+                stats.tool_rounds
+            )),
+        ),
         Ok(Finish::Plan(_)) => ("plan", exit::OK, None),
         Ok(Finish::NoProgress) => ("error_no_progress", exit::NO_PROGRESS, None),
+        Ok(Finish::Budget(spent)) => (
+            match spent {
+                Spent::Tokens { .. } => "error_max_tokens_total",
+                Spent::Cost { .. } => "error_max_budget_usd",
+            },
+            exit::MAX_STEPS,
+            Some(format!("stopped: {spent}")),
+        ),
+        Err(err @ AgentError::Loop(_)) => ("error_loop", exit::NO_PROGRESS, Some(err.to_string())),
         Err(AgentError::Interrupted) => ("error_interrupted", exit::INTERRUPTED, None),
         Err(AgentError::Provider(err)) => (
             "error_during_execution",

@@ -125,6 +125,9 @@ pub struct AgentConfig {
     pub compact_force_ratio: f64,
     /// Read-only tool calls run concurrently, at most this many at once.
     pub max_parallel_tools: u32,
+    /// Tool rounds a headless `reasonix run` may take unless `--max-steps` says otherwise;
+    /// 0: no bound. The chat has none: a person is there to stop it.
+    pub max_steps_headless: u32,
     pub subagent_model: Option<String>,
     pub subagent_effort: Option<String>,
     /// Per-profile model overrides, keyed by subagent profile name.
@@ -164,6 +167,7 @@ impl Default for AgentConfig {
             compact_ratio: 0.8,
             compact_force_ratio: 0.9,
             max_parallel_tools: 4,
+            max_steps_headless: 200,
             subagent_model: None,
             subagent_effort: None,
             subagent_models: BTreeMap::new(),

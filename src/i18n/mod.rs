@@ -199,6 +199,7 @@ catalog! {
     NotFinished => "  (not finished)",
     StepLimit => "stopped: the step limit was reached; send a message to continue",
     Interrupted => "⎿ interrupted — the partial answer is kept; tell the model what to do instead",
+    InterruptedBeforeAnswer => "⎿ interrupted; tell the model what to do instead",
     Working => "{} Working… {} · esc to interrupt",
     NoOutput => "  ⎿ (no output)",
     ReadOneLine => "  ⎿ read {} line",

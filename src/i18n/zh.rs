@@ -67,6 +67,7 @@ pub(super) const ZH: &[(Ui, &str)] = &[
         Interrupted,
         "⎿ 已中断——部分回答已保留；告诉模型接下来该怎么做",
     ),
+    (InterruptedBeforeAnswer, "⎿ 已中断；告诉模型接下来该怎么做"),
     (Working, "{} 工作中… {} · esc 中断"),
     (NoOutput, "  ⎿ （无输出）"),
     (ReadOneLine, "  ⎿ 读取了 {} 行"),

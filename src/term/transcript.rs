@@ -84,6 +84,11 @@ pub struct Transcript {
     created: Instant,
     /// The subagents of running calls, one line each under their call.
     children: Children,
+    /// "waiting for the model: 40 s, ...": the request in flight has gone quiet; shown
+    /// beside the working indicator until anything else happens.
+    waiting: Option<String>,
+    /// Answer text arrived in this turn: an interruption keeps it (else there is none to keep).
+    answered: bool,
 }
 
 impl Transcript {
@@ -101,6 +106,8 @@ impl Transcript {
             ends_blank: true,
             created: Instant::now(),
             children: Children::default(),
+            waiting: None,
+            answered: false,
         }
     }
 
@@ -192,8 +199,21 @@ impl Transcript {
     }
 
     pub fn event(&mut self, event: &Event) {
+        self.waiting = None;
         match event {
+            Event::Waiting {
+                silent_ms,
+                received,
+                idle_limit_ms,
+            } => {
+                self.waiting = Some(crate::agent::events::waiting_message(
+                    *silent_ms,
+                    *received,
+                    *idle_limit_ms,
+                ));
+            }
             Event::TextDelta(text) => {
+                self.answered = true;
                 self.end_reasoning();
                 if self.answer.is_none() {
                     self.gap();
@@ -467,12 +487,19 @@ impl Transcript {
         self.before.clear();
         self.after.clear();
         self.children.clear();
+        self.waiting = None;
+        let answered = std::mem::take(&mut self.answered);
         match end {
             TurnEnd::Answered => {}
             TurnEnd::StepLimit => self.notice(NoticeLevel::Warning, tr(Ui::StepLimit)),
-            TurnEnd::Interrupted => self
-                .pending
-                .push(Line::styled(tr(Ui::Interrupted), Style::Warning)),
+            TurnEnd::Interrupted => {
+                let message = if answered {
+                    Ui::Interrupted
+                } else {
+                    Ui::InterruptedBeforeAnswer
+                };
+                self.pending.push(Line::styled(tr(message), Style::Warning));
+            }
             TurnEnd::Failed(message) => self.error(message),
         }
         self.gap();
@@ -518,13 +545,17 @@ impl Transcript {
         }
         if let Some(started) = turn_started {
             if self.tools.is_empty() {
-                out.push(Line::styled(
+                let mut line = Line::styled(
                     trf(
                         Ui::Working,
                         &[&frame, &seconds(now.saturating_duration_since(started))],
                     ),
                     Style::Dim,
-                ));
+                );
+                if let Some(waiting) = &self.waiting {
+                    line.push(format!(" · {waiting}"), Style::Dim);
+                }
+                out.push(line.truncated(self.width));
             }
         }
         out
@@ -776,7 +807,21 @@ mod tests {
         assert!(lines
             .iter()
             .any(|l| l.contains("read_file  b  (not finished)")));
-        assert!(lines.iter().any(|l| l.starts_with("⎿ interrupted")));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("⎿ interrupted — the partial answer is kept")));
+        // An interruption before any answer text has nothing to keep, and says no more.
+        t.event(&Event::ReasoningDelta("hmm".into()));
+        t.end_turn(&TurnEnd::Interrupted);
+        let lines = texts(&t.take());
+        assert!(
+            lines.iter().any(|l| l.starts_with("⎿ interrupted;")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.iter().any(|l| l.contains("partial answer")),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -200,6 +200,7 @@ pub(super) fn turn_end(result: Result<Finish, AgentError>) -> TurnEnd {
     match result {
         Ok(Finish::Answered) | Ok(Finish::Plan(_)) => TurnEnd::Answered,
         Ok(Finish::StepLimit) => TurnEnd::StepLimit,
+        Ok(Finish::Budget(spent)) => TurnEnd::Failed(spent.to_string()),
         Ok(Finish::NoProgress) => TurnEnd::Failed(crate::i18n::trf(
             Ui::NoProgress,
             &[&crate::agent::progress::PAUSE_AFTER],
