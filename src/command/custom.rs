@@ -119,7 +119,7 @@ pub fn load_for(home: &Path, cwd: &Path) -> Loaded {
         loaded.untrusted.push(command.name.clone());
         loaded.commands.push(command);
     }
-    crate::sort::sort_by(&mut loaded.commands, |a, b| a.name.cmp(&b.name));
+    loaded.commands.sort_by(|a, b| a.name.cmp(&b.name));
     loaded
 }
 

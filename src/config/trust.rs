@@ -401,7 +401,7 @@ impl Walk {
                 return Some(());
             }
         };
-        crate::sort::sort(&mut names);
+        names.sort();
         for name in names {
             self.entries += 1;
             if self.entries > MAX_ENTRIES {
