@@ -37,6 +37,7 @@ fn settings(base_url: &str) -> ProviderSettings {
             initial_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(5),
             max_retry_after: Duration::from_secs(5),
+            max_total_wait: Duration::from_secs(20),
         },
         ..ProviderSettings::default()
     }
@@ -790,7 +791,7 @@ fn idle_stream_watchdog_fails_a_silent_stream() {
         text.contains("no data from the server for 300 ms"),
         "{text}"
     );
-    assert!(text.contains("timeouts.idle_stream"), "{text}");
+    assert!(text.contains("timeouts.idle_seconds"), "{text}");
     drop(release);
 }
 

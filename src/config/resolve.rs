@@ -242,6 +242,8 @@ fn timeouts(provider: &ProviderConfig) -> Timeouts {
         idle_stream: t
             .idle_seconds
             .map_or(defaults.idle_stream, Duration::from_secs),
+        head: t.head_seconds.map_or(defaults.head, Duration::from_secs),
+        reply: t.reply_seconds.map_or(defaults.reply, Duration::from_secs),
     }
 }
 
@@ -257,6 +259,9 @@ fn retry(provider: &ProviderConfig) -> RetryPolicy {
             .max_backoff_seconds
             .map_or(defaults.max_backoff, Duration::from_secs),
         max_retry_after: defaults.max_retry_after,
+        max_total_wait: r
+            .max_wait_seconds
+            .map_or(defaults.max_total_wait, Duration::from_secs),
     }
 }
 
