@@ -17,10 +17,10 @@ const MIB: usize = 1024 * 1024;
 pub const SSE_LINE: usize = 8 * MIB;
 /// The `data` of one event, its lines joined.
 pub const SSE_EVENT: usize = 8 * MIB;
-/// The answer text of one reply.
-pub const CONTENT: usize = 8 * MIB;
+/// The answer text of one reply (held by the agent and written to the session too).
+pub const CONTENT: usize = 4 * MIB;
 /// The reasoning text of one reply.
-pub const REASONING: usize = 8 * MIB;
+pub const REASONING: usize = 4 * MIB;
 /// The arguments of all the tool calls of one reply together.
 pub const TOOL_ARGUMENTS: usize = 4 * MIB;
 /// Tool calls (distinct indexes) in one reply.

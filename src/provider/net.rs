@@ -665,11 +665,14 @@ fn is_dropped_after_connect(err: &ureq::Error) -> bool {
         )
 }
 
-/// Whether the server's reply itself was at fault (not HTTP we can read, a head too large).
+/// Whether the server's reply itself was at fault: not HTTP that can be read, a head too
+/// large or too slow to arrive whole.
 fn is_bad_reply(err: &ureq::Error) -> bool {
     matches!(
         err,
-        ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..)
+        ureq::Error::Protocol(_)
+            | ureq::Error::LargeResponseHeader(..)
+            | ureq::Error::Timeout(Timeout::RecvResponse)
     )
 }
 
