@@ -280,7 +280,7 @@ fn endless_content_deltas_end_the_reply_at_the_text_cap() {
         "endless content",
         endless_content,
         "",
-        "the reply's text passed 4 MiB",
+        "the reply's text passed 6 MiB",
     );
 }
 

@@ -18,7 +18,7 @@ pub const SSE_LINE: usize = 8 * MIB;
 /// The `data` of one event, its lines joined.
 pub const SSE_EVENT: usize = 8 * MIB;
 /// The answer text of one reply (held by the agent and written to the session too).
-pub const CONTENT: usize = 4 * MIB;
+pub const CONTENT: usize = 6 * MIB;
 /// The reasoning text of one reply.
 pub const REASONING: usize = 4 * MIB;
 /// The arguments of all the tool calls of one reply together.

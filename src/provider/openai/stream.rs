@@ -754,7 +754,7 @@ mod tests {
         ));
         let (err, overflow, fed) = flood("", |_| content.clone());
         assert_eq!(overflow, Some(Overflow::Content), "{err}");
-        assert!(err.contains("the reply's text passed 4 MiB"), "{err}");
+        assert!(err.contains("the reply's text passed 6 MiB"), "{err}");
         assert!(fed <= limits::CONTENT + 2 * content.len(), "{fed}");
 
         let thought = data(&format!(
