@@ -37,6 +37,7 @@ fn settings(base_url: &str) -> ProviderSettings {
             initial_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(5),
             max_retry_after: Duration::from_secs(5),
+            max_total_wait: Duration::from_secs(20),
         },
         ..ProviderSettings::default()
     }
@@ -790,7 +791,7 @@ fn idle_stream_watchdog_fails_a_silent_stream() {
         text.contains("no data from the server for 300 ms"),
         "{text}"
     );
-    assert!(text.contains("timeouts.idle_stream"), "{text}");
+    assert!(text.contains("timeouts.idle_seconds"), "{text}");
     drop(release);
 }
 
@@ -1947,5 +1948,98 @@ fn an_empty_reply_is_asked_again_and_the_retry_is_reported() {
     assert_eq!(
         retries[0].reason,
         "provider: the model sent an empty reply (no text and no tool call)"
+    );
+}
+
+/// A server that answers one request per connection with the raw bytes `reply`.
+fn raw_server(reply: &'static [u8]) -> String {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                if read_request(&mut reader).is_some() {
+                    let _ = stream.write_all(reply);
+                }
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_latin1_byte_in_a_response_header_is_accepted() {
+    // RFC 9110 allows obs-text (bytes 0x80-0xFF) in field values; a server's localised
+    // reason or date must not fail the whole reply.
+    let url = raw_server(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Served-By: caf\xe9 m\xfcnchen\r\nConnection: close\r\n\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let provider = provider::build(settings(&url)).unwrap();
+    assert_eq!(text_of(&collect(provider.as_ref(), &request())), "ok");
+}
+
+#[test]
+fn streaming_requests_ask_for_identity_and_a_compressed_reply_names_its_encoding() {
+    let fake = FakeOpenAI::start(vec![Reply::text("hi")]);
+    collect(provider_for(&fake).as_ref(), &request());
+    assert_eq!(
+        fake.requests()[0].header("accept-encoding"),
+        Some("identity")
+    );
+    let url = raw_server(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03binary",
+    );
+    let provider = provider::build(settings(&url)).unwrap();
+    let err = provider
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
+        .err()
+        .expect("a compressed reply is an error");
+    let text = err.to_string();
+    assert!(text.contains("compressed (gzip)"), "{text}");
+    assert!(text.contains("Accept-Encoding: identity"), "{text}");
+    assert!(!text.contains('\u{fffd}'), "no binary junk: {text}");
+}
+
+#[test]
+fn a_reply_that_is_not_http_is_the_server_s_reply_not_a_failure_to_connect() {
+    let url = raw_server(b"SSH-2.0-OpenSSH_9.6\r\n\r\n");
+    let mut s = settings(&url);
+    s.retry.max_retries = 0;
+    let err = provider::build(s)
+        .unwrap()
+        .stream(&request(), &CancelToken::new(), &mut |_| {})
+        .err()
+        .expect("not HTTP");
+    let text = err.to_string();
+    assert!(text.contains("the server's reply"), "{text}");
+    assert!(!text.contains("cannot connect"), "{text}");
+}
+
+#[test]
+fn a_refusing_proxy_is_named_as_the_proxy_not_the_server() {
+    let port = refused_port();
+    let proxy = format!("http://127.0.0.1:{port}");
+    let out = run_proxy_child(
+        "https://api.deepseek.invalid/v1",
+        &[("HTTPS_PROXY", &proxy)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("HTTPS_PROXY={proxy} refused the connection")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("is the server running"), "{stdout}");
+    // SOCKS is refused with a line naming the variable, before any connection.
+    let out = run_proxy_child(
+        "https://api.deepseek.invalid/v1",
+        &[("HTTPS_PROXY", "socks5://127.0.0.1:1080")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("HTTPS_PROXY names a SOCKS proxy"),
+        "{stdout}"
     );
 }

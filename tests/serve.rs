@@ -596,10 +596,11 @@ fn a_prompt_streams_its_answer_over_server_sent_events() {
 /// gets every event as well (its frames waited in a queue of its own, not in the publisher).
 #[test]
 fn a_stalled_event_stream_holds_up_neither_the_turn_nor_the_other_streams() {
-    // 8 MiB of text: more than the server's send buffer can grow to (4 MiB here) plus the
-    // small receive buffer the stalled client asks for.
+    // 5 MiB of text: more than the server's send buffer can grow to (4 MiB here) plus the
+    // small receive buffer the stalled client asks for, and less than a reply's text may be
+    // (6 MiB, `provider::limits::CONTENT`).
     let piece = "abcdefgh".repeat(8 * 1024);
-    let pieces = 128;
+    let pieces = 80;
     let mut answer: Vec<String> = (0..pieces).map(|_| sse_text(&piece)).collect();
     answer.extend([sse_finish("stop"), sse_usage(10, 10, 0), done()]);
     let fake = FakeOpenAI::start(vec![Reply::events(answer)]);

@@ -19,6 +19,7 @@ mod fleet;
 mod goal;
 mod hardening;
 mod hooks;
+mod hostile_reply;
 mod input;
 mod language;
 mod layers;

@@ -312,6 +312,10 @@ pub struct TimeoutsConfig {
     pub connect_seconds: Option<u64>,
     /// No byte on an open stream for this long aborts it.
     pub idle_seconds: Option<u64>,
+    /// The response head must be whole this long after the request.
+    pub head_seconds: Option<u64>,
+    /// The whole reply must be in this long after the request.
+    pub reply_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,6 +324,8 @@ pub struct RetryConfig {
     pub max_retries: Option<u32>,
     pub initial_backoff_ms: Option<u64>,
     pub max_backoff_seconds: Option<u64>,
+    /// The waits of one request's retries together (429 `Retry-After` waits aside).
+    pub max_wait_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -246,6 +246,8 @@ fn timeouts(provider: &ProviderConfig) -> Timeouts {
     Timeouts {
         connect: t.connect_seconds.map_or(defaults.connect, seconds),
         idle_stream: t.idle_seconds.map_or(defaults.idle_stream, seconds),
+        head: t.head_seconds.map_or(defaults.head, seconds),
+        reply: t.reply_seconds.map_or(defaults.reply, seconds),
     }
 }
 
@@ -263,6 +265,9 @@ fn retry(provider: &ProviderConfig) -> RetryPolicy {
             Duration::from_secs(s.min(MAX_TIMEOUT_SECONDS))
         }),
         max_retry_after: defaults.max_retry_after,
+        max_total_wait: r
+            .max_wait_seconds
+            .map_or(defaults.max_total_wait, Duration::from_secs),
     }
 }
 

@@ -16,13 +16,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 
-pub mod http;
+mod conn;
+pub mod limits;
 pub mod net;
 pub mod openai;
-pub mod proxy;
 pub mod record;
 pub mod replay;
 pub mod retry;
+mod roots;
 pub mod sse;
 pub mod transcript;
 
@@ -399,18 +400,27 @@ pub struct ProviderSettings {
     pub record_file: Option<PathBuf>,
 }
 
+/// How long a model exchange may take, by phase (`[providers.timeouts]`; each saturates at a
+/// day, see `limits`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timeouts {
     pub connect: Duration,
     /// No byte for this long on an open stream aborts it.
     pub idle_stream: Duration,
+    /// The response head must be whole this long after the request went out, however
+    /// slowly its bytes come.
+    pub head: Duration,
+    /// The whole reply, from the request to its last byte, however steadily bytes come.
+    pub reply: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(30),
-            idle_stream: Duration::from_secs(300),
+            idle_stream: Duration::from_secs(120),
+            head: Duration::from_secs(300),
+            reply: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -422,6 +432,9 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
     /// Upper bound on a server's `Retry-After`.
     pub max_retry_after: Duration,
+    /// The waits of one request's retries together stay under this (a server's
+    /// `Retry-After` on a 429 is honoured besides it, each wait up to `max_retry_after`).
+    pub max_total_wait: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -429,8 +442,9 @@ impl Default for RetryPolicy {
         RetryPolicy {
             max_retries: 10,
             initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(15),
+            max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
+            max_total_wait: Duration::from_secs(20),
         }
     }
 }
@@ -461,7 +475,6 @@ pub trait Provider: Send + Sync {
 pub enum Cause {
     Io(std::io::Error),
     Transport(ureq::Error),
-    Http(http::HttpError),
     Json(serde_json::Error),
 }
 
@@ -470,7 +483,6 @@ impl Cause {
         match self {
             Cause::Io(err) => err,
             Cause::Transport(err) => err,
-            Cause::Http(err) => err,
             Cause::Json(err) => err,
         }
     }
@@ -485,12 +497,6 @@ impl fmt::Display for Cause {
 impl From<std::io::Error> for Cause {
     fn from(err: std::io::Error) -> Self {
         Cause::Io(err)
-    }
-}
-
-impl From<http::HttpError> for Cause {
-    fn from(err: http::HttpError) -> Self {
-        Cause::Http(err)
     }
 }
 
@@ -572,8 +578,13 @@ pub enum ProviderError {
         url: String,
         provider: String,
         attempts: u32,
-        source: Box<http::HttpError>,
+        /// The proxy that refused, as `HTTPS_PROXY=http://host:port`, when one was in the way.
+        via: Option<String>,
+        source: Box<ureq::Error>,
     },
+    /// The server's reply could not be read: not HTTP/1.1, a head too large, compressed
+    /// although the request asked for none.
+    Reply(Detail),
     /// The stream broke: cut off, malformed, idle for too long.
     Stream(Detail),
     /// The stream ended properly but carried neither text nor a tool call, after retries.
@@ -601,19 +612,29 @@ impl ProviderError {
                 url,
                 provider,
                 attempts,
+                via,
                 source,
             } => {
                 let tries = match attempts {
                     1 => "1 attempt".to_string(),
                     n => format!("{n} attempts"),
                 };
-                Some(match net::is_name_error(source) {
+                let name_error = net::is_name_error(source);
+                Some(match via {
+                    Some(via) if name_error => format!(
+                        "{url}: the proxy host of {via} does not resolve ({tries}); fix the variable or list the host in NO_PROXY"
+                    ),
+                    Some(via) => format!(
+                        "{url}: {via} refused the connection ({tries}); is the proxy running? (NO_PROXY lists hosts reached directly)"
+                    ),
+                    None => match name_error {
                     true => format!(
                         "{url}: the host name does not resolve ({tries}); check base_url of provider `{provider}`"
                     ),
                     false => format!(
                         "{url}: connection refused ({tries}); is the server running? check base_url of provider `{provider}`"
                     ),
+                    },
                 })
             }
             _ => None,
@@ -659,6 +680,7 @@ impl fmt::Display for ProviderError {
                 write!(f, "provider: cannot connect to {detail}")
             }
             ProviderError::Stream(detail) => write!(f, "provider: stream failed: {detail}"),
+            ProviderError::Reply(detail) => write!(f, "provider: {detail}"),
             ProviderError::EmptyReply { finish_reason } => {
                 write!(f, "provider: the model sent an empty reply (no text and no tool call")?;
                 if let Some(reason) = finish_reason {
@@ -681,6 +703,7 @@ impl std::error::Error for ProviderError {
             ProviderError::Connect(detail)
             | ProviderError::Dropped(detail)
             | ProviderError::Stream(detail)
+            | ProviderError::Reply(detail)
             | ProviderError::Config(detail)
             | ProviderError::Record(detail) => detail.cause.as_deref().map(Cause::as_error),
             ProviderError::Unreachable { source, .. } => Some(source.as_ref()),
@@ -765,10 +788,8 @@ mod tests {
             url: "https://api.example.invalid/v1/models".into(),
             provider: "p".into(),
             attempts: 3,
-            source: Box::new(http::HttpError::Resolve {
-                host: "api.example.invalid".into(),
-                detail: "no addresses".into(),
-            }),
+            via: None,
+            source: Box::new(ureq::Error::HostNotFound),
         };
         assert_eq!(
             err.to_string(),
@@ -777,7 +798,7 @@ mod tests {
         );
         assert!(err
             .source()
-            .and_then(|s| s.downcast_ref::<http::HttpError>())
+            .and_then(|s| s.downcast_ref::<ureq::Error>())
             .is_some());
     }
 }

@@ -83,6 +83,31 @@ pub fn delay(
     half + half.mul_f64(jitter_fraction())
 }
 
+/// What is left of one request's retry time ([`RetryPolicy::max_total_wait`]): a server
+/// that keeps failing is given up on after about that long, whatever `max_retries` allows.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    left: Duration,
+}
+
+impl Budget {
+    pub fn new(policy: &RetryPolicy) -> Budget {
+        Budget {
+            left: policy.max_total_wait,
+        }
+    }
+
+    /// The wait to make of `wait`, shortened to what is left; `None` once nothing is.
+    pub fn take(&mut self, wait: Duration) -> Option<Duration> {
+        if self.left.is_zero() {
+            return None;
+        }
+        let wait = wait.min(self.left);
+        self.left -= wait;
+        Some(wait)
+    }
+}
+
 /// `Retry-After` as delta-seconds or an HTTP-date; `None` when it is neither.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
@@ -205,6 +230,24 @@ mod tests {
     }
 
     #[test]
+    fn the_retry_budget_shortens_the_last_wait_and_then_refuses() {
+        let mut budget = Budget::new(&RetryPolicy {
+            max_total_wait: Duration::from_secs(20),
+            ..policy()
+        });
+        let mut waited = Duration::ZERO;
+        let mut retries = 0;
+        // The default backoff, whatever its jitter, fits about half a dozen retries.
+        while let Some(wait) = budget.take(delay(&policy(), retries, None, SystemTime::now())) {
+            waited += wait;
+            retries += 1;
+            assert!(retries < 20, "the budget never ran out");
+        }
+        assert_eq!(waited, Duration::from_secs(20));
+        assert!((4..=10).contains(&retries), "{retries} retries");
+    }
+
+    #[test]
     fn a_retry_reads_as_reason_wait_and_attempt() {
         let retry = Retry {
             attempt: 2,
@@ -234,12 +277,12 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_from_500ms_with_jitter_and_caps_at_15s() {
+    fn backoff_doubles_from_500ms_with_jitter_and_caps_at_8s() {
         let now = SystemTime::now();
         for attempt in 0..12 {
             let full = Duration::from_millis(500)
                 .saturating_mul(1 << attempt)
-                .min(Duration::from_secs(15));
+                .min(Duration::from_secs(8));
             for _ in 0..50 {
                 let d = delay(&policy(), attempt, None, now);
                 assert!(
@@ -249,7 +292,7 @@ mod tests {
             }
         }
         let huge = delay(&policy(), u32::MAX, None, now);
-        assert!(huge <= Duration::from_secs(15));
+        assert!(huge <= Duration::from_secs(8));
     }
 
     #[test]

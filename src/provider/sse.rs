@@ -4,6 +4,10 @@
 //! comments, the `data`/`event`/`id`/`retry` fields and dispatch on a blank line. It knows
 //! nothing about sockets or about what the data means: the OpenAI layer interprets `[DONE]`
 //! and JSON, and the MCP HTTP transport reuses the same decoder.
+//!
+//! A line or an event larger than the caps of `limits` stops the decoder: it drops what it
+//! held, ignores the rest of the stream and reports [`Decoder::overflow`], so an endless
+//! line costs the cap, not memory without end.
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +50,8 @@ impl EventRef<'_> {
     }
 }
 
+use super::limits::{self, Overflow};
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Feed it bytes as they arrive; it returns the events completed by those bytes.
@@ -63,6 +69,8 @@ pub struct Decoder {
     event: String,
     last_id: String,
     retry: Option<u64>,
+    /// A line or an event passed its cap: nothing more is decoded.
+    overflow: Option<Overflow>,
 }
 
 impl Decoder {
@@ -82,8 +90,16 @@ impl Decoder {
         out
     }
 
+    /// The cap the stream crossed, after which the decoder ignores its input.
+    pub fn overflow(&self) -> Option<Overflow> {
+        self.overflow
+    }
+
     /// Decodes `bytes`, handing every event they complete to `on_event`, in order.
     pub fn feed_with(&mut self, bytes: &[u8], on_event: &mut dyn FnMut(EventRef<'_>)) {
+        if self.overflow.is_some() {
+            return;
+        }
         if self.bom_checked {
             self.feed_lines(bytes, on_event);
             return;
@@ -115,6 +131,9 @@ impl Decoder {
 
     /// [`Decoder::finish`], handing the last event (if any) to `on_event`.
     pub fn finish_with(&mut self, on_event: &mut dyn FnMut(EventRef<'_>)) {
+        if self.overflow.is_some() {
+            return;
+        }
         self.line.clear();
         self.after_cr = false;
         self.dispatch(on_event);
@@ -137,6 +156,9 @@ impl Decoder {
             if self.line.is_empty() {
                 self.process_line(&bytes[..end], out);
             } else {
+                if self.line_overflows(end) {
+                    return;
+                }
                 self.line.extend_from_slice(&bytes[..end]);
                 let line = std::mem::take(&mut self.line);
                 self.process_line(&line, out);
@@ -152,8 +174,31 @@ impl Decoder {
                     None => self.after_cr = true,
                 }
             }
+            if self.overflow.is_some() {
+                return;
+            }
+        }
+        if self.line_overflows(bytes.len()) {
+            return;
         }
         self.line.extend_from_slice(bytes);
+    }
+
+    /// Whether `more` bytes would make the carried line pass its cap; if so the decoder
+    /// stops, dropping what it held.
+    fn line_overflows(&mut self, more: usize) -> bool {
+        if self.line.len().saturating_add(more) <= limits::SSE_LINE {
+            return false;
+        }
+        self.stop(Overflow::SseLine);
+        true
+    }
+
+    fn stop(&mut self, overflow: Overflow) {
+        self.overflow = Some(overflow);
+        self.line = Vec::new();
+        self.data = String::new();
+        self.has_data = false;
     }
 
     /// The common event, one `data:` line of UTF-8 ended by a blank line (`data: …\n\n`),
@@ -220,6 +265,10 @@ impl Decoder {
     }
 
     fn push_data(&mut self, value: &[u8]) {
+        if self.data.len().saturating_add(value.len()) >= limits::SSE_EVENT {
+            self.stop(Overflow::SseEvent);
+            return;
+        }
         if self.has_data {
             self.data.push('\n');
         }
@@ -324,6 +373,38 @@ mod tests {
         let mut out = d.feed(input);
         out.extend(d.finish());
         out
+    }
+
+    #[test]
+    fn an_endless_line_or_event_stops_the_decoder_at_its_cap() {
+        // A line that never ends, fed in reads of 64 KiB: the decoder holds at most the cap.
+        let mut d = Decoder::new();
+        let piece = vec![b'x'; 64 * 1024];
+        let mut fed = 0;
+        while d.overflow().is_none() {
+            assert!(d.feed(&piece).is_empty());
+            fed += piece.len();
+            assert!(fed <= limits::SSE_LINE + piece.len(), "fed {fed} bytes");
+            assert!(
+                d.line.capacity() <= limits::SSE_LINE,
+                "{}",
+                d.line.capacity()
+            );
+        }
+        assert_eq!(d.overflow(), Some(Overflow::SseLine));
+        assert!(
+            d.feed(b"\n\ndata: late\n\n").is_empty(),
+            "nothing after the cap"
+        );
+        assert_eq!(d.finish(), None);
+        // Short data lines that never reach the blank line that ends their event.
+        let mut d = Decoder::new();
+        let line = format!("data: {}\n", "y".repeat(1000));
+        while d.overflow().is_none() {
+            assert!(d.feed(line.as_bytes()).is_empty());
+            assert!(d.data.len() < limits::SSE_EVENT);
+        }
+        assert_eq!(d.overflow(), Some(Overflow::SseEvent));
     }
 
     #[test]

@@ -1,33 +1,32 @@
 //! One streamed exchange, read on the caller's thread: the request sent through `net`
-//! (which retries until a reply starts), an empty reply asked again, then the body decoded
-//! as the caller pulls chunks. Each pull decodes every event that arrived with one read of
-//! the socket, so no thread and no channel stand between the socket and the caller: a hand-off
-//! per read cost a wake-up of the caller per read, the largest share of the gap to curl.
-//! A cancel from another thread shuts the socket (`net`'s hook), which ends a blocked read.
-//! The exchange is recorded when `--record` is on.
+//! (which retries until a reply starts), an empty reply (or one that crossed a cap before
+//! anything was shown) asked again, then the body decoded as the caller pulls chunks. Each
+//! pull decodes what one read of ureq's body reader returned, so no thread and no channel
+//! stand between the socket and the caller. A cancel from another thread shuts the
+//! exchange's agent down (`net`'s hook), which ends a blocked read. The exchange is recorded
+//! when `--record` is on.
 
 use std::io::{self, Read};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::Value;
+use ureq::Timeout;
 
-use super::super::http::body::Run;
-use super::super::http::{self, Waited};
+use super::super::limits::{self, Overflow};
 use super::super::net::{Exchange, Failure, Limits, Method, Net, OpenBody};
 use super::super::record::{self, RecordedExchange, Recorder};
 use super::super::retry;
-use super::super::{Chunk, ChunkStream, Detail, ProviderError, Retry, RetryPolicy};
+use super::super::{Chunk, ChunkStream, Detail, ProviderError, Retry, RetryPolicy, Timeouts};
 use super::body::Body;
 use super::StreamParser;
 use crate::cancel::CancelToken;
 
-/// How long the end of a body may take to arrive after `[DONE]`: a server that keeps the
-/// body open costs the caller at most this wait, and its connection.
-const DRAIN_WAIT: Duration = Duration::from_millis(20);
-
 /// How much trailing body after `[DONE]` is read to keep a connection reusable.
 const DRAIN_LIMIT: u64 = 64 * 1024;
+
+/// One read of the body takes at most this much (ureq hands over what it has decoded).
+const READ_BUFFER: usize = 64 * 1024;
 
 /// One streamed exchange.
 pub(super) struct Job {
@@ -40,7 +39,7 @@ pub(super) struct Job {
     pub(super) body: Body,
     pub(super) id_seed: u64,
     pub(super) prompt_estimate: u64,
-    pub(super) idle: Duration,
+    pub(super) timeouts: Timeouts,
     pub(super) policy: RetryPolicy,
     pub(super) api_key_env: String,
     /// The provider's instance name, for the fix an unreachable endpoint's error names.
@@ -98,6 +97,7 @@ pub(super) fn start(
     on_retry: &mut dyn FnMut(&Retry),
 ) -> Result<ChunkStream, ProviderError> {
     let mut empty_retries = 0u32;
+    let mut budget = retry::Budget::new(&job.policy);
     loop {
         let parts = job.body.parts();
         let exchange = Exchange {
@@ -106,8 +106,8 @@ pub(super) fn start(
             headers: &job.headers,
             body: &parts,
             limits: Limits {
-                per_read: Some(job.idle),
-                total: None,
+                per_read: Some(job.timeouts.idle_stream),
+                total: Some(job.timeouts.reply),
             },
             api_key_env: &job.api_key_env,
             provider: &job.provider,
@@ -132,13 +132,15 @@ pub(super) fn start(
         let mut stream = Pull {
             body: Some(open),
             parser: StreamParser::new(job.id_seed, job.prompt_estimate),
+            buffer: vec![0; READ_BUFFER],
             raw: Vec::new(),
             received: 0,
             decoded: Vec::new(),
             ready: Vec::new(),
             error: None,
+            overflowed: false,
             finished: false,
-            idle: job.idle,
+            timeouts: job.timeouts,
             cancel: cancel.clone(),
             recording: job.recording.clone(),
         };
@@ -154,6 +156,9 @@ pub(super) fn start(
         // Like a 5xx: the server had a bad moment, and since nothing was shown, asking
         // again costs the user only the wait.
         let wait = retry::delay(&job.policy, empty_retries, None, SystemTime::now());
+        let Some(wait) = budget.take(wait) else {
+            return Err(empty);
+        };
         on_retry(&Retry {
             attempt: empty_retries + 2,
             max_attempts: job.policy.max_retries.saturating_add(1),
@@ -172,17 +177,21 @@ struct Pull {
     /// Until the body has ended (completely or not).
     body: Option<OpenBody>,
     parser: StreamParser,
-    /// The body as received, only when recording.
+    /// Where one read of the body lands.
+    buffer: Vec<u8>,
+    /// The body as received, only when recording (up to [`limits::RECORDED_REPLY`]).
     raw: Vec<u8>,
-    received: usize,
+    received: u64,
     /// Chunks decoded from the bytes at hand, in order.
     decoded: Vec<Chunk>,
     /// Chunks for the caller, the next one last: the buffers swap instead of allocating.
     ready: Vec<Chunk>,
     /// What ended the body, handed out after the last chunk.
     error: Option<ProviderError>,
+    /// The reply crossed one of the caps of `limits`.
+    overflowed: bool,
     finished: bool,
-    idle: Duration,
+    timeouts: Timeouts,
     cancel: CancelToken,
     recording: Recording,
 }
@@ -218,39 +227,42 @@ impl Drop for Pull {
 
 impl Pull {
     /// Reads until chunks are ready for the caller or the body has ended; returns an empty
-    /// reply of which nothing was decoded when `may_retry` lets it be asked again.
+    /// reply of which nothing was decoded (or one that crossed a cap first) when `may_retry`
+    /// lets it be asked again.
     fn read_more(&mut self, may_retry: bool) -> Option<ProviderError> {
         debug_assert!(self.ready.is_empty());
         let open = self.body.as_mut()?;
         let result = loop {
-            let run = match open.reader.next_run(usize::MAX) {
-                Ok(run) => run,
-                Err(e) => break Err(read_error(e, self.received, &self.cancel, self.idle)),
+            let n = match open.reader.read(&mut self.buffer) {
+                Ok(n) => n,
+                Err(e) => {
+                    break Err(read_error(e, self.received, &self.cancel, &self.timeouts));
+                }
             };
-            match run {
-                Run::Data(bytes) => {
-                    self.received += bytes.len();
-                    if self.recording.is_on() {
-                        self.raw.extend_from_slice(bytes);
-                    }
-                    if let Err(err) = self.parser.feed(bytes, &mut self.decoded) {
-                        break Err(err);
-                    }
-                    if self.parser.is_done() {
-                        break Ok(());
-                    }
-                }
-                Run::End => break self.parser.finish(&mut self.decoded),
-                Run::Pending => {
-                    // Everything that arrived is decoded: hand it over before waiting.
-                    if !self.decoded.is_empty() {
-                        self.hand_over();
-                        return None;
-                    }
-                    if let Err(e) = open.reader.wait() {
-                        break Err(read_error(e, self.received, &self.cancel, self.idle));
-                    }
-                }
+            if n == 0 {
+                break self.parser.finish(&mut self.decoded);
+            }
+            let bytes = &self.buffer[..n];
+            self.received += n as u64;
+            if self.received > limits::REPLY_BYTES {
+                self.overflowed = true;
+                break Err(overflow_error(Overflow::ReplyBytes));
+            }
+            if self.recording.is_on() && self.raw.len() < limits::RECORDED_REPLY {
+                let room = limits::RECORDED_REPLY - self.raw.len();
+                self.raw.extend_from_slice(&bytes[..n.min(room)]);
+            }
+            if let Err(err) = self.parser.feed(bytes, &mut self.decoded) {
+                self.overflowed = self.parser.overflow().is_some();
+                break Err(err);
+            }
+            if self.parser.is_done() {
+                break Ok(());
+            }
+            // Everything that arrived is decoded: hand it over before waiting for more.
+            if !self.decoded.is_empty() {
+                self.hand_over();
+                return None;
             }
         };
         self.end(result, may_retry)
@@ -261,11 +273,13 @@ impl Pull {
     fn end(&mut self, result: Result<(), ProviderError>, may_retry: bool) -> Option<ProviderError> {
         let mut open = self.body.take()?;
         let result = match result {
-            Err(empty @ ProviderError::EmptyReply { .. })
-                if may_retry && self.received_nothing_decoded() =>
+            Err(err)
+                if may_retry
+                    && self.received_nothing_decoded()
+                    && (self.overflowed || matches!(err, ProviderError::EmptyReply { .. })) =>
             {
                 self.recording.retried(open.status, &self.raw, None);
-                return Some(empty);
+                return Some(err);
             }
             result => result,
         };
@@ -273,7 +287,7 @@ impl Pull {
         if complete {
             // Only a fully read response returns its connection, and keep-alive saves a TLS
             // handshake on the next turn.
-            open.reader.set_limits(Some(DRAIN_WAIT), Some(DRAIN_WAIT));
+            open.drain_briefly();
             let _ = io::copy(&mut (&mut open.reader).take(DRAIN_LIMIT), &mut io::sink());
         }
         let cancelled = matches!(result, Err(ProviderError::Cancelled));
@@ -316,22 +330,32 @@ impl Pull {
 
 fn read_error(
     err: io::Error,
-    received: usize,
+    received: u64,
     cancel: &CancelToken,
-    idle: Duration,
+    timeouts: &Timeouts,
 ) -> ProviderError {
     if cancel.is_cancelled() {
         return ProviderError::Cancelled;
     }
-    let text = match http::waited(&err) {
-        Some(Waited::Read(_)) => format!(
+    let err = ureq::Error::from(err);
+    let text = match &err {
+        ureq::Error::Timeout(Timeout::PerRead) => format!(
             "no data from the server for {}; the stream looks stalled \
-             (raise timeouts.idle_stream if the model thinks that long)",
-            retry::describe_wait(idle)
+             (raise timeouts.idle_seconds if the model thinks that long)",
+            retry::describe_wait(timeouts.idle_stream)
         ),
-        _ => format!("the connection broke after {received} bytes of the reply: {err}"),
+        ureq::Error::Timeout(Timeout::Global | Timeout::RecvBody) => format!(
+            "the reply was not complete after {} (timeouts.reply_seconds)",
+            retry::describe_wait(timeouts.reply)
+        ),
+        other => format!("the connection broke after {received} bytes of the reply: {other}"),
     };
     ProviderError::Stream(Detail::caused(text, err))
+}
+
+/// The error of a reply that crossed a cap.
+pub(super) fn overflow_error(overflow: Overflow) -> ProviderError {
+    ProviderError::Stream(overflow.to_string().into())
 }
 
 /// What a recording keeps as `error` for a failure without a response (status 0).

@@ -18,7 +18,6 @@ use body::{estimate_tokens, streams};
 use exchange::{Job, Recording};
 
 mod body;
-mod delta_json;
 mod exchange;
 mod models;
 mod stream;
@@ -107,7 +106,7 @@ impl Provider for OpenAiProvider {
             id_seed,
             prompt_estimate: estimate_tokens(body.len()),
             body,
-            idle: self.settings.timeouts.idle_stream,
+            timeouts: self.settings.timeouts,
             policy: self.settings.retry,
             api_key_env: self.settings.api_key_env.clone(),
             provider: self.settings.name.clone(),
@@ -172,6 +171,9 @@ fn request_headers(
         Method::Get => set("Accept", "application/json".into()),
     }
     set("User-Agent", crate::user_agent());
+    // Nothing here decodes a compressed body; a server or proxy that compresses anyway gets
+    // a clear error naming its encoding (`net`).
+    set("Accept-Encoding", "identity".into());
     for (name, value) in &settings.headers {
         set(name, value.clone());
     }

@@ -103,7 +103,7 @@ fn parse_models(raw: &[u8]) -> Option<Vec<String>> {
                 .map(str::to_string),
         })
         .collect();
-    ids.sort_unstable();
+    ids.sort();
     ids.dedup();
     Some(ids)
 }

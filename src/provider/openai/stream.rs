@@ -1,7 +1,10 @@
 //! Decoding a streamed chat completion: SSE events to [`Chunk`]s, with tool-call deltas
 //! accumulated by index, reasoning split out (fields or leading `<think>` tags), usage
 //! normalised across vendors, and a reply that carries nothing turned into an error.
-//! Sans-IO: the exchange thread and the replay provider feed it bytes.
+//! Each event's JSON goes through serde_json into wire types that borrow their text from the
+//! event (no copy unless it holds escapes). Every part of a reply is counted against the
+//! caps of `limits`; crossing one is an error naming it.
+//! Sans-IO: the exchange and the replay provider feed it bytes.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -9,13 +12,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::super::limits::{self, Overflow};
 use super::super::{net, sse};
 use super::super::{Chunk, Detail, ProviderError, ToolCall, Usage};
 use super::body::estimate_tokens;
-use super::delta_json::{self, TextField};
-
-/// While no event has been decoded, keep this much of the body to explain what it was.
-const SNIFF_LIMIT: usize = 1024 * 1024;
+use super::exchange::overflow_error;
 
 /// Decodes a streamed chat completion from raw body bytes into chunks. Sans-IO: the network
 /// thread and the replay provider both feed it.
@@ -33,14 +34,16 @@ pub struct StreamParser {
     /// Text or a tool call arrived: a reply without either is an error, not an answer.
     content_seen: bool,
     think: ThinkSplitter,
-    output_bytes: usize,
+    content_bytes: usize,
+    reasoning_bytes: usize,
+    argument_bytes: usize,
     events: usize,
+    /// While no event has been decoded, the body so far (up to
+    /// [`limits::UNSTREAMED_BODY`]): it is a whole JSON completion when no event comes.
     sniff: Vec<u8>,
     done: bool,
-    /// The last plain text event, for decoding the next ones without a JSON parser.
-    template: delta_json::Template,
-    /// Off in tests that check the fast paths against serde.
-    fast_paths: bool,
+    /// The cap the reply crossed, if it did.
+    overflow: Option<Overflow>,
 }
 
 #[derive(Debug, Default)]
@@ -50,50 +53,58 @@ struct PartialCall {
     arguments: String,
 }
 
-// The wire types are shared with `delta_json`, which builds them without serde for the
-// common text-delta event.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-pub(super) struct WireChunk {
-    pub(super) choices: Option<Vec<WireChoice>>,
-    pub(super) usage: Option<Value>,
-    pub(super) error: Option<Value>,
+/// Which field of a delta a piece of text came from.
+#[derive(Clone, Copy)]
+enum TextField {
+    Content,
+    ReasoningContent,
+    Reasoning,
 }
 
 #[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-pub(super) struct WireChoice {
-    pub(super) index: Option<u64>,
-    pub(super) delta: Option<WireDelta>,
-    /// Some servers put a whole message in the last chunk, or answer without streaming.
-    pub(super) message: Option<WireDelta>,
-    pub(super) finish_reason: Option<String>,
+struct WireChunk<'a> {
+    #[serde(borrow)]
+    choices: Option<Vec<WireChoice<'a>>>,
+    usage: Option<Value>,
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-pub(super) struct WireDelta {
-    #[serde(default)]
-    pub(super) content: WireText,
-    #[serde(default)]
-    pub(super) reasoning_content: WireText,
-    #[serde(default)]
-    pub(super) reasoning: WireText,
-    pub(super) tool_calls: Option<Vec<WireToolDelta>>,
-}
-
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-pub(super) struct WireToolDelta {
+struct WireChoice<'a> {
     index: Option<u64>,
-    id: Option<String>,
-    function: Option<WireFunction>,
+    #[serde(borrow)]
+    delta: Option<WireDelta<'a>>,
+    /// Some servers put a whole message in the last chunk, or answer without streaming.
+    #[serde(borrow)]
+    message: Option<WireDelta<'a>>,
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-struct WireFunction {
-    name: Option<String>,
+struct WireDelta<'a> {
+    #[serde(default, borrow)]
+    content: WireText<'a>,
+    #[serde(default, borrow)]
+    reasoning_content: WireText<'a>,
+    #[serde(default, borrow)]
+    reasoning: WireText<'a>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<WireToolDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolDelta<'a> {
+    index: Option<u64>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<WireFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
     arguments: Option<Value>,
 }
 
@@ -112,13 +123,25 @@ impl StreamParser {
             usage: None,
             content_seen: false,
             think: ThinkSplitter::default(),
-            output_bytes: 0,
+            content_bytes: 0,
+            reasoning_bytes: 0,
+            argument_bytes: 0,
             events: 0,
             sniff: Vec::new(),
             done: false,
-            template: delta_json::Template::default(),
-            fast_paths: true,
+            overflow: None,
         }
+    }
+
+    /// The cap the reply crossed, once it did.
+    pub fn overflow(&self) -> Option<Overflow> {
+        self.overflow
+    }
+
+    /// Remembers the cap crossed and makes its error.
+    fn crossed(&mut self, overflow: Overflow) -> ProviderError {
+        self.overflow = Some(overflow);
+        overflow_error(overflow)
     }
 
     /// True once `[DONE]` arrived: the caller may stop reading.
@@ -131,10 +154,18 @@ impl StreamParser {
         if self.done {
             return Ok(());
         }
-        if self.events == 0 && self.sniff.len() < SNIFF_LIMIT {
-            let room = SNIFF_LIMIT - self.sniff.len();
-            self.sniff
-                .extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if let Some(overflow) = self.overflow {
+            return Err(overflow_error(overflow));
+        }
+        if self.events == 0 {
+            if self.sniff.len().saturating_add(bytes.len()) > limits::UNSTREAMED_BODY {
+                self.sniff = Vec::new();
+                return Err(self.crossed(Overflow::UnstreamedBody));
+            }
+            self.sniff.extend_from_slice(bytes);
+        } else if !self.sniff.is_empty() {
+            // An event stream: the body is not kept.
+            self.sniff = Vec::new();
         }
         // Out of `self` while it calls back into `self`.
         let mut decoder = self.decoder.take().unwrap_or_default();
@@ -145,8 +176,12 @@ impl StreamParser {
                 result = self.on_event(event, out);
             }
         });
+        let overflow = decoder.overflow();
         self.decoder = Some(decoder);
-        result
+        match overflow {
+            Some(overflow) if result.is_ok() => Err(self.crossed(overflow)),
+            _ => result,
+        }
     }
 
     /// The body ended. Complete if `[DONE]` or a `finish_reason` arrived; otherwise an error,
@@ -197,23 +232,7 @@ impl StreamParser {
         if data == "[DONE]" {
             return self.complete(out);
         }
-        if self.fast_paths {
-            if let Some((field, text)) = self.template.text(data) {
-                self.on_text(field, text, out);
-                return Ok(());
-            }
-        }
-        let fast = self.fast_paths.then(|| delta_json::decode(data)).flatten();
-        let decoded = match fast {
-            Some((chunk, slot)) => {
-                if let Some(slot) = slot {
-                    self.template.learn(data, slot);
-                }
-                Ok(chunk)
-            }
-            None => serde_json::from_str(data),
-        };
-        let chunk: WireChunk = decoded.map_err(|e| {
+        let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
             let text = format!(
                 "malformed JSON in a stream event ({e}): {}",
                 crate::text::one_line(data, 120)
@@ -223,7 +242,11 @@ impl StreamParser {
         self.on_chunk(chunk, out)
     }
 
-    fn on_chunk(&mut self, chunk: WireChunk, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+    fn on_chunk(
+        &mut self,
+        chunk: WireChunk<'_>,
+        out: &mut Vec<Chunk>,
+    ) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let message = net::error_message(&error.to_string());
             let message = if message.is_empty() {
@@ -240,7 +263,7 @@ impl StreamParser {
                 continue;
             }
             if let Some(delta) = choice.delta.or(choice.message) {
-                self.on_delta(delta, out);
+                self.on_delta(delta, out)?;
             }
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 self.on_finish(reason, out);
@@ -252,7 +275,11 @@ impl StreamParser {
         Ok(())
     }
 
-    fn on_delta(&mut self, delta: WireDelta, out: &mut Vec<Chunk>) {
+    fn on_delta(
+        &mut self,
+        delta: WireDelta<'_>,
+        out: &mut Vec<Chunk>,
+    ) -> Result<(), ProviderError> {
         let texts = [
             (TextField::ReasoningContent, delta.reasoning_content.0),
             (TextField::Reasoning, delta.reasoning.0),
@@ -260,30 +287,44 @@ impl StreamParser {
         ];
         for (field, text) in texts {
             if let Some(text) = text {
-                self.on_text(field, Cow::Owned(text), out);
+                self.on_text(field, text, out)?;
             }
         }
         for call in delta.tool_calls.unwrap_or_default() {
-            self.on_tool_delta(call);
+            self.on_tool_delta(call)?;
         }
+        Ok(())
     }
 
-    /// A delta's text in `field`; borrowed from the event when the template decoded it, and
-    /// then copied straight onto the chunk being built.
-    fn on_text(&mut self, field: TextField, text: Cow<'_, str>, out: &mut Vec<Chunk>) {
-        self.output_bytes += text.len();
+    /// A delta's text in `field`, borrowed from the event unless it held escapes, copied
+    /// straight onto the chunk being built.
+    fn on_text(
+        &mut self,
+        field: TextField,
+        text: Cow<'_, str>,
+        out: &mut Vec<Chunk>,
+    ) -> Result<(), ProviderError> {
         match field {
             TextField::Content => {
+                self.content_bytes = self.content_bytes.saturating_add(text.len());
+                if self.content_bytes > limits::CONTENT {
+                    return Err(self.crossed(Overflow::Content));
+                }
                 self.content_seen |= !crate::text::is_blank(&text);
                 self.think.push(text, out);
             }
             TextField::ReasoningContent | TextField::Reasoning => {
+                self.reasoning_bytes = self.reasoning_bytes.saturating_add(text.len());
+                if self.reasoning_bytes > limits::REASONING {
+                    return Err(self.crossed(Overflow::Reasoning));
+                }
                 push_text(out, Piece::Reasoning, text);
             }
         }
+        Ok(())
     }
 
-    fn on_tool_delta(&mut self, delta: WireToolDelta) {
+    fn on_tool_delta(&mut self, delta: WireToolDelta<'_>) -> Result<(), ProviderError> {
         let id = delta.id.filter(|id| !id.is_empty());
         let index = match (delta.index, &id) {
             (Some(index), _) => index,
@@ -291,30 +332,42 @@ impl StreamParser {
             (None, Some(id)) => self
                 .calls
                 .iter()
-                .find(|(_, c)| c.id.as_deref() == Some(id))
+                .find(|(_, c)| c.id.as_deref() == Some(id.as_ref()))
                 .map(|(i, _)| *i)
-                .unwrap_or_else(|| self.calls.keys().next_back().map_or(0, |i| i + 1)),
+                .unwrap_or_else(|| {
+                    self.calls
+                        .keys()
+                        .next_back()
+                        .map_or(0, |i| i.saturating_add(1))
+                }),
             (None, None) => self.last_call.unwrap_or(0),
         };
+        if !self.calls.contains_key(&index) && self.calls.len() >= limits::TOOL_CALLS {
+            return Err(self.crossed(Overflow::ToolCalls));
+        }
         self.last_call = Some(index);
         let call = self.calls.entry(index).or_default();
         if call.id.is_none() {
-            call.id = id;
+            call.id = id.map(Cow::into_owned);
         }
-        if let Some(function) = delta.function {
-            // Some servers repeat the name in every delta: set it, never append.
-            if let Some(name) = function.name.filter(|n| !n.is_empty()) {
-                call.name = name;
-            }
-            match function.arguments {
-                Some(Value::String(fragment)) => {
-                    self.output_bytes += fragment.len();
-                    call.arguments.push_str(&fragment);
-                }
-                Some(Value::Null) | None => {}
-                Some(other) => call.arguments.push_str(&other.to_string()),
-            }
+        let Some(function) = delta.function else {
+            return Ok(());
+        };
+        // Some servers repeat the name in every delta: set it, never append.
+        if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+            call.name = name.into_owned();
         }
+        let fragment = match function.arguments {
+            Some(Value::String(fragment)) => fragment,
+            Some(Value::Null) | None => return Ok(()),
+            Some(other) => other.to_string(),
+        };
+        self.argument_bytes = self.argument_bytes.saturating_add(fragment.len());
+        if self.argument_bytes > limits::TOOL_ARGUMENTS {
+            return Err(self.crossed(Overflow::ToolArguments));
+        }
+        call.arguments.push_str(&fragment);
+        Ok(())
     }
 
     fn on_finish(&mut self, reason: String, out: &mut Vec<Chunk>) {
@@ -363,7 +416,9 @@ impl StreamParser {
         }
         let usage = self.usage.unwrap_or(Usage {
             prompt_tokens: self.prompt_estimate,
-            completion_tokens: estimate_tokens(self.output_bytes),
+            completion_tokens: estimate_tokens(
+                self.content_bytes + self.reasoning_bytes + self.argument_bytes,
+            ),
             cache_miss_tokens: self.prompt_estimate,
             estimated: true,
             ..Usage::default()
@@ -380,7 +435,8 @@ impl StreamParser {
     /// No event at all: a server that ignored `stream: true` and sent one JSON completion,
     /// an error object, or something that is not an API reply.
     fn finish_unstreamed(&mut self, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
-        let text = String::from_utf8_lossy(&self.sniff).into_owned();
+        let sniff = std::mem::take(&mut self.sniff);
+        let text = String::from_utf8_lossy(&sniff);
         let trimmed = text.trim_start_matches('\u{feff}').trim();
         if trimmed.is_empty() {
             return Err(ProviderError::Stream(
@@ -408,48 +464,54 @@ impl StreamParser {
     }
 }
 
-/// A delta's text field: a string, or an array of parts whose text parts are joined; `None`
-/// for null, a missing field or any other value. Decoded straight into the `String` that
-/// becomes the chunk, without a `Value` in between (one allocation per token, not three).
+/// A delta's text field: a string (borrowed from the event when it holds no escape), or an
+/// array of parts whose text parts are joined; `None` for null, a missing field or any other
+/// value. No `Value` in between.
 #[derive(Default)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-pub(super) struct WireText(pub(super) Option<String>);
+struct WireText<'a>(Option<Cow<'a, str>>);
 
-impl<'de> Deserialize<'de> for WireText {
+impl<'de: 'a, 'a> Deserialize<'de> for WireText<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(WireTextVisitor)
+        deserializer.deserialize_any(WireTextVisitor(std::marker::PhantomData))
     }
 }
 
-struct WireTextVisitor;
+struct WireTextVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
-impl<'de> serde::de::Visitor<'de> for WireTextVisitor {
-    type Value = WireText;
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for WireTextVisitor<'a> {
+    type Value = WireText<'a>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("text, an array of parts or null")
     }
 
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<WireText, E> {
-        Ok(WireText(Some(text.to_string())))
+    fn visit_borrowed_str<E: serde::de::Error>(self, text: &'de str) -> Result<WireText<'a>, E> {
+        Ok(WireText(Some(Cow::Borrowed(text))))
     }
 
-    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<WireText, E> {
-        Ok(WireText(Some(text)))
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<WireText<'a>, E> {
+        Ok(WireText(Some(Cow::Owned(text.to_string()))))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<WireText<'a>, E> {
+        Ok(WireText(Some(Cow::Owned(text))))
     }
 
     /// Content as an array of parts: keep the text parts.
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut parts: A) -> Result<WireText, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut parts: A,
+    ) -> Result<WireText<'a>, A::Error> {
         let mut text = String::new();
         while let Some(part) = parts.next_element::<Value>()? {
             if let Some(piece) = part.get("text").and_then(Value::as_str) {
                 text.push_str(piece);
             }
         }
-        Ok(WireText(Some(text)))
+        Ok(WireText(Some(Cow::Owned(text))))
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WireText, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WireText<'a>, A::Error> {
         while map
             .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
             .is_some()
@@ -457,23 +519,23 @@ impl<'de> serde::de::Visitor<'de> for WireTextVisitor {
         Ok(WireText(None))
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<WireText, E> {
+    fn visit_unit<E: serde::de::Error>(self) -> Result<WireText<'a>, E> {
         Ok(WireText(None))
     }
 
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<WireText, E> {
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<WireText<'a>, E> {
         Ok(WireText(None))
     }
 
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<WireText, E> {
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<WireText<'a>, E> {
         Ok(WireText(None))
     }
 
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<WireText, E> {
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<WireText<'a>, E> {
         Ok(WireText(None))
     }
 
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<WireText, E> {
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<WireText<'a>, E> {
         Ok(WireText(None))
     }
 }
@@ -666,51 +728,76 @@ mod tests {
         out
     }
 
-    /// The chunks (or the error) of `input` with the fast decoding paths on or off.
-    fn parse_with(input: &str, fast_paths: bool) -> (Vec<Chunk>, Option<String>) {
+    /// Feeds `event` until the parser fails; returns the error and the bytes fed.
+    fn flood(first: &str, event: impl Fn(usize) -> String) -> (String, Option<Overflow>, usize) {
         let mut parser = StreamParser::new(7, 100);
-        parser.fast_paths = fast_paths;
         let mut out = Vec::new();
-        let result = parser
-            .feed(input.as_bytes(), &mut out)
-            .and_then(|_| parser.finish(&mut out));
-        (out, result.err().map(|e| e.to_string()))
+        let mut fed = first.len();
+        let mut result = parser.feed(first.as_bytes(), &mut out);
+        let mut i = 0;
+        while result.is_ok() {
+            let bytes = event(i);
+            fed += bytes.len();
+            result = parser.feed(bytes.as_bytes(), &mut out);
+            out.clear();
+            i += 1;
+            assert!(fed < 64 << 20, "no cap after {fed} bytes");
+        }
+        (result.unwrap_err().to_string(), parser.overflow(), fed)
     }
 
     #[test]
-    fn the_fast_paths_give_exactly_what_serde_gives() {
-        let text = |t: &str| {
+    fn every_part_of_a_reply_is_capped_with_an_error_naming_it() {
+        let piece = "x".repeat(60_000);
+        let content = data(&format!(
+            r#"{{"choices":[{{"delta":{{"content":"{piece}"}}}}]}}"#
+        ));
+        let (err, overflow, fed) = flood("", |_| content.clone());
+        assert_eq!(overflow, Some(Overflow::Content), "{err}");
+        assert!(err.contains("the reply's text passed 6 MiB"), "{err}");
+        assert!(fed <= limits::CONTENT + 2 * content.len(), "{fed}");
+
+        let thought = data(&format!(
+            r#"{{"choices":[{{"delta":{{"reasoning_content":"{piece}"}}}}]}}"#
+        ));
+        let (_, overflow, _) = flood("", |_| thought.clone());
+        assert_eq!(overflow, Some(Overflow::Reasoning));
+
+        let args = data(&format!(
+            r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":0,"function":{{"name":"f","arguments":"{piece}"}}}}]}}}}]}}"#
+        ));
+        let (err, overflow, _) = flood("", |_| args.clone());
+        assert_eq!(overflow, Some(Overflow::ToolArguments));
+        assert!(
+            err.contains("the reply's tool arguments passed 4 MiB"),
+            "{err}"
+        );
+
+        let (err, overflow, _) = flood("", |i| {
             data(&format!(
-                r#"{{"id":"c1","created":5,"model":"m","choices":[{{"index":0,"delta":{{"content":"{t}"}},"finish_reason":null}}]}}"#
+                r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{i},"function":{{"name":"f"}}}}]}}}}]}}"#
             ))
-        };
-        let thought = |t: &str| {
-            data(&format!(
-                r#"{{"id":"c1","choices":[{{"index":0,"delta":{{"reasoning_content":"{t}","content":null}}}}]}}"#
-            ))
-        };
-        let streams = [
-            // A plain answer, a reasoning model, and text around tool calls.
-            [text("Hel"), text("lo \\n"), text("\\u00e9"), text(""), data(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#), "data: [DONE]\n\n".into()].concat(),
-            [thought("hm"), thought("m"), text("<think>no"), text("ok"), text("ok"), thought("late"), "data: [DONE]\n\n".into()].concat(),
-            [text("<think>inline"), text("</think>"), text("answer"), "data: [DONE]\n\n".into()].concat(),
-            [text("a"), canonical_tool_stream()].concat(),
-            // A repeated text event that turns into something serde must refuse.
-            [text("a"), text("b"), text("c\",\"content\":\"d")].concat(),
-            [text("a"), data(r#"{"id":"c1","created":5,"model":"m","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#), "data: [DONE]\n\n".into()].concat(),
-        ];
-        for stream in streams {
-            let fast = parse_with(&stream, true);
-            assert_eq!(fast, parse_with(&stream, false), "{stream}");
-        }
-        // The streams above do reach the template: a repeated text event decodes through it.
+        });
+        assert_eq!(overflow, Some(Overflow::ToolCalls));
+        assert!(err.contains("256 calls"), "{err}");
+        // An index at the top of the range does not overflow the next one's.
         let mut parser = StreamParser::new(7, 100);
         let mut out = Vec::new();
-        parser.feed(text("a").as_bytes(), &mut out).unwrap();
-        assert!(parser
-            .template
-            .text(text("b").trim_start_matches("data: ").trim())
-            .is_some());
+        let top = data(&format!(
+            r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{},"id":"a"}}]}}}}]}}"#,
+            u64::MAX
+        ));
+        parser.feed(top.as_bytes(), &mut out).unwrap();
+        let next = data(r#"{"choices":[{"delta":{"tool_calls":[{"id":"b"}]}}]}"#);
+        parser.feed(next.as_bytes(), &mut out).unwrap();
+        assert_eq!(parser.calls.len(), 1);
+
+        // A body that is no event stream (`stream = false`) and never ends.
+        let (err, overflow, _) = flood("{\"choices\":[", |_| format!("{piece}\n"));
+        assert_eq!(overflow, Some(Overflow::UnstreamedBody), "{err}");
+        // One SSE line that never ends, after a first event.
+        let (_, overflow, _) = flood(&data(r#"{"choices":[]}"#), |_| piece.clone());
+        assert_eq!(overflow, Some(Overflow::SseLine));
     }
 
     #[test]
