@@ -34,6 +34,7 @@ mod rule_names;
 mod run;
 mod sandbox;
 mod serve;
+mod serve_page;
 mod session_archive;
 mod sessions;
 mod setup;
