@@ -70,25 +70,25 @@ fn start_in(home: Dir, work: Dir, args: &[&str]) -> Server {
 pub(crate) struct Response {
     pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
     }
 }
 
 /// One request on its own connection; `headers` are added to Content-Length (and Host, unless
 /// they name one).
-fn request(
+pub(crate) fn request(
     addr: SocketAddr,
     method: &str,
     path: &str,
