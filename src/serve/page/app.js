@@ -538,8 +538,8 @@ function renameTitle() {
 // ---- The empty state of a new conversation: where it works, on what model, and three
 // prompts to start from (a click puts one in the composer).
 function emptyState() {
-  const examples = ["empty.example1", "empty.example2", "empty.example3"].map((id) =>
-    el("button", { type: "button", class: "example", text: t(id), onclick: () => { $("prompt").value = t(id); $("prompt").focus(); } }));
+  const examples = [t("empty.example1"), t("empty.example2"), t("empty.example3")].map((text) =>
+    el("button", { type: "button", class: "example", text, onclick: () => { $("prompt").value = text; $("prompt").focus(); } }));
   transcript().append(el("div", { class: "empty" }, [
     el("h2", { text: t("empty.heading") }),
     el("dl", {}, [
