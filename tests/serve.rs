@@ -18,12 +18,12 @@ pub(crate) struct Server {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
     /// The URL line printed at startup.
-    url: String,
+    pub(crate) url: String,
     /// The login cookie (`name=value`) the printed URL's token was exchanged for, when the
     /// URL carries one; [`request`] sends it unless the caller names its own credentials.
     pub(crate) cookie: Option<String>,
     _stdout: BufReader<ChildStdout>,
-    work: Dir,
+    pub(crate) work: Dir,
     pub(crate) _home: Dir,
 }
 
@@ -947,7 +947,7 @@ fn a_signal_during_a_stalled_stream_interrupts_the_turn_and_saves_the_session() 
 
 /// Whether Chromium, ChromeDriver and Selenium are here; `.ci/run` installs them and sets
 /// `REASONIX_REQUIRE_BROWSER=1`, so in CI their absence fails instead of skipping.
-fn browser_available() -> bool {
+pub(crate) fn browser_available() -> bool {
     let found = std::path::Path::new("/usr/bin/chromium").exists()
         && std::path::Path::new("/usr/bin/chromedriver").exists()
         && std::process::Command::new("python3")

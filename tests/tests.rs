@@ -38,6 +38,7 @@ mod run;
 mod sandbox;
 mod serve;
 mod serve_attacks;
+mod serve_page;
 mod session_archive;
 mod sessions;
 mod setup;

@@ -511,6 +511,15 @@ catalog! {
     PageCompositionBound => "Agent: {id}.",
     PageCommandClearConfirm => "Clear this conversation? Its file is deleted.",
     PageSessionReplaced => "Continued in conversation {id}.",
+    PageToolWaiting => "waiting for approval…",
+    PageTitleRename => "Rename",
+    PageTitleHint => "Double-click or press Rename to rename this conversation",
+    PageEmptyHeading => "What should reasonix do?",
+    PageEmptyWorkspace => "Workspace",
+    PageEmptyModel => "Model",
+    PageEmptyExample1 => "Explain how this project is laid out and where to start reading",
+    PageEmptyExample2 => "Run the tests and fix the first failure",
+    PageEmptyExample3 => "Review the uncommitted changes and point out bugs",
 }
 
 #[cfg(test)]

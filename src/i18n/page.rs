@@ -61,6 +61,15 @@ pub const PAGE: &[(&str, Ui)] = &[
     ("composition.bound", PageCompositionBound),
     ("command.clear_confirm", PageCommandClearConfirm),
     ("session.replaced", PageSessionReplaced),
+    ("tool.waiting", PageToolWaiting),
+    ("title.rename", PageTitleRename),
+    ("title.hint", PageTitleHint),
+    ("empty.heading", PageEmptyHeading),
+    ("empty.workspace", PageEmptyWorkspace),
+    ("empty.model", PageEmptyModel),
+    ("empty.example1", PageEmptyExample1),
+    ("empty.example2", PageEmptyExample2),
+    ("empty.example3", PageEmptyExample3),
 ];
 
 /// `{"lang": "zh", "messages": {id: text, …}}`: the page's strings in `lang`.

@@ -429,4 +429,13 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (PageCompositionBound, "智能体：{id}。"),
     (PageCommandClearConfirm, "清空此对话？其文件将被删除。"),
     (PageSessionReplaced, "已在对话 {id} 中继续。"),
+    (PageToolWaiting, "等待批准…"),
+    (PageTitleRename, "重命名"),
+    (PageTitleHint, "双击或点“重命名”来重命名此对话"),
+    (PageEmptyHeading, "要 reasonix 做什么？"),
+    (PageEmptyWorkspace, "工作区"),
+    (PageEmptyModel, "模型"),
+    (PageEmptyExample1, "说明这个项目的结构，以及从哪里开始读"),
+    (PageEmptyExample2, "运行测试并修复第一个失败"),
+    (PageEmptyExample3, "审阅未提交的改动并指出缺陷"),
 ];

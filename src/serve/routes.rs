@@ -1,4 +1,4 @@
-//! The routes: the embedded page and its script and style, login and logout, and the JSON
+//! The routes: the embedded page and its script, style and icon, login and logout, and the JSON
 //! API over the live sessions (create, resume, send, interrupt, answer approvals, `ask` cards
 //! and plan reviews, the event stream, what is typed, the model, the composition binding),
 //! models, MCP status, the composition catalog (`presets`) and the stored sessions' export,
@@ -20,6 +20,7 @@ use crate::tool::collab::{Answer, PlanReview};
 const PAGE: &str = include_str!("page/index.html");
 const SCRIPT: &str = include_str!("page/app.js");
 const STYLE: &str = include_str!("page/app.css");
+const ICON: &str = include_str!("page/favicon.svg");
 
 /// What a request gets: a response, or the event stream of a session from an event id on.
 pub enum Reply {
@@ -97,6 +98,10 @@ impl Router {
             }
             ("GET" | "HEAD", "/app.css") => {
                 return respond(Response::new(200, "text/css; charset=utf-8", STYLE))
+            }
+            // The page links the icon; `/favicon.ico` is where a browser looks without a link.
+            ("GET" | "HEAD", "/favicon.svg" | "/favicon.ico") => {
+                return respond(Response::new(200, "image/svg+xml", ICON))
             }
             ("GET", "/api/auth") => {
                 return respond(Response::json(
@@ -204,7 +209,7 @@ impl Router {
                     .hub
                     .all()
                     .iter()
-                    .map(|l| json!({"id": l.id, "running": l.describe()["running"]}))
+                    .map(|l| json!({"id": l.id, "running": l.describe()["running"], "title": l.title()}))
                     .collect();
                 let stored: Vec<Value> = factory
                     .stored()
@@ -320,6 +325,14 @@ impl Router {
                 }
                 respond(Response::json(200, &json!({"ok": true})))
             }
+            // The page's rename: one line, cut to the title's length.
+            ("POST", ["title"]) => match body.get("title").and_then(Value::as_str) {
+                Some(title) => {
+                    live.set_title(title);
+                    respond(Response::json(200, &json!({"title": live.title()})))
+                }
+                None => respond(Response::error(400, "send {\"title\": \"…\"}")),
+            },
             ("POST", ["interrupt"]) => respond(Response::json(
                 200,
                 &json!({"interrupted": live.interrupt()}),

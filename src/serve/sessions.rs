@@ -79,6 +79,29 @@ struct State {
     model: String,
     /// Whether a prompt was ever accepted: the composition binding is locked from then on.
     prompted: bool,
+    /// The conversation's first prompt, the page's title for it until it is renamed.
+    first_prompt: Option<String>,
+    /// The title the user gave it in the page (kept while the server runs).
+    title: Option<String>,
+}
+
+/// How many characters of a title the page gets: a first prompt can be a whole file.
+const TITLE_CHARS: usize = 80;
+
+/// `text` on one line (control characters become spaces, runs of blanks one), at most
+/// [`TITLE_CHARS`] characters with an ellipsis when cut.
+fn one_line_title(text: &str) -> String {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let line = words.join(" ");
+    if line.chars().count() <= TITLE_CHARS {
+        return line;
+    }
+    let mut cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// The event streams open on the whole server, held to a cap per session and in total: each
@@ -249,6 +272,8 @@ impl Live {
             "posture": self.gate.posture().as_str(),
             "planning": state.planning,
             "model": state.model,
+            "title": state.title.clone().or_else(|| state.first_prompt.clone()).unwrap_or_default(),
+            "workspace": self.cwd,
             "agentComposition": self.composition_of(&state),
             "last_event": state.next_event.checked_sub(1),
         })
@@ -284,17 +309,41 @@ impl Live {
         self.lock().model.clone()
     }
 
-    /// Queues a user message; refused while a turn runs.
+    /// Queues a user message; refused while a turn runs. The first one titles the
+    /// conversation.
     pub fn send(&self, message: Message) -> Result<(), String> {
-        self.start_work(Command::Send(message), true)
+        let title = one_line_title(&message.display);
+        self.start_work(Command::Send(message), Some(title))
+    }
+
+    /// What the page calls the conversation: the title given to it, else its first prompt
+    /// (`""` before one).
+    pub fn title(&self) -> String {
+        let state = self.lock();
+        state
+            .title
+            .clone()
+            .or_else(|| state.first_prompt.clone())
+            .unwrap_or_default()
+    }
+
+    /// Renames the conversation (an empty title goes back to the first prompt) and tells every
+    /// page showing it.
+    pub fn set_title(&self, title: &str) {
+        let title = one_line_title(title);
+        self.lock().title = (!title.is_empty()).then_some(title);
+        let shown = self.title();
+        self.publish(json!({"type": "title", "title": shown}));
     }
 
     /// Runs `/compact` on the agent's thread, as a turn of its own.
     pub fn compact(&self) -> Result<(), String> {
-        self.start_work(Command::Compact, false)
+        self.start_work(Command::Compact, None)
     }
 
-    fn start_work(&self, command: Command, prompt: bool) -> Result<(), String> {
+    /// Starts `command` on the agent's thread; `prompt` is the title a user prompt gives a
+    /// conversation that has none, set before the turn can start so its events find it.
+    fn start_work(&self, command: Command, prompt: Option<String>) -> Result<(), String> {
         {
             let mut state = self.lock();
             if state.running.is_some() {
@@ -302,7 +351,10 @@ impl Live {
             }
             // Marked running now so a second send cannot slip in before the thread starts.
             state.running = Some(CancelToken::new());
-            state.prompted |= prompt;
+            state.prompted |= prompt.is_some();
+            if state.first_prompt.is_none() {
+                state.first_prompt = prompt;
+            }
         }
         let sent = self
             .commands
@@ -735,9 +787,11 @@ fn agent_thread(
     let mcp = Arc::clone(&built.mcp);
     let cwd = built.cwd.clone();
     let messages = runner.session().messages();
-    let prompted = messages
+    let first_prompt = messages
         .iter()
-        .any(|m| m.role == crate::provider::Role::User);
+        .find(|m| m.role == crate::provider::Role::User)
+        .map(|m| one_line_title(&m.content));
+    let prompted = first_prompt.is_some();
     let history = messages
         .iter()
         .filter_map(|m| serde_json::to_value(m).ok())
@@ -751,6 +805,7 @@ fn agent_thread(
             planning: runner.planning(),
             model: built.model,
             prompted,
+            first_prompt,
             ..State::default()
         }),
         commands: Mutex::new(commands),
@@ -940,5 +995,23 @@ impl Interact for SlotInteract {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         WebInteract(weak).review_plan(plan, cancel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_title_is_one_line_and_cut_with_an_ellipsis() {
+        assert_eq!(
+            one_line_title("  fix\tthe\n\ntests\u{7}now "),
+            "fix the tests now"
+        );
+        let long = "word ".repeat(40);
+        let cut = one_line_title(&long);
+        assert_eq!(cut.chars().count(), TITLE_CHARS);
+        assert!(cut.ends_with('…'), "{cut}");
+        assert_eq!(one_line_title(" \n "), "");
     }
 }

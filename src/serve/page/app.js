@@ -132,7 +132,7 @@ function requestedChange(name, input) {
 }
 
 // ---- State of the open conversation.
-const state = { session: null, source: null, assistant: null, reasoning: null, tools: {}, running: false, presets: [] };
+const state = { session: null, title: "", model: "", workspace: "", source: null, assistant: null, reasoning: null, tools: {}, running: false, presets: [] };
 
 function transcript() { return $("transcript"); }
 
@@ -142,6 +142,8 @@ function scrollDown() {
 }
 
 function add(node) {
+  // The empty state goes with the first thing the conversation shows.
+  for (const empty of transcript().querySelectorAll(".empty")) empty.remove();
   transcript().append(node);
   scrollDown();
   return node;
@@ -258,21 +260,42 @@ function endBlocks() { state.assistant = null; state.reasoning = null; }
 function toolCard(id, name, input, change) {
   endBlocks();
   const summary = typeof input === "object" && input !== null ? (input.path || input.command || input.pattern || "") : String(input || "");
-  const output = el("div", { class: "output", text: t("tool.running") });
+  const output = el("pre", { class: "output", "data-state": "running", text: t("tool.running") });
   const card = add(el("div", { class: "card tool", "data-tool": name }, [
     el("h3", {}, [el("code", { text: name }), document.createTextNode(" " + summary)]),
     change,
     output,
   ]));
-  state.tools[id] = { card, output, change };
+  state.tools[id] = { card, output, change, approval: null, done: false };
+}
+
+// The tool card an approval is about: the latest one of that tool still without a result
+// or an approval of its own (the gate asks before the call runs, one call at a time).
+function toolAwaiting(name) {
+  const tools = Object.values(state.tools).filter((tool) => !tool.done && !tool.approval && tool.card.dataset.tool === name);
+  return tools.length ? tools[tools.length - 1] : null;
+}
+
+function toolStatus(tool, waiting) {
+  tool.output.dataset.state = waiting ? "waiting" : "running";
+  tool.output.textContent = waiting ? t("tool.waiting") : t("tool.running");
 }
 
 function toolResult(event) {
   const tool = state.tools[event.id];
   if (!tool) return;
+  tool.done = true;
+  // The result takes the approval's place: its diff and buttons go, so the change shows once.
+  if (tool.approval) {
+    answeredCard(tool.approval);
+    tool.approval.replaceChildren();
+    tool.approval.hidden = true;
+  }
+  tool.output.dataset.state = "done";
   // What the call did to its file, read around it by the server.
   if (event.diff) {
     const diff = renderDiff(event.diff);
+    if (tool.change) tool.change.hidden = false;
     if (tool.change) tool.change.replaceWith(diff); else tool.card.insertBefore(diff, tool.output);
     tool.change = diff;
   }
@@ -287,6 +310,9 @@ function actions(buttons) {
 function answeredCard(card) {
   for (const button of card.querySelectorAll("button, textarea, input")) button.disabled = true;
   card.dataset.answered = "true";
+  // Answered: the call runs now (or is refused, which its result says).
+  const tool = Object.values(state.tools).find((tool) => tool.approval === card);
+  if (tool && !tool.done) toolStatus(tool, false);
 }
 
 async function answer(path, body, card) {
@@ -317,7 +343,16 @@ function approvalCard(event) {
     const keys = { y: "once", s: "session", a: "always", n: "deny" };
     if (keys[e.key] && !card.dataset.answered) { e.preventDefault(); send(keys[e.key]); }
   });
-  add(card);
+  // In the card of the call it is about, in place of the call's requested change, and the
+  // card says it waits; a call the page has no card for gets it at the end.
+  const tool = toolAwaiting(event.tool);
+  if (tool) {
+    tool.approval = card;
+    if (tool.change && event.diff) tool.change.hidden = true;
+    tool.card.insertBefore(card, tool.output);
+    toolStatus(tool, true);
+    scrollDown();
+  } else add(card);
   once.focus();
 }
 
@@ -365,6 +400,8 @@ function planCard(event) {
 function handle(event) {
   switch (event.type) {
     case "turn_start":
+      // The first prompt titles the conversation, here and in the list.
+      if (!state.title) { showTitle(event.text); refreshSessions(); }
       endBlocks();
       add(el("div", { class: "msg user", text: event.text }));
       setRunning(true);
@@ -401,9 +438,12 @@ function handle(event) {
     case "model":
       if (![...$("model").options].some((o) => o.value === event.model)) $("model").append(el("option", { value: event.model, text: event.model }));
       $("model").value = event.model;
+      state.model = event.model;
+      for (const shown of transcript().querySelectorAll(".empty .model")) shown.textContent = event.model;
       notice(t("model.changed", { model: event.model }));
       break;
     case "command": commandOutput(event); break;
+    case "title": showTitle(event.title); refreshSessions(); break;
     case "session_replaced":
       // `/new`, `/clear`, or a composition chosen: the page follows to the new conversation.
       if (event.session && event.session !== state.session) {
@@ -438,9 +478,13 @@ async function openSession(described) {
   state.tools = {};
   endBlocks();
   transcript().replaceChildren();
-  $("session-title").textContent = described.id;
+  state.title = "";
+  showTitle(described.title);
+  state.model = described.model || "";
+  state.workspace = described.workspace || "";
   $("status").textContent = formatStatus(described.status);
   renderHistory(described.history);
+  if (!transcript().children.length) emptyState();
   if (described.posture) $("posture").value = described.posture;
   $("planning").checked = !!described.planning;
   fillModels([...$("model").options].map((o) => o.value), described.model);
@@ -461,13 +505,58 @@ async function openSession(described) {
   refreshSessions();
 }
 
+// ---- The title: the first prompt, cut to a line by the server, until it is renamed.
+function showTitle(title) {
+  state.title = (title || "").trim();
+  const shown = state.title.length > 80 ? state.title.slice(0, 79) + "…" : state.title;
+  $("session-title").textContent = shown || t("sessions.untitled");
+  $("session-title").title = state.title ? state.title + " — " + t("title.hint") : t("title.hint");
+}
+
+function renameTitle() {
+  if (!state.session || $("title-edit")) return;
+  const span = $("session-title");
+  const input = el("input", { id: "title-edit", type: "text", maxlength: "200", value: state.title, "aria-label": t("title.rename") });
+  let finished = false;
+  const finish = async (save) => {
+    if (finished) return;
+    finished = true;
+    input.replaceWith(span);
+    if (!save) return;
+    try { showTitle((await api("POST", "/api/sessions/" + state.session + "/title", { title: input.value })).title); } catch (error) { notice(t("error.request", { error: error.message })); }
+  };
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") { e.preventDefault(); finish(true); }
+    if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finish(false); }
+  });
+  input.addEventListener("blur", () => finish(true));
+  span.replaceWith(input);
+  input.focus();
+  input.select();
+}
+
+// ---- The empty state of a new conversation: where it works, on what model, and three
+// prompts to start from (a click puts one in the composer).
+function emptyState() {
+  const examples = [t("empty.example1"), t("empty.example2"), t("empty.example3")].map((text) =>
+    el("button", { type: "button", class: "example", text, onclick: () => { $("prompt").value = text; $("prompt").focus(); } }));
+  transcript().append(el("div", { class: "empty" }, [
+    el("h2", { text: t("empty.heading") }),
+    el("dl", {}, [
+      el("dt", { text: t("empty.workspace") }), el("dd", {}, [el("code", { class: "workspace", text: state.workspace })]),
+      el("dt", { text: t("empty.model") }), el("dd", {}, [el("code", { class: "model", text: state.model })]),
+    ]),
+    el("div", { class: "examples" }, examples),
+  ]));
+}
+
 async function refreshSessions() {
   let listed;
   try { listed = await api("GET", "/api/sessions"); } catch (_) { return; }
   const live = listed.live.map((s) => s.id);
   const item = (id, label, onclick) => el("li", {}, [el("button", { type: "button", text: label, title: id, "aria-current": String(id === state.session), onclick })]);
   $("live-list").replaceChildren(...listed.live.map((s) =>
-    item(s.id, s.id, async () => openSession(await api("GET", "/api/sessions/" + s.id)))));
+    item(s.id, s.title || t("sessions.untitled"), async () => openSession(await api("GET", "/api/sessions/" + s.id)))));
   $("stored-list").replaceChildren(...listed.stored.filter((s) => !live.includes(s.id)).map((s) =>
     item(s.id, (s.preview || t("sessions.untitled")) + " · " + s.started, async () => {
       try { openSession(await api("POST", "/api/sessions", { resume: s.id })); } catch (error) { notice(t("error.request", { error: error.message })); }
@@ -516,6 +605,9 @@ function labelPage(mode) {
   $("planning-label").textContent = t("mode.planning");
   $("model-label").textContent = t("model.label") + " ";
   $("composition-label").textContent = t("composition.label") + " ";
+  $("rename").textContent = "✎";
+  $("rename").title = t("title.rename");
+  $("rename").setAttribute("aria-label", t("title.rename"));
 }
 
 async function showApp() {
@@ -545,6 +637,8 @@ async function start() {
     }
   });
   $("new-session").addEventListener("click", newSession);
+  $("session-title").addEventListener("dblclick", renameTitle);
+  $("rename").addEventListener("click", renameTitle);
   $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
   $("interrupt").addEventListener("click", interrupt);
   const setMode = async (body) => {
