@@ -122,23 +122,35 @@ fn bench_cold_start_in_a_fresh_home() {
     );
 }
 
-/// A fake model that reads `a.txt` for `rounds` rounds, then answers: the server, the home
+/// A fake model that reads `a0.txt` … `a3.txt` for `rounds` rounds, then answers: the server, the home
 /// configured for it and the workspace.
 fn read_file_loop(rounds: usize) -> (FakeOpenAI, Dir, Dir) {
     read_file_loop_of(rounds, "hello\n")
 }
 
 /// [`read_file_loop`] reading a file of this content every round.
+/// The rounds cycle through four files, one more than the loop guard's window, so a long
+/// session is work, not a repeated round; the step budget is lifted for the same reason.
 fn read_file_loop_of(rounds: usize, content: &str) -> (FakeOpenAI, Dir, Dir) {
+    const FILES: usize = 4;
     let work = Dir::new();
-    work.write("a.txt", content);
+    for n in 0..FILES {
+        work.write(&format!("a{n}.txt"), content);
+    }
     let mut replies: Vec<Reply> = (0..rounds)
-        .map(|i| Reply::tool_calls(&[(&format!("c{i}"), "read_file", r#"{"path":"a.txt"}"#)]))
+        .map(|i| {
+            let args = format!(r#"{{"path":"a{}.txt"}}"#, i % FILES);
+            Reply::tool_calls(&[(&format!("c{i}"), "read_file", &args)])
+        })
         .collect();
     replies.push(Reply::text("done"));
     let server = FakeOpenAI::start(replies);
     let home = Dir::new();
-    use_fake_provider(&home, &server.base_url(), "");
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[agent]\nmax_steps_headless = 0\n",
+    );
     (server, home, work)
 }
 
