@@ -1755,6 +1755,30 @@ fn a_destructive_mcp_tool_is_refused_headless_even_with_an_allow_rule_naming_it(
         .unwrap_or_default()
         .to_string();
     assert!(result.contains("marked destructive"), "{result}");
+
+    // The JSON result lists the refusal among the run's denials.
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__srv__rm", "{}")]),
+        Reply::text("done"),
+    ]);
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &format!(
+            "[permissions]\nmode = \"allow\"\nallow = [\"mcp__srv__rm\"]\n{}",
+            stdio_plugin("srv", "sh", &["-c", ANNOTATED], "sandbox = \"off\"")
+        ),
+    );
+    let out = run(reasonix(&home, work.path())
+        .args(["run", "--output-format", "json", "remove it"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let result: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON result");
+    let denials = result["permission_denials"]
+        .as_array()
+        .expect("a denials list");
+    assert_eq!(denials.len(), 1, "{result}");
+    assert_eq!(denials[0]["tool"], "mcp__srv__rm", "{result}");
 }
 
 /// Issue 37.6: a streamable-HTTP server that answers the `notifications/initialized` POST with

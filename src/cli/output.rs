@@ -59,6 +59,8 @@ pub struct Output {
     /// Stream-json lines of events that came before `init` (start-up warnings), written
     /// right after it, or before the result if `init` never comes.
     held: Vec<Value>,
+    /// Every call the gate refused, in order: the JSON result's `permission_denials`.
+    denials: Vec<Value>,
     stdout: StdoutBuffer,
 }
 
@@ -74,6 +76,7 @@ impl Output {
             finished: false,
             init_written: false,
             held: Vec::new(),
+            denials: Vec::new(),
             stdout: StdoutBuffer::new(!stdout_tty),
         }
     }
@@ -368,9 +371,16 @@ impl Output {
         self.end_reasoning();
         self.write_held();
         if matches!(self.format, Format::Json | Format::StreamJson) {
-            self.json_line(result.to_json());
+            let value = self.with_denials(result.to_json());
+            self.json_line(value);
         }
         self.stdout.flush();
+    }
+
+    /// The result object with the refused calls of the run (`permission_denials`).
+    fn with_denials(&self, mut result: Value) -> Value {
+        result["permission_denials"] = Value::Array(self.denials.clone());
+        result
     }
 
     /// Called once at the end with the result object.
@@ -410,7 +420,8 @@ impl Output {
             }
             Format::Json | Format::StreamJson => {
                 self.write_held();
-                self.json_line(result.to_json());
+                let value = self.with_denials(result.to_json());
+                self.json_line(value);
             }
         }
         self.stdout.flush();
@@ -471,6 +482,22 @@ impl EventSink for Output {
         // Deltas stay in the buffer (see `stdout_buffer`); every other event is a boundary a
         // reader of the stream should see at once.
         let boundary = !matches!(event, Event::TextDelta(_) | Event::ReasoningDelta(_));
+        if let Event::Permission {
+            tool,
+            subject,
+            resolution,
+            rule,
+            allowed: false,
+            ..
+        } = &event
+        {
+            self.denials.push(json!({
+                "tool": tool,
+                "subject": subject,
+                "resolution": resolution.as_str(),
+                "rule": rule,
+            }));
+        }
         match self.format {
             Format::Text => self.text_event(event),
             Format::StreamJson => self.stream_json_event(&event),
