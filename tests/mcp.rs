@@ -1723,24 +1723,32 @@ fn task_only_tools_are_listed_as_such_and_calling_one_says_why() {
 /// real binary with a real stdio server.
 #[test]
 fn a_destructive_mcp_tool_is_refused_headless_even_with_an_allow_rule_naming_it() {
-    let server = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__srv__rm", "{}")]),
-        Reply::text("done"),
-    ]);
     let home = Dir::new();
     let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &server.base_url(),
-        &format!(
-            "[permissions]\nmode = \"allow\"\nallow = [\"mcp__srv__rm\"]\n{}",
-            stdio_plugin("srv", "sh", &["-c", ANNOTATED], "sandbox = \"off\"")
-        ),
-    );
-    let out = run(reasonix(&home, work.path())
-        .args(["run", "--permission-mode", "yolo", "remove it"])
-        .env("FAKE_API_KEY", "k"));
-    assert_eq!(out.code, 0, "{out:?}");
+    // One run whose model calls the destructive `rm` once, with an allow rule naming it.
+    let run_rm = |args: &[&str]| {
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[("c1", "mcp__srv__rm", "{}")]),
+            Reply::text("done"),
+        ]);
+        use_fake_provider(
+            &home,
+            &server.base_url(),
+            &format!(
+                "[permissions]\nmode = \"allow\"\nallow = [\"mcp__srv__rm\"]\n{}",
+                stdio_plugin("srv", "sh", &["-c", ANNOTATED], "sandbox = \"off\"")
+            ),
+        );
+        let out = run(reasonix(&home, work.path())
+            .arg("run")
+            .args(args)
+            .arg("remove it")
+            .env("FAKE_API_KEY", "k"));
+        assert_eq!(out.code, 0, "{out:?}");
+        (server, out)
+    };
+
+    let (server, out) = run_rm(&["--permission-mode", "yolo"]);
     assert!(
         out.stderr.contains("permission: blocked mcp__srv__rm"),
         "{out:?}"
@@ -1757,22 +1765,7 @@ fn a_destructive_mcp_tool_is_refused_headless_even_with_an_allow_rule_naming_it(
     assert!(result.contains("marked destructive"), "{result}");
 
     // The JSON result lists the refusal among the run's denials.
-    let server = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__srv__rm", "{}")]),
-        Reply::text("done"),
-    ]);
-    use_fake_provider(
-        &home,
-        &server.base_url(),
-        &format!(
-            "[permissions]\nmode = \"allow\"\nallow = [\"mcp__srv__rm\"]\n{}",
-            stdio_plugin("srv", "sh", &["-c", ANNOTATED], "sandbox = \"off\"")
-        ),
-    );
-    let out = run(reasonix(&home, work.path())
-        .args(["run", "--output-format", "json", "remove it"])
-        .env("FAKE_API_KEY", "k"));
-    assert_eq!(out.code, 0, "{out:?}");
+    let (_server, out) = run_rm(&["--output-format", "json"]);
     let result: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON result");
     let denials = result["permission_denials"]
         .as_array()

@@ -8,9 +8,10 @@
 
 use super::file::Config;
 
-/// The longest timeout any configuration may set, in seconds: one day. Longer is a mistake, or
-/// a repository holding a run open on something that never answers.
-pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+/// The longest timeout any configuration may set, in seconds: the provider's one-day ceiling,
+/// so the config and the HTTP layer hold one number. Longer is a mistake, or a repository
+/// holding a run open on something that never answers.
+pub const MAX_TIMEOUT_SECONDS: u64 = crate::provider::limits::TIMEOUT_CEILING.as_secs();
 
 /// The longest retry backoff, in milliseconds: one day, as for timeouts.
 pub const MAX_BACKOFF_MS: u64 = MAX_TIMEOUT_SECONDS * 1000;
