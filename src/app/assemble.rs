@@ -96,8 +96,9 @@ pub fn registry(config: &Config, sink: &mut dyn EventSink) -> Registry {
 }
 
 /// Which session to continue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum SessionChoice {
+    #[default]
     New,
     /// `--continue`: the newest session of this workspace.
     Newest,

@@ -7,10 +7,13 @@
 
 pub mod assemble;
 pub mod binding;
+pub mod build;
 pub mod delegate;
 mod error;
 pub mod hooks;
+pub mod open;
 pub mod session_archive;
 pub mod skills;
 
 pub use error::Error;
+pub use open::{open, Opened, ProfileRun, SessionOptions};

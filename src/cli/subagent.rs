@@ -5,9 +5,10 @@
 //! the system prompt. `create | edit | delete` are dispatched to `subagent_edit`.
 
 use super::lex::{Arg, Lexer};
-use super::run::{self, ProfileRun};
+use super::run;
 use super::subagent_edit::{self, Action};
 use super::{print_out, unknown_flag, Global};
+use crate::app::ProfileRun;
 use crate::cli::error::{exit, Error};
 use crate::skill::Skill;
 
