@@ -8,12 +8,14 @@
 pub mod assemble;
 pub mod binding;
 pub mod build;
+pub mod catalog_table;
 pub mod delegate;
 mod error;
 pub mod hooks;
 pub mod open;
 pub mod session_archive;
 pub mod skills;
+pub mod stream_json;
 
 pub use error::Error;
 pub use open::{open, Opened, ProfileRun, SessionOptions};

@@ -15,9 +15,10 @@ use super::output::{Format, Output};
 use super::Global;
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError};
+use crate::agent::runner::{AgentError, Budget};
 use crate::agent::session::{self, Session};
-use crate::app::assemble::{self, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
+use crate::app::assemble::{self, ProjectFlags, PromptFlags, SessionChoice};
+use crate::app::build::{self, Parts};
 use crate::cli::error::{exit, Error};
 use crate::command::custom::{self, Loaded};
 use crate::command::input::{self, Input};
@@ -29,6 +30,7 @@ use crate::provider::{self, ProviderSettings};
 use crate::term::ansi::CursorShape;
 use crate::term::editor::History;
 use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover, UiInteract};
+use crate::tool::source::ToolSource;
 use crate::tool::Tool;
 
 pub const HELP: &str = "\
@@ -215,50 +217,31 @@ fn build_agent(
         cwd,
         "chat",
     )?;
-    if let Some(message) = session.repair_notice() {
-        sink.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        });
-    }
-    let mut ctx = assemble::tool_context(config, cwd)?;
-    assemble::add_skill_tool(&mut tools, &ctx);
-    let options = assemble::options(config, settings, None, args.effort.clone());
-    // Children are stored under the agent's current session (`ToolContext::session_path`).
-    let children = crate::app::delegate::Children::new(
-        config,
-        settings,
-        options.reasoning_effort.clone(),
-        Arc::clone(&gate),
-        &session,
-    );
-    let children = Arc::new(children);
-    assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
-    if let Some(binding) = &binding {
-        crate::composition::resolve::restrict(binding, &mut tools)?;
-    }
-    let source = mcp.map(|mcp| {
-        crate::app::binding::tool_source(binding.as_ref(), Box::new(mcp.tool_watch()), &mut tools)
-    });
-    let mut agent = Agent::new(
-        provider_handle,
-        tools,
-        Box::new(SharedGate(Arc::clone(&gate))),
-        session,
-        ctx.clone(),
-        options,
-    );
-    if let Some(source) = source {
-        agent.set_tool_source(source);
-    }
-    children.report_to(agent.event_queue());
-    crate::app::hooks::install(&mut agent, &children, config, cwd, sink);
-    let cancel = ctx.cancel.clone();
-    let mut agent = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
+    let watch = mcp.map(|mcp| Box::new(mcp.tool_watch()) as Box<dyn ToolSource>);
+    let built = build::agent(
+        Parts {
+            config,
+            settings,
+            cwd,
+            planner: planner.as_ref(),
+            provider: provider_handle,
+            tools,
+            binding: binding.as_ref(),
+            mcp: watch,
+            gate,
+            session,
+            max_steps: None,
+            effort: args.effort.clone(),
+            budget: Budget::default(),
+            read_only: false,
+        },
+        sink,
+    )?;
+    let mut agent = built.runner;
     if args.plan {
         agent.set_planning(true);
     }
-    Ok((agent, ctx))
+    Ok((agent, built.ctx))
 }
 
 fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {

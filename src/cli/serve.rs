@@ -13,12 +13,13 @@ use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::Global;
 use crate::agent::events::Event;
-use crate::agent::runner::Agent;
+use crate::agent::runner::Budget;
 use crate::agent::session::{self, Summary};
-use crate::app::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
+use crate::app::assemble::{self, Attach, PromptFlags, SessionChoice};
+use crate::app::build::{self, Parts};
 use crate::cli::error::Error;
 use crate::command::{custom, Catalog as Commands};
-use crate::composition::resolve::{self, Available};
+use crate::composition::resolve::Available;
 use crate::composition::store::Catalog;
 use crate::config::{AuthMode, Config};
 use crate::mcp::manager::ServerState;
@@ -489,38 +490,26 @@ impl ServeFactory {
             cwd,
             "serve",
         )?;
-        let mut ctx = assemble::tool_context(&config, cwd)?;
-        assemble::add_skill_tool(&mut tools, &ctx);
-        let options = assemble::options(&config, &settings, None, self.effort.clone());
-        let children = Arc::new(crate::app::delegate::Children::new(
-            &config,
-            &settings,
-            options.reasoning_effort.clone(),
-            Arc::clone(&gate),
-            &session,
-        ));
-        assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
-        if let Some(binding) = &binding {
-            resolve::restrict(binding, &mut tools)?;
-        }
-        let source = crate::app::binding::tool_source(
-            binding.as_ref(),
-            Box::new(mcp.handle().tool_watch()),
-            &mut tools,
-        );
-        let mut agent = Agent::new(
-            provider_handle,
-            tools,
-            Box::new(SharedGate(Arc::clone(&gate))),
-            session,
-            ctx.clone(),
-            options,
-        );
-        agent.set_tool_source(source);
-        children.report_to(agent.event_queue());
-        crate::app::hooks::install(&mut agent, &children, &config, cwd, &mut ignore);
-        let cancel = ctx.cancel.clone();
-        let mut runner = assemble::runner(agent, planner.as_ref(), &config, cwd, &gate, cancel)?;
+        let built = build::agent(
+            Parts {
+                config: &config,
+                settings: &settings,
+                cwd,
+                planner: planner.as_ref(),
+                provider: provider_handle,
+                tools,
+                binding: binding.as_ref(),
+                mcp: Some(Box::new(mcp.handle().tool_watch())),
+                gate: Arc::clone(&gate),
+                session,
+                max_steps: None,
+                effort: self.effort.clone(),
+                budget: Budget::default(),
+                read_only: false,
+            },
+            &mut ignore,
+        )?;
+        let mut runner = built.runner;
         runner.set_interact(interact);
         let mut custom = custom::load_for(&config.home, cwd);
         if let Some(binding) = &binding {
