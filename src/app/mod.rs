@@ -9,6 +9,7 @@ pub mod assemble;
 pub mod binding;
 pub mod build;
 pub mod catalog_table;
+pub mod conversation;
 pub mod delegate;
 mod error;
 pub mod hooks;
@@ -16,6 +17,7 @@ pub mod open;
 pub mod session_archive;
 pub mod skills;
 pub mod stream_json;
+pub mod workspace;
 
 pub use error::Error;
 pub use open::{open, Opened, ProfileRun, SessionOptions};

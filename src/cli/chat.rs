@@ -15,12 +15,11 @@ use super::output::{Format, Output};
 use super::Global;
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::runner::{AgentError, Budget};
+use crate::agent::runner::AgentError;
 use crate::agent::session::{self, Session};
-use crate::app::assemble::{self, ProjectFlags, PromptFlags, SessionChoice};
-use crate::app::build::{self, Parts};
+use crate::app::assemble::{self, PromptFlags, SessionChoice};
+use crate::app::workspace::{self, Workspace as Setup, WorkspaceOptions};
 use crate::cli::error::{exit, Error};
-use crate::command::custom::{self, Loaded};
 use crate::command::input::{self, Input};
 use crate::command::{Builtin, Catalog, CommandError};
 use crate::config::{self, trust::TrustStore, Config};
@@ -30,7 +29,6 @@ use crate::provider::{self, ProviderSettings};
 use crate::term::ansi::CursorShape;
 use crate::term::editor::History;
 use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover, UiInteract};
-use crate::tool::source::ToolSource;
 use crate::tool::Tool;
 
 pub const HELP: &str = "\
@@ -86,26 +84,6 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
     Ok(args)
 }
 
-/// Everything a chat needs, assembled from config and flags.
-struct Setup {
-    config: Config,
-    settings: ProviderSettings,
-    cwd: PathBuf,
-    commands: Loaded,
-    /// The project file was believed (trusted workspace or `--trust-project`).
-    trusted: bool,
-    /// Project keys ignored because the workspace is not trusted.
-    untrusted: Vec<String>,
-    /// The config's warnings, for the caller to print.
-    warnings: Vec<String>,
-    /// The agent composition the conversation is bound to (already applied to `config`).
-    binding: Option<crate::composition::resolve::Binding>,
-    /// The session to open: a new one, or the file the binding checks read.
-    session: SessionChoice,
-    /// The resumed conversation's binding cannot run here: it opens as history only.
-    history_only: Option<crate::composition::CompositionError>,
-}
-
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
@@ -136,47 +114,20 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     interactive_chat(&args, setup)
 }
 
-/// Loads config and custom commands for a chat; the config's warnings are in the result. The
-/// key is the caller's to check, once the workspace's trust is decided.
+/// The chat's workspace for `args`; the config's warnings are in the result. The key is the
+/// caller's to check, once the workspace's trust is decided.
 fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
-    let project = ProjectFlags {
-        trust: args.trust_project,
-        strict: false,
-    };
-    let loaded = assemble::load_config(args.global.config.as_deref(), &cwd, project)?;
-    let mut config = loaded.config;
-    let settings = config.resolve_model(args.model.as_deref())?;
-    let prepared = crate::app::binding::prepare(
-        args.agent_composition.as_deref(),
-        &args.session(),
-        &mut config,
-        &settings,
-        &cwd,
-    )?;
-    let binding = prepared.binding;
-    let mut commands = custom::load_for(&config.home, &cwd);
-    if let Some(binding) = &binding {
-        commands
-            .commands
-            .retain(|c| binding.modules.commands.keeps(&c.name));
-    }
-    crate::app::skills::add_commands(
-        &mut commands,
-        &crate::app::skills::session_store(&config, &cwd),
-    );
-    Ok(Setup {
-        config,
-        settings,
+    Ok(workspace::prepare(
+        &WorkspaceOptions {
+            config_file: args.global.config.clone(),
+            trust_project: args.trust_project,
+            model: args.model.clone(),
+            composition: args.agent_composition.clone(),
+            session: args.session(),
+        },
         cwd,
-        commands,
-        trusted: loaded.trusted,
-        untrusted: loaded.untrusted,
-        warnings: loaded.warnings,
-        binding,
-        session: prepared.session,
-        history_only: prepared.history_only,
-    })
+    )?)
 }
 
 /// The agent with the built-in tools and, when already started, the MCP servers' tools; with
@@ -188,55 +139,7 @@ fn build_agent(
     mcp: Option<&McpHandle>,
     sink: &mut dyn EventSink,
 ) -> Result<(Runner, crate::tool::ToolContext), Error> {
-    let Setup {
-        config,
-        settings,
-        cwd,
-        ..
-    } = setup;
-    let planner = assemble::planner_settings(config, settings)?;
-    let provider_handle = provider::build(settings.clone())?;
-    let mut tools = assemble::registry(config, sink);
-    let mut binding = setup.binding.clone();
-    if let Some(mcp) = mcp {
-        mcp.register(&mut tools);
-        if let Some(binding) = binding.as_mut() {
-            let fresh = setup.session == SessionChoice::New;
-            crate::app::binding::pin_mcp(binding, fresh, &tools)?;
-        }
-    }
-    let session = assemble::open_session(
-        &setup.session,
-        args.attach,
-        &PromptFlags {
-            binding: binding.clone(),
-            ..PromptFlags::default()
-        },
-        config,
-        settings,
-        cwd,
-        "chat",
-    )?;
-    let watch = mcp.map(|mcp| Box::new(mcp.tool_watch()) as Box<dyn ToolSource>);
-    let built = build::agent(
-        Parts {
-            config,
-            settings,
-            cwd,
-            planner: planner.as_ref(),
-            provider: provider_handle,
-            tools,
-            binding: binding.as_ref(),
-            mcp: watch,
-            gate,
-            session,
-            max_steps: None,
-            effort: args.effort.clone(),
-            budget: Budget::default(),
-            read_only: false,
-        },
-        sink,
-    )?;
+    let built = setup.agent(args.attach, args.effort.clone(), gate, mcp, sink)?;
     let mut agent = built.runner;
     if args.plan {
         agent.set_planning(true);
