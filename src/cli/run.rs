@@ -20,7 +20,7 @@ use crate::cli::error::{exit, Error};
 use crate::command::input::{self, Input};
 use crate::command::{custom, Catalog, CommandError};
 use crate::mcp::{self, McpHost, McpOptions};
-use crate::permission::{split_rule_list, Posture};
+use crate::permission::{claude_tool_list, Posture};
 use crate::provider;
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
@@ -219,12 +219,13 @@ impl RunFlags {
             Arg::Long(n) if n == "replay" => self.replay = Some(value()?.into()),
             Arg::Long(n) if n == "allow" => self.permissions.allow.push(value()?),
             Arg::Long(n) if n == "deny" => self.permissions.deny.push(value()?),
-            Arg::Long(n) if n == "allowedTools" => {
-                self.permissions.allow.extend(split_rule_list(&value()?))
-            }
-            Arg::Long(n) if n == "disallowedTools" => {
-                self.permissions.deny.extend(split_rule_list(&value()?))
-            }
+            Arg::Long(n) if n == "allowedTools" => self.permissions.allow.extend(
+                claude_tool_list(&value()?, "--allowedTools").map_err(|e| usage(e.to_string()))?,
+            ),
+            Arg::Long(n) if n == "disallowedTools" => self.permissions.deny.extend(
+                claude_tool_list(&value()?, "--disallowedTools")
+                    .map_err(|e| usage(e.to_string()))?,
+            ),
             _ => return self.goal.accept(arg, lexer),
         }
         Ok(true)
