@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::cli::assemble::{Attach, SessionChoice};
+use crate::app::assemble::{Attach, SessionChoice};
 use crate::cli::error::Error;
 use crate::cli::lex::{Arg, Lexer};
 use crate::cli::output::Format;
@@ -228,7 +228,7 @@ pub fn parse(flags: &mut PrintFlags, lexer: &mut Lexer) -> Result<(), Error> {
             "--permission-prompt-tool stdio needs --input-format stream-json (the Agent SDK answers asks over stdin)".into(),
         ));
     }
-    flags.attach.check(flags.resume.as_ref())
+    Ok(flags.attach.check(flags.resume.as_ref())?)
 }
 
 impl PrintFlags {
