@@ -617,3 +617,57 @@ fn the_flag_table_is_in_step_with_the_help_and_the_man_page() {
         );
     }
 }
+
+#[test]
+fn a_subagents_messages_carry_the_task_calls_id_as_parent_tool_use_id() {
+    let case = Case::new(
+        vec![
+            Reply::tool_calls(&[("call_task", "task", r#"{"prompt":"list the files"}"#)]),
+            Reply::tool_calls(&[("call_ls", "ls", "{}")]),
+            Reply::text("child done"),
+            Reply::text("all done"),
+        ],
+        "",
+    );
+    let out = case.run(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        "Task",
+        "go",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let messages = lines(&out);
+    let uses: Vec<&Value> = of_type(&messages, "assistant")
+        .into_iter()
+        .filter(|m| m["message"]["content"][0]["type"] == "tool_use")
+        .collect();
+    let task = uses
+        .iter()
+        .find(|m| m["message"]["content"][0]["name"] == "Task")
+        .expect("a Task call");
+    assert!(task["parent_tool_use_id"].is_null());
+    assert_eq!(
+        task["message"]["content"][0]["input"]["description"],
+        "list the files"
+    );
+    let ls = uses
+        .iter()
+        .find(|m| m["message"]["content"][0]["name"] == "LS")
+        .expect("the child's LS call");
+    assert_eq!(ls["parent_tool_use_id"], "call_task", "{ls}");
+    let results = of_type(&messages, "user");
+    let child_result = results
+        .iter()
+        .find(|m| m["message"]["content"][0]["tool_use_id"] == "call_ls")
+        .expect("the child's result");
+    assert_eq!(child_result["parent_tool_use_id"], "call_task");
+    let task_result = results
+        .iter()
+        .find(|m| m["message"]["content"][0]["tool_use_id"] == "call_task")
+        .expect("the task's result");
+    assert!(task_result["parent_tool_use_id"].is_null());
+    assert_eq!(result(&messages)["result"], "all done");
+}

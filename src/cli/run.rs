@@ -752,6 +752,7 @@ fn finish(
         goal: goal.map(|g| g.json),
         models: agent.models(),
         finish_reason: outcome.is_ok().then_some(stats.finish_reason).flatten(),
+        api_error: matches!(outcome, Err(AgentError::Provider(_))),
     };
     output.finish(&result);
     if output.closed() {
