@@ -4,6 +4,7 @@
 mod util;
 
 mod bench;
+mod claude_config;
 mod claude_golden;
 mod cli;
 mod commands;
