@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
-use super::delegate::{Children, Tally};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::output::{Format, Output, RunResult};
@@ -15,6 +13,8 @@ use super::Global;
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError, Budget, Finish, Spent};
+use crate::app::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
+use crate::app::delegate::{Children, Tally};
 use crate::cancel::CancelToken;
 use crate::cli::error::{exit, Error};
 use crate::command::input::{self, Input};
@@ -343,8 +343,8 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
     };
-    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
-    assemble::print_warnings(&loaded.warnings);
+    let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
+    super::print_warnings(&loaded.warnings);
     let mut config = loaded.config;
     let profile = match &args.profile {
         Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
@@ -360,7 +360,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
                 effort: args.common.effort.clone(),
                 ..Default::default()
             };
-            crate::cli::delegate::choose(&config, Some(profile), &call)
+            crate::app::delegate::choose(&config, Some(profile), &call)
         }
     };
     let read_only = args.profile.as_ref().is_some_and(|p| p.read_only)
@@ -374,7 +374,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     }
     settings.record_file = args.own.record.clone();
     assemble::check_key(&settings)?;
-    let (mut binding, choice) = super::agent_cmd::prepare(
+    let (mut binding, choice) = crate::app::binding::prepare(
         args.common.agent_composition.as_deref(),
         &args.common.session(),
         &mut config,
@@ -400,10 +400,10 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         })
     };
     let handle =
-        super::agent_cmd::start_mcp(binding.as_ref(), &config, &cwd, mcp_options, &mut warn);
+        crate::app::binding::start_mcp(binding.as_ref(), &config, &cwd, mcp_options, &mut warn);
     handle.register(&mut tools);
     if let Some(binding) = binding.as_mut() {
-        super::agent_cmd::pin_mcp(binding, args.common.resume.is_none(), &tools)?;
+        crate::app::binding::pin_mcp(binding, args.common.resume.is_none(), &tools)?;
     }
     let mcp = mcp::Host::new(handle);
     let typed = prompt.clone();
@@ -471,7 +471,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let children = Arc::new(children);
     let tally = Arc::clone(&children.tally);
     if read_only {
-        crate::cli::delegate::keep_readers_and_shell(&mut tools);
+        crate::app::delegate::keep_readers_and_shell(&mut tools);
         let shut = ctx
             .sandbox
             .fenced(&[])
@@ -483,7 +483,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     if let Some(binding) = &binding {
         crate::composition::resolve::restrict(binding, &mut tools)?;
     }
-    let source = super::agent_cmd::tool_source(
+    let source = crate::app::binding::tool_source(
         binding.as_ref(),
         Box::new(mcp.handle().tool_watch()),
         &mut tools,
@@ -517,7 +517,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     );
     agent.set_tool_source(source);
     children.report_to(agent.event_queue());
-    crate::cli::hooks::install(&mut agent, &children, &config, &cwd, output);
+    crate::app::hooks::install(&mut agent, &children, &config, &cwd, output);
     let mut agent = assemble::runner(agent, planner.as_ref(), &config, &cwd, &gate, cancel)?;
     if args.common.plan {
         agent.set_planning(true);
@@ -553,7 +553,7 @@ fn find_profile(
     cwd: &Path,
     name: &str,
 ) -> Result<crate::skill::Skill, Error> {
-    let store = crate::cli::skills::session_store(config, cwd);
+    let store = crate::app::skills::session_store(config, cwd);
     match store.get(name) {
         Some(skill) if skill.run_as == crate::skill::RunAs::Subagent => Ok(skill.clone()),
         Some(_) => Err(usage(format!(
