@@ -306,6 +306,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
     let memory = config::paths::state_dir(&config.home).join("memory");
+    let claude_user = config::claude::user_path(config, cwd, "CLAUDE.md");
     let prompt = prompt::system_prompt(&PromptInputs {
         base,
         append,
@@ -315,6 +316,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         extra_tools: &config.environment.tools,
         writable: &writable,
         memory: Some(&memory),
+        claude_user_instructions: claude_user.as_deref(),
     });
     Ok(with_persona(prompt, config))
 }

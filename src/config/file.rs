@@ -37,6 +37,10 @@ pub struct Config {
     /// The files that were read, lowest layer first.
     #[serde(skip)]
     pub sources: Vec<PathBuf>,
+    /// `--trust-project`: the workspace is trusted for this run as a whole (every file
+    /// `config::trust::Bound` names); set by the loader, never read from a file.
+    #[serde(skip)]
+    pub trust_project: bool,
     /// A provider name, a bare model name or `provider/model`.
     pub default_model: Option<String>,
     /// UI language tag (`en`, `zh`); `None` or empty = detect from `$REASONIX_LANG`, then the

@@ -181,8 +181,16 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             joined_lines(e.message())
         ))
     })?;
+    let mut config = finish(config, opts, sources, &origins);
+    super::claude::merge_permissions(
+        &mut config,
+        &opts.cwd,
+        opts.strict,
+        &mut warnings,
+        &mut untrusted,
+    );
     Ok(Loaded {
-        config: finish(config, opts, sources, &origins),
+        config,
         warnings,
         trusted,
         untrusted,
@@ -1228,6 +1236,7 @@ fn finish(
     config.saturate();
     config.home = opts.home.clone();
     config.sources = sources;
+    config.trust_project = opts.trust_project;
     let origin = |section: &str, name: &str| {
         origins
             .get(&(section.to_string(), name.to_string()))
