@@ -700,3 +700,39 @@ fn print_mode_has_the_shapes_of_the_claude_code_goldens() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[test]
+fn setting_sources_decides_which_claude_settings_files_are_read() {
+    let attempt = |sources: Option<&str>| {
+        let case = Case::new(
+            vec![
+                Reply::tool_calls(&[(
+                    "call_w",
+                    "write_file",
+                    r#"{"path":"new.txt","content":"x"}"#,
+                )]),
+                Reply::text("done"),
+            ],
+            "",
+        );
+        // The user's own Claude settings allow the write.
+        case.home.write(
+            ".claude/settings.json",
+            r#"{"permissions": {"allow": ["Write"]}}"#,
+        );
+        let mut args = vec!["-p", "--output-format", "json"];
+        if let Some(sources) = sources {
+            args.extend(["--setting-sources", sources]);
+        }
+        args.push("write it");
+        let out = case.run(&args);
+        assert_eq!(out.code, 0, "{out:?}");
+        case.work.join("new.txt").exists()
+    };
+    assert!(attempt(None), "the user's settings are read by default");
+    assert!(attempt(Some("user,project")));
+    assert!(
+        !attempt(Some("project,local")),
+        "the user's settings were read"
+    );
+}
