@@ -736,3 +736,43 @@ fn setting_sources_decides_which_claude_settings_files_are_read() {
         "the user's settings were read"
     );
 }
+
+#[test]
+fn hooks_get_claude_codes_names_and_keys_and_hook_events_are_streamed() {
+    let case = Case::new(
+        vec![
+            Reply::tool_calls(&[("call_w", "write_file", r#"{"path":"new.txt","content":"x"}"#)]),
+            Reply::text("done"),
+        ],
+        "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"Write\"\ncommand = '''cat > hook_in.json'''\ntimeout_seconds = 20\n",
+    );
+    let out = case.run(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-hook-events",
+        "--allowedTools",
+        "Write",
+        "go",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let input: Value =
+        serde_json::from_str(&case.work.read("hook_in.json")).expect("the hook's stdin");
+    assert_eq!(input["tool_alias"], "Write", "{input}");
+    assert_eq!(input["tool_input"]["file_path"], "new.txt", "{input}");
+    let messages = lines(&out);
+    let hook = messages
+        .iter()
+        .find(|m| m["type"] == "system" && m["subtype"] == "hook_response")
+        .unwrap_or_else(|| panic!("no hook_response: {out:?}"));
+    assert_eq!(hook["hook_event"], "PreToolUse");
+    assert_eq!(hook["outcome"], "success");
+    // Without the flag, no hook messages.
+    let case = Case::new(
+        vec![Reply::text("done")],
+        "[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"true\"\n",
+    );
+    let out = case.run(&["-p", "--output-format", "stream-json", "go"]);
+    assert!(!out.stdout.contains("hook_response"), "{out:?}");
+}
