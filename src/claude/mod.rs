@@ -55,8 +55,8 @@ Flags:
       --append-system-prompt TEXT  Append to the system prompt (repeatable)
       --append-system-prompt-file F  Append the text of file F to the system prompt
       --allowedTools LIST      Rules allowed without asking, Claude Code names
-                               (\"Bash(git log:*) Edit,Read\"); also --allowed-tools
-      --disallowedTools LIST   Rules denied, Claude Code names; also --disallowed-tools. An
+                               (\"Bash(git log:*) Edit,Read\"); the kebab spelling works too
+      --disallowedTools LIST   Rules denied, Claude Code names (kebab spelling too). An
                                unknown tool name in either list is an error naming the known
       --tools LIST             The built-in tools offered: \"\" none, default, or names
                                (\"Bash,Edit,Read\"); MCP tools are not affected
