@@ -28,7 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("app", &["app"]),
     ("term", &["term"]),
     ("serve", &["serve"]),
-    ("cli", &["cli"]),
+    ("cli", &["cli", "claude"]),
 ];
 
 /// Items of the crate root (`lib.rs`) that any module may use.

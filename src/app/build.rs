@@ -48,6 +48,9 @@ pub struct Parts<'a> {
     /// A read-only run (`reasonix subagent try`, an untrusted profile): the readers and a
     /// shell jailed with nothing writable, no subagents of its own.
     pub read_only: bool,
+    /// Only these built-in tools (our names) are offered (Claude's `--tools`); MCP tools are
+    /// not affected. `None`: every enabled tool.
+    pub only_tools: Option<&'a [String]>,
 }
 
 /// The session's agent and what the front end keeps of it.
@@ -79,6 +82,7 @@ pub fn agent(parts: Parts, sink: &mut dyn EventSink) -> Result<Built, Error> {
         effort,
         budget,
         read_only,
+        only_tools,
     } = parts;
     if let Some(message) = session.repair_notice() {
         sink.emit(Event::Notice {
@@ -110,6 +114,9 @@ pub fn agent(parts: Parts, sink: &mut dyn EventSink) -> Result<Built, Error> {
         ctx.sandbox = Arc::new(shut);
     } else {
         assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
+    }
+    if let Some(keep) = only_tools {
+        tools.retain(|name| name.starts_with("mcp__") || keep.iter().any(|k| k == name));
     }
     if let Some(binding) = binding {
         crate::composition::resolve::restrict(binding, &mut tools)?;

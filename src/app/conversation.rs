@@ -138,10 +138,11 @@ pub fn open(
             effort: options.effort.clone(),
             budget: Budget::default(),
             read_only: false,
+            only_tools: None,
         },
         &mut ignore,
     )?;
-    let mut commands = custom::load_for(&config.home, cwd);
+    let mut commands = custom::load_for(&config, cwd);
     if let Some(binding) = &binding {
         commands
             .commands

@@ -20,4 +20,4 @@ pub mod stream_json;
 pub mod workspace;
 
 pub use error::Error;
-pub use open::{open, Opened, ProfileRun, SessionOptions};
+pub use open::{open, FrontEnd, Opened, ProfileRun, SessionOptions};

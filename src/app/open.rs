@@ -27,6 +27,25 @@ pub struct ProfileRun {
     pub read_only: bool,
 }
 
+/// What a front end that drives the headless session differently sets (Claude print mode):
+/// who answers the gate's asks, which built-in tools are offered, more write roots and MCP
+/// servers, which Claude Code settings files are read.
+#[derive(Default)]
+pub struct FrontEnd {
+    /// Answers the gate's asks; `None` is `run`'s headless rule (an ask is allowed).
+    pub approver: Option<Box<dyn Fn() -> Box<dyn crate::permission::Approver>>>,
+    /// Only these built-in tools (our names) are offered; MCP tools are not affected.
+    pub tools: Option<Vec<String>>,
+    /// More directories the file tools and the shell may write to.
+    pub add_dirs: Vec<PathBuf>,
+    /// More MCP servers (from the user, so as trusted as the user's config).
+    pub mcp_servers: Vec<crate::config::PluginConfig>,
+    /// Only the servers of `mcp_servers` start (`--strict-mcp-config`).
+    pub strict_mcp: bool,
+    /// Which Claude Code settings files are read (`--setting-sources`); `None`: all.
+    pub setting_sources: Option<Vec<String>>,
+}
+
 /// What a headless front end asks of its session, from its flags.
 #[derive(Debug, Default)]
 pub struct SessionOptions {
@@ -79,14 +98,16 @@ pub struct Opened {
 }
 
 /// Opens the session `options` ask for in `cwd`, under `config` (its warnings already
-/// shown). Notices (unknown tools, MCP start-up, the prompt's, a repaired session, hooks)
-/// are warnings on `sink`.
+/// shown), with `front`'s changes. Notices (unknown tools, MCP start-up, the prompt's, a
+/// repaired session, hooks) are warnings on `sink`.
 pub fn open(
     mut config: Config,
     cwd: &Path,
     options: &SessionOptions,
+    front: &FrontEnd,
     sink: &mut dyn EventSink,
 ) -> Result<Opened, Error> {
+    apply_front_end(front, &mut config)?;
     let profile = match &options.profile {
         Some(run) => Some(find_profile(&config, cwd, &run.name)?),
         None => None,
@@ -140,7 +161,17 @@ pub fn open(
             message,
         })
     };
-    let handle = super::binding::start_mcp(binding.as_ref(), &config, cwd, mcp_options, &mut warn);
+    let handle = if front.strict_mcp {
+        // Only the command line's servers: `.mcp.json` and the config's are not launched.
+        let keep = front.mcp_servers.iter().map(|s| s.name.clone()).collect();
+        let only = McpOptions {
+            keep: Some(keep),
+            ..mcp_options
+        };
+        mcp::start(&config, cwd, only, &mut warn)
+    } else {
+        super::binding::start_mcp(binding.as_ref(), &config, cwd, mcp_options, &mut warn)
+    };
     handle.register(&mut tools);
     if let Some(binding) = binding.as_mut() {
         let fresh = options.session == SessionChoice::New;
@@ -149,15 +180,7 @@ pub fn open(
     let mcp = mcp::Host::new(handle);
     let keep = binding.as_ref().map(|b| &b.modules.commands);
     let sandbox = crate::sandbox::Policy::new(crate::sandbox::Settings::from_config(&config, cwd)?);
-    let prompt = prepare_prompt(
-        &options.prompt,
-        cwd,
-        &sandbox,
-        &config.home,
-        &mcp,
-        keep,
-        sink,
-    )?;
+    let prompt = prepare_prompt(&options.prompt, cwd, &sandbox, &config, &mcp, keep, sink)?;
     let flags = PromptFlags {
         system_prompt: options
             .prompt_flags
@@ -177,8 +200,13 @@ pub fn open(
         options.command,
     )?;
     let gate = Arc::new(
-        assemble::gate(&config, cwd, &options.permissions, None)?
-            .with_mcp(mcp.handle().tool_policies()),
+        assemble::gate(
+            &config,
+            cwd,
+            &options.permissions,
+            front.approver.as_ref().map(|f| f()),
+        )?
+        .with_mcp(mcp.handle().tool_policies()),
     );
     if options.budget.max_cost_usd.is_some() && settings.prices.is_none() {
         return Err(Error::Usage(format!(
@@ -207,6 +235,7 @@ pub fn open(
             effort,
             budget: options.budget.clone(),
             read_only,
+            only_tools: front.tools.as_deref(),
         },
         sink,
     )?;
@@ -219,6 +248,29 @@ pub fn open(
     })
 }
 
+/// The front end's additions to the loaded configuration: write roots and MCP servers given
+/// on the command line, which are the user's own and as trusted as the user's config.
+fn apply_front_end(front: &FrontEnd, config: &mut Config) -> Result<(), Error> {
+    for dir in &front.add_dirs {
+        let real = dir
+            .canonicalize()
+            .ok()
+            .filter(|d| d.is_dir())
+            .ok_or_else(|| {
+                Error::Usage(format!("--add-dir: `{}` is not a directory", dir.display()))
+            })?;
+        config.sandbox.allow_write.push(real);
+    }
+    if front.strict_mcp {
+        config.plugins.clear();
+    }
+    for server in &front.mcp_servers {
+        config.plugins.retain(|p| p.name != server.name);
+        config.plugins.push(server.clone());
+    }
+    Ok(())
+}
+
 /// The prompt through the chat's input path: a custom command or an MCP prompt renders and
 /// `@` references attach. A built-in needs the chat, and a command that cannot run is a usage
 /// error, so a script never sends the model a half-understood prompt.
@@ -226,12 +278,12 @@ fn prepare_prompt(
     prompt: &str,
     cwd: &Path,
     sandbox: &crate::sandbox::Policy,
-    home: &Path,
+    config: &Config,
     mcp: &dyn McpHost,
     keep: Option<&crate::composition::Selection>,
     sink: &mut dyn EventSink,
 ) -> Result<String, Error> {
-    let mut commands = custom::load_for(home, cwd);
+    let mut commands = custom::load_for(config, cwd);
     if let Some(keep) = keep {
         commands.commands.retain(|c| keep.keeps(&c.name));
     }

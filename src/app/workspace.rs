@@ -63,6 +63,7 @@ pub fn prepare(options: &WorkspaceOptions, cwd: PathBuf) -> Result<Workspace, Er
     let project = ProjectFlags {
         trust: options.trust_project,
         strict: false,
+        claude_setting_sources: None,
     };
     let loaded = assemble::load_config(options.config_file.as_deref(), &cwd, project)?;
     let mut config = loaded.config;
@@ -75,7 +76,7 @@ pub fn prepare(options: &WorkspaceOptions, cwd: PathBuf) -> Result<Workspace, Er
         &cwd,
     )?;
     let binding = prepared.binding;
-    let mut commands = custom::load_for(&config.home, &cwd);
+    let mut commands = custom::load_for(&config, &cwd);
     if let Some(binding) = &binding {
         commands
             .commands
@@ -154,6 +155,7 @@ impl Workspace {
                 effort,
                 budget: Budget::default(),
                 read_only: false,
+                only_tools: None,
             },
             sink,
         )

@@ -8,17 +8,18 @@ use std::time::Instant;
 
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
-use super::output::{Format, Output, RunResult};
+use super::output::{Format, Output, Report, RunResult};
 use super::Global;
 use crate::agent::driver::Runner;
-use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::events::{Event, NoticeLevel};
 use crate::agent::runner::{AgentError, Budget, Finish, Spent};
 use crate::app::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
 use crate::app::delegate::Tally;
+pub use crate::app::FrontEnd;
 use crate::app::{self, Opened, ProfileRun, SessionOptions};
 use crate::cancel::CancelToken;
 use crate::cli::error::{exit, Error};
-use crate::permission::{split_rule_list, Posture};
+use crate::permission::{claude_tool_list, Posture};
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
 pub const HELP: &str = "\
@@ -49,8 +50,9 @@ Flags:
                                (the original may be in use by another run)
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
-      --trust-project          Believe ./reasonix.toml for this run as if the workspace were
-                               trusted (`reasonix trust`); nothing is stored
+      --trust-project          Trust the whole workspace for this run as `reasonix trust`
+                               would (reasonix.toml, skills, commands, hooks, .claude/
+                               settings, .env, .mcp.json launches); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
       --agent-composition ID   Bind a new conversation to an agent composition (builtin:minimal,
                                user:NAME, project:NAME, or `default`: your saved default);
@@ -101,36 +103,38 @@ a loop of repeated calls or a goal blocked, 6 an agent composition refused (agen
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
-#[derive(Debug, Default)]
-struct RunArgs {
-    common: CommonFlags,
-    own: RunFlags,
+#[derive(Default)]
+pub struct RunArgs {
+    pub common: CommonFlags,
+    pub own: RunFlags,
     /// `reasonix subagent try|run NAME`: the run is that profile's.
-    profile: Option<ProfileRun>,
+    pub profile: Option<ProfileRun>,
+    /// What another front end (Claude print mode) changes in the run.
+    pub front: FrontEnd,
 }
 
 /// The flags only `run` has.
 #[derive(Debug, Default)]
-struct RunFlags {
-    max_steps: Option<u32>,
+pub struct RunFlags {
+    pub max_steps: Option<u32>,
     /// `--max-tokens-total`, `--max-budget-usd`.
-    budget: Budget,
-    format: Option<Format>,
-    print: bool,
-    output_last_message: Option<PathBuf>,
-    system_prompt: Option<String>,
-    append_system_prompt: Vec<String>,
-    show_thinking: bool,
-    record: Option<PathBuf>,
-    replay: Option<PathBuf>,
-    words: Vec<String>,
-    stdin_dash: bool,
+    pub budget: Budget,
+    pub format: Option<Format>,
+    pub print: bool,
+    pub output_last_message: Option<PathBuf>,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Vec<String>,
+    pub show_thinking: bool,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub words: Vec<String>,
+    pub stdin_dash: bool,
     /// `--allow`/`--deny` and their aliases; the posture is in [`CommonFlags`].
-    permissions: PermissionFlags,
+    pub permissions: PermissionFlags,
     /// `--approve-plan`: the plan `--plan` ends with is approved, and the run goes on.
-    approve_plan: bool,
+    pub approve_plan: bool,
     /// `--goal`, `--research`, `--simple`, `--max-continuations`.
-    goal: super::goal::GoalFlags,
+    pub goal: super::goal::GoalFlags,
 }
 
 fn usage(message: String) -> Error {
@@ -208,12 +212,13 @@ impl RunFlags {
             Arg::Long(n) if n == "replay" => self.replay = Some(value()?.into()),
             Arg::Long(n) if n == "allow" => self.permissions.allow.push(value()?),
             Arg::Long(n) if n == "deny" => self.permissions.deny.push(value()?),
-            Arg::Long(n) if n == "allowedTools" => {
-                self.permissions.allow.extend(split_rule_list(&value()?))
-            }
-            Arg::Long(n) if n == "disallowedTools" => {
-                self.permissions.deny.extend(split_rule_list(&value()?))
-            }
+            Arg::Long(n) if n == "allowedTools" => self.permissions.allow.extend(
+                claude_tool_list(&value()?, "--allowedTools").map_err(|e| usage(e.to_string()))?,
+            ),
+            Arg::Long(n) if n == "disallowedTools" => self.permissions.deny.extend(
+                claude_tool_list(&value()?, "--disallowedTools")
+                    .map_err(|e| usage(e.to_string()))?,
+            ),
             _ => return self.goal.accept(arg, lexer),
         }
         Ok(true)
@@ -270,7 +275,18 @@ fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> R
         (None, false) => Format::Text,
     };
     let mut output = Output::new(format, args.own.show_thinking);
-    let outcome = parsed.and_then(|()| execute(&args, started, &mut output));
+    report_run(parsed, &args, started, &mut output)
+}
+
+/// Runs the session `args` describe with `output` as its report, after `parsed` (the
+/// command line's verdict): the one path of `reasonix run` and Claude print mode.
+pub fn report_run(
+    parsed: Result<(), Error>,
+    args: &RunArgs,
+    started: Instant,
+    output: &mut dyn Report,
+) -> Result<i32, Error> {
+    let outcome = parsed.and_then(|()| execute(args, started, output));
     if output.closed() {
         // Like a CLI killed by SIGPIPE: no report, no error line, whatever stopped the run.
         return Ok(exit::OUTPUT_CLOSED);
@@ -288,13 +304,14 @@ fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> R
     outcome
 }
 
-fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32, Error> {
+fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<i32, Error> {
     args.common.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
     let prompt = read_prompt(&args.own)?;
     let project = ProjectFlags {
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
+        claude_setting_sources: args.front.setting_sources.clone(),
     };
     let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
     super::print_warnings(&loaded.warnings);
@@ -322,7 +339,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         prompt: prompt.clone(),
         command: "run PROMPT",
     };
-    let opened = app::open(loaded.config, &cwd, &options, output)?;
+    let opened = app::open(loaded.config, &cwd, &options, &args.front, output)?;
     let Opened {
         built,
         settings,
@@ -410,7 +427,7 @@ fn finish(
     ran: Ran,
     priced: bool,
     started: Instant,
-    output: &mut Output,
+    output: &mut dyn Report,
 ) -> Result<i32, Error> {
     // The children's usage and cost are part of the run's.
     let mut stats = agent.total_stats();
@@ -486,6 +503,7 @@ fn finish(
         goal: goal.map(|g| g.json),
         models: agent.models(),
         finish_reason: outcome.is_ok().then_some(stats.finish_reason).flatten(),
+        api_error: matches!(outcome, Err(AgentError::Provider(_))),
     };
     output.finish(&result);
     if output.closed() {
