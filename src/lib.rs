@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod base64;
 pub mod cancel;
+pub mod claude;
 pub mod cli;
 pub mod clock;
 pub mod command;

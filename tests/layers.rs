@@ -26,7 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("agent", &["agent"]),
     ("command", &["command"]),
     ("term", &["term"]),
-    ("cli", &["cli", "serve"]),
+    ("cli", &["cli", "serve", "claude"]),
 ];
 
 /// Items of the crate root (`lib.rs`) that any module may use.
