@@ -4,6 +4,7 @@
 mod util;
 
 mod bench;
+mod claude_print;
 mod cli;
 mod commands;
 mod compositions;
