@@ -5,6 +5,7 @@ mod util;
 
 mod bench;
 mod claude_print;
+mod claude_sdk;
 mod cli;
 mod commands;
 mod compositions;

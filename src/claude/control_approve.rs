@@ -142,6 +142,22 @@ impl Approver for SdkApprover {
     }
 }
 
+/// Print mode's own answer first (`acceptEdits` allows file edits), then the SDK for the
+/// rest: `--permission-prompt-tool stdio` puts to the SDK only what print mode would deny.
+pub struct AfterPrintMode {
+    pub first: Box<dyn Approver>,
+    pub sdk: SdkApprover,
+}
+
+impl Approver for AfterPrintMode {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
+        match self.first.approve(request) {
+            ApprovalAnswer::Deny => self.sdk.approve(request),
+            allowed => allowed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

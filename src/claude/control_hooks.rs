@@ -31,13 +31,34 @@ impl HookCallback for SdkHook {
         let body = json!({
             "subtype": "hook_callback",
             "callback_id": self.callback_id,
-            "input": input,
+            "input": in_claude_names(input),
             "tool_use_id": tool_use_id,
         });
         self.calls
             .call(body, timeout, Some(cancel))
             .map_err(|e| e.to_string())
     }
+}
+
+/// The hook input in Claude's vocabulary (`Bash {command}`, `Write {file_path, content}`), as
+/// an SDK hook written for Claude Code expects it.
+fn in_claude_names(input: &Value) -> Value {
+    let mut input = input.clone();
+    let Some(fields) = input.as_object_mut() else {
+        return input;
+    };
+    if let Some(ours) = fields
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    {
+        let args = fields.get("tool_input").cloned().unwrap_or(Value::Null);
+        let (name, claude_input) = crate::tool::claude_vocabulary::to_claude(&ours, &args);
+        fields.insert("tool_name".into(), Value::String(name));
+        fields.insert("tool_input".into(), claude_input);
+        fields.remove("tool_alias");
+    }
+    input
 }
 
 /// The session hooks `init` registers, and a line for each matcher we cannot honour.
@@ -127,15 +148,18 @@ mod tests {
                 line["request"].clone()
             })
         };
-        let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash"});
+        let input = json!({"hook_event_name": "PreToolUse", "tool_name": "write_file",
+            "tool_alias": "Write", "tool_input": {"path": "a.txt", "content": "x"}});
         let answer = run
             .call(&input, Some("toolu_1"), hook.timeout, &CancelToken::new())
             .unwrap();
         assert_eq!(answer, json!({"decision": "block", "reason": "r"}));
         let asked = peer.join().unwrap();
+        let claude = json!({"hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": "a.txt", "content": "x"}});
         assert_eq!(
             asked,
-            json!({"subtype": "hook_callback", "callback_id": "hook_0", "input": input, "tool_use_id": "toolu_1"})
+            json!({"subtype": "hook_callback", "callback_id": "hook_0", "input": claude, "tool_use_id": "toolu_1"})
         );
     }
 }

@@ -21,7 +21,7 @@ use crate::agent::hooks::Hook;
 use crate::cancel::CancelToken;
 
 /// The agent side of an SDK session; implemented by the print-mode front end.
-pub trait Turns: Send + 'static {
+pub trait Turns {
     /// Runs one user turn under `cancel`, writing its messages and its `result` line.
     fn run_turn(&mut self, prompt: String, cancel: CancelToken);
     /// Adds the SDK's hooks (from `initialize`) to the session's own.
@@ -54,6 +54,53 @@ pub struct Wiring {
     pub notice: Arc<dyn Fn(String) + Send + Sync>,
 }
 
+/// What print mode sets up for an SDK session before the agent exists: the channel the
+/// approver and the hooks ask through, and the running turn's token.
+#[derive(Clone)]
+pub struct SdkLink {
+    pub calls: Arc<Calls>,
+    pub out: Arc<dyn LineSink>,
+    pub current: CurrentTurn,
+    /// stdin's lines, taken once by the session.
+    pub reads: Arc<Mutex<Option<Reads>>>,
+}
+
+impl SdkLink {
+    /// A link on this process's stdin and stdout; stdin is read from now on.
+    pub fn stdio() -> std::io::Result<SdkLink> {
+        let out: Arc<dyn LineSink> = Arc::new(StdoutLines);
+        let calls = Arc::new(Calls::new(Arc::clone(&out)));
+        let reads = start_reader(std::io::BufReader::new(std::io::stdin()), &calls)?;
+        Ok(SdkLink {
+            calls,
+            out,
+            current: Arc::default(),
+            reads: Arc::new(Mutex::new(Some(reads))),
+        })
+    }
+
+    /// stdin's lines for the session; `None` once taken.
+    pub fn take_reads(&self) -> Option<Reads> {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Writes each control line to stdout in one locked write, so it never splits a line of the
+/// message stream (which writes whole lines too).
+struct StdoutLines;
+
+impl LineSink for StdoutLines {
+    fn send_line(&self, line: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(line.as_bytes())?;
+        stdout.flush()
+    }
+}
+
 /// Work for the thread that owns the agent.
 enum Job {
     Turn(String, CancelToken),
@@ -64,48 +111,53 @@ enum Job {
 }
 
 /// What the reader thread hands the loop.
-enum Read {
+pub enum Read {
     Line(Inbound),
     Bad(ControlError),
     End(String),
 }
 
-/// Runs the session until stdin ends and every received turn has run.
-pub fn serve<T: Turns, R: BufRead + Send + 'static>(
-    turns: T,
+/// The lines the reader has taken from stdin, in order, for [`serve`].
+pub struct Reads(Receiver<Read>);
+
+/// Starts reading `input` at once: answers to our requests are delivered from then on (the
+/// SDK's in-process MCP servers answer while the session is still being set up), the rest
+/// waits for [`serve`].
+pub fn start_reader<R: BufRead + Send + 'static>(
     input: R,
-    wiring: Wiring,
-) -> std::io::Result<()> {
+    calls: &Arc<Calls>,
+) -> std::io::Result<Reads> {
     let (read_tx, read_rx) = mpsc::channel();
-    let reader_calls = Arc::clone(&wiring.calls);
+    let calls = Arc::clone(calls);
     std::thread::Builder::new()
         .name("sdk-stdin".into())
-        .spawn(move || read_stdin(input, &reader_calls, &read_tx))?;
+        .spawn(move || read_stdin(input, &calls, &read_tx))?;
+    Ok(Reads(read_rx))
+}
+
+/// Runs the session until stdin ends and every received turn has run. The turns run on the
+/// calling thread (the agent and its output stay where they were made); the loop gets a
+/// thread of its own.
+pub fn serve<T: Turns>(turns: &mut T, reads: Reads, wiring: Wiring) -> std::io::Result<()> {
     let (job_tx, job_rx) = mpsc::channel();
-    let worker = {
-        let calls = Arc::clone(&wiring.calls);
-        let out = Arc::clone(&wiring.out);
-        let current = Arc::clone(&wiring.current);
-        let notice = Arc::clone(&wiring.notice);
-        std::thread::Builder::new()
-            .name("sdk-turns".into())
-            .spawn(move || {
-                work(
-                    turns,
-                    &job_rx,
-                    &calls,
-                    out.as_ref(),
-                    &current,
-                    notice.as_ref(),
-                )
-            })?
-    };
-    dispatch(&read_rx, &job_tx, &wiring);
-    // No more input: the turns already queued still run, then the worker ends.
-    drop(job_tx);
-    worker
-        .join()
-        .map_err(|_| std::io::Error::other("control: the session's worker thread panicked"))
+    let calls = Arc::clone(&wiring.calls);
+    let out = Arc::clone(&wiring.out);
+    let current = Arc::clone(&wiring.current);
+    let notice = Arc::clone(&wiring.notice);
+    // When stdin ends the loop returns and drops the job sender: the turns already queued
+    // still run, then `work` returns.
+    std::thread::Builder::new()
+        .name("sdk-control".into())
+        .spawn(move || dispatch(&reads.0, &job_tx, &wiring))?;
+    work(
+        turns,
+        &job_rx,
+        &calls,
+        out.as_ref(),
+        &current,
+        notice.as_ref(),
+    );
+    Ok(())
 }
 
 /// The reader: one stdin line at a time, responses delivered where they are awaited.
@@ -209,7 +261,7 @@ fn dispatch(reads: &Receiver<Read>, jobs: &Sender<Job>, wiring: &Wiring) {
 
 /// The worker: owns the agent, runs each job in order.
 fn work<T: Turns>(
-    mut turns: T,
+    turns: &mut T,
     jobs: &Receiver<Job>,
     calls: &Arc<Calls>,
     out: &dyn LineSink,
@@ -393,7 +445,11 @@ mod tests {
             lines,
             buffer: Vec::new(),
         });
-        let session = std::thread::spawn(move || serve(fake, input, wiring));
+        let reads = start_reader(input, &wiring.calls).unwrap();
+        let session = std::thread::spawn(move || {
+            let mut fake = fake;
+            serve(&mut fake, reads, wiring)
+        });
         Peer {
             stdin,
             stdout,
