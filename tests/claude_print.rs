@@ -671,3 +671,108 @@ fn a_subagents_messages_carry_the_task_calls_id_as_parent_tool_use_id() {
     assert!(task_result["parent_tool_use_id"].is_null());
     assert_eq!(result(&messages)["result"], "all done");
 }
+
+/// Print mode's stream-json for the three scripts the goldens of the real Claude Code CLI
+/// were captured with (a text answer, a Read round, an invalid key), compared in shape.
+#[test]
+fn print_mode_has_the_shapes_of_the_claude_code_goldens() {
+    use crate::claude_golden::{differences, golden};
+    let scripts: [(&str, Vec<Reply>); 3] = [
+        ("text", vec![Reply::text("Hello from the fake model.")]),
+        (
+            "tool",
+            vec![
+                Reply::tool_calls(&[("call_1", "read_file", r#"{"path":"hello.txt"}"#)]),
+                Reply::text("The file says: golden hello."),
+            ],
+        ),
+        ("error", vec![Reply::error(401, "invalid api key")]),
+    ];
+    let mut problems = Vec::new();
+    for (name, replies) in scripts {
+        let case = Case::new(replies, "");
+        case.work.write("hello.txt", "golden hello\n");
+        let out = case.run(&["-p", "--output-format", "stream-json", "--verbose", "go"]);
+        let ours = lines(&out);
+        for line in differences(&golden(name), &ours) {
+            problems.push(format!("{name}: {line}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn setting_sources_decides_which_claude_settings_files_are_read() {
+    let attempt = |sources: Option<&str>| {
+        let case = Case::new(
+            vec![
+                Reply::tool_calls(&[(
+                    "call_w",
+                    "write_file",
+                    r#"{"path":"new.txt","content":"x"}"#,
+                )]),
+                Reply::text("done"),
+            ],
+            "",
+        );
+        // The user's own Claude settings allow the write.
+        case.home.write(
+            ".claude/settings.json",
+            r#"{"permissions": {"allow": ["Write"]}}"#,
+        );
+        let mut args = vec!["-p", "--output-format", "json"];
+        if let Some(sources) = sources {
+            args.extend(["--setting-sources", sources]);
+        }
+        args.push("write it");
+        let out = case.run(&args);
+        assert_eq!(out.code, 0, "{out:?}");
+        case.work.join("new.txt").exists()
+    };
+    assert!(attempt(None), "the user's settings are read by default");
+    assert!(attempt(Some("user,project")));
+    assert!(
+        !attempt(Some("project,local")),
+        "the user's settings were read"
+    );
+}
+
+#[test]
+fn hooks_get_claude_codes_names_and_keys_and_hook_events_are_streamed() {
+    let case = Case::new(
+        vec![
+            Reply::tool_calls(&[("call_w", "write_file", r#"{"path":"new.txt","content":"x"}"#)]),
+            Reply::text("done"),
+        ],
+        "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"Write\"\ncommand = '''cat > hook_in.json'''\ntimeout_seconds = 20\n",
+    );
+    let out = case.run(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-hook-events",
+        "--allowedTools",
+        "Write",
+        "go",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let input: Value =
+        serde_json::from_str(&case.work.read("hook_in.json")).expect("the hook's stdin");
+    assert_eq!(input["tool_alias"], "Write", "{input}");
+    assert_eq!(input["tool_input"]["file_path"], "new.txt", "{input}");
+    let messages = lines(&out);
+    let hook = messages
+        .iter()
+        .find(|m| m["type"] == "system" && m["subtype"] == "hook_response")
+        .unwrap_or_else(|| panic!("no hook_response: {out:?}"));
+    assert_eq!(hook["hook_event"], "PreToolUse");
+    assert_eq!(hook["outcome"], "success");
+    // Without the flag, no hook messages.
+    let case = Case::new(
+        vec![Reply::text("done")],
+        "[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"true\"\n",
+    );
+    let out = case.run(&["-p", "--output-format", "stream-json", "go"]);
+    assert!(!out.stdout.contains("hook_response"), "{out:?}");
+}

@@ -4,6 +4,8 @@
 mod util;
 
 mod bench;
+mod claude_config;
+mod claude_golden;
 mod claude_print;
 mod claude_sdk;
 mod cli;

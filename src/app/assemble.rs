@@ -32,12 +32,14 @@ pub fn working_dir() -> Result<PathBuf, Error> {
 }
 
 /// What the command line says about the project file.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ProjectFlags {
     /// `--trust-project`: believe the project file for this run only.
     pub trust: bool,
     /// `--permission-mode strict`: the project file's allow rules and wider mode are ignored.
     pub strict: bool,
+    /// Claude print mode's `--setting-sources`: which Claude Code settings files are read.
+    pub claude_setting_sources: Option<Vec<String>>,
 }
 
 /// Loads the layered config, `config_file` (`--config`) above the project's. Its warnings
@@ -51,6 +53,7 @@ pub fn load_config(
     let mut options = LoadOptions::from_env(cwd.to_path_buf(), config_file.map(Path::to_path_buf))?;
     options.trust_project = project.trust;
     options.strict = project.strict;
+    options.claude_setting_sources = project.claude_setting_sources;
     let loaded = config::load(&options)?;
     crate::i18n::set(crate::i18n::Lang::from_env(
         loaded.config.language.as_deref(),
@@ -306,6 +309,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
     let memory = config::paths::state_dir(&config.home).join("memory");
+    let claude_user = config::claude::user_path(config, cwd, "CLAUDE.md");
     let prompt = prompt::system_prompt(&PromptInputs {
         base,
         append,
@@ -315,6 +319,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         extra_tools: &config.environment.tools,
         writable: &writable,
         memory: Some(&memory),
+        claude_user_instructions: claude_user.as_deref(),
     });
     Ok(with_persona(prompt, config))
 }

@@ -59,7 +59,7 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
             .map(|s| (s.name.clone(), authorised(s)))
             .collect(),
         hooks,
-        commands: crate::command::custom::load_for(&config.home, cwd)
+        commands: crate::command::custom::load_for(config, cwd)
             .commands
             .into_iter()
             .map(|c| c.name)

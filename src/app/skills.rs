@@ -19,7 +19,7 @@ type StoreKey = (PathBuf, bool);
 /// roots once. A skill added later appears in the next run or chat.
 pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
     static STORES: Mutex<Vec<(StoreKey, Arc<Store>)>> = Mutex::new(Vec::new());
-    let trusted = skills_trusted(&config.home, workspace);
+    let trusted = skills_trusted(config, workspace);
     let key = (workspace.to_path_buf(), trusted);
     let mut stores = STORES.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, store)) = stores.iter().find(|(k, _)| *k == key) {
@@ -91,8 +91,8 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
 
 /// Whether the workspace's skill folders are trusted as they are now: both, since a changed
 /// one may shadow a skill of the other.
-pub fn skills_trusted(home: &Path, workspace: &Path) -> bool {
-    let store = config::trust::TrustStore::new(home);
+pub fn skills_trusted(config: &Config, workspace: &Path) -> bool {
+    let store = config::trust::TrustStore::for_session(config);
     [
         config::trust::Bound::Skills,
         config::trust::Bound::ClaudeSkills,
@@ -113,6 +113,8 @@ pub fn roots(config: &Config, home: &Path, workspace: &Path, trusted: bool) -> R
         excluded_paths: config.skills.excluded_paths.clone(),
         disabled: config.skills.disabled_skills.clone(),
         workspace_trusted: trusted,
+        claude_skills: config::claude::user_path(config, workspace, "skills"),
+        claude_agents: config::claude::user_path(config, workspace, "agents"),
     }
 }
 

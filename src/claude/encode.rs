@@ -291,7 +291,11 @@ fn result_usage_json(usage: &Usage) -> Value {
 /// `modelUsage`: each model's totals in Claude Code's per-model shape.
 pub fn model_usage(models: &[ModelStats], context_window: u64) -> Value {
     let mut out = Map::new();
-    for model in models {
+    // A model that used nothing (its one request failed) is not listed, as in Claude Code.
+    let used = models
+        .iter()
+        .filter(|m| m.usage.prompt_tokens > 0 || m.usage.completion_tokens > 0);
+    for model in used {
         let usage = &model.usage;
         out.insert(
             model.model.clone(),

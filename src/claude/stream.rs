@@ -421,7 +421,9 @@ impl ClaudeStream {
             let origin = self.origin(&None);
             let block = encode::text_block(&info.result);
             let id = encode::uuid();
-            let value = encode::assistant(origin, &id, "<synthetic>", block, &Usage::default());
+            let mut value = encode::assistant(origin, &id, "<synthetic>", block, &Usage::default());
+            value["message"]["stop_reason"] = "stop_sequence".into();
+            value["message"]["stop_sequence"] = "".into();
             self.line(&value);
         }
         match self.options.format {

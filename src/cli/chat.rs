@@ -48,8 +48,9 @@ Flags:
       --fork-session           With --continue/--resume: continue a copy under a new id
       --effort LEVEL           Reasoning effort sent to the model
       --permission-mode MODE   ask (default), auto or yolo; Shift-Tab cycles it
-      --trust-project          Believe ./reasonix.toml for this chat as if the workspace were
-                               trusted (`reasonix trust`); nothing is stored
+      --trust-project          Trust the whole workspace for this chat as `reasonix trust`
+                               would (reasonix.toml, skills, commands, hooks, .claude/
+                               settings, .env, .mcp.json launches); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without asking
       --agent-composition ID   Bind a new conversation to an agent composition (builtin:minimal,
                                user:NAME, project:NAME, or `default`: your saved default);
@@ -141,6 +142,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let project = ProjectFlags {
         trust: args.trust_project,
         strict: false,
+        claude_setting_sources: None,
     };
     let loaded = assemble::load_config(args.global.config.as_deref(), &cwd, project)?;
     let mut config = loaded.config;
@@ -153,7 +155,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         &cwd,
     )?;
     let binding = prepared.binding;
-    let mut commands = custom::load_for(&config.home, &cwd);
+    let mut commands = custom::load_for(&config, &cwd);
     if let Some(binding) = &binding {
         commands
             .commands

@@ -58,7 +58,11 @@ impl CommonFlags {
             Arg::Long(n) if n == "permission-mode" => {
                 self.posture = Some(parse_posture(&value()?).map_err(Error::Usage)?)
             }
-            Arg::Long(n) if n == "trust-project" => self.trust_project = true,
+            // The whole workspace for the run, `.mcp.json` launches included.
+            Arg::Long(n) if n == "trust-project" => {
+                self.trust_project = true;
+                self.trust_project_mcp = true;
+            }
             Arg::Long(n) if n == "trust-project-mcp" => self.trust_project_mcp = true,
             Arg::Long(n) if n == "plan" => self.plan = true,
             Arg::Long(n) if n == "agent-composition" => self.agent_composition = Some(value()?),
@@ -133,7 +137,8 @@ mod tests {
         assert_eq!(common.attach, Attach::Fork);
         assert_eq!(common.effort.as_deref(), Some("high"));
         assert_eq!(common.posture, Some(Posture::Yolo));
-        assert!(common.trust_project && !common.trust_project_mcp);
+        // `--trust-project` trusts the whole workspace, its `.mcp.json` launches included.
+        assert!(common.trust_project && common.trust_project_mcp);
         assert!(common.plan);
         assert_eq!(
             common.global.cd.as_deref(),

@@ -52,8 +52,9 @@ Flags:
                                (the original may be in use by another run)
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
-      --trust-project          Believe ./reasonix.toml for this run as if the workspace were
-                               trusted (`reasonix trust`); nothing is stored
+      --trust-project          Trust the whole workspace for this run as `reasonix trust`
+                               would (reasonix.toml, skills, commands, hooks, .claude/
+                               settings, .env, .mcp.json launches); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
       --agent-composition ID   Bind a new conversation to an agent composition (builtin:minimal,
                                user:NAME, project:NAME, or `default`: your saved default);
@@ -130,6 +131,8 @@ pub struct FrontEnd {
     pub strict_mcp: bool,
     /// `--input-format stream-json`: the turns come from the Agent SDK's session on stdin.
     pub sdk: Option<crate::claude::control_session::SdkLink>,
+    /// Which Claude Code settings files are read (`--setting-sources`); `None`: all.
+    pub setting_sources: Option<Vec<String>>,
 }
 
 /// A subagent profile run from the command line.
@@ -285,12 +288,12 @@ fn prepare_prompt(
     prompt: &str,
     cwd: &Path,
     sandbox: &crate::sandbox::Policy,
-    home: &Path,
+    config: &crate::config::Config,
     mcp: &dyn McpHost,
     keep: Option<&crate::composition::Selection>,
     sink: &mut dyn EventSink,
 ) -> Result<String, Error> {
-    let mut commands = custom::load_for(home, cwd);
+    let mut commands = custom::load_for(config, cwd);
     if let Some(keep) = keep {
         commands.commands.retain(|c| keep.keeps(&c.name));
     }
@@ -377,6 +380,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     let project = ProjectFlags {
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
+        claude_setting_sources: args.front.setting_sources.clone(),
     };
     let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
     super::print_warnings(&loaded.warnings);
@@ -470,7 +474,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
         crate::sandbox::Policy::new(crate::sandbox::Settings::from_config(&config, &cwd)?);
     let prompt = match args.front.sdk {
         Some(_) => prompt,
-        None => prepare_prompt(&prompt, &cwd, &sandbox, &config.home, &mcp, keep, output)?,
+        None => prepare_prompt(&prompt, &cwd, &sandbox, &config, &mcp, keep, output)?,
     };
     let flags = PromptFlags {
         system_prompt: args

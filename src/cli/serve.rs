@@ -52,7 +52,8 @@ Flags:
   -m, --model REF              Model: provider name, model name or provider/model
       --effort LEVEL           Reasoning effort sent to the model
       --permission-mode MODE   ask (default), auto or yolo
-      --trust-project          Believe ./reasonix.toml as if the workspace were trusted
+      --trust-project          Trust the whole workspace as `reasonix trust` would, .mcp.json
+                               launches included; nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
       --agent-composition ID   The composition new conversations are bound to (the page can
                                choose another before the first prompt)
@@ -168,6 +169,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let project = assemble::ProjectFlags {
         trust: args.common.trust_project,
         strict: false,
+        claude_setting_sources: None,
     };
     let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
     super::print_warnings(&loaded.warnings);
@@ -522,7 +524,7 @@ impl ServeFactory {
         let cancel = ctx.cancel.clone();
         let mut runner = assemble::runner(agent, planner.as_ref(), &config, cwd, &gate, cancel)?;
         runner.set_interact(interact);
-        let mut custom = custom::load_for(&config.home, cwd);
+        let mut custom = custom::load_for(&config, cwd);
         if let Some(binding) = &binding {
             custom
                 .commands

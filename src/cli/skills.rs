@@ -46,7 +46,12 @@ pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         )));
     }
     let (cwd, home, loaded) = global.load_workspace()?;
-    let roots = roots(&loaded.config, &home, &cwd, skills_trusted(&home, &cwd));
+    let roots = roots(
+        &loaded.config,
+        &home,
+        &cwd,
+        skills_trusted(&loaded.config, &cwd),
+    );
     let store = store::load(&roots);
     if json_output {
         print_out(&format!("{:#}\n", as_json(&store)));

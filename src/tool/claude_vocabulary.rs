@@ -147,6 +147,11 @@ pub fn claude_name(ours: &str) -> &str {
     by_ours(ours).and_then(|e| e.claude).unwrap_or(ours)
 }
 
+/// Claude Code's name for our tool `ours`, only when it has one.
+pub fn mapped_claude_name(ours: &str) -> Option<&'static str> {
+    by_ours(ours).and_then(|e| e.claude)
+}
+
 /// Our tool for a Claude Code tool name (`Write` is `write_file`, `Agent` is `task`); `None`
 /// for names Claude Code does not use for one of our tools.
 pub fn our_name(claude: &str) -> Option<&'static str> {
