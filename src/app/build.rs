@@ -62,6 +62,10 @@ pub struct Built {
     pub tally: Arc<Mutex<Tally>>,
     /// The tools the model is offered at the start, as `init` lists them.
     pub tool_names: Vec<String>,
+    /// The subagents' launcher (a front end that adds hooks later gives them to it too).
+    pub children: Arc<Children>,
+    /// The session's gate (a front end may change its posture while the session runs).
+    pub gate: Arc<PolicyGate>,
 }
 
 /// Makes the agent from `parts`; the session's repair notice and the hooks' problems are
@@ -147,5 +151,7 @@ pub fn agent(parts: Parts, sink: &mut dyn EventSink) -> Result<Built, Error> {
         ctx,
         tally,
         tool_names,
+        children,
+        gate,
     })
 }

@@ -44,6 +44,11 @@ pub struct FrontEnd {
     pub strict_mcp: bool,
     /// Which Claude Code settings files are read (`--setting-sources`); `None`: all.
     pub setting_sources: Option<Vec<String>>,
+    /// Where `type = "sdk"` MCP servers live: the Agent SDK's control channel.
+    pub mcp_channel: Option<Arc<dyn crate::mcp::host_channel::HostChannel>>,
+    /// The prompt is sent as it is, not through the chat's input path (the Agent SDK's
+    /// turns, which arrive later on stdin).
+    pub prompt_as_is: bool,
 }
 
 /// What a headless front end asks of its session, from its flags.
@@ -95,6 +100,8 @@ pub struct Opened {
     pub prompt: String,
     /// The session's MCP servers: they run while this is kept, and stop when it is dropped.
     pub mcp: mcp::Host,
+    /// The configuration the session runs under (the front end's additions applied).
+    pub config: Config,
 }
 
 /// Opens the session `options` ask for in `cwd`, under `config` (its warnings already
@@ -153,6 +160,7 @@ pub fn open(
     let mut tools = assemble::registry(&config, sink);
     let mcp_options = McpOptions {
         trust_project: options.trust_project_mcp,
+        host: front.mcp_channel.clone(),
         ..McpOptions::default()
     };
     let mut warn = |message| {
@@ -245,6 +253,7 @@ pub fn open(
         planner,
         prompt,
         mcp,
+        config,
     })
 }
 

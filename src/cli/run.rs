@@ -111,6 +111,8 @@ pub struct RunArgs {
     pub profile: Option<ProfileRun>,
     /// What another front end (Claude print mode) changes in the run.
     pub front: FrontEnd,
+    /// `--input-format stream-json`: the turns come from the Agent SDK's session on stdin.
+    pub sdk: Option<crate::claude::control_session::SdkLink>,
 }
 
 /// The flags only `run` has.
@@ -307,7 +309,11 @@ pub fn report_run(
 fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<i32, Error> {
     args.common.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
-    let prompt = read_prompt(&args.own)?;
+    // An SDK session's prompts arrive on stdin once the session runs.
+    let prompt = match args.sdk {
+        Some(_) => String::new(),
+        None => read_prompt(&args.own)?,
+    };
     let project = ProjectFlags {
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
@@ -345,7 +351,8 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
         settings,
         planner,
         prompt: prepared,
-        mcp: _servers,
+        mcp,
+        config,
     } = opened;
     let ctx = built.ctx;
     output.cancel_on_close(ctx.cancel.clone());
@@ -370,6 +377,22 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     if args.own.approve_plan {
         agent.set_interact(Arc::new(ApprovePlans));
     }
+    let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
+    if let Some(link) = &args.sdk {
+        let mut turns = crate::claude::control_turns::RunTurns {
+            agent: &mut agent,
+            output,
+            args,
+            tally: &built.tally,
+            children: &built.children,
+            config: &config,
+            cwd: &cwd,
+            priced,
+            settings,
+            mcp: &mcp,
+        };
+        return crate::claude::control_turns::serve(&mut turns, link, Arc::clone(&built.gate));
+    }
     let upgrade = !args.common.plan && args.profile.is_none();
     let mut goal = super::goal::start(&args.own.goal, &prompt, &cwd, upgrade, output)?;
     let (outcome, goal_run) = match goal.as_mut() {
@@ -382,7 +405,6 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
             (outcome, Some(run))
         }
     };
-    let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
     let children = built
         .tally
         .lock()
@@ -414,13 +436,13 @@ impl Interact for ApprovePlans {
 }
 
 /// How the run ended: the agent's outcome and, in goal mode, the goal's.
-struct Ran {
-    outcome: Result<Finish, AgentError>,
-    goal: Option<super::goal::GoalRun>,
+pub(crate) struct Ran {
+    pub outcome: Result<Finish, AgentError>,
+    pub goal: Option<super::goal::GoalRun>,
 }
 
 /// `priced`: the model has prices, so the run's cost is known.
-fn finish(
+pub(crate) fn finish(
     args: &RunArgs,
     agent: &Runner,
     children: &Tally,
