@@ -11,6 +11,7 @@ pub mod agent;
 pub mod app;
 pub mod base64;
 pub mod cancel;
+pub mod claude;
 pub mod cli;
 pub mod clock;
 pub mod command;

@@ -56,7 +56,8 @@ fn the_users_claude_settings_run_their_hooks_and_apply_their_rules() {
         ".claude/settings.json",
         &settings_with_hook(
             &mark,
-            r#"{"deny":["Read(./secret.txt)"],"allow":["Bash(echo:*)"]}"#,
+            // Rules for Claude tools reasonix does not have are kept and match nothing.
+            r#"{"deny":["Read(./secret.txt)","WebFetch(domain:example.com)","NotebookEdit"],"allow":["Bash(echo:*)","WebSearch"]}"#,
         ),
     );
     // Strict headless: only what a rule allows runs, so the Claude allow rule must carry.

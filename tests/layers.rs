@@ -27,7 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("command", &["command"]),
     ("app", &["app"]),
     ("term", &["term"]),
-    ("cli", &["cli", "serve"]),
+    ("cli", &["cli", "serve", "claude"]),
 ];
 
 /// Items of the crate root (`lib.rs`) that any module may use.

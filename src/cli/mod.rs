@@ -25,7 +25,7 @@ pub mod session_archive;
 pub mod setup;
 mod setup_server;
 pub mod skills;
-mod stdout_buffer;
+pub mod stdout_buffer;
 pub mod subagent;
 pub mod subagent_edit;
 pub mod tools;
@@ -115,6 +115,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "Run the agent on one task without a chat (for CI and scripts)",
         help: run::HELP,
         handler: run::main,
+    },
+    Command {
+        name: "print",
+        summary: "Claude Code's print mode (`reasonix -p`): claude -p flags, output and tool names",
+        help: crate::claude::HELP,
+        handler: crate::claude::main,
     },
     Command {
         name: "serve",
@@ -357,6 +363,7 @@ fn unknown_command(name: &str) -> Error {
 /// Parses global flags up to the subcommand and dispatches to it. Bare `reasonix` is the
 /// chat, so a chat flag before any command (`reasonix -c`) opens the chat with it.
 fn dispatch(args: Vec<String>) -> Result<i32, Error> {
+    let print_mode = crate::claude::requested(&args);
     let mut lexer = Lexer::new(args);
     let mut global = Global::default();
     loop {
@@ -384,6 +391,12 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
                     return Ok(exit::OK);
                 }
                 return (cmd.handler)(global, &mut lexer);
+            }
+            // `reasonix -p ...` or `--output-format ...` before any command: Claude Code's
+            // print mode, whatever flag came first.
+            other if print_mode => {
+                lexer.push_back(other);
+                return crate::claude::main(global, &mut lexer);
             }
             other if is_chat_flag(&other) => {
                 lexer.push_back(other);

@@ -477,6 +477,40 @@ impl Output {
     }
 }
 
+/// What a headless front end needs of its output besides the events: the one final report
+/// (`finish`, or `abort` when the run never finished) and whether stdout closed. [`Output`]
+/// is `reasonix run`'s; Claude print mode has its own (`claude::stream`).
+pub trait Report: EventSink {
+    /// Cancels the run behind `token` when stdout turns out to be a closed pipe.
+    fn cancel_on_close(&self, token: CancelToken);
+    fn closed(&self) -> bool;
+    fn finished(&self) -> bool;
+    fn finish(&mut self, result: &RunResult);
+    fn abort(&mut self, result: &RunResult);
+}
+
+impl Report for Output {
+    fn cancel_on_close(&self, token: CancelToken) {
+        Output::cancel_on_close(self, token)
+    }
+
+    fn closed(&self) -> bool {
+        Output::closed(self)
+    }
+
+    fn finished(&self) -> bool {
+        Output::finished(self)
+    }
+
+    fn finish(&mut self, result: &RunResult) {
+        Output::finish(self, result)
+    }
+
+    fn abort(&mut self, result: &RunResult) {
+        Output::abort(self, result)
+    }
+}
+
 impl EventSink for Output {
     fn emit(&mut self, event: Event) {
         // Deltas stay in the buffer (see `stdout_buffer`); every other event is a boundary a

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
-use super::output::{Format, Output, RunResult};
+use super::output::{Format, Output, Report, RunResult};
 use super::Global;
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
@@ -20,7 +20,7 @@ use crate::cli::error::{exit, Error};
 use crate::command::input::{self, Input};
 use crate::command::{custom, Catalog, CommandError};
 use crate::mcp::{self, McpHost, McpOptions};
-use crate::permission::{split_rule_list, Posture};
+use crate::permission::{claude_tool_list, Posture};
 use crate::provider;
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
@@ -105,12 +105,30 @@ a loop of repeated calls or a goal blocked, 6 an agent composition refused (agen
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
-#[derive(Debug, Default)]
-struct RunArgs {
-    common: CommonFlags,
-    own: RunFlags,
+#[derive(Default)]
+pub struct RunArgs {
+    pub common: CommonFlags,
+    pub own: RunFlags,
     /// `reasonix subagent try|run NAME`: the run is that profile's.
-    profile: Option<ProfileRun>,
+    pub profile: Option<ProfileRun>,
+    /// What another front end (Claude print mode) changes in the run.
+    pub front: FrontEnd,
+}
+
+/// What a front end that drives `run`'s session differently sets: who answers the gate's
+/// asks, which built-in tools are offered, more write roots and MCP servers.
+#[derive(Default)]
+pub struct FrontEnd {
+    /// Answers the gate's asks; `None` is `run`'s headless rule (an ask is allowed).
+    pub approver: Option<Box<dyn Fn() -> Box<dyn crate::permission::Approver>>>,
+    /// Only these built-in tools (our names) are offered; MCP tools are not affected.
+    pub tools: Option<Vec<String>>,
+    /// More directories the file tools and the shell may write to.
+    pub add_dirs: Vec<PathBuf>,
+    /// More MCP servers (from the user, so as trusted as the user's config).
+    pub mcp_servers: Vec<crate::config::PluginConfig>,
+    /// Only the servers of `mcp_servers` start (`--strict-mcp-config`).
+    pub strict_mcp: bool,
 }
 
 /// A subagent profile run from the command line.
@@ -123,26 +141,26 @@ pub struct ProfileRun {
 
 /// The flags only `run` has.
 #[derive(Debug, Default)]
-struct RunFlags {
-    max_steps: Option<u32>,
+pub struct RunFlags {
+    pub max_steps: Option<u32>,
     /// `--max-tokens-total`, `--max-budget-usd`.
-    budget: Budget,
-    format: Option<Format>,
-    print: bool,
-    output_last_message: Option<PathBuf>,
-    system_prompt: Option<String>,
-    append_system_prompt: Vec<String>,
-    show_thinking: bool,
-    record: Option<PathBuf>,
-    replay: Option<PathBuf>,
-    words: Vec<String>,
-    stdin_dash: bool,
+    pub budget: Budget,
+    pub format: Option<Format>,
+    pub print: bool,
+    pub output_last_message: Option<PathBuf>,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Vec<String>,
+    pub show_thinking: bool,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub words: Vec<String>,
+    pub stdin_dash: bool,
     /// `--allow`/`--deny` and their aliases; the posture is in [`CommonFlags`].
-    permissions: PermissionFlags,
+    pub permissions: PermissionFlags,
     /// `--approve-plan`: the plan `--plan` ends with is approved, and the run goes on.
-    approve_plan: bool,
+    pub approve_plan: bool,
     /// `--goal`, `--research`, `--simple`, `--max-continuations`.
-    goal: super::goal::GoalFlags,
+    pub goal: super::goal::GoalFlags,
 }
 
 fn usage(message: String) -> Error {
@@ -220,12 +238,13 @@ impl RunFlags {
             Arg::Long(n) if n == "replay" => self.replay = Some(value()?.into()),
             Arg::Long(n) if n == "allow" => self.permissions.allow.push(value()?),
             Arg::Long(n) if n == "deny" => self.permissions.deny.push(value()?),
-            Arg::Long(n) if n == "allowedTools" => {
-                self.permissions.allow.extend(split_rule_list(&value()?))
-            }
-            Arg::Long(n) if n == "disallowedTools" => {
-                self.permissions.deny.extend(split_rule_list(&value()?))
-            }
+            Arg::Long(n) if n == "allowedTools" => self.permissions.allow.extend(
+                claude_tool_list(&value()?, "--allowedTools").map_err(|e| usage(e.to_string()))?,
+            ),
+            Arg::Long(n) if n == "disallowedTools" => self.permissions.deny.extend(
+                claude_tool_list(&value()?, "--disallowedTools")
+                    .map_err(|e| usage(e.to_string()))?,
+            ),
             _ => return self.goal.accept(arg, lexer),
         }
         Ok(true)
@@ -317,7 +336,18 @@ fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> R
         (None, false) => Format::Text,
     };
     let mut output = Output::new(format, args.own.show_thinking);
-    let outcome = parsed.and_then(|()| execute(&args, started, &mut output));
+    report_run(parsed, &args, started, &mut output)
+}
+
+/// Runs the session `args` describe with `output` as its report, after `parsed` (the
+/// command line's verdict): the one path of `reasonix run` and Claude print mode.
+pub fn report_run(
+    parsed: Result<(), Error>,
+    args: &RunArgs,
+    started: Instant,
+    output: &mut dyn Report,
+) -> Result<i32, Error> {
+    let outcome = parsed.and_then(|()| execute(args, started, output));
     if output.closed() {
         // Like a CLI killed by SIGPIPE: no report, no error line, whatever stopped the run.
         return Ok(exit::OUTPUT_CLOSED);
@@ -335,7 +365,7 @@ fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> R
     outcome
 }
 
-fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32, Error> {
+fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<i32, Error> {
     args.common.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
     let prompt = read_prompt(&args.own)?;
@@ -346,6 +376,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
     super::print_warnings(&loaded.warnings);
     let mut config = loaded.config;
+    apply_front_end(&args.front, &mut config)?;
     let profile = match &args.profile {
         Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
         None => None,
@@ -393,14 +424,31 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         trust_project: args.common.trust_project_mcp,
         ..McpOptions::default()
     };
+    let strict_mcp = args.front.strict_mcp.then(|| {
+        let names = args.front.mcp_servers.iter().map(|s| s.name.clone());
+        names.collect::<Vec<_>>()
+    });
     let mut warn = |message| {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message,
         })
     };
-    let handle =
-        crate::app::binding::start_mcp(binding.as_ref(), &config, &cwd, mcp_options, &mut warn);
+    let handle = match strict_mcp {
+        // Only the command line's servers: `.mcp.json` and the config's are not launched.
+        Some(keep) => mcp::start(
+            &config,
+            &cwd,
+            McpOptions {
+                keep: Some(keep),
+                ..mcp_options
+            },
+            &mut warn,
+        ),
+        None => {
+            crate::app::binding::start_mcp(binding.as_ref(), &config, &cwd, mcp_options, &mut warn)
+        }
+    };
     handle.register(&mut tools);
     if let Some(binding) = binding.as_mut() {
         crate::app::binding::pin_mcp(binding, args.common.resume.is_none(), &tools)?;
@@ -437,7 +485,13 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         ..args.own.permissions.clone()
     };
     let gate = Arc::new(
-        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies()),
+        assemble::gate(
+            &config,
+            &cwd,
+            &permissions,
+            args.front.approver.as_ref().map(|f| f()),
+        )?
+        .with_mcp(mcp.handle().tool_policies()),
     );
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
@@ -479,6 +533,9 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         ctx.sandbox = Arc::new(shut);
     } else {
         assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
+    }
+    if let Some(keep) = &args.front.tools {
+        tools.retain(|name| name.starts_with("mcp__") || keep.iter().any(|k| k == name));
     }
     if let Some(binding) = &binding {
         crate::composition::resolve::restrict(binding, &mut tools)?;
@@ -547,6 +604,27 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
     finish(args, &agent, &children, ran, priced, started, output)
 }
 
+/// The front end's additions to the loaded configuration: write roots and MCP servers given
+/// on the command line, which are the user's own and as trusted as the user's config.
+fn apply_front_end(front: &FrontEnd, config: &mut crate::config::Config) -> Result<(), Error> {
+    for dir in &front.add_dirs {
+        let real = dir
+            .canonicalize()
+            .ok()
+            .filter(|d| d.is_dir())
+            .ok_or_else(|| usage(format!("--add-dir: `{}` is not a directory", dir.display())))?;
+        config.sandbox.allow_write.push(real);
+    }
+    if front.strict_mcp {
+        config.plugins.clear();
+    }
+    for server in &front.mcp_servers {
+        config.plugins.retain(|p| p.name != server.name);
+        config.plugins.push(server.clone());
+    }
+    Ok(())
+}
+
 /// A subagent profile by name: a `runAs: subagent` skill of this workspace, then a built-in.
 fn find_profile(
     config: &crate::config::Config,
@@ -599,7 +677,7 @@ fn finish(
     ran: Ran,
     priced: bool,
     started: Instant,
-    output: &mut Output,
+    output: &mut dyn Report,
 ) -> Result<i32, Error> {
     // The children's usage and cost are part of the run's.
     let mut stats = agent.total_stats();
