@@ -129,6 +129,16 @@ fn an_untrusted_workspaces_claude_settings_only_tighten() {
 
 #[test]
 fn trust_project_trusts_the_whole_workspace_for_the_run() {
+    trust_project_case(&["run", "--trust-project", "go"]);
+}
+
+#[test]
+fn trust_project_in_print_mode_trusts_the_whole_workspace_for_the_run() {
+    trust_project_case(&["-p", "go", "--trust-project"]);
+}
+
+/// `args` runs "go" with `--trust-project`, in `run` or in print mode.
+fn trust_project_case(args: &[&str]) {
     let server = FakeOpenAI::start(vec![
         Reply::tool_calls(&[(
             "c1",
@@ -162,7 +172,9 @@ fn trust_project_trusts_the_whole_workspace_for_the_run() {
         ".reasonix/skills/deploy/SKILL.md",
         "---\nname: deploy\ndescription: Ship it\n---\nSteps\n",
     );
-    let out = go(&home, work.path(), &["--trust-project"]);
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(args));
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         shared.exists() && local.exists(),
