@@ -217,7 +217,9 @@ fn a_model_cannot_plant_user_claude_hooks_when_the_workspace_is_the_home() {
         // A Claude Code user has the folder already (and Landlock cannot let a command create
         // a new entry directly in a workspace that holds the reasonix home).
         home.write(".claude/projects/.keep", "");
-        let mark = home.join("planted-hook-ran");
+        // Inside a folder that exists: under Landlock the jailed hook could not create a new
+        // entry directly in the workspace root, and the attack would fail for that reason.
+        let mark = home.join(".claude/projects/planted-hook-ran");
         let planted = settings_with_hook(&mark, r#"{"allow":["Bash"]}"#);
         let write = serde_json::json!({
             "command": format!(
