@@ -617,3 +617,122 @@ fn the_flag_table_is_in_step_with_the_help_and_the_man_page() {
         );
     }
 }
+
+#[test]
+fn a_subagents_messages_carry_the_task_calls_id_as_parent_tool_use_id() {
+    let case = Case::new(
+        vec![
+            Reply::tool_calls(&[("call_task", "task", r#"{"prompt":"list the files"}"#)]),
+            Reply::tool_calls(&[("call_ls", "ls", "{}")]),
+            Reply::text("child done"),
+            Reply::text("all done"),
+        ],
+        "",
+    );
+    let out = case.run(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        "Task",
+        "go",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let messages = lines(&out);
+    let uses: Vec<&Value> = of_type(&messages, "assistant")
+        .into_iter()
+        .filter(|m| m["message"]["content"][0]["type"] == "tool_use")
+        .collect();
+    let task = uses
+        .iter()
+        .find(|m| m["message"]["content"][0]["name"] == "Task")
+        .expect("a Task call");
+    assert!(task["parent_tool_use_id"].is_null());
+    assert_eq!(
+        task["message"]["content"][0]["input"]["description"],
+        "list the files"
+    );
+    let ls = uses
+        .iter()
+        .find(|m| m["message"]["content"][0]["name"] == "LS")
+        .expect("the child's LS call");
+    assert_eq!(ls["parent_tool_use_id"], "call_task", "{ls}");
+    let results = of_type(&messages, "user");
+    let child_result = results
+        .iter()
+        .find(|m| m["message"]["content"][0]["tool_use_id"] == "call_ls")
+        .expect("the child's result");
+    assert_eq!(child_result["parent_tool_use_id"], "call_task");
+    let task_result = results
+        .iter()
+        .find(|m| m["message"]["content"][0]["tool_use_id"] == "call_task")
+        .expect("the task's result");
+    assert!(task_result["parent_tool_use_id"].is_null());
+    assert_eq!(result(&messages)["result"], "all done");
+}
+
+/// Print mode's stream-json for the three scripts the goldens of the real Claude Code CLI
+/// were captured with (a text answer, a Read round, an invalid key), compared in shape.
+#[test]
+fn print_mode_has_the_shapes_of_the_claude_code_goldens() {
+    use crate::claude_golden::{differences, golden};
+    let scripts: [(&str, Vec<Reply>); 3] = [
+        ("text", vec![Reply::text("Hello from the fake model.")]),
+        (
+            "tool",
+            vec![
+                Reply::tool_calls(&[("call_1", "read_file", r#"{"path":"hello.txt"}"#)]),
+                Reply::text("The file says: golden hello."),
+            ],
+        ),
+        ("error", vec![Reply::error(401, "invalid api key")]),
+    ];
+    let mut problems = Vec::new();
+    for (name, replies) in scripts {
+        let case = Case::new(replies, "");
+        case.work.write("hello.txt", "golden hello\n");
+        let out = case.run(&["-p", "--output-format", "stream-json", "--verbose", "go"]);
+        let ours = lines(&out);
+        for line in differences(&golden(name), &ours) {
+            problems.push(format!("{name}: {line}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn setting_sources_decides_which_claude_settings_files_are_read() {
+    let attempt = |sources: Option<&str>| {
+        let case = Case::new(
+            vec![
+                Reply::tool_calls(&[(
+                    "call_w",
+                    "write_file",
+                    r#"{"path":"new.txt","content":"x"}"#,
+                )]),
+                Reply::text("done"),
+            ],
+            "",
+        );
+        // The user's own Claude settings allow the write.
+        case.home.write(
+            ".claude/settings.json",
+            r#"{"permissions": {"allow": ["Write"]}}"#,
+        );
+        let mut args = vec!["-p", "--output-format", "json"];
+        if let Some(sources) = sources {
+            args.extend(["--setting-sources", sources]);
+        }
+        args.push("write it");
+        let out = case.run(&args);
+        assert_eq!(out.code, 0, "{out:?}");
+        case.work.join("new.txt").exists()
+    };
+    assert!(attempt(None), "the user's settings are read by default");
+    assert!(attempt(Some("user,project")));
+    assert!(
+        !attempt(Some("project,local")),
+        "the user's settings were read"
+    );
+}

@@ -32,12 +32,14 @@ pub fn working_dir() -> Result<PathBuf, Error> {
 }
 
 /// What the command line says about the project file.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ProjectFlags {
     /// `--trust-project`: believe the project file for this run only.
     pub trust: bool,
     /// `--permission-mode strict`: the project file's allow rules and wider mode are ignored.
     pub strict: bool,
+    /// Claude print mode's `--setting-sources`: which Claude Code settings files are read.
+    pub claude_setting_sources: Option<Vec<String>>,
 }
 
 /// Loads the layered config, `config_file` (`--config`) above the project's. Its warnings
@@ -51,6 +53,7 @@ pub fn load_config(
     let mut options = LoadOptions::from_env(cwd.to_path_buf(), config_file.map(Path::to_path_buf))?;
     options.trust_project = project.trust;
     options.strict = project.strict;
+    options.claude_setting_sources = project.claude_setting_sources;
     let loaded = config::load(&options)?;
     crate::i18n::set(crate::i18n::Lang::from_env(
         loaded.config.language.as_deref(),

@@ -149,16 +149,16 @@ pub fn assistant(
 /// `{"type": "user", "message": {"content": [tool_result]}}`: a tool's result, as the model
 /// got it.
 pub fn tool_result(origin: Origin, tool_use_id: &str, content: &str, is_error: bool) -> Value {
+    let mut block = json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
+    // Claude Code marks failed results only.
+    if is_error {
+        block["is_error"] = json!(true);
+    }
     json!({
         "type": "user",
         "message": {
             "role": "user",
-            "content": [{
-                "type": "tool_result",
-                "tool_use_id": tool_use_id,
-                "content": content,
-                "is_error": is_error,
-            }],
+            "content": [block],
         },
         "parent_tool_use_id": origin.parent_tool_use_id,
         "session_id": origin.session_id,
@@ -277,15 +277,25 @@ pub fn usage_json(usage: &Usage) -> Value {
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cache_hit_tokens,
         "output_tokens": usage.completion_tokens,
-        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-        "service_tier": "standard",
     })
+}
+
+/// The result's usage: [`usage_json`] with the two keys Claude Code's result always has.
+fn result_usage_json(usage: &Usage) -> Value {
+    let mut value = usage_json(usage);
+    value["server_tool_use"] = json!({"web_search_requests": 0, "web_fetch_requests": 0});
+    value["service_tier"] = json!("standard");
+    value
 }
 
 /// `modelUsage`: each model's totals in Claude Code's per-model shape.
 pub fn model_usage(models: &[ModelStats], context_window: u64) -> Value {
     let mut out = Map::new();
-    for model in models {
+    // A model that used nothing (its one request failed) is not listed, as in Claude Code.
+    let used = models
+        .iter()
+        .filter(|m| m.usage.prompt_tokens > 0 || m.usage.completion_tokens > 0);
+    for model in used {
         let usage = &model.usage;
         out.insert(
             model.model.clone(),
@@ -329,6 +339,8 @@ pub struct ResultInfo {
     pub errors: Vec<String>,
     /// `--json-schema`: the final answer as JSON.
     pub structured_output: Option<Value>,
+    /// The run ended on the model server's error.
+    pub api_error: bool,
 }
 
 /// `{"type": "result", ...}`: the last message, and all of `--output-format json`.
@@ -344,13 +356,18 @@ pub fn result(info: &ResultInfo) -> Value {
         "stop_reason": info.stop_reason,
         "session_id": info.session_id,
         "total_cost_usd": info.total_cost_usd,
-        "usage": usage_json(&info.usage),
+        "usage": result_usage_json(&info.usage),
         "modelUsage": info.model_usage,
         "permission_denials": info.permission_denials,
         "uuid": uuid(),
     });
     if info.subtype != "success" {
         value["errors"] = json!(info.errors);
+    }
+    if info.api_error {
+        // Claude Code ends an API error with a `success` result that is an error, its text
+        // the message.
+        value["stop_reason"] = json!("stop_sequence");
     }
     if let Some(output) = &info.structured_output {
         value["structured_output"] = output.clone();
@@ -428,7 +445,9 @@ mod tests {
             session_id: "s",
             parent_tool_use_id: None,
         };
-        assert!(tool_result(top, "c", "", false)["parent_tool_use_id"].is_null());
+        let ok = tool_result(top, "c", "", false);
+        assert!(ok["parent_tool_use_id"].is_null());
+        assert!(ok["message"]["content"][0].get("is_error").is_none());
     }
 
     #[test]

@@ -205,6 +205,7 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> RunArgs {
         add_dirs: flags.add_dirs,
         mcp_servers: flags.mcp_servers,
         strict_mcp: flags.strict_mcp,
+        setting_sources: flags.setting_sources,
         ..args.front
     };
     args

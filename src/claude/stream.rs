@@ -367,16 +367,22 @@ impl ClaudeStream {
         let (subtype, mut errors) = match result.subtype {
             "success" | "plan" => ("success", Vec::new()),
             "error_max_turns" | "error_max_budget_usd" => (result.subtype, Vec::new()),
+            // Claude Code reports the model server's error as a `success` that is an error.
+            _ if result.api_error => ("success", Vec::new()),
             _ => ("error_during_execution", Vec::new()),
         };
         errors.extend(result.error.clone());
+        let text = match (&result.error, result.api_error) {
+            (Some(error), true) => error.clone(),
+            _ => result.result.clone(),
+        };
         let mut info = ResultInfo {
             subtype,
             is_error: result.is_error,
             duration_ms: result.duration_ms,
             duration_api_ms: self.api_ms.min(result.duration_ms),
             num_turns: result.num_turns,
-            result: result.result.clone(),
+            result: text,
             session_id: result
                 .session_id
                 .clone()
@@ -391,6 +397,7 @@ impl ClaudeStream {
                 .map(|r| encode::stop_reason(r).to_string()),
             errors,
             structured_output: None,
+            api_error: result.api_error,
         };
         if self.options.json_schema && !result.is_error {
             match parse_structured(&result.result) {
@@ -409,6 +416,16 @@ impl ClaudeStream {
     fn report(&mut self, result: &RunResult) {
         self.finished = true;
         let info = self.result_info(result);
+        if info.api_error && self.streaming() {
+            // As Claude Code: the error is also the text of a synthetic assistant message.
+            let origin = self.origin(&None);
+            let block = encode::text_block(&info.result);
+            let id = encode::uuid();
+            let mut value = encode::assistant(origin, &id, "<synthetic>", block, &Usage::default());
+            value["message"]["stop_reason"] = "stop_sequence".into();
+            value["message"]["stop_sequence"] = "".into();
+            self.line(&value);
+        }
         match self.options.format {
             Some(Format::Json) | Some(Format::StreamJson) => {
                 let value = encode::result(&info);

@@ -142,6 +142,7 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let project = ProjectFlags {
         trust: args.trust_project,
         strict: false,
+        claude_setting_sources: None,
     };
     let loaded = assemble::load_config(args.global.config.as_deref(), &cwd, project)?;
     let mut config = loaded.config;

@@ -235,7 +235,7 @@ pub fn version_line() -> String {
 
 fn overview() -> String {
     let mut text = format!(
-        "{}\nA terminal coding agent for OpenAI-compatible models.\n\nUsage: reasonix [GLOBAL FLAGS] <COMMAND> [ARGS]\n       reasonix [CHAT FLAGS]   (the chat, on a terminal)\n\nCommands:\n",
+        "{}\nA terminal coding agent for OpenAI-compatible models.\n\nUsage: reasonix [GLOBAL FLAGS] <COMMAND> [ARGS]\n       reasonix [CHAT FLAGS]   (the chat, on a terminal)\n       reasonix -p [PRINT FLAGS] PROMPT   (Claude Code's print mode: `reasonix help print`)\n\nCommands:\n",
         version_line()
     );
     for cmd in COMMANDS {
@@ -383,6 +383,12 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
             Arg::Short('h') => return help_main(global, &mut lexer),
             Arg::Long(name) if name == "version" => return version_main(global, &mut lexer),
             Arg::Short('V') => return version_main(global, &mut lexer),
+            // `reasonix "task" -p`: with print mode asked for, a word that names no command
+            // is its prompt, as `claude` reads it.
+            Arg::Value(name) if print_mode && find(&name).is_none() => {
+                lexer.push_back(Arg::Value(name));
+                return crate::claude::main(global, &mut lexer);
+            }
             Arg::Value(name) => {
                 let cmd = find(&name).ok_or_else(|| unknown_command(&name))?;
                 if lexer.asks_for_help() {

@@ -763,6 +763,9 @@ pub struct RunResult {
     /// The provider's `finish_reason` for the run's last reply, when the run ended with one;
     /// reported as Claude Code's `stop_reason`.
     pub finish_reason: Option<String>,
+    /// The run ended on the model server's error (Claude print mode reports it as Claude
+    /// Code does an API error); not part of `run`'s JSON.
+    pub api_error: bool,
 }
 
 impl RunResult {
@@ -781,6 +784,7 @@ impl RunResult {
             goal: None,
             models: Vec::new(),
             finish_reason: None,
+            api_error: false,
         }
     }
 
@@ -939,6 +943,7 @@ mod tests {
             goal: None,
             models: Vec::new(),
             finish_reason: Some("length".into()),
+            api_error: false,
         };
         let v = result.to_json();
         assert_eq!(v["stop_reason"], "max_tokens");

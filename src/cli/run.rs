@@ -129,6 +129,8 @@ pub struct FrontEnd {
     pub mcp_servers: Vec<crate::config::PluginConfig>,
     /// Only the servers of `mcp_servers` start (`--strict-mcp-config`).
     pub strict_mcp: bool,
+    /// Which Claude Code settings files are read (`--setting-sources`); `None`: all.
+    pub setting_sources: Option<Vec<String>>,
 }
 
 /// A subagent profile run from the command line.
@@ -372,6 +374,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     let project = ProjectFlags {
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
+        claude_setting_sources: args.front.setting_sources.clone(),
     };
     let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
     super::print_warnings(&loaded.warnings);
@@ -753,6 +756,7 @@ fn finish(
         goal: goal.map(|g| g.json),
         models: agent.models(),
         finish_reason: outcome.is_ok().then_some(stats.finish_reason).flatten(),
+        api_error: matches!(outcome, Err(AgentError::Provider(_))),
     };
     output.finish(&result);
     if output.closed() {

@@ -169,6 +169,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let project = assemble::ProjectFlags {
         trust: args.common.trust_project,
         strict: false,
+        claude_setting_sources: None,
     };
     let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
     super::print_warnings(&loaded.warnings);

@@ -122,8 +122,24 @@ pub fn settings_files(config: &Config, cwd: &Path) -> Vec<SettingsFile> {
             user: false,
         });
     }
-    files.retain(|file| file.path.is_file());
+    files.retain(|file| file.path.is_file() && source_wanted(config, cwd, file));
     files
+}
+
+/// Whether `--setting-sources` (when given) names the source of `file`: `user` for the
+/// user's, `local` for `.claude/settings.local.json`, `project` for the workspace's other.
+fn source_wanted(config: &Config, cwd: &Path, file: &SettingsFile) -> bool {
+    let Some(sources) = &config.claude_setting_sources else {
+        return true;
+    };
+    let source = if file.user {
+        "user"
+    } else if file.path == cwd.join(Bound::ClaudeLocalSettings.path()) {
+        "local"
+    } else {
+        "project"
+    };
+    sources.iter().any(|s| s == source)
 }
 
 /// The parts of a Claude settings file reasonix reads.
