@@ -7,6 +7,7 @@ mod bench;
 mod claude_config;
 mod claude_golden;
 mod claude_print;
+mod claude_sdk;
 mod cli;
 mod commands;
 mod compositions;

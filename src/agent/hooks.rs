@@ -8,7 +8,9 @@
 //! answer is ignored, so no hook can turn a deny or an ask into an allow. A hook that fails
 //! (another exit code, a timeout, unreadable output) does not block, as in Claude Code; its
 //! failure is reported. Every run is an [`Event::Hook`], and the commands run in the same jail
-//! and with the same scrubbed environment as `bash`.
+//! and with the same scrubbed environment as `bash`. A hook may instead be a callback of the
+//! program that drives reasonix (a Claude Agent SDK hook, [`HookCallback`]); its JSON answer is
+//! read by the same rules, so it tightens only too.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +19,7 @@ use regex_lite::Regex;
 use serde_json::{json, Map, Value};
 
 use super::events::{Event, EventSink};
+use crate::cancel::CancelToken;
 use crate::sandbox::process::{self, Exit, Stop};
 use crate::tool::{builtin, ToolContext};
 
@@ -82,6 +85,35 @@ impl HookEvent {
     }
 }
 
+/// A hook that runs in the program driving reasonix (an Agent SDK callback), not as a command.
+pub trait HookCallback: Send + Sync {
+    /// The hook's JSON answer to `input` (the same object a command hook reads on stdin), or
+    /// why there is none (a timeout, an error in the callback, the connection gone).
+    fn call(
+        &self,
+        input: &Value,
+        tool_use_id: Option<&str>,
+        timeout: Duration,
+        cancel: &CancelToken,
+    ) -> Result<Value, String>;
+}
+
+/// A callback with how its failure counts.
+#[derive(Clone)]
+pub struct Callback {
+    pub run: Arc<dyn HookCallback>,
+    /// A failed callback blocks (the SDK's `onFailure: "block"`) instead of being reported.
+    pub block_on_failure: bool,
+}
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Callback")
+            .field("block_on_failure", &self.block_on_failure)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One configured hook.
 #[derive(Debug, Clone)]
 pub struct Hook {
@@ -89,10 +121,13 @@ pub struct Hook {
     /// `None` matches every tool (an empty matcher or `*`).
     matcher: Option<Regex>,
     pub matcher_text: String,
+    /// The shell command; for a callback hook, the name it is shown under.
     pub command: String,
     pub timeout: Duration,
     /// Where it was declared, for messages.
     pub origin: String,
+    /// Set for a hook that is a callback of the driving program rather than a command.
+    pub callback: Option<Callback>,
 }
 
 impl Hook {
@@ -137,7 +172,22 @@ impl Hook {
                 .unwrap_or(DEFAULT_TIMEOUT)
                 .min(Duration::from_secs(crate::config::MAX_TIMEOUT_SECONDS)),
             origin: origin.to_string(),
+            callback: None,
         })
+    }
+
+    /// A hook answered by `callback` (shown as `name`) instead of a command.
+    pub fn with_callback(
+        event: &str,
+        matcher: &str,
+        name: &str,
+        timeout: Option<Duration>,
+        origin: &str,
+        callback: Callback,
+    ) -> Result<Hook, String> {
+        let mut hook = Hook::new(event, matcher, name, timeout, origin)?;
+        hook.callback = Some(callback);
+        Ok(hook)
     }
 
     /// Whether the hook applies to `tool`: by our name or the Claude Code name of the same
@@ -302,10 +352,14 @@ impl Hooks {
         input.insert("cwd".into(), json!(ctx.cwd.display().to_string()));
         input.insert("permission_mode".into(), json!(base.permission_mode));
         input.insert("hook_event_name".into(), json!(event.as_str()));
-        let stdin = Arc::new(Value::Object(input).to_string().into_bytes());
+        let input = Value::Object(input);
+        let stdin = Arc::new(input.to_string().into_bytes());
         for hook in matching {
             let started = Instant::now();
-            let answer = run_one(hook, &stdin, ctx);
+            let answer = match &hook.callback {
+                Some(callback) => run_callback(hook, callback, &input, ctx),
+                None => run_one(hook, &stdin, ctx),
+            };
             let (outcome, message) = answer.record(&mut decision, hook);
             sink.emit(Event::Hook {
                 event: event.as_str(),
@@ -415,6 +469,24 @@ fn json_reply(
     }
 }
 
+/// Asks the driving program's callback; its JSON answer is read as a command hook's stdout.
+fn run_callback(hook: &Hook, callback: &Callback, input: &Value, ctx: &ToolContext) -> Answer {
+    let tool_use_id = input.get("tool_use_id").and_then(Value::as_str);
+    match callback
+        .run
+        .call(input, tool_use_id, hook.timeout, &ctx.cancel)
+    {
+        Ok(reply) if reply.is_object() => Answer::Done(reply.to_string()),
+        Ok(_) => Answer::Done(String::new()),
+        Err(e) if callback.block_on_failure => Answer::Block(format!(
+            "the {} hook `{}` failed and is set to block on failure: {e}",
+            hook.event.as_str(),
+            hook.command
+        )),
+        Err(e) => Answer::Failed(format!("{e}; not blocking")),
+    }
+}
+
 /// Runs one hook in the jail `bash` uses, with the input on stdin.
 fn run_one(hook: &Hook, stdin: &Arc<Vec<u8>>, ctx: &ToolContext) -> Answer {
     let mut spec = builtin::bash::shell_command(&hook.command, Some(hook.timeout), ctx);
@@ -518,6 +590,105 @@ mod tests {
         let (decision, events) = fire(&set, HookEvent::PreToolUse, Some("read_file"), &dir);
         assert!(!decision.is_blocked());
         assert_eq!(events.len(), 1);
+    }
+
+    /// A callback that answers with a fixed reply and records the input it saw.
+    struct Fixed {
+        reply: Result<Value, String>,
+        seen: std::sync::Mutex<Vec<Value>>,
+    }
+
+    impl HookCallback for Fixed {
+        fn call(
+            &self,
+            input: &Value,
+            _: Option<&str>,
+            _: Duration,
+            _: &CancelToken,
+        ) -> Result<Value, String> {
+            self.seen.lock().unwrap().push(input.clone());
+            self.reply.clone()
+        }
+    }
+
+    fn callback_hook(reply: Result<Value, String>, block_on_failure: bool) -> (Hooks, Arc<Fixed>) {
+        let fixed = Arc::new(Fixed {
+            reply,
+            seen: std::sync::Mutex::new(Vec::new()),
+        });
+        let hook = Hook::with_callback(
+            "PreToolUse",
+            "Bash",
+            "sdk:hook_0",
+            None,
+            "sdk",
+            Callback {
+                run: fixed.clone(),
+                block_on_failure,
+            },
+        )
+        .unwrap();
+        (Hooks::new(vec![hook]), fixed)
+    }
+
+    #[test]
+    fn a_callback_hook_tightens_by_the_same_rules_as_a_command() {
+        let dir = TempDir::new("hooks");
+        let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": "no shell today"}});
+        let (set, fixed) = callback_hook(Ok(deny), false);
+        let (d, events) = fire(&set, HookEvent::PreToolUse, Some("bash"), &dir);
+        assert_eq!(d.blocked, ["no shell today"]);
+        assert!(
+            matches!(&events[0], Event::Hook { command, outcome: "blocked", .. } if command == "sdk:hook_0")
+        );
+        let seen = fixed.seen.lock().unwrap();
+        assert_eq!(seen[0]["hook_event_name"], "PreToolUse");
+        assert_eq!(seen[0]["tool_name"], "bash");
+        drop(seen);
+        // An allow cannot widen anything; a continue:false blocks.
+        let (set, _) = callback_hook(
+            Ok(json!({"hookSpecificOutput": {"permissionDecision": "allow"}})),
+            false,
+        );
+        assert_eq!(
+            fire(&set, HookEvent::PreToolUse, Some("bash"), &dir).0,
+            Decision::default()
+        );
+        let (set, _) = callback_hook(Ok(json!({"continue": false, "stopReason": "halt"})), false);
+        assert_eq!(
+            fire(&set, HookEvent::PreToolUse, Some("bash"), &dir)
+                .0
+                .blocked,
+            ["halt"]
+        );
+        // The matcher still applies: a Bash hook is not asked about read_file.
+        let (set, fixed) = callback_hook(Ok(json!({"decision": "block"})), false);
+        assert!(!fire(&set, HookEvent::PreToolUse, Some("read_file"), &dir)
+            .0
+            .is_blocked());
+        assert!(fixed.seen.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_failed_callback_blocks_only_when_told_to() {
+        let dir = TempDir::new("hooks");
+        let (set, _) = callback_hook(Err("timed out".into()), false);
+        let (d, events) = fire(&set, HookEvent::PreToolUse, Some("bash"), &dir);
+        assert!(!d.is_blocked());
+        assert!(matches!(
+            &events[0],
+            Event::Hook {
+                outcome: "error",
+                ..
+            }
+        ));
+        let (set, _) = callback_hook(Err("timed out".into()), true);
+        let (d, _) = fire(&set, HookEvent::PreToolUse, Some("bash"), &dir);
+        assert_eq!(
+            d.blocked,
+            ["the PreToolUse hook `sdk:hook_0` failed and is set to block on failure: timed out"]
+        );
     }
 
     #[test]

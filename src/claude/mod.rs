@@ -3,15 +3,22 @@
 //! runs one session as `reasonix run` does (the same assembly, jail and gate), and writes
 //! Claude Code's stream-json messages and result in Claude Code's tool vocabulary. What the
 //! model sees stays ours. Flags are `flags`, the output `stream` over `encode`, the permission
-//! semantics `approver`, stdin's messages `input`; the SDK's control protocol is `control*`.
+//! semantics `approver`, the SDK's control protocol and its sessions (`--input-format stream-json`) `control*`.
 
 pub mod approver;
+pub mod control;
+pub mod control_approve;
+pub mod control_calls;
+pub mod control_hooks;
+pub mod control_mcp;
+pub mod control_session;
+pub mod control_turns;
 pub mod encode;
 pub mod flags;
-pub mod input;
 pub mod stream;
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cli::error::Error;
@@ -123,18 +130,18 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         Ok(words) => (Ok(()), words),
         Err(err) => (Err(err), Vec::new()),
     };
-    let args = run_args(flags, words);
-    run::report_run(parsed, &args, started, &mut stream)
+    match run_args(flags, words) {
+        Ok(args) => run::report_run(parsed, &args, started, &mut stream),
+        Err(err) => run::report_run(Err(err), &RunArgs::default(), started, &mut stream),
+    }
 }
 
 /// The prompt: the words of the command line, with piped stdin added (as `claude -p` reads
-/// `cat log | claude -p "explain"`); stdin alone when there are no words; with
-/// `--input-format stream-json`, the user messages on stdin.
+/// `cat log | claude -p "explain"`); stdin alone when there are no words. With
+/// `--input-format stream-json` stdin is the SDK session's (`control_session`): no words.
 fn prompt_words(flags: &PrintFlags) -> Result<Vec<String>, Error> {
     if flags.input == InputFormat::StreamJson {
-        let stdin = std::io::stdin();
-        let text = input::read_prompt(stdin.lock()).map_err(|e| Error::Usage(e.to_string()))?;
-        return Ok(vec![text]);
+        return Ok(Vec::new());
     }
     let mut words = flags.words.clone();
     if !words.is_empty() && stdin_has_data() {
@@ -165,7 +172,7 @@ fn stdin_has_data() -> bool {
 
 /// Print mode's flags as the session `reasonix run` opens, with Claude Code's permission
 /// semantics.
-fn run_args(flags: PrintFlags, words: Vec<String>) -> RunArgs {
+fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
     let mut args = RunArgs::default();
     let (stdin_dash, words): (Vec<String>, Vec<String>) = words.into_iter().partition(|w| w == "-");
     args.own.stdin_dash = !stdin_dash.is_empty();
@@ -192,14 +199,36 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> RunArgs {
     args.own.permissions.allow = flags.allow;
     args.own.permissions.deny = flags.deny;
     let mode = flags.mode;
+    // With stream-json input the session is the SDK's: several turns, control requests.
+    let sdk = match flags.input {
+        InputFormat::StreamJson => Some(
+            control_session::SdkLink::stdio()
+                .map_err(|e| Error::Failed(format!("control: reading stdin: {e}")))?,
+        ),
+        _ => None,
+    };
+    let ask_sdk = sdk.clone().filter(|_| flags.permission_prompt_stdio);
     if mode == ClaudeMode::BypassPermissions {
         args.common.posture = Some(Posture::Yolo);
     } else {
         args.common.posture = Some(Posture::Ask);
         args.front.approver = Some(Box::new(move || {
-            Box::new(approver::Headless { mode }) as Box<dyn crate::permission::Approver>
+            let first = Box::new(approver::Headless { mode });
+            match &ask_sdk {
+                None => first as Box<dyn crate::permission::Approver>,
+                Some(link) => Box::new(control_approve::AfterPrintMode {
+                    first,
+                    sdk: control_approve::SdkApprover::new(
+                        Arc::clone(&link.calls),
+                        crate::tool::claude_vocabulary::to_claude,
+                        crate::tool::claude_vocabulary::from_claude,
+                        Arc::clone(&link.current),
+                    ),
+                }),
+            }
         }));
     }
+    args.front.sdk = sdk;
     args.front = FrontEnd {
         tools: flags.tools,
         add_dirs: flags.add_dirs,
@@ -208,7 +237,7 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> RunArgs {
         setting_sources: flags.setting_sources,
         ..args.front
     };
-    args
+    Ok(args)
 }
 
 #[cfg(test)]

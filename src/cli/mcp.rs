@@ -333,6 +333,9 @@ fn http_server(config: &Config, cwd: &Path, name: &str) -> Result<(ServerSpec, S
             "`{name}` is a stdio server; OAuth is for HTTP servers (a stdio server takes its \
              credentials from its env)"
         ))),
+        Endpoint::Host => Err(Error::Failed(format!(
+            "`{name}` is an Agent SDK in-process server; OAuth is for HTTP servers"
+        ))),
     }
 }
 

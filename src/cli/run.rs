@@ -131,6 +131,8 @@ pub struct FrontEnd {
     pub strict_mcp: bool,
     /// Which Claude Code settings files are read (`--setting-sources`); `None`: all.
     pub setting_sources: Option<Vec<String>>,
+    /// `--input-format stream-json`: the turns come from the Agent SDK's session on stdin.
+    pub sdk: Option<crate::claude::control_session::SdkLink>,
 }
 
 /// A subagent profile run from the command line.
@@ -370,7 +372,11 @@ pub fn report_run(
 fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<i32, Error> {
     args.common.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
-    let prompt = read_prompt(&args.own)?;
+    // An SDK session's prompts arrive on stdin once the session runs.
+    let prompt = match args.front.sdk {
+        Some(_) => String::new(),
+        None => read_prompt(&args.own)?,
+    };
     let project = ProjectFlags {
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
@@ -423,10 +429,15 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     };
     let provider_handle = provider::build(settings.clone())?;
     let mut tools = assemble::registry(&config, output);
-    let mcp_options = McpOptions {
-        trust_project: args.common.trust_project_mcp,
-        ..McpOptions::default()
-    };
+    let mcp_options =
+        McpOptions {
+            trust_project: args.common.trust_project_mcp,
+            // An SDK session's in-process servers answer through its control channel.
+            host: args.front.sdk.as_ref().map(|link| {
+                Arc::clone(&link.calls) as Arc<dyn crate::mcp::host_channel::HostChannel>
+            }),
+            ..McpOptions::default()
+        };
     let strict_mcp = args.front.strict_mcp.then(|| {
         let names = args.front.mcp_servers.iter().map(|s| s.name.clone());
         names.collect::<Vec<_>>()
@@ -461,7 +472,10 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     let keep = binding.as_ref().map(|b| &b.modules.commands);
     let sandbox =
         crate::sandbox::Policy::new(crate::sandbox::Settings::from_config(&config, &cwd)?);
-    let prompt = prepare_prompt(&prompt, &cwd, &sandbox, &config, &mcp, keep, output)?;
+    let prompt = match args.front.sdk {
+        Some(_) => prompt,
+        None => prepare_prompt(&prompt, &cwd, &sandbox, &config, &mcp, keep, output)?,
+    };
     let flags = PromptFlags {
         system_prompt: args
             .own
@@ -586,6 +600,22 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     if args.own.approve_plan {
         agent.set_interact(Arc::new(ApprovePlans));
     }
+    let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
+    if let Some(link) = &args.front.sdk {
+        let mut turns = crate::claude::control_turns::RunTurns {
+            agent: &mut agent,
+            output,
+            args,
+            tally: &tally,
+            children: &children,
+            config: &config,
+            cwd: &cwd,
+            priced,
+            settings,
+            mcp: &mcp,
+        };
+        return crate::claude::control_turns::serve(&mut turns, link, Arc::clone(&gate));
+    }
     let upgrade = !args.common.plan && args.profile.is_none();
     let mut goal = super::goal::start(&args.own.goal, &typed, &cwd, upgrade, output)?;
     let (outcome, goal_run) = match goal.as_mut() {
@@ -598,7 +628,6 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
             (outcome, Some(run))
         }
     };
-    let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
     let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
     let ran = Ran {
         outcome,
@@ -667,13 +696,13 @@ impl Interact for ApprovePlans {
 }
 
 /// How the run ended: the agent's outcome and, in goal mode, the goal's.
-struct Ran {
-    outcome: Result<Finish, AgentError>,
-    goal: Option<super::goal::GoalRun>,
+pub(crate) struct Ran {
+    pub outcome: Result<Finish, AgentError>,
+    pub goal: Option<super::goal::GoalRun>,
 }
 
 /// `priced`: the model has prices, so the run's cost is known.
-fn finish(
+pub(crate) fn finish(
     args: &RunArgs,
     agent: &Runner,
     children: &Tally,

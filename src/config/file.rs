@@ -662,6 +662,11 @@ pub enum PluginType {
     /// The legacy HTTP+SSE transport: recognised, answered with a clear error by the client.
     #[serde(rename = "sse")]
     Sse,
+    /// A server inside the program driving reasonix (the Claude Agent SDK's
+    /// `create_sdk_mcp_server`), reached through its control channel; only such a session
+    /// can start one.
+    #[serde(rename = "sdk")]
+    Sdk,
 }
 
 impl PluginType {

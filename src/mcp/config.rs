@@ -77,6 +77,8 @@ pub enum Endpoint {
         url: String,
         headers: Vec<(String, String)>,
     },
+    /// Served by the program driving reasonix (`type = "sdk"`), through its channel.
+    Host,
 }
 
 /// One usable server.
@@ -192,6 +194,7 @@ impl ServerSpec {
         match self.endpoint {
             Endpoint::Stdio { .. } => "stdio",
             Endpoint::Http { .. } => "http",
+            Endpoint::Host => "sdk",
         }
     }
 
@@ -219,6 +222,7 @@ impl ServerSpec {
                 json!({"command": command, "args": args, "env": names}).to_string()
             }
             Endpoint::Http { url, .. } => json!({ "url": url }).to_string(),
+            Endpoint::Host => json!({ "sdk": self.name }).to_string(),
         }
     }
 
@@ -242,6 +246,7 @@ impl ServerSpec {
                 text
             }
             Endpoint::Http { url, .. } => url.clone(),
+            Endpoint::Host => format!("the Agent SDK's in-process server `{}`", self.name),
         }
     }
 }
@@ -516,6 +521,7 @@ fn resolve(
 ) -> Result<ServerSpec, ServerError> {
     let endpoint = match plugin.kind {
         PluginType::Sse => return Err(ServerError::SseUnsupported),
+        PluginType::Sdk => Endpoint::Host,
         PluginType::Http | PluginType::StreamableHttp => {
             let url = plugin
                 .url
@@ -868,6 +874,7 @@ mod tests {
             Ok(spec) => match spec.endpoint {
                 Endpoint::Stdio { command, .. } => command,
                 Endpoint::Http { url, .. } => url,
+                Endpoint::Host => "sdk".into(),
             },
             Err(err) => err.to_string(),
         };

@@ -53,6 +53,8 @@ pub struct McpOptions {
     /// A person is here to log in (the chat): a server that needs authorization gets the
     /// browser step in the background and joins the run once logged in.
     pub login: bool,
+    /// The driving program's channel for `type = "sdk"` servers (an Agent SDK session).
+    pub host: Option<Arc<dyn super::host_channel::HostChannel>>,
 }
 
 /// How one declared server fared.
@@ -213,6 +215,7 @@ pub fn start(
             ..ClientOptions::default()
         },
         home: config.home.clone(),
+        host: options.host.clone(),
     };
     for (spec, result) in connect_all(launch, &shared) {
         match result {

@@ -32,6 +32,7 @@ pub mod content;
 pub mod elicit;
 pub mod grants;
 pub mod host;
+pub mod host_channel;
 pub mod http;
 pub mod jail;
 pub mod jsonrpc;

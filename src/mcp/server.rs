@@ -52,6 +52,8 @@ pub struct Launch {
     pub client: ClientOptions,
     /// The reasonix home, where OAuth tokens are kept.
     pub home: PathBuf,
+    /// The driving program's channel, for `type = "sdk"` servers (an Agent SDK session).
+    pub host: Option<Arc<dyn super::host_channel::HostChannel>>,
 }
 
 impl Server {
@@ -290,6 +292,18 @@ fn open_transport(
             };
             Ok(Box::new(HttpTransport::connect(http, inbox)?))
         }
+        Endpoint::Host => match &launch.host {
+            Some(channel) => Ok(Box::new(super::host_channel::HostTransport::new(
+                &spec.name,
+                Arc::clone(channel),
+                inbox,
+            ))),
+            None => Err(McpError::Start(
+                "a `sdk` server lives in the Claude Agent SDK's program and starts only in its \
+                 session (`--input-format stream-json`)"
+                    .into(),
+            )),
+        },
     }
 }
 

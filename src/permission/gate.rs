@@ -279,6 +279,8 @@ pub enum ApprovalAnswer {
     /// Like `Session`, and the rule is saved to the project config.
     Always(Rule),
     Deny,
+    /// Deny, with the reason the model reads (a program's permission callback gives one).
+    DenyBecause(String),
 }
 
 /// The interactive side of the gate; the terminal UI implements it.
@@ -470,8 +472,18 @@ impl PolicyGate {
                 );
                 blocked(base, Resolution::UserDeny, message)
             }
+            ApprovalAnswer::DenyBecause(reason) => blocked(
+                base,
+                Resolution::UserDeny,
+                denied_because(&call.tool, &reason),
+            ),
         }
     }
+}
+
+/// The refusal the model reads when the approver gave its reason.
+fn denied_because(tool: &str, reason: &str) -> String {
+    format!("blocked: the `{tool}` call was denied: {reason}")
 }
 
 impl PolicyGate {
@@ -513,6 +525,11 @@ impl PolicyGate {
                 );
                 blocked(base, Resolution::UserDeny, message)
             }
+            ApprovalAnswer::DenyBecause(reason) => blocked(
+                base,
+                Resolution::UserDeny,
+                denied_because(&call.tool, &reason),
+            ),
             _ => allowed(base, Resolution::UserOnce),
         }
     }
@@ -565,6 +582,9 @@ impl Gate for PolicyGate {
                     "blocked: the user declined this `{tool}` call; do not retry it unchanged"
                 );
                 blocked(base, Resolution::UserDeny, message)
+            }
+            ApprovalAnswer::DenyBecause(reason) => {
+                blocked(base, Resolution::UserDeny, denied_because(tool, &reason))
             }
             _ => allowed(base, Resolution::UserOnce),
         }

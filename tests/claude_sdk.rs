@@ -1,0 +1,184 @@
+//! The real Python `claude-agent-sdk` (pinned in `.ci/run`) driving reasonix through
+//! `ClaudeAgentOptions(cli_path=...)` against the loopback fake model: each test scripts the
+//! fake's replies, runs one scenario of `tests/sdk/sdk_scenarios.py` and checks what only this
+//! side can see (what the model was sent, which files exist). The SDK absent skips, unless
+//! `REASONIX_REQUIRE_SDK` is set (CI), where its absence fails; installed, every failed
+//! scenario fails the test.
+
+use crate::util::fake_openai::{sse_text, FakeOpenAI, Reply};
+use crate::util::{reasonix, use_fake_provider, Dir};
+
+/// The SDK version `.ci/run` installs; the scenarios were written against it.
+const SDK_VERSION: &str = "0.2.190";
+
+/// Whether `import claude_agent_sdk` works here. With `REASONIX_REQUIRE_SDK` set, a missing
+/// SDK fails instead of skipping.
+fn sdk_available() -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import claude_agent_sdk"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("REASONIX_REQUIRE_SDK").is_none(),
+            "REASONIX_REQUIRE_SDK is set but `import claude_agent_sdk` fails: \
+             pip install claude-agent-sdk=={SDK_VERSION}"
+        );
+        eprintln!("skipping the SDK test: pip install claude-agent-sdk=={SDK_VERSION}");
+    }
+    found
+}
+
+/// A workspace and a home whose only model is `fake`.
+struct Setup {
+    home: Dir,
+    work: Dir,
+}
+
+fn setup(fake: &FakeOpenAI) -> Setup {
+    let home = Dir::outside_temp();
+    let work = Dir::outside_temp();
+    use_fake_provider(&home, &fake.base_url(), "");
+    Setup { home, work }
+}
+
+/// Runs `scenario` of the Python script with the SDK spawning our binary; fails the test
+/// with the script's output when the scenario fails.
+fn run_scenario(setup: &Setup, scenario: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/sdk_scenarios.py");
+    // The environment `reasonix` gets in every test (HOME, REASONIX_HOME, no keys or proxies),
+    // given to Python, whose SDK passes it on to the binary it spawns.
+    let template = reasonix(&setup.home, setup.work.path());
+    let mut python = std::process::Command::new("python3");
+    python
+        .arg(script)
+        .arg(scenario)
+        .current_dir(setup.work.path())
+        .env_clear();
+    for (key, value) in template.get_envs() {
+        if let Some(value) = value {
+            python.env(key, value);
+        }
+    }
+    for key in ["PATH", "PYTHONPATH", "PYENV_ROOT", "VIRTUAL_ENV", "LANG"] {
+        if let Some(value) = std::env::var_os(key) {
+            python.env(key, value);
+        }
+    }
+    let out = python
+        .env("FAKE_API_KEY", "test-key")
+        .env("REASONIX_BIN", template.get_program())
+        .env("SDK_WORKSPACE", setup.work.path())
+        .env("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
+        .output()
+        .expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(&format!("ok {scenario}")),
+        "the SDK scenario `{scenario}` failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+}
+
+/// The text of every message the model was sent in request `n`.
+fn request_text(fake: &FakeOpenAI, n: usize) -> String {
+    fake.requests()[n].body["messages"].to_string()
+}
+
+#[test]
+fn sdk_query_yields_system_assistant_tool_result_and_result_messages() {
+    if !sdk_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::text_then_tool_calls(
+            "Let me look.",
+            &[("c1", "read_file", r#"{"path":"a.txt"}"#)],
+        ),
+        Reply::text("It says hello."),
+    ]);
+    let setup = setup(&fake);
+    setup.work.write("a.txt", "hello from a\n");
+    run_scenario(&setup, "query_basic");
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn sdk_can_use_tool_deny_is_final_and_the_model_reads_its_message() {
+    if !sdk_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"out.txt","content":"x"}"#)]),
+        Reply::text("I could not write it."),
+    ]);
+    let setup = setup(&fake);
+    run_scenario(&setup, "can_use_tool_deny");
+    assert!(!setup.work.join("out.txt").exists());
+    let sent = request_text(&fake, 1);
+    assert!(
+        sent.contains("writes are not allowed in this test"),
+        "the model was not told why: {sent}"
+    );
+}
+
+#[test]
+fn sdk_pre_tool_use_hook_blocks_a_bash_call() {
+    if !sdk_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "bash", r#"{"command":"touch ran.txt"}"#)]),
+        Reply::text("The hook stopped it."),
+    ]);
+    let setup = setup(&fake);
+    run_scenario(&setup, "hook_blocks_bash");
+    assert!(!setup.work.join("ran.txt").exists());
+    assert!(request_text(&fake, 1).contains("bash is off today"));
+}
+
+#[test]
+fn sdk_in_process_mcp_tool_is_called_and_its_result_returns() {
+    if !sdk_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__calc__add", r#"{"a":2,"b":3}"#)]),
+        Reply::text("The sum is 5."),
+    ]);
+    let setup = setup(&fake);
+    run_scenario(&setup, "sdk_mcp_tool");
+    let first = &fake.requests()[0].body;
+    let offered = first["tools"].to_string();
+    assert!(
+        offered.contains("mcp__calc__add"),
+        "the SDK tool was not offered: {offered}"
+    );
+    assert!(request_text(&fake, 1).contains("sum is 5"));
+}
+
+#[test]
+fn sdk_client_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() {
+    if !sdk_available() {
+        return;
+    }
+    // The third answer starts streaming and never ends on its own: only the interrupt stops it.
+    let (endless, _release) =
+        Reply::hold(vec![sse_text("Once upon a time "), sse_text("there was ")]);
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        endless,
+    ]);
+    let setup = setup(&fake);
+    run_scenario(&setup, "client_two_turns_and_interrupt");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    // One session: the second request carries the first turn.
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("first question") && second.contains("first answer"),
+        "{second}"
+    );
+}
