@@ -56,7 +56,8 @@ fn the_users_claude_settings_run_their_hooks_and_apply_their_rules() {
         ".claude/settings.json",
         &settings_with_hook(
             &mark,
-            r#"{"deny":["Read(./secret.txt)"],"allow":["Bash(echo:*)"]}"#,
+            // Rules for Claude tools reasonix does not have are kept and match nothing.
+            r#"{"deny":["Read(./secret.txt)","WebFetch(domain:example.com)","NotebookEdit"],"allow":["Bash(echo:*)","WebSearch"]}"#,
         ),
     );
     // Strict headless: only what a rule allows runs, so the Claude allow rule must carry.
@@ -128,6 +129,16 @@ fn an_untrusted_workspaces_claude_settings_only_tighten() {
 
 #[test]
 fn trust_project_trusts_the_whole_workspace_for_the_run() {
+    trust_project_case(&["run", "--trust-project", "go"]);
+}
+
+#[test]
+fn trust_project_in_print_mode_trusts_the_whole_workspace_for_the_run() {
+    trust_project_case(&["-p", "go", "--trust-project"]);
+}
+
+/// `args` runs "go" with `--trust-project`, in `run` or in print mode.
+fn trust_project_case(args: &[&str]) {
     let server = FakeOpenAI::start(vec![
         Reply::tool_calls(&[(
             "c1",
@@ -161,7 +172,9 @@ fn trust_project_trusts_the_whole_workspace_for_the_run() {
         ".reasonix/skills/deploy/SKILL.md",
         "---\nname: deploy\ndescription: Ship it\n---\nSteps\n",
     );
-    let out = go(&home, work.path(), &["--trust-project"]);
+    let out = run(reasonix(&home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(args));
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         shared.exists() && local.exists(),
@@ -204,7 +217,9 @@ fn a_model_cannot_plant_user_claude_hooks_when_the_workspace_is_the_home() {
         // A Claude Code user has the folder already (and Landlock cannot let a command create
         // a new entry directly in a workspace that holds the reasonix home).
         home.write(".claude/projects/.keep", "");
-        let mark = home.join("planted-hook-ran");
+        // Inside a folder that exists: under Landlock the jailed hook could not create a new
+        // entry directly in the workspace root, and the attack would fail for that reason.
+        let mark = home.join(".claude/projects/planted-hook-ran");
         let planted = settings_with_hook(&mark, r#"{"allow":["Bash"]}"#);
         let write = serde_json::json!({
             "command": format!(

@@ -676,7 +676,7 @@ fn a_subagents_messages_carry_the_task_calls_id_as_parent_tool_use_id() {
 /// were captured with (a text answer, a Read round, an invalid key), compared in shape.
 #[test]
 fn print_mode_has_the_shapes_of_the_claude_code_goldens() {
-    use crate::claude_golden::{differences, golden};
+    use crate::claude_golden::{claude_vocabulary, differences, golden};
     let scripts: [(&str, Vec<Reply>); 3] = [
         ("text", vec![Reply::text("Hello from the fake model.")]),
         (
@@ -694,7 +694,7 @@ fn print_mode_has_the_shapes_of_the_claude_code_goldens() {
         case.work.write("hello.txt", "golden hello\n");
         let out = case.run(&["-p", "--output-format", "stream-json", "--verbose", "go"]);
         let ours = lines(&out);
-        for line in differences(&golden(name), &ours) {
+        for line in differences(&golden(name), &ours, &claude_vocabulary()) {
             problems.push(format!("{name}: {line}"));
         }
     }

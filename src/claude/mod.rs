@@ -87,7 +87,8 @@ Flags:
                                result's structured_output
       --permission-prompt-tool TOOL  stdio: the Agent SDK answers asks (needs --input-format
                                stream-json); an MCP tool is refused
-      --trust-project          Believe ./reasonix.toml for this run as if trusted
+      --trust-project          Trust the whole workspace for this run (reasonix.toml, skills,
+                               hooks, .claude/settings, .env, .mcp.json); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
 
 Refused (one line says why): --fallback-model, --session-id, --agents, --betas,
@@ -182,7 +183,8 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
     args.common.attach = flags.attach;
     args.common.effort = flags.effort;
     args.common.trust_project = flags.trust_project;
-    args.common.trust_project_mcp = flags.trust_project_mcp;
+    // The whole workspace for the run, `.mcp.json` launches included (as for `run`).
+    args.common.trust_project_mcp = flags.trust_project_mcp || flags.trust_project;
     args.common.plan = flags.mode == ClaudeMode::Plan;
     args.own.format = Some(flags.output.unwrap_or(Format::Text));
     args.own.max_steps = flags.max_turns;
