@@ -33,6 +33,7 @@ mod plan;
 mod provider;
 mod provider_edges;
 mod rewind;
+mod round_caps;
 mod rule_names;
 mod run;
 mod sandbox;

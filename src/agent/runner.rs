@@ -21,6 +21,7 @@ use super::waiting::{self, Watch};
 
 #[path = "hook_points.rs"]
 mod hook_points;
+use super::round_caps::{McpCalls, RoundCaps};
 use super::session::{Session, SessionError};
 use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
@@ -31,6 +32,7 @@ use crate::provider::{
 };
 use crate::tool::builtin::ask;
 use crate::tool::builtin::todo::TodoItem;
+use crate::tool::builtin::view_image::RequestImages;
 use crate::tool::collab::{Interact, Workflow};
 use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
@@ -63,6 +65,8 @@ pub struct Options {
     pub budget: Budget,
     /// When a silent request says it is waiting, and the idle limit it names.
     pub watch: Watch,
+    /// What one round may multiply: MCP calls, and the image bytes a request carries.
+    pub caps: RoundCaps,
 }
 
 /// Limits on what a run spends on the model, checked after each reply: the reply that
@@ -743,9 +747,15 @@ impl Agent {
         sink: &mut dyn EventSink,
     ) -> Result<(), AgentError> {
         let todos = self.todo_items();
-        self.ctx
-            .images
-            .start_round(self.provider.model(), self.provider.vision());
+        self.ctx.images.start_round(
+            self.provider.model(),
+            self.provider.vision(),
+            RequestImages {
+                carried: self.session.image_bytes(),
+                cap: self.options.caps.image_bytes_per_request,
+            },
+        );
+        let mut mcp_calls = McpCalls::new(&self.options.caps);
         let mut results: Vec<Option<(Result<String, ToolError>, u64)>> = vec![None; calls.len()];
         let mut runnable = Vec::new();
         let mut runnable_index = Vec::new();
@@ -763,7 +773,10 @@ impl Agent {
             let prepared = if cut {
                 Err(ToolError::InvalidArgs(CUT_CALL.into()))
             } else {
-                self.prepare(call, sink)
+                match mcp_calls.admit(call.name()) {
+                    Ok(()) => self.prepare(call, sink),
+                    Err(refusal) => Err(ToolError::Failed(refusal)),
+                }
             };
             match prepared {
                 Ok(prepared) => {
