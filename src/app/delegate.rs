@@ -358,7 +358,7 @@ impl Delegate for Children {
             requests: stats.requests,
             tool_rounds: stats.tool_rounds,
             usage: stats.usage,
-            cost_usd: stats.cost_usd,
+            cost_usd: agent.options().prices.map(|_| stats.cost_usd),
             elapsed_ms: started.elapsed().as_millis() as u64,
         });
         Ok(TaskOutcome {
