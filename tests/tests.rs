@@ -45,6 +45,7 @@ mod sessions;
 mod setup;
 mod skills;
 mod subagent_manage;
+mod subagent_mcp;
 mod subagents;
 mod tools_bash;
 mod tools_bounds;

@@ -21,7 +21,7 @@ use super::waiting::{self, Watch};
 
 #[path = "hook_points.rs"]
 mod hook_points;
-use super::round_caps::{McpCalls, RoundCaps};
+use super::round_caps::{self, McpCalls, RoundCaps};
 use super::session::{Session, SessionError};
 use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
@@ -349,6 +349,16 @@ impl Agent {
 
     pub fn tools(&self) -> &Registry {
         &self.tools
+    }
+
+    /// The MCP tools this agent is offered now.
+    fn mcp_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools
+            .names()
+            .iter()
+            .filter(|name| round_caps::is_mcp(name))
+            .filter_map(|name| self.tools.get(name).cloned())
+            .collect()
     }
 
     /// Adds tools between turns (MCP servers that finished starting after the chat opened).
@@ -796,6 +806,9 @@ impl Agent {
         // A round that starts subagents runs beside this thread, which relays their progress
         // to the sink as it comes; any other round runs here, without a thread to start.
         let outcomes = if runnable.iter().any(|call| call.tool.reports_live()) {
+            if let Some(delegate) = &self.ctx.delegate {
+                delegate.offer_mcp(self.mcp_tools());
+            }
             let (ctx, recorder) = (&self.ctx, snapshots.as_ref());
             self.hook_events.relay_while(sink, || {
                 dispatch::run_round(&runnable, ctx, max_parallel, recorder)
