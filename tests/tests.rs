@@ -45,7 +45,7 @@ mod sessions;
 mod setup;
 mod skills;
 mod subagent_manage;
-mod subagent_mcp;
+mod subagent_parent;
 mod subagents;
 mod tools_bash;
 mod tools_bounds;

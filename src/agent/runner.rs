@@ -802,14 +802,23 @@ impl Agent {
             .iter()
             .map(|&i| calls[i].id.clone())
             .collect();
-        let snapshots = Recorder::new(&self.ctx, self.session.id(), self.session.turns(), ids);
+        // A child's snapshots belong to the parent's turn that started it.
+        let (session, turn) = self
+            .ctx
+            .parent_turn
+            .clone()
+            .unwrap_or_else(|| (self.session.id().to_string(), self.session.turns()));
+        let snapshots = Recorder::new(&self.ctx, &session, turn, ids);
         // A round that starts subagents runs beside this thread, which relays their progress
         // to the sink as it comes; any other round runs here, without a thread to start.
         let outcomes = if runnable.iter().any(|call| call.tool.reports_live()) {
             if let Some(delegate) = &self.ctx.delegate {
                 delegate.offer_mcp(self.mcp_tools());
             }
-            let (ctx, recorder) = (&self.ctx, snapshots.as_ref());
+            // The children this round starts record into this turn's snapshots.
+            let mut parent = self.ctx.clone();
+            parent.parent_turn = Some((session, turn));
+            let (ctx, recorder) = (&parent, snapshots.as_ref());
             self.hook_events.relay_while(sink, || {
                 dispatch::run_round(&runnable, ctx, max_parallel, recorder)
             })
