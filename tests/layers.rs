@@ -27,7 +27,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("command", &["command"]),
     ("app", &["app"]),
     ("term", &["term"]),
-    ("cli", &["cli", "serve"]),
+    ("serve", &["serve"]),
+    ("cli", &["cli"]),
 ];
 
 /// Items of the crate root (`lib.rs`) that any module may use.
