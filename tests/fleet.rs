@@ -140,11 +140,14 @@ fn a_fleet_returns_every_answer_and_streams_its_childrens_events_live() {
         // Live: the child's events come before the call's result, in the child's order.
         assert!(running < text && text < usage && usage < done && done < result_at);
         assert_eq!(lines[done]["ok"], true);
+        // No prices are known for the fake model: no cost, not a cost of 0 (issue 37.4).
+        assert!(lines[done]["cost_usd"].is_null(), "{}", lines[done]);
     }
     // Usage rolls up: the fake reports 100 prompt tokens for each of the five replies.
     let last = lines.last().unwrap();
     assert_eq!(last["type"], "result");
     assert_eq!(last["usage"]["input_tokens"], 500, "{last}");
+    assert!(last["total_cost_usd"].is_null(), "{last}");
 }
 
 #[test]

@@ -264,3 +264,104 @@ fn two_hundred_views_of_a_5_mib_png_in_one_round_stay_bounded() {
     );
     assert!(peak > 0 && peak < 256 * 1024, "peak RSS {peak} KiB");
 }
+
+/// The decoded bytes of the images a request body carries (every `image_url` part).
+fn image_bytes_sent(body: &Value) -> u64 {
+    let mut total = 0;
+    for message in body["messages"].as_array().into_iter().flatten() {
+        for part in message["content"].as_array().into_iter().flatten() {
+            let url = part["image_url"]["url"].as_str().unwrap_or("");
+            if let Some((_, payload)) = url.split_once(";base64,") {
+                let padding = payload.bytes().rev().take_while(|b| *b == b'=').count();
+                total += (payload.len() / 4 * 3 - padding) as u64;
+            }
+        }
+    }
+    total
+}
+
+/// Issue 33.3: each round's images were capped, but every request repeats all of the
+/// history's images, so four 5 MiB views a round made each request 20 MiB larger than the
+/// last. The request's budget (`agent.max_image_bytes_per_request`, 20 MiB by default) holds
+/// across rounds: a view past it is refused with the key, and no image already sent is dropped
+/// (the request prefix stays byte-stable).
+#[test]
+fn images_over_many_rounds_stay_within_the_requests_byte_budget() {
+    const MIB: usize = 1024 * 1024;
+    let server = FakeOpenAI::start(Vec::new());
+    let (home, work) = (Dir::new(), Dir::new());
+    config(&home, &server.base_url(), "vision = true", "");
+    for name in ["a", "b", "c", "d"] {
+        let mut big = PNG.to_vec();
+        big.resize(5 * MIB, name.as_bytes()[0]);
+        std::fs::write(work.join(&format!("{name}.png")), &big).unwrap();
+    }
+    let rounds = 3;
+    for round in 0..rounds {
+        // Each round names the files differently (`a.png`, `./a.png`, ...): the same calls
+        // with the same results would end the run as a loop.
+        let prefix = "./".repeat(round);
+        let args: Vec<(String, String)> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|name| {
+                (
+                    format!("r{round}{name}"),
+                    json!({ "path": format!("{prefix}{name}.png") }).to_string(),
+                )
+            })
+            .collect();
+        let calls: Vec<(&str, &str, &str)> = args
+            .iter()
+            .map(|(id, a)| (id.as_str(), "view_image", a.as_str()))
+            .collect();
+        server.push(Reply::tool_calls(&calls));
+    }
+    let (last, release) = Reply::gated(Reply::text("seen"));
+    server.push(last);
+    let child = reasonix(&home, work.path())
+        .args(["run", "look at them again and again"])
+        .env("FAKE_API_KEY", "k")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One wait per request: each carries megabytes of base64 that a debug build on a busy
+    // machine takes seconds to encode and parse.
+    let mut requests = Vec::new();
+    for n in 1..=rounds + 1 {
+        requests = server.wait_for_requests(n);
+    }
+    // The last request waits for its answer: the history's images are all in memory.
+    let peak = peak_rss_kib(child.id());
+    release.release();
+    let out: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(out.code, 0, "{out:?}");
+    let sent: Vec<u64> = requests.iter().map(|r| image_bytes_sent(&r.body)).collect();
+    eprintln!(
+        "image bytes per request over {rounds} rounds of four 5 MiB views: {sent:?}; peak RSS {} MiB",
+        peak / 1024
+    );
+    let cap = 20 * MIB as u64;
+    assert_eq!(sent[1], cap, "the first round's four images fit: {sent:?}");
+    assert!(sent.iter().all(|&s| s <= cap), "{sent:?}");
+    let body = &requests[rounds].body;
+    assert_tool_pairing(body);
+    let refused: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .filter(|r| r.contains("agent.max_image_bytes_per_request = 20971520"))
+        .collect();
+    assert_eq!(refused.len(), 4 * (rounds - 1), "{body:#?}");
+    // The prefix of each request is the whole of the one before it.
+    for pair in requests.windows(2) {
+        let (before, after) = (
+            pair[0].body["messages"].as_array().unwrap(),
+            pair[1].body["messages"].as_array().unwrap(),
+        );
+        assert_eq!(before[..], after[..before.len()]);
+    }
+    assert!(peak > 0 && peak < 256 * 1024, "peak RSS {peak} KiB");
+}

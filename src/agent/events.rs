@@ -140,7 +140,8 @@ pub enum Event {
         requests: u32,
         tool_rounds: u32,
         usage: Usage,
-        cost_usd: f64,
+        /// `None` when no prices are known for its model, as in the run's result.
+        cost_usd: Option<f64>,
         elapsed_ms: u64,
     },
     /// A subagent is waiting for a place in the session's scheduler, or has started.

@@ -21,6 +21,7 @@ use super::waiting::{self, Watch};
 
 #[path = "hook_points.rs"]
 mod hook_points;
+use super::round_caps::{self, McpCalls, RoundCaps};
 use super::session::{Session, SessionError};
 use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
@@ -31,6 +32,7 @@ use crate::provider::{
 };
 use crate::tool::builtin::ask;
 use crate::tool::builtin::todo::TodoItem;
+use crate::tool::builtin::view_image::RequestImages;
 use crate::tool::collab::{Interact, Workflow};
 use crate::tool::{Family, Registry, Tool, ToolContext, ToolError};
 
@@ -63,6 +65,8 @@ pub struct Options {
     pub budget: Budget,
     /// When a silent request says it is waiting, and the idle limit it names.
     pub watch: Watch,
+    /// What one round may multiply: MCP calls, and the image bytes a request carries.
+    pub caps: RoundCaps,
 }
 
 /// Limits on what a run spends on the model, checked after each reply: the reply that
@@ -345,6 +349,16 @@ impl Agent {
 
     pub fn tools(&self) -> &Registry {
         &self.tools
+    }
+
+    /// The MCP tools this agent is offered now.
+    fn mcp_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools
+            .names()
+            .iter()
+            .filter(|name| round_caps::is_mcp(name))
+            .filter_map(|name| self.tools.get(name).cloned())
+            .collect()
     }
 
     /// Adds tools between turns (MCP servers that finished starting after the chat opened).
@@ -743,9 +757,15 @@ impl Agent {
         sink: &mut dyn EventSink,
     ) -> Result<(), AgentError> {
         let todos = self.todo_items();
-        self.ctx
-            .images
-            .start_round(self.provider.model(), self.provider.vision());
+        self.ctx.images.start_round(
+            self.provider.model(),
+            self.provider.vision(),
+            RequestImages {
+                carried: self.session.image_bytes(),
+                cap: self.options.caps.image_bytes_per_request,
+            },
+        );
+        let mut mcp_calls = McpCalls::new(&self.options.caps);
         let mut results: Vec<Option<(Result<String, ToolError>, u64)>> = vec![None; calls.len()];
         let mut runnable = Vec::new();
         let mut runnable_index = Vec::new();
@@ -763,7 +783,10 @@ impl Agent {
             let prepared = if cut {
                 Err(ToolError::InvalidArgs(CUT_CALL.into()))
             } else {
-                self.prepare(call, sink)
+                match mcp_calls.admit(call.name()) {
+                    Ok(()) => self.prepare(call, sink),
+                    Err(refusal) => Err(ToolError::Failed(refusal)),
+                }
             };
             match prepared {
                 Ok(prepared) => {
@@ -779,11 +802,23 @@ impl Agent {
             .iter()
             .map(|&i| calls[i].id.clone())
             .collect();
-        let snapshots = Recorder::new(&self.ctx, self.session.id(), self.session.turns(), ids);
+        // A child's snapshots belong to the parent's turn that started it.
+        let (session, turn) = self
+            .ctx
+            .parent_turn
+            .clone()
+            .unwrap_or_else(|| (self.session.id().to_string(), self.session.turns()));
+        let snapshots = Recorder::new(&self.ctx, &session, turn, ids);
         // A round that starts subagents runs beside this thread, which relays their progress
         // to the sink as it comes; any other round runs here, without a thread to start.
         let outcomes = if runnable.iter().any(|call| call.tool.reports_live()) {
-            let (ctx, recorder) = (&self.ctx, snapshots.as_ref());
+            if let Some(delegate) = &self.ctx.delegate {
+                delegate.offer_mcp(self.mcp_tools());
+            }
+            // The children this round starts record into this turn's snapshots.
+            let mut parent = self.ctx.clone();
+            parent.parent_turn = Some((session, turn));
+            let (ctx, recorder) = (&parent, snapshots.as_ref());
             self.hook_events.relay_while(sink, || {
                 dispatch::run_round(&runnable, ctx, max_parallel, recorder)
             })

@@ -26,6 +26,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::compaction::is_digest;
+use super::round_caps;
 use super::tokens::Estimates;
 use crate::provider::{Message, Role, Transcript};
 
@@ -195,6 +196,9 @@ pub struct Session {
     repairs: Vec<String>,
     /// How many user turns the history holds (see [`is_turn`]), kept in step with it.
     turns: usize,
+    /// The decoded bytes of the history's images, kept in step with it (every request
+    /// carries them all; `view_image` refuses what would pass the request's cap).
+    image_bytes: u64,
 }
 
 impl Session {
@@ -223,6 +227,7 @@ impl Session {
             dir_synced: false,
             repairs: Vec::new(),
             turns: 0,
+            image_bytes: 0,
         })
     }
 
@@ -239,6 +244,7 @@ impl Session {
         let mut session = Session {
             header,
             turns: messages.iter().filter(|m| is_turn(m)).count(),
+            image_bytes: image_bytes_of(&messages),
             estimates: Estimates::of(&messages),
             messages: messages.into(),
             path: path.to_path_buf(),
@@ -293,6 +299,11 @@ impl Session {
         self.turns
     }
 
+    /// The decoded bytes of the images the history carries (what every request repeats).
+    pub fn image_bytes(&self) -> u64 {
+        self.image_bytes
+    }
+
     /// Per-message token estimates of [`Session::messages`].
     pub fn estimates(&self) -> &Estimates {
         &self.estimates
@@ -317,6 +328,9 @@ impl Session {
         self.file.write_all(&line).map_err(io_err(&self.path))?;
         self.estimates.push(&message);
         self.turns += usize::from(is_turn(&message));
+        self.image_bytes = self
+            .image_bytes
+            .saturating_add(round_caps::image_bytes(&message));
         self.messages.push(message);
         Ok(())
     }
@@ -343,6 +357,7 @@ impl Session {
         let kept = self.messages[..to].to_vec();
         self.estimates = Estimates::of(&kept);
         self.turns = kept.iter().filter(|m| is_turn(m)).count();
+        self.image_bytes = image_bytes_of(&kept);
         self.messages.replace(kept);
         Ok(())
     }
@@ -422,6 +437,7 @@ impl Session {
         self.file = file;
         self.estimates = Estimates::of(&messages);
         self.turns = messages.iter().filter(|m| is_turn(m)).count();
+        self.image_bytes = image_bytes_of(&messages);
         self.messages.replace(messages);
         Ok(())
     }
@@ -449,6 +465,14 @@ impl Session {
         self.repairs = repaired.notes;
         Ok(())
     }
+}
+
+/// The decoded bytes of the images `messages` carry.
+fn image_bytes_of(messages: &[Message]) -> u64 {
+    messages
+        .iter()
+        .map(round_caps::image_bytes)
+        .fold(0, u64::saturating_add)
 }
 
 /// Takes the session's exclusive lock on `file`, without waiting.

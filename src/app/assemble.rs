@@ -15,6 +15,7 @@ use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::plan::PlanSettings;
 use crate::agent::prompt::{self, PromptInputs};
+use crate::agent::round_caps::RoundCaps;
 use crate::agent::runner::{Agent, Budget, Options};
 use crate::agent::session::{self, Header, Session};
 use crate::agent::waiting::{self, Watch};
@@ -503,6 +504,10 @@ pub fn options(
             ..Watch::default()
         }
         .with_override(std::env::var(waiting::NOTICE_ENV).ok().as_deref()),
+        caps: RoundCaps {
+            mcp_calls: config.agent.max_mcp_calls_per_round as usize,
+            image_bytes_per_request: config.agent.max_image_bytes_per_request,
+        },
     }
 }
 

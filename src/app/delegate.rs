@@ -25,7 +25,7 @@ use crate::sandbox::Policy;
 use crate::skill::{RunAs, Skill};
 use crate::tool::collab::Workflow;
 use crate::tool::delegate::{Delegate, TaskOutcome, TaskSpec};
-use crate::tool::{Profile, Registry, ToolContext};
+use crate::tool::{Profile, Registry, Tool, ToolContext};
 
 /// What the children of one run have used, for the parent's result.
 #[derive(Debug, Clone, Default)]
@@ -54,6 +54,9 @@ pub struct Children {
     events: OnceLock<Arc<EventQueue>>,
     /// The parent's hooks; a child runs those around tool calls, and `SubagentStop`.
     hooks: OnceLock<Hooks>,
+    /// The MCP tools the parent offered when it last started children
+    /// ([`Delegate::offer_mcp`]): a child's MCP tools are chosen from these.
+    mcp: Mutex<Vec<Arc<dyn Tool>>>,
     /// The run's budget (`run --max-tokens-total`, `--max-budget-usd`), which children spend
     /// from too; unlimited by default.
     pub budget: Budget,
@@ -87,6 +90,7 @@ impl Children {
             }),
             events: OnceLock::new(),
             hooks: OnceLock::new(),
+            mcp: Mutex::default(),
             budget: Budget::default(),
         }
     }
@@ -129,12 +133,18 @@ impl Children {
     }
 
     /// The child's registry: the enabled built-ins (never the task tools, so children do
-    /// not nest), or only those that read, with a shell jailed so that it cannot write.
-    fn registry(&self, read_only: bool, parent: &ToolContext) -> Registry {
+    /// not nest), or only those that read, with a shell jailed so that it cannot write; and
+    /// the parent's MCP tools that `profile` selects (see [`mcp_selected`]), the same tools
+    /// of the same servers, judged by the same gate.
+    fn registry(&self, read_only: bool, profile: Option<&Skill>, parent: &ToolContext) -> Registry {
         let mut discard = |_: Event| {};
         let mut tools = assemble::registry(&self.config, &mut discard);
         if parent.skills.is_some() {
             tools.insert(Arc::new(crate::tool::builtin::skill::SkillTool));
+        }
+        let offered = self.mcp.lock().unwrap_or_else(PoisonError::into_inner);
+        for tool in offered.iter().filter(|t| mcp_selected(t.name(), profile)) {
+            tools.insert(Arc::clone(tool));
         }
         if read_only {
             keep_readers_and_shell(&mut tools);
@@ -248,7 +258,7 @@ impl Children {
             budget: self.budget.clone(),
             ..assemble::options(&self.config, &settings, None, effort)
         };
-        let tools = self.registry(planned.read_only, parent);
+        let tools = self.registry(planned.read_only, planned.profile.as_ref(), parent);
         let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
         let mut agent = Agent::new(provider, tools, gate, child_session, ctx, options);
         if let Some(hooks) = self.hooks.get() {
@@ -276,6 +286,10 @@ struct Planned {
 impl Delegate for Children {
     fn begin_round(&self) {
         self.scheduler.begin_round();
+    }
+
+    fn offer_mcp(&self, tools: Vec<Arc<dyn Tool>>) {
+        *self.mcp.lock().unwrap_or_else(PoisonError::into_inner) = tools;
     }
 
     fn run(&self, task: &TaskSpec, parent: &ToolContext) -> Result<TaskOutcome, String> {
@@ -358,7 +372,7 @@ impl Delegate for Children {
             requests: stats.requests,
             tool_rounds: stats.tool_rounds,
             usage: stats.usage,
-            cost_usd: stats.cost_usd,
+            cost_usd: agent.options().prices.map(|_| stats.cost_usd),
             elapsed_ms: started.elapsed().as_millis() as u64,
         });
         Ok(TaskOutcome {
@@ -396,6 +410,23 @@ pub fn choose(
         .or_else(|| profile.and_then(|p| p.effort.clone()))
         .or_else(|| agent.subagent_effort.clone());
     (model, effort)
+}
+
+/// Whether a child of `profile` gets the parent's MCP tool `name`: every one, unless the
+/// profile's `allowed-tools` names MCP tools (`mcp__server__tool`, or `mcp__server__*` for a
+/// server's all); then only those.
+fn mcp_selected(name: &str, profile: Option<&Skill>) -> bool {
+    let named: Vec<&str> = profile
+        .map(|p| p.allowed_tools.iter().map(String::as_str))
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.starts_with("mcp__"))
+        .collect();
+    named.is_empty()
+        || named.iter().any(|entry| match entry.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *entry,
+        })
 }
 
 /// The read-only registry: only tools that declare they change nothing (readers, the task
@@ -440,5 +471,41 @@ impl Gate for ChildGate {
 
     fn mcp_policy(&self, tool: &str) -> Option<crate::permission::McpToolPolicy> {
         self.0.mcp_policy(tool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skill::{Invocation, Scope};
+
+    fn profile(allowed_tools: &[&str]) -> Skill {
+        Skill {
+            name: "helper".into(),
+            description: String::new(),
+            run_as: RunAs::Subagent,
+            invocation: Invocation::Manual,
+            model: None,
+            effort: None,
+            allowed_tools: allowed_tools.iter().map(|t| t.to_string()).collect(),
+            body: String::new(),
+            dir: Default::default(),
+            scope: Scope::User,
+            trusted: true,
+            references: Vec::new(),
+            has_scripts: false,
+        }
+    }
+
+    #[test]
+    fn a_profile_naming_mcp_tools_gets_only_those_and_others_get_every_one() {
+        assert!(mcp_selected("mcp__docs__search", None));
+        let plain = profile(&["Read", "Bash(git diff:*)"]);
+        assert!(mcp_selected("mcp__docs__search", Some(&plain)));
+        let picky = profile(&["Read", "mcp__docs__search", "mcp__db__*"]);
+        assert!(mcp_selected("mcp__docs__search", Some(&picky)));
+        assert!(!mcp_selected("mcp__docs__delete", Some(&picky)));
+        assert!(mcp_selected("mcp__db__query", Some(&picky)));
+        assert!(!mcp_selected("mcp__dbx__query", Some(&picky)));
     }
 }

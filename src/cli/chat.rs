@@ -31,7 +31,8 @@ use crate::term::editor::History;
 use crate::term::ui::{self, ModelSwitch, Services, Started, TrustAnswer, UiApprover, UiInteract};
 use crate::tool::Tool;
 
-pub const HELP: &str = "\
+pub const HELP: &str = concat!(
+    "\
 Usage: reasonix chat [FLAGS]
        reasonix [FLAGS]                   (the same chat: `reasonix -c` continues)
 
@@ -65,7 +66,10 @@ grant or --trust-project-mcp).
 Until you trust the workspace (`reasonix trust`), ./reasonix.toml may only tighten your
 settings: what it would loosen is ignored, with a warning naming each key. On a terminal the
 chat first asks whether to trust it (for this chat, or remembered for the workspace).
-";
+
+",
+    limits_help!()
+);
 
 /// The chat has no flags of its own: it takes the ones it shares with `run`.
 type ChatArgs = CommonFlags;

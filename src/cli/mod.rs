@@ -6,6 +6,22 @@ use std::path::PathBuf;
 
 use crate::cli::error::{exit, Error};
 
+/// The caps on what one model reply may multiply, as `run --help` and `chat --help` state
+/// them (a macro, so both help texts can `concat!` it); a test holds the figures to the
+/// defaults the code uses.
+macro_rules! limits_help {
+    () => {
+        "Limits on one model reply (a call past one is refused, before any approval, with a result
+naming the cap and its key; see the README, Limits): 32 MCP calls in one reply
+(agent.max_mcp_calls_per_round); 16 subagents started by one reply's calls
+(agent.max_subagents_per_round) and 64 over the run (agent.max_subagents_per_run); 20 MiB of
+images, decoded, in one request, all of the conversation's together
+(agent.max_image_bytes_per_request); 8 images attached in one round, 20 MiB together, and
+5 MiB for one image (fixed). A file viewed twice in one round is read once.
+"
+    };
+}
+
 pub mod agent_cmd;
 pub mod chat;
 pub mod completions;

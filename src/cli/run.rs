@@ -22,7 +22,8 @@ use crate::cli::error::{exit, Error};
 use crate::permission::{claude_tool_list, Posture};
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
-pub const HELP: &str = "\
+pub const HELP: &str = concat!(
+    "\
 Usage: reasonix run [FLAGS] [PROMPT...]
 
 Runs the agent on one task without a chat and exits. The prompt comes from the arguments;
@@ -97,11 +98,15 @@ Permissions (no one can be asked in a headless run):
 A round that repeats an earlier one (same calls, same results) gets the model one note;
 another repeat ends the run (exit 5, subtype error_loop, naming the calls).
 
+",
+    limits_help!(),
+    "
 Exit codes: 0 done, 1 error during execution, 2 usage or config error, 3 authentication
 failure, 4 the step limit, a budget or a goal's continuation limit reached, 5 no progress,
 a loop of repeated calls or a goal blocked, 6 an agent composition refused (agent_composition.*), 130 interrupted, 141 stdout closed (a pipe whose reader
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
-";
+",
+);
 
 #[derive(Default)]
 pub struct RunArgs {
@@ -540,4 +545,42 @@ pub(crate) fn finish(
         _ => {}
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod limits_help_tests {
+    use crate::config::file::AgentConfig;
+    use crate::config::limits::{DEFAULT_IMAGE_BYTES_PER_REQUEST, DEFAULT_MCP_CALLS_PER_ROUND};
+    use crate::tool::builtin::view_image::{
+        MAX_IMAGES_PER_ROUND, MAX_IMAGE_BYTES, MAX_ROUND_IMAGE_BYTES,
+    };
+
+    /// The help states each cap with the default the code uses, and names its key.
+    #[test]
+    fn the_help_states_every_cap_with_its_default_and_key() {
+        let agent = AgentConfig::default();
+        let mib = |bytes: u64| format!("{} MiB", bytes / (1024 * 1024));
+        let help = super::HELP.split_whitespace().collect::<Vec<_>>().join(" ");
+        let chat = crate::cli::chat::HELP
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for stated in [
+            format!("{DEFAULT_MCP_CALLS_PER_ROUND} MCP calls in one reply (agent.max_mcp_calls_per_round)"),
+            format!("{} subagents started by one reply's calls (agent.max_subagents_per_round)", agent.max_subagents_per_round),
+            format!("{} over the run (agent.max_subagents_per_run)", agent.max_subagents_per_run),
+            format!("{} of images, decoded, in one request", mib(DEFAULT_IMAGE_BYTES_PER_REQUEST)),
+            "(agent.max_image_bytes_per_request)".to_string(),
+            format!("{MAX_IMAGES_PER_ROUND} images attached in one round, {} together", mib(MAX_ROUND_IMAGE_BYTES)),
+            format!("{} for one image", mib(MAX_IMAGE_BYTES as u64)),
+        ] {
+            assert!(help.contains(&stated), "run --help lacks {stated:?}");
+            assert!(chat.contains(&stated), "chat --help lacks {stated:?}");
+        }
+        assert_eq!(agent.max_mcp_calls_per_round, DEFAULT_MCP_CALLS_PER_ROUND);
+        assert_eq!(
+            agent.max_image_bytes_per_request,
+            DEFAULT_IMAGE_BYTES_PER_REQUEST
+        );
+    }
 }

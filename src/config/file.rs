@@ -146,6 +146,13 @@ pub struct AgentConfig {
     /// Subagents one model reply's tool calls may start, and one run may start.
     pub max_subagents_per_round: u32,
     pub max_subagents_per_run: u32,
+    /// MCP tool calls one model reply may make; the calls past it are refused with the cap
+    /// in their result (a reply of 200 calls cannot hold 200 server requests at once).
+    pub max_mcp_calls_per_round: u32,
+    /// Bytes (as read from disk, before base64) of the images one request may carry: the
+    /// history's images together. A `view_image` past it is refused, never an old image
+    /// dropped, so the request prefix stays as sent.
+    pub max_image_bytes_per_request: u64,
     /// A turn whose task looks complex starts in plan mode, in any posture.
     pub auto_plan: bool,
     /// Legacy alias of `[[plugins]] trusted_read_only_tools`: full `mcp__server__tool`
@@ -184,6 +191,8 @@ impl Default for AgentConfig {
             max_parallel_writers: 3,
             max_subagents_per_round: 16,
             max_subagents_per_run: 64,
+            max_mcp_calls_per_round: super::limits::DEFAULT_MCP_CALLS_PER_ROUND,
+            max_image_bytes_per_request: super::limits::DEFAULT_IMAGE_BYTES_PER_REQUEST,
             auto_plan: false,
             plan_mode_allowed_tools: Vec::new(),
             plan_mode_read_only_commands: Vec::new(),

@@ -26,6 +26,22 @@ pub const MAX_TOKENS: u64 = 1_000_000_000;
 /// The most threads one setting may ask for (parallel tools, subagents, writers).
 pub const MAX_CONCURRENCY: u32 = 64;
 
+/// The default of `agent.max_mcp_calls_per_round`: more than a round needs, few enough that
+/// a reply of hundreds of calls cannot tie up a server (or memory) with them.
+pub const DEFAULT_MCP_CALLS_PER_ROUND: u32 = 32;
+
+/// The default of `agent.max_image_bytes_per_request`: 20 MiB decoded (about 27 MB as base64),
+/// under the request size limits of the providers that take images.
+pub const DEFAULT_IMAGE_BYTES_PER_REQUEST: u64 = 20 * 1024 * 1024;
+
+/// The most MCP calls one round may be allowed: a reply asking for more is a flood whatever
+/// the config says.
+pub const MAX_MCP_CALLS_PER_ROUND: u32 = 1024;
+
+/// The most image bytes one request may be allowed to carry: 1 GiB, far past what any
+/// provider accepts in one request.
+pub const MAX_IMAGE_BYTES_PER_REQUEST: u64 = 1024 * 1024 * 1024;
+
 /// The highest price, in USD per million tokens.
 pub const MAX_PRICE: f64 = 1_000_000.0;
 
@@ -41,6 +57,10 @@ impl Config {
         ] {
             *threads = (*threads).min(MAX_CONCURRENCY);
         }
+        agent.max_mcp_calls_per_round = agent.max_mcp_calls_per_round.min(MAX_MCP_CALLS_PER_ROUND);
+        agent.max_image_bytes_per_request = agent
+            .max_image_bytes_per_request
+            .min(MAX_IMAGE_BYTES_PER_REQUEST);
         let mut seconds: Vec<&mut u64> = vec![
             &mut self.tools.bash_timeout_seconds,
             &mut self.tools.mcp_call_timeout_seconds,
@@ -80,6 +100,8 @@ mod tests {
         let mut config = Config::default();
         config.agent.max_tokens = Some(u64::MAX);
         config.agent.max_parallel_tools = u32::MAX;
+        config.agent.max_mcp_calls_per_round = u32::MAX;
+        config.agent.max_image_bytes_per_request = u64::MAX;
         config.tools.bash_timeout_seconds = i64::MAX as u64;
         config.hooks.push(HookConfig {
             timeout_seconds: u64::MAX,
@@ -94,6 +116,14 @@ mod tests {
         assert_eq!(config.agent.max_tokens, Some(MAX_TOKENS));
         assert_eq!(config.agent.max_parallel_tools, MAX_CONCURRENCY);
         assert_eq!(config.tools.bash_timeout_seconds, MAX_TIMEOUT_SECONDS);
+        assert_eq!(
+            config.agent.max_mcp_calls_per_round,
+            MAX_MCP_CALLS_PER_ROUND
+        );
+        assert_eq!(
+            config.agent.max_image_bytes_per_request,
+            MAX_IMAGE_BYTES_PER_REQUEST
+        );
         assert_eq!(config.hooks[0].timeout_seconds, MAX_TIMEOUT_SECONDS);
         let provider = &config.providers[0];
         assert_eq!(provider.timeouts.connect_seconds, Some(MAX_TIMEOUT_SECONDS));

@@ -287,7 +287,7 @@ mod tests {
                 requests: 1,
                 tool_rounds: 1,
                 usage,
-                cost_usd: 0.0,
+                cost_usd: None,
                 elapsed_ms: 2500,
             },
             now,

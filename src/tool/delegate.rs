@@ -2,9 +2,11 @@
 //! tool layer defines it and the CLI implements it (it alone holds the provider settings,
 //! the gate and the session directory), as `collab::Interact` does for the person.
 
+use std::sync::Arc;
+
 use crate::provider::Usage;
 
-use super::ToolContext;
+use super::{Tool, ToolContext};
 
 /// One child run, as a tool call asked for it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,4 +50,9 @@ pub trait Delegate: Send + Sync {
     /// The parent starts a new round of tool calls: children count afresh against the
     /// per-round budget (see `agent::scheduler`).
     fn begin_round(&self) {}
+
+    /// The MCP tools the parent is offered as it starts children (its composition's
+    /// selection, current as of this round): the children take theirs from these, the same
+    /// tools of the same running servers, never a server of their own.
+    fn offer_mcp(&self, _tools: Vec<Arc<dyn Tool>>) {}
 }

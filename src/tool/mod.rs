@@ -71,6 +71,11 @@ pub struct ToolContext {
     /// The images `view_image` attached this round and whether the model takes them; the
     /// agent starts each round on it and appends the images after the round's results.
     pub images: Arc<builtin::view_image::Tray>,
+    /// The session id and turn of the parent whose round started this child agent: a child
+    /// keeps what its writers are about to change in the parent's `/rewind` snapshots, under
+    /// the turn that ran it, so rewinding that turn restores the child's edits too. `None`
+    /// for an agent of its own.
+    pub parent_turn: Option<(String, usize)>,
 }
 
 /// What the permission layer denies to a reading tool, asked per path by the walkers (the
@@ -97,6 +102,7 @@ impl ToolContext {
             session_path: None,
             call_id: None,
             images: Arc::default(),
+            parent_turn: None,
             cwd,
         }
     }

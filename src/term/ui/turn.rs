@@ -105,7 +105,10 @@ impl Chat {
         } = &event
         {
             self.totals.usage.add(usage);
-            self.totals.cost += cost_usd;
+            if let Some(cost) = cost_usd {
+                self.totals.cost += cost;
+                self.totals.priced = true;
+            }
         }
         if event == (Event::PlanMode { planning: false }) {
             self.transcript.notice(

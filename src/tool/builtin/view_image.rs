@@ -15,7 +15,11 @@
 //! One round attaches at most [`MAX_IMAGES_PER_ROUND`] images and [`MAX_ROUND_IMAGE_BYTES`]
 //! of them together, reserved on the [`Tray`] before a file is read, so a reply with 200 calls
 //! cannot make reasonix hold 200 images; a file already attached this round is not read again.
-//! A call past either cap is refused with the cap in its text.
+//! Every request carries all of the history's images, so they are also held to the request's
+//! budget (`agent.max_image_bytes_per_request`, a [`RequestImages`] the agent gives each
+//! round): past it a new image is refused rather than an old one dropped, which would change
+//! the request prefix the provider has cached. A call past any cap is refused with the cap in
+//! its text.
 
 use crate::base64::base64;
 use std::path::{Path, PathBuf};
@@ -92,7 +96,15 @@ impl Tool for ViewImage {
                 "{shown}: already attached in this round; the image follows in the next message"
             ));
         }
-        let attached = read_image(shown, &path);
+        let attached = read_image(shown, &path).and_then(|(format, bytes)| {
+            // The file grew after its size was reserved: what it holds now was never admitted.
+            if bytes.len() as u64 > size {
+                return Err(ToolError::Failed(format!(
+                    "{shown} changed while it was read; try again"
+                )));
+            }
+            Ok((format, bytes))
+        });
         match attached {
             Ok((format, bytes)) => {
                 let url = format!("data:{format};base64,{}", base64(&bytes));
@@ -173,6 +185,26 @@ pub fn is_attachment(message: &Message) -> bool {
         && message.content.starts_with(ATTACHMENT_PREFIX)
 }
 
+/// The images a request already carries, and the most it may: what the round's images must
+/// fit beside. The agent fills it from the session ([`crate::config`]'s
+/// `agent.max_image_bytes_per_request`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestImages {
+    /// Decoded bytes of the history's images.
+    pub carried: u64,
+    /// The most decoded image bytes one request may carry.
+    pub cap: u64,
+}
+
+impl Default for RequestImages {
+    fn default() -> Self {
+        RequestImages {
+            carried: 0,
+            cap: crate::config::limits::DEFAULT_IMAGE_BYTES_PER_REQUEST,
+        }
+    }
+}
+
 /// The images `view_image` calls of the current round attached, and whether the current model
 /// accepts images at all. One per agent (a child agent gets its own), shared by the round's
 /// parallel calls.
@@ -186,6 +218,8 @@ struct TrayState {
     /// The model of the round, and whether it is marked `vision = true`.
     model: String,
     vision: bool,
+    /// What the history already carries, and the request's cap.
+    request: RequestImages,
     /// The round's images in call order: the resolved path, the path as the model wrote it,
     /// the bytes reserved and, once read, the image's `data:` URL.
     images: Vec<Attached>,
@@ -199,12 +233,14 @@ struct Attached {
 }
 
 impl Tray {
-    /// Starts a round for `model`: what a failed round left behind is dropped.
-    pub fn start_round(&self, model: &str, vision: bool) {
+    /// Starts a round for `model`, beside the images the request already carries: what a
+    /// failed round left behind is dropped.
+    pub fn start_round(&self, model: &str, vision: bool, request: RequestImages) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.model.clear();
         state.model.push_str(model);
         state.vision = vision;
+        state.request = request;
         state.images.clear();
     }
 
@@ -225,7 +261,7 @@ impl Tray {
     }
 
     /// Takes a place for the image at `path` (`bytes` on disk) in this round, or refuses it
-    /// past [`MAX_IMAGES_PER_ROUND`] or [`MAX_ROUND_IMAGE_BYTES`].
+    /// past [`MAX_IMAGES_PER_ROUND`], [`MAX_ROUND_IMAGE_BYTES`] or the request's budget.
     fn reserve(&self, path: &Path, shown: &str, bytes: u64) -> Result<Reserved, ToolError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.images.iter().any(|image| image.path == path) {
@@ -243,6 +279,16 @@ impl Tray {
                 "refused: {shown} ({bytes} bytes) would bring this round's images past {} MiB \
                  together, the most one round may attach; look at it in a later round",
                 MAX_ROUND_IMAGE_BYTES / (1024 * 1024)
+            )));
+        }
+        let RequestImages { carried, cap } = state.request;
+        let sent = carried.saturating_add(taken).saturating_add(bytes);
+        if sent > cap {
+            return Err(ToolError::Failed(format!(
+                "refused: {shown} ({bytes} bytes) would bring the images every request of this \
+                 conversation carries to {sent} bytes, past the {cap} one request may \
+                 (agent.max_image_bytes_per_request = {cap}); the images already shown stay \
+                 in the conversation, so describe from them or ask for a new conversation"
             )));
         }
         state.images.push(Attached {
@@ -293,7 +339,7 @@ mod tests {
     #[test]
     fn a_round_takes_each_file_once_and_refuses_past_its_count_and_bytes() {
         let tray = Tray::default();
-        tray.start_round("m", true);
+        tray.start_round("m", true, RequestImages::default());
         let one = Path::new("/w/one.png");
         assert_eq!(tray.reserve(one, "one.png", 10), Ok(Reserved::New));
         assert_eq!(tray.reserve(one, "one.png", 10), Ok(Reserved::Already));
@@ -314,8 +360,35 @@ mod tests {
         assert!(err.contains("already attaches 8 images"), "{err}");
         tray.unreserve(one);
         assert_eq!(tray.reserve(one, "one.png", 10), Ok(Reserved::New));
-        tray.start_round("m", true);
+        tray.start_round("m", true, RequestImages::default());
         assert_eq!(tray.take_message(), None);
+    }
+
+    #[test]
+    fn images_past_the_requests_budget_are_refused_with_its_key() {
+        let tray = Tray::default();
+        let request = RequestImages {
+            carried: 90,
+            cap: 100,
+        };
+        tray.start_round("m", true, request);
+        assert_eq!(
+            tray.reserve(Path::new("/w/a.png"), "a.png", 6),
+            Ok(Reserved::New)
+        );
+        let err = tray
+            .reserve(Path::new("/w/b.png"), "b.png", 5)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("to 101 bytes") && err.contains("agent.max_image_bytes_per_request = 100"),
+            "{err}"
+        );
+        assert_eq!(
+            tray.reserve(Path::new("/w/c.png"), "c.png", 4),
+            Ok(Reserved::New),
+            "exactly at the cap still fits"
+        );
     }
 
     #[test]
@@ -332,7 +405,7 @@ mod tests {
     #[test]
     fn the_tray_hands_over_a_rounds_images_once_and_a_new_round_drops_leftovers() {
         let tray = Tray::default();
-        tray.start_round("m", true);
+        tray.start_round("m", true, RequestImages::default());
         assert!(tray.check_vision().is_ok());
         assert_eq!(tray.take_message(), None);
         for (path, url) in [
@@ -356,7 +429,7 @@ mod tests {
         assert_eq!(tray.take_message(), None);
         tray.reserve(Path::new("c.png"), "c.png", 1).unwrap();
         tray.put(Path::new("c.png"), "x".into());
-        tray.start_round("text-only", false);
+        tray.start_round("text-only", false, RequestImages::default());
         assert_eq!(tray.take_message(), None);
         let err = tray.check_vision().unwrap_err().to_string();
         assert!(
