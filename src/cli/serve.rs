@@ -4,7 +4,7 @@
 //! (the built-in tools, skills, subagents, hooks, the planner pair, the MCP servers the user
 //! configured or granted, the agent composition). The server itself is `crate::serve`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -18,7 +18,7 @@ use crate::agent::runner::Agent;
 use crate::agent::session::{self, Summary};
 use crate::cli::error::Error;
 use crate::command::{custom, Catalog as Commands};
-use crate::composition::resolve::{self, Available};
+use crate::composition::resolve::{self, Available, Binding};
 use crate::composition::store::Catalog;
 use crate::config::{AuthMode, Config};
 use crate::mcp::manager::ServerState;
@@ -587,6 +587,17 @@ impl Factory for ServeFactory {
 
     fn cwd(&self) -> PathBuf {
         self.cwd.clone()
+    }
+
+    /// As `reasonix session import` builds it: the server's configuration, the binding's
+    /// persona applied, for the workspace the conversation lands in.
+    fn system_prompt(&self, workspace: &Path, binding: Option<&Binding>) -> Result<String, String> {
+        let mut config = self.config.clone();
+        if let Some(binding) = binding {
+            resolve::apply(binding, &mut config, &[]);
+        }
+        assemble::system_prompt(&PromptFlags::default(), &config, workspace)
+            .map_err(|e| e.to_string())
     }
 
     fn stored(&self) -> Vec<Summary> {
