@@ -1215,7 +1215,7 @@ fn serve_sessions_get_the_user_s_mcp_servers_and_never_launch_ungranted_project_
 #[test]
 fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes() {
     let fake = FakeOpenAI::start(vec![]);
-    let server = start(&fake, "", &[]);
+    let server = start(&fake, "", &["--allow-config-edits"]);
     let catalog = get(&server, "/api/agent-presets");
     assert_eq!(catalog.status, 200, "{}", catalog.body);
     let catalog = catalog.json();
@@ -1391,7 +1391,7 @@ fn agent_presets_are_listed_saved_with_revisions_and_refused_with_stable_codes()
 #[test]
 fn a_blank_session_binds_a_composition_and_is_locked_after_its_first_prompt() {
     let fake = FakeOpenAI::start(vec![Reply::text("bound answer"), Reply::text("second")]);
-    let server = start(&fake, "", &[]);
+    let server = start(&fake, "", &["--allow-config-edits"]);
     let saved = post(
         &server,
         "/api/agent-presets",
@@ -1431,6 +1431,26 @@ fn a_blank_session_binds_a_composition_and_is_locked_after_its_first_prompt() {
     let binding = get(&server, &format!("/api/sessions/{id}/agent-composition")).json();
     assert_eq!(binding["id"], "user:reader", "{binding}");
     assert_eq!(binding["locked"], true, "{binding}");
+    // The live listing and `/status` show the binding: ID, bound revision, name.
+    let listed = get(&server, "/api/sessions").json();
+    let entry = listed["live"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} is not live: {listed}"));
+    assert_eq!(entry["agentComposition"]["id"], "user:reader", "{entry}");
+    assert_eq!(entry["agentComposition"]["revision"], 1, "{entry}");
+    assert_eq!(entry["agentComposition"]["name"], "Reader", "{entry}");
+    let status = send(&server, &id, "/status").json();
+    assert!(
+        status["text"]
+            .as_str()
+            .unwrap()
+            .contains("composition: user:reader · revision 1 · Reader"),
+        "{status}"
+    );
     post_refused(
         &server,
         &format!("/api/sessions/{id}/agent-composition"),
@@ -1797,7 +1817,7 @@ fn session_routes_refuse_paths_outside_the_session_directories() {
 #[test]
 fn an_unbound_session_moves_to_another_workspace_and_a_bound_one_is_refused() {
     let fake = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
-    let server = start(&fake, "", &[]);
+    let server = start(&fake, "", &["--allow-config-edits"]);
     let saved = post(
         &server,
         "/api/agent-presets",
@@ -2626,7 +2646,7 @@ fn a_bound_serve_session_never_launches_a_server_its_composition_does_not_select
         "mine",
     ]));
     assert_eq!(out.code, 0, "{out:?}");
-    let server = start_in(home, work, &["--trust-project-mcp"]);
+    let server = start_in(home, work, &["--trust-project-mcp", "--allow-config-edits"]);
     let bound = post(
         &server,
         "/api/sessions",
@@ -2989,4 +3009,61 @@ fn an_archive_imported_over_http_brings_no_system_prompt_of_its_own() {
         "{}",
         quoted[0]
     );
+}
+
+/// Preset and binding changes are configuration writes: without the provider-edit grant
+/// (`--allow-config-edits`) each is refused with 403 `config.editing_disabled` before the
+/// store is touched or anything is selected, while the catalog stays readable.
+#[test]
+fn preset_and_binding_changes_need_the_provider_edit_grant() {
+    let fake = FakeOpenAI::start(vec![]);
+    let server = start(&fake, "", &[]);
+    server._home.write(
+        ".reasonix/agent-presets/definitions/reader.json",
+        r#"{"schemaVersion":1,"name":"Reader","modules":{"tools":["read_file"]}}"#,
+    );
+    let presets = server._home.join(".reasonix/agent-presets");
+    let snapshot = || -> Vec<(std::path::PathBuf, String)> {
+        crate::util::files_under(&presets)
+            .into_iter()
+            .map(|f| (f.clone(), std::fs::read_to_string(&f).unwrap_or_default()))
+            .collect()
+    };
+    let before = snapshot();
+    let definition = json!({"schemaVersion": 1, "name": "pwn", "modules": {"tools": ["bash"]}});
+    let changes = [
+        (
+            "/api/agent-presets",
+            json!({"id": "user:pwn", "definition": definition, "expectedRevision": null}),
+        ),
+        ("/api/agent-presets/default", json!({"id": "user:reader"})),
+        (
+            "/api/agent-presets/import",
+            json!({"content": definition.to_string()}),
+        ),
+        ("/api/sessions", json!({"agentComposition": "user:reader"})),
+    ];
+    for (path, body) in changes {
+        post_refused(&server, path, body, 403, "config.editing_disabled");
+    }
+    let removed = delete(&server, "/api/agent-presets/user:reader?revision=1");
+    assert_eq!(removed.status, 403, "{}", removed.body);
+    assert_eq!(removed.json()["code"], "config.editing_disabled");
+    let id = new_session(&server);
+    post_refused(
+        &server,
+        &format!("/api/sessions/{id}/agent-composition"),
+        json!({"id": "user:reader"}),
+        403,
+        "config.editing_disabled",
+    );
+    let typed = send(&server, &id, "/agent user:reader");
+    assert_eq!(typed.status, 403, "{}", typed.body);
+    assert_eq!(typed.json()["code"], "config.editing_disabled");
+    // Nothing was written or bound; reads still answer.
+    assert_eq!(snapshot(), before);
+    let binding = get(&server, &format!("/api/sessions/{id}/agent-composition")).json();
+    assert_eq!(binding["bound"], false, "{binding}");
+    assert_eq!(get(&server, "/api/agent-presets").status, 200);
+    assert_eq!(get(&server, "/api/agent-presets/user:reader").status, 200);
 }

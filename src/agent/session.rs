@@ -1005,6 +1005,7 @@ mod tests {
         h.bind(crate::composition::resolve::Binding {
             id: "user:x".into(),
             revision: 4,
+            name: String::new(),
             persona: Default::default(),
             persona_digest: "p".into(),
             modules: Default::default(),

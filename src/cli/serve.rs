@@ -54,8 +54,10 @@ Flags:
       --permission-mode MODE   ask (default), auto or yolo
       --trust-project          Believe ./reasonix.toml as if the workspace were trusted
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
-      --agent-composition ID   The composition new conversations are bound to (the page can
-                               choose another before the first prompt)
+      --agent-composition ID   The composition new conversations are bound to
+      --allow-config-edits     Let the page save, delete and import agent presets, set the
+                               default and choose a conversation's composition (without it
+                               those requests get 403 config.editing_disabled)
 
 Each conversation starts the MCP servers of the configuration: those declared by the project
 (.mcp.json, an untrusted reasonix.toml) only with a grant stored by the chat or with
@@ -80,6 +82,7 @@ struct ServeArgs {
     hash_password: bool,
     migrate_auth: bool,
     cost: Option<u32>,
+    allow_config_edits: bool,
 }
 
 /// Where the password is read from: never argv, which `ps` shows to every user.
@@ -114,6 +117,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ServeArgs, Error> {
             "password-file" => own.password = Some(PasswordFrom::File(PathBuf::from(value()?))),
             "hash-password" => own.hash_password = true,
             "migrate-auth" => own.migrate_auth = true,
+            "allow-config-edits" => own.allow_config_edits = true,
             "cost" => {
                 let cost = value()?;
                 own.cost = Some(
@@ -143,6 +147,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ServeArgs, Error> {
     args.hash_password = own.hash_password;
     args.migrate_auth = own.migrate_auth;
     args.cost = own.cost;
+    args.allow_config_edits = own.allow_config_edits;
     Ok(args)
 }
 
@@ -226,6 +231,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         effort: args.common.effort.clone(),
         trust_project_mcp: args.common.trust_project_mcp,
         composition: args.common.agent_composition.clone(),
+        config_editing: args.allow_config_edits,
     });
     serve::run(bound, options, factory, stop);
     Ok(super::error::exit::OK)
@@ -417,6 +423,8 @@ struct ServeFactory {
     trust_project_mcp: bool,
     /// `--agent-composition`: what a new conversation is bound to unless the page says.
     composition: Option<String>,
+    /// `--allow-config-edits`: the provider-edit grant the preset and binding routes need.
+    config_editing: bool,
 }
 
 impl ServeFactory {
@@ -587,6 +595,10 @@ impl Factory for ServeFactory {
 
     fn cwd(&self) -> PathBuf {
         self.cwd.clone()
+    }
+
+    fn config_editing(&self) -> bool {
+        self.config_editing
     }
 
     /// As `reasonix session import` builds it: the server's configuration, the binding's
