@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("composition", &["composition"]),
     ("agent", &["agent"]),
     ("command", &["command"]),
+    ("app", &["app"]),
     ("term", &["term"]),
     ("cli", &["cli", "serve"]),
 ];

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::agent_cmd::SlashAgent;
-use super::assemble::{self, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
 use super::flags::{self, CommonFlags};
 use super::lex::Lexer;
 use super::output::{Format, Output};
@@ -18,6 +17,7 @@ use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::runner::{Agent, AgentError};
 use crate::agent::session::{self, Session};
+use crate::app::assemble::{self, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
 use crate::cli::error::{exit, Error};
 use crate::command::custom::{self, Loaded};
 use crate::command::input::{self, Input};
@@ -108,7 +108,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
     let mut setup = prepare(&args)?;
-    assemble::print_warnings(&setup.warnings);
+    super::print_warnings(&setup.warnings);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if !interactive {
         assemble::check_key(&setup.settings)?;
@@ -126,7 +126,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             args.trust_project = true;
             let shown = std::mem::take(&mut setup.warnings);
             setup = prepare(&args)?;
-            assemble::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
+            super::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
         }
     }
     // After the trust question: the provider that has the key may be the project's.
@@ -142,10 +142,10 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
         trust: args.trust_project,
         strict: false,
     };
-    let loaded = assemble::load_config(&args.global, &cwd, project)?;
+    let loaded = assemble::load_config(args.global.config.as_deref(), &cwd, project)?;
     let mut config = loaded.config;
     let settings = config.resolve_model(args.model.as_deref())?;
-    let prepared = super::agent_cmd::prepare(
+    let prepared = crate::app::binding::prepare(
         args.agent_composition.as_deref(),
         &args.session(),
         &mut config,
@@ -159,9 +159,9 @@ fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
             .commands
             .retain(|c| binding.modules.commands.keeps(&c.name));
     }
-    crate::cli::skills::add_commands(
+    crate::app::skills::add_commands(
         &mut commands,
-        &crate::cli::skills::session_store(&config, &cwd),
+        &crate::app::skills::session_store(&config, &cwd),
     );
     Ok(Setup {
         config,
@@ -200,7 +200,7 @@ fn build_agent(
         mcp.register(&mut tools);
         if let Some(binding) = binding.as_mut() {
             let fresh = setup.session == SessionChoice::New;
-            super::agent_cmd::pin_mcp(binding, fresh, &tools)?;
+            crate::app::binding::pin_mcp(binding, fresh, &tools)?;
         }
     }
     let session = assemble::open_session(
@@ -225,7 +225,7 @@ fn build_agent(
     assemble::add_skill_tool(&mut tools, &ctx);
     let options = assemble::options(config, settings, None, args.effort.clone());
     // Children are stored under the agent's current session (`ToolContext::session_path`).
-    let children = crate::cli::delegate::Children::new(
+    let children = crate::app::delegate::Children::new(
         config,
         settings,
         options.reasoning_effort.clone(),
@@ -238,7 +238,7 @@ fn build_agent(
         crate::composition::resolve::restrict(binding, &mut tools)?;
     }
     let source = mcp.map(|mcp| {
-        super::agent_cmd::tool_source(binding.as_ref(), Box::new(mcp.tool_watch()), &mut tools)
+        crate::app::binding::tool_source(binding.as_ref(), Box::new(mcp.tool_watch()), &mut tools)
     });
     let mut agent = Agent::new(
         provider_handle,
@@ -252,7 +252,7 @@ fn build_agent(
         agent.set_tool_source(source);
     }
     children.report_to(agent.event_queue());
-    crate::cli::hooks::install(&mut agent, &children, config, cwd, sink);
+    crate::app::hooks::install(&mut agent, &children, config, cwd, sink);
     let cancel = ctx.cancel.clone();
     let mut agent = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
     if args.plan {
@@ -420,7 +420,7 @@ fn mcp_startup(
             UiInteract::new(tx.clone()),
             tx.clone(),
         ))),
-        keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
+        keep: crate::app::binding::mcp_keep(setup.binding.as_ref()),
         login: true,
         ..McpOptions::default()
     };
@@ -439,8 +439,8 @@ fn mcp_startup(
         let watch: Box<dyn crate::tool::source::ToolSource> = Box::new(handle.tool_watch());
         // A bound conversation's MCP tools are pinned as they arrive.
         let pinned = match &binding {
-            Some(binding) => super::agent_cmd::pin_started(binding, tools, watch, &mut notices),
-            None => super::agent_cmd::PinnedStart {
+            Some(binding) => crate::app::binding::pin_started(binding, tools, watch, &mut notices),
+            None => crate::app::binding::PinnedStart {
                 tools,
                 source: watch,
                 contracts: None,
@@ -603,7 +603,7 @@ impl Services for ChatServices {
             &self.settings,
             &self.cwd,
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::from(e).to_string())
     }
 
     fn sessions(&self) -> Vec<session::Summary> {
@@ -663,7 +663,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             message,
         })
     };
-    let handle = super::agent_cmd::start_mcp(
+    let handle = crate::app::binding::start_mcp(
         setup.binding.as_ref(),
         &setup.config,
         &setup.cwd,

@@ -130,6 +130,24 @@ wrap_errors! {
     CompositionError => Composition,
 }
 
+/// The assembly layer's refusals keep their detail without its "app: " area: the CLI says
+/// them as its own, "reasonix: detail", with the exit code of their kind.
+impl From<crate::app::Error> for Error {
+    fn from(err: crate::app::Error) -> Self {
+        use crate::app::Error as App;
+        match err {
+            App::Usage(detail) => Error::Usage(detail),
+            App::Failed(detail) => Error::Failed(detail),
+            App::Io { context, source } => Error::Io { context, source },
+            App::Config(err) => Error::Config(err),
+            App::Provider(err) => Error::Provider(err),
+            App::Session(err) => Error::Session(err),
+            App::Mcp(err) => Error::Mcp(err),
+            App::Composition(err) => Error::Composition(err),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::Global;
 use crate::agent::events::Event;
 use crate::agent::runner::Agent;
 use crate::agent::session::{self, Summary};
+use crate::app::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
 use crate::cli::error::Error;
 use crate::command::{custom, Catalog as Commands};
 use crate::composition::resolve::{self, Available, Binding};
@@ -174,8 +174,8 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         trust: args.common.trust_project,
         strict: false,
     };
-    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
-    assemble::print_warnings(&loaded.warnings);
+    let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
+    super::print_warnings(&loaded.warnings);
     let config = loaded.config;
     // Who may connect is settled before the model: a refused listen address or a weak stored
     // hash is the first thing the user hears of, not a missing API key.
@@ -456,7 +456,7 @@ impl ServeFactory {
             (None, Some(_)) => None,
         };
         let (mut binding, choice) =
-            super::agent_cmd::prepare(flag, &wanted, &mut config, &settings, cwd)?.runnable()?;
+            crate::app::binding::prepare(flag, &wanted, &mut config, &settings, cwd)?.runnable()?;
         let policy = assemble::permission_policy(&config, cwd)?;
         let mut ignore = |_: Event| {};
         let planner = assemble::planner_settings(&config, &settings)?;
@@ -467,13 +467,16 @@ impl ServeFactory {
             trust_project: self.trust_project_mcp,
             ..McpOptions::default()
         };
-        let handle =
-            super::agent_cmd::start_mcp(binding.as_ref(), &config, cwd, options, &mut |notice| {
-                notices.push(notice)
-            });
+        let handle = crate::app::binding::start_mcp(
+            binding.as_ref(),
+            &config,
+            cwd,
+            options,
+            &mut |notice| notices.push(notice),
+        );
         handle.register(&mut tools);
         if let Some(binding) = binding.as_mut() {
-            super::agent_cmd::pin_mcp(binding, open.resume.is_none(), &tools)?;
+            crate::app::binding::pin_mcp(binding, open.resume.is_none(), &tools)?;
         }
         let mcp_status = mcp_status(&handle, &tools, notices);
         let mcp = Arc::new(mcp::Host::new(handle));
@@ -497,7 +500,7 @@ impl ServeFactory {
         let mut ctx = assemble::tool_context(&config, cwd)?;
         assemble::add_skill_tool(&mut tools, &ctx);
         let options = assemble::options(&config, &settings, None, self.effort.clone());
-        let children = Arc::new(crate::cli::delegate::Children::new(
+        let children = Arc::new(crate::app::delegate::Children::new(
             &config,
             &settings,
             options.reasoning_effort.clone(),
@@ -508,7 +511,7 @@ impl ServeFactory {
         if let Some(binding) = &binding {
             resolve::restrict(binding, &mut tools)?;
         }
-        let source = super::agent_cmd::tool_source(
+        let source = crate::app::binding::tool_source(
             binding.as_ref(),
             Box::new(mcp.handle().tool_watch()),
             &mut tools,
@@ -523,7 +526,7 @@ impl ServeFactory {
         );
         agent.set_tool_source(source);
         children.report_to(agent.event_queue());
-        crate::cli::hooks::install(&mut agent, &children, &config, cwd, &mut ignore);
+        crate::app::hooks::install(&mut agent, &children, &config, cwd, &mut ignore);
         let cancel = ctx.cancel.clone();
         let mut runner = assemble::runner(agent, planner.as_ref(), &config, cwd, &gate, cancel)?;
         runner.set_interact(interact);
@@ -669,7 +672,7 @@ impl Factory for ServeFactory {
     fn compositions(&self) -> (Catalog, Available) {
         (
             Catalog::new(&self.config.home, &self.cwd),
-            super::agent_cmd::available(&self.config, &self.cwd),
+            crate::app::binding::available(&self.config, &self.cwd),
         )
     }
 }

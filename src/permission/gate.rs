@@ -792,6 +792,38 @@ mod tests {
         (gate, asked)
     }
 
+    /// A verdict names what let the call through (the event stream and the result's denials
+    /// report it): the scope the user chose, then the session grant it became; an "always"
+    /// answer with nowhere to save it says so. Only a plain allow goes unreported.
+    #[test]
+    fn verdicts_name_the_scope_or_grant_that_allowed_them() {
+        assert!(!Verdict::allow().is_reportable());
+        let args = json!({});
+        let scope = Rule::parse("mytool").unwrap();
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Session(scope)));
+        let first = g.check_declared("mytool", Profile::undeclared(false), &args);
+        assert!(first.allowed && first.is_reportable(), "{first:?}");
+        assert_eq!(first.resolution, Resolution::UserSession);
+        assert_eq!(first.rule.as_deref(), Some("mytool"));
+        let again = g.check_declared("mytool", Profile::undeclared(false), &args);
+        assert_eq!(again.resolution, Resolution::SessionGrant);
+        assert_eq!(again.rule.as_deref(), Some("mytool"));
+        assert_eq!(asked.lock().unwrap().len(), 1, "the grant answered the second");
+
+        let scope = Rule::parse("other").unwrap();
+        let (g, _) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Always(scope)));
+        let always = g.check_declared("other", Profile::undeclared(false), &args);
+        assert_eq!(always.resolution, Resolution::UserAlways);
+        assert_eq!(always.rule.as_deref(), Some("other"));
+        assert!(
+            always
+                .warning
+                .as_deref()
+                .is_some_and(|w| w.contains("this session only")),
+            "{always:?}"
+        );
+    }
+
     #[test]
     fn the_request_hook_is_asked_before_every_person_and_can_only_deny() {
         let args = json!({"command": "x"});
