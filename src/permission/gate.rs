@@ -808,7 +808,11 @@ mod tests {
         let again = g.check_declared("mytool", Profile::undeclared(false), &args);
         assert_eq!(again.resolution, Resolution::SessionGrant);
         assert_eq!(again.rule.as_deref(), Some("mytool"));
-        assert_eq!(asked.lock().unwrap().len(), 1, "the grant answered the second");
+        assert_eq!(
+            asked.lock().unwrap().len(),
+            1,
+            "the grant answered the second"
+        );
 
         let scope = Rule::parse("other").unwrap();
         let (g, _) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Always(scope)));
@@ -822,6 +826,27 @@ mod tests {
                 .is_some_and(|w| w.contains("this session only")),
             "{always:?}"
         );
+    }
+
+    /// A fresh approval nobody can give is refused under the posture it was judged in (the
+    /// denial report names it), and the gate answers for its MCP tools' policies.
+    #[test]
+    fn fresh_refusals_name_their_posture_and_the_gate_reports_mcp_policies() {
+        let args = json!({});
+        let (headless, _) = gate(&[], &[], Posture::Ask, None);
+        let refused = headless.check_fresh("remember", &args, "a fact");
+        assert!(!refused.allowed);
+        assert_eq!(refused.posture, Some(Posture::Ask), "{refused:?}");
+        let (strict, asked) = gate(&[], &[], Posture::Strict, Some(ApprovalAnswer::Once));
+        let refused = strict.check_fresh("remember", &args, "a fact");
+        assert!(!refused.allowed);
+        assert_eq!(refused.posture, Some(Posture::Strict), "{refused:?}");
+        assert!(asked.lock().unwrap().is_empty());
+
+        let policy = Gate::mcp_policy(&headless, "mcp__s__rm").expect("a declared MCP tool");
+        assert!(policy.destructive);
+        assert_eq!(policy.mode, ApprovalMode::Approve);
+        assert!(Gate::mcp_policy(&headless, "mcp__s__nothing").is_none());
     }
 
     #[test]
