@@ -849,6 +849,32 @@ mod tests {
         assert!(Gate::mcp_policy(&headless, "mcp__s__nothing").is_none());
     }
 
+    /// The scopes offered with a question: a shell command's own exact and prefix rules, a
+    /// writer's file and then every edit, any other tool by its name.
+    #[test]
+    fn suggested_scopes_follow_the_family_of_the_call() {
+        let policy = policy(&[], &[]);
+        let texts = |call: &Call| -> Vec<String> {
+            suggest_scopes(call, &policy)
+                .iter()
+                .map(|r| r.text().to_string())
+                .collect()
+        };
+        let command = "cargo test --all";
+        let shell = Call::new("bash", Family::Shell, &json!({"command": command}));
+        let expected: Vec<String> = [exact_command_rule(command), prefix_command_rule(command)]
+            .into_iter()
+            .flatten()
+            .map(|r| r.text().to_string())
+            .collect();
+        assert!(!expected.is_empty());
+        assert_eq!(texts(&shell), expected);
+        let other = Call::new("mytool", Family::Other, &json!({"command": command}));
+        assert_eq!(texts(&other), ["mytool"]);
+        let writer = Call::new("write_file", Family::Writer, &json!({"path": "a.txt"}));
+        assert_eq!(texts(&writer), ["Edit(./a.txt)", "Edit"]);
+    }
+
     #[test]
     fn the_request_hook_is_asked_before_every_person_and_can_only_deny() {
         let args = json!({"command": "x"});
