@@ -8,12 +8,16 @@
 pub mod assemble;
 pub mod binding;
 pub mod build;
+pub mod catalog_table;
+pub mod conversation;
 pub mod delegate;
 mod error;
 pub mod hooks;
 pub mod open;
 pub mod session_archive;
 pub mod skills;
+pub mod stream_json;
+pub mod workspace;
 
 pub use error::Error;
 pub use open::{open, Opened, ProfileRun, SessionOptions};
