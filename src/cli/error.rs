@@ -164,4 +164,22 @@ mod tests {
         assert_eq!(Error::Usage("x".into()).exit_code(), 2);
         assert_eq!(Error::Interrupted.exit_code(), 130);
     }
+
+    #[test]
+    fn app_refusals_are_said_as_the_cli_s_own_with_their_exit_codes() {
+        let usage = Error::from(crate::app::Error::Usage("no session to continue".into()));
+        assert_eq!(usage.to_string(), "no session to continue");
+        assert_eq!(usage.exit_code(), exit::USAGE);
+        let io = Error::from(crate::app::Error::io(
+            "reading the working directory",
+            std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        ));
+        assert_eq!(io.to_string(), "reading the working directory: gone");
+        assert_eq!(io.exit_code(), exit::FAILURE);
+        let composition = Error::from(crate::app::Error::Composition(CompositionError::new(
+            crate::composition::Code::Locked,
+            "bound".to_string(),
+        )));
+        assert_eq!(composition.exit_code(), exit::COMPOSITION);
+    }
 }
