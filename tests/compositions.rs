@@ -563,7 +563,12 @@ fn mcp_contracts_pinned_at_binding_block_calls_after_a_catalog_change() {
 fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     let (server, home, work) = fake_setup(vec![Reply::text("Hello there.")], "");
     for id in ["user:lean", "user:mine", "project:mine"] {
-        agent_ok(&home, work.path(), &["create", id, "--tools", "read_file"]);
+        let name = format!("Named {id}");
+        agent_ok(
+            &home,
+            work.path(),
+            &["create", id, "--tools", "read_file", "--name", &name],
+        );
     }
     let mut cmd = reasonix(&home, work.path());
     cmd.args(["chat", "--agent-composition", "user:lean"])
@@ -582,6 +587,9 @@ fn the_chat_binds_lists_with_slash_agent_locks_and_edits_the_persona() {
     pty.wait_text("Ask anything");
     pty.send("/agent builtin:general\r");
     pty.wait_text("agent_composition.locked");
+    // `/status` shows the binding: ID, bound revision and the definition's name.
+    pty.send("/status\r");
+    pty.wait_text("user:lean · revision 1 · Named user:lean");
     pty.send("\x04");
     assert!(pty.wait_exit().success(), "{}", pty.screen());
     let config = home.read(".reasonix/config.toml");

@@ -1029,6 +1029,7 @@ mod tests {
         h.bind(crate::composition::resolve::Binding {
             id: "user:x".into(),
             revision: 4,
+            name: String::new(),
             persona: Default::default(),
             persona_digest: "p".into(),
             modules: Default::default(),

@@ -477,6 +477,7 @@ mod tests {
         h.bind(Binding {
             id: "user:tess".into(),
             revision: 3,
+            name: "Tess".into(),
             persona_digest: crate::composition::digest(&persona),
             persona,
             modules_digest: crate::composition::digest(&(&modules, &mcp)),

@@ -4,7 +4,7 @@
 //! (the built-in tools, skills, subagents, hooks, the planner pair, the MCP servers the user
 //! configured or granted, the agent composition). The server itself is `crate::serve`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -17,7 +17,7 @@ use crate::app::assemble;
 use crate::app::conversation::{self, ConversationOptions};
 use crate::cli::error::Error;
 use crate::command::Catalog as Commands;
-use crate::composition::resolve::Available;
+use crate::composition::resolve::{self, Available, Binding};
 use crate::composition::store::Catalog;
 use crate::config::{AuthMode, Config};
 use crate::mcp::manager::ServerState;
@@ -52,8 +52,10 @@ Flags:
       --permission-mode MODE   ask (default), auto or yolo
       --trust-project          Believe ./reasonix.toml as if the workspace were trusted
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
-      --agent-composition ID   The composition new conversations are bound to (the page can
-                               choose another before the first prompt)
+      --agent-composition ID   The composition new conversations are bound to
+      --allow-config-edits     Let the page save, delete and import agent presets, set the
+                               default and choose a conversation's composition (without it
+                               those requests get 403 config.editing_disabled)
 
 Each conversation starts the MCP servers of the configuration: those declared by the project
 (.mcp.json, an untrusted reasonix.toml) only with a grant stored by the chat or with
@@ -78,6 +80,7 @@ struct ServeArgs {
     hash_password: bool,
     migrate_auth: bool,
     cost: Option<u32>,
+    allow_config_edits: bool,
 }
 
 /// Where the password is read from: never argv, which `ps` shows to every user.
@@ -112,6 +115,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ServeArgs, Error> {
             "password-file" => own.password = Some(PasswordFrom::File(PathBuf::from(value()?))),
             "hash-password" => own.hash_password = true,
             "migrate-auth" => own.migrate_auth = true,
+            "allow-config-edits" => own.allow_config_edits = true,
             "cost" => {
                 let cost = value()?;
                 own.cost = Some(
@@ -141,6 +145,7 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ServeArgs, Error> {
     args.hash_password = own.hash_password;
     args.migrate_auth = own.migrate_auth;
     args.cost = own.cost;
+    args.allow_config_edits = own.allow_config_edits;
     Ok(args)
 }
 
@@ -225,6 +230,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         effort: args.common.effort.clone(),
         trust_project_mcp: args.common.trust_project_mcp,
         composition: args.common.agent_composition.clone(),
+        config_editing: args.allow_config_edits,
     });
     serve::run(bound, options, factory, stop);
     Ok(super::error::exit::OK)
@@ -416,6 +422,8 @@ struct ServeFactory {
     trust_project_mcp: bool,
     /// `--agent-composition`: what a new conversation is bound to unless the page says.
     composition: Option<String>,
+    /// `--allow-config-edits`: the provider-edit grant the preset and binding routes need.
+    config_editing: bool,
 }
 
 impl ServeFactory {
@@ -508,6 +516,21 @@ impl Factory for ServeFactory {
 
     fn cwd(&self) -> PathBuf {
         self.cwd.clone()
+    }
+
+    fn config_editing(&self) -> bool {
+        self.config_editing
+    }
+
+    /// As `reasonix session import` builds it: the server's configuration, the binding's
+    /// persona applied, for the workspace the conversation lands in.
+    fn system_prompt(&self, workspace: &Path, binding: Option<&Binding>) -> Result<String, String> {
+        let mut config = self.config.clone();
+        if let Some(binding) = binding {
+            resolve::apply(binding, &mut config, &[]);
+        }
+        assemble::system_prompt(&assemble::PromptFlags::default(), &config, workspace)
+            .map_err(|e| e.to_string())
     }
 
     fn stored(&self) -> Vec<Summary> {

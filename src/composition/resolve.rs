@@ -61,6 +61,10 @@ pub struct Binding {
     /// The canonical ID, e.g. `user:my-agent`.
     pub id: String,
     pub revision: u64,
+    /// The definition's display name at binding, for `/status` and the session lists (a
+    /// binding written before names were recorded has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// The persona as resolved at binding; later edits of the definition do not follow.
     pub persona: Persona,
     pub persona_digest: String,
@@ -201,6 +205,7 @@ pub fn bind(
     Ok(Binding {
         id: id.to_string(),
         revision: definition.revision,
+        name: definition.name.clone(),
         persona_digest: digest(&persona),
         persona,
         modules_digest: digest(&(&modules, &definition.mcp)),

@@ -148,6 +148,7 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (StatusPermissions, "权限"),
     (StatusContextRow, "上下文"),
     (StatusMcp, "MCP"),
+    (StatusComposition, "智能体组合"),
     (StatusSessionValue, "{}（{} 条消息）"),
     (
         StatusPermissionsValue,
@@ -156,6 +157,8 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (StatusContextValue, "{} / {} tokens（{}%）"),
     (StatusContextNoWindow, "{} tokens（未配置上下文窗口）"),
     (StatusMcpValue, "{} 个服务器"),
+    (StatusCompositionBound, "{} · 修订 {} · {}"),
+    (StatusCompositionUnbound, "{}（未绑定）"),
     (
         CostTotal,
         "本次对话：{} 个提示 token（{} 个来自缓存），{} 个补全 token",

@@ -812,6 +812,89 @@ mod tests {
         (gate, asked)
     }
 
+    /// A verdict names what let the call through (the event stream and the result's denials
+    /// report it): the scope the user chose, then the session grant it became; an "always"
+    /// answer with nowhere to save it says so. Only a plain allow goes unreported.
+    #[test]
+    fn verdicts_name_the_scope_or_grant_that_allowed_them() {
+        assert!(!Verdict::allow().is_reportable());
+        let args = json!({});
+        let scope = Rule::parse("mytool").unwrap();
+        let (g, asked) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Session(scope)));
+        let first = g.check_declared("mytool", Profile::undeclared(false), &args);
+        assert!(first.allowed && first.is_reportable(), "{first:?}");
+        assert_eq!(first.resolution, Resolution::UserSession);
+        assert_eq!(first.rule.as_deref(), Some("mytool"));
+        let again = g.check_declared("mytool", Profile::undeclared(false), &args);
+        assert_eq!(again.resolution, Resolution::SessionGrant);
+        assert_eq!(again.rule.as_deref(), Some("mytool"));
+        assert_eq!(
+            asked.lock().unwrap().len(),
+            1,
+            "the grant answered the second"
+        );
+
+        let scope = Rule::parse("other").unwrap();
+        let (g, _) = gate(&[], &[], Posture::Ask, Some(ApprovalAnswer::Always(scope)));
+        let always = g.check_declared("other", Profile::undeclared(false), &args);
+        assert_eq!(always.resolution, Resolution::UserAlways);
+        assert_eq!(always.rule.as_deref(), Some("other"));
+        assert!(
+            always
+                .warning
+                .as_deref()
+                .is_some_and(|w| w.contains("this session only")),
+            "{always:?}"
+        );
+    }
+
+    /// A fresh approval nobody can give is refused under the posture it was judged in (the
+    /// denial report names it), and the gate answers for its MCP tools' policies.
+    #[test]
+    fn fresh_refusals_name_their_posture_and_the_gate_reports_mcp_policies() {
+        let args = json!({});
+        let (headless, _) = gate(&[], &[], Posture::Ask, None);
+        let refused = headless.check_fresh("remember", &args, "a fact");
+        assert!(!refused.allowed);
+        assert_eq!(refused.posture, Some(Posture::Ask), "{refused:?}");
+        let (strict, asked) = gate(&[], &[], Posture::Strict, Some(ApprovalAnswer::Once));
+        let refused = strict.check_fresh("remember", &args, "a fact");
+        assert!(!refused.allowed);
+        assert_eq!(refused.posture, Some(Posture::Strict), "{refused:?}");
+        assert!(asked.lock().unwrap().is_empty());
+
+        let policy = Gate::mcp_policy(&headless, "mcp__s__rm").expect("a declared MCP tool");
+        assert!(policy.destructive);
+        assert_eq!(policy.mode, ApprovalMode::Approve);
+        assert!(Gate::mcp_policy(&headless, "mcp__s__nothing").is_none());
+    }
+
+    /// The scopes offered with a question: a shell command's own exact and prefix rules, a
+    /// writer's file and then every edit, any other tool by its name.
+    #[test]
+    fn suggested_scopes_follow_the_family_of_the_call() {
+        let policy = policy(&[], &[]);
+        let texts = |call: &Call| -> Vec<String> {
+            suggest_scopes(call, &policy)
+                .iter()
+                .map(|r| r.text().to_string())
+                .collect()
+        };
+        let command = "cargo test --all";
+        let shell = Call::new("bash", Family::Shell, &json!({"command": command}));
+        let expected: Vec<String> = [exact_command_rule(command), prefix_command_rule(command)]
+            .into_iter()
+            .flatten()
+            .map(|r| r.text().to_string())
+            .collect();
+        assert!(!expected.is_empty());
+        assert_eq!(texts(&shell), expected);
+        let other = Call::new("mytool", Family::Other, &json!({"command": command}));
+        assert_eq!(texts(&other), ["mytool"]);
+        let writer = Call::new("write_file", Family::Writer, &json!({"path": "a.txt"}));
+        assert_eq!(texts(&writer), ["Edit(./a.txt)", "Edit"]);
+    }
+
     #[test]
     fn the_request_hook_is_asked_before_every_person_and_can_only_deny() {
         let args = json!({"command": "x"});

@@ -896,6 +896,35 @@ mod tests {
         crate::tool::builtin::profile(tool).map_or(Family::Other, |p| p.family)
     }
 
+    /// Each Claude Code alias names exactly its tool or family. Without its arm in
+    /// `Target::from_name`, `Grep(secrets/**)` would be a rule for a tool called `Grep`,
+    /// which no call is, and a deny rule would silently stop applying.
+    #[test]
+    fn every_claude_tool_alias_targets_its_tool() {
+        let tool = |name: &str| Target::Tool(name.into());
+        let aliases = [
+            ("Bash", Target::Bash),
+            ("bash", Target::Bash),
+            ("Edit", Target::Edit),
+            ("edit", Target::Edit),
+            ("Read", Target::Read),
+            ("read", Target::Read),
+            ("Write", tool("write_file")),
+            ("MultiEdit", tool("multi_edit")),
+            ("Glob", tool("glob")),
+            ("Grep", tool("grep")),
+            ("LS", tool("ls")),
+        ];
+        for (name, target) in aliases {
+            assert_eq!(Target::from_name(name), Ok(target.clone()), "{name}");
+            let rule = Rule::parse(&format!("{name}(secrets/**)")).unwrap();
+            assert_eq!(rule.target(), &target, "{name}");
+        }
+        let grep = Call::new("grep", family("grep"), &json!({"path": "secrets/key"}));
+        let rule = Rule::parse("Grep(secrets/**)").unwrap();
+        assert!(rule.matches(&grep, Polarity::Restrict, &ctx()));
+    }
+
     #[test]
     fn family_rules_cover_any_tool_of_the_family_whatever_its_name() {
         let rule = |text: &str| Rule::parse(text).unwrap();

@@ -6,7 +6,8 @@
 //! The envelope, its one decoder and its limits are `app::session_archive`'s; this file only
 //! carries them over HTTP. A `path` from the client is confined to the session files
 //! reasonix keeps under its home (see [`session_file`]): nothing else is read, moved or
-//! deleted. Import trusts nothing and starts nothing, as on the command line. An archive is
+//! deleted. Import trusts nothing and starts nothing, and gives the archive's history no
+//! authority (`session_archive::imported_history`), as on the command line. An archive is
 //! also bounded by the HTTP parser's body limit (`http::Limits`, 1 MiB), which refuses a
 //! larger request with 413 before any route sees it; `reasonix session import` takes the
 //! full 192 MiB.
@@ -73,6 +74,15 @@ fn import(factory: &dyn Factory, request: &Request) -> Result<Response, Response
     let binding = decoded.header.composition.as_ref().map(
         |b| json!({"id": b.id, "revision": b.revision, "bound": true, "imported": b.imported}),
     );
+    // No authority of its own, as on the command line: today's prompt for the workspace it
+    // lands in leads, and the archive's system text stays only as quoted history.
+    let system = factory
+        .system_prompt(&workspace, decoded.header.composition.as_ref())
+        .map_err(|e| Response::error(500, &e))?;
+    let decoded = Decoded {
+        messages: session_archive::imported_history(system, decoded.messages),
+        ..decoded
+    };
     let dir = paths::sessions_dir(&factory.home(), &workspace);
     let id = session_archive::save(decoded, &dir, &workspace)
         .map_err(|e| Response::error(500, &e.to_string()))?;

@@ -114,6 +114,7 @@ fn builtin(hub: &Hub, live: &Arc<Live>, builtin: Builtin, args: &str, typed: &st
             text.push_str("(* = your default; `/agent ID` chooses before the first prompt)\n");
             answer(live, name, typed, text)
         }
+        Builtin::Agent if !hub.factory().config_editing() => super::presets::editing_disabled(),
         Builtin::Agent => match hub.rebind(live, args) {
             Ok(next) => Response::json(200, &json!({"ok": true, "session": next.describe()})),
             Err(err) => refused(&err),
@@ -238,7 +239,7 @@ fn mcp(live: &Live) -> String {
 fn status(live: &Live) -> String {
     let described: Value = live.describe();
     format!(
-        "model: {}\nsession: {}\nfile: {}\napprovals: {}\nplan mode: {}\ncomposition: {}\n",
+        "model: {}\nsession: {}\nfile: {}\napprovals: {}\nplan mode: {}\ncomposition: {}{}\n",
         described["model"].as_str().unwrap_or_default(),
         live.id,
         live.path.display(),
@@ -251,5 +252,13 @@ fn status(live: &Live) -> String {
         described["agentComposition"]["id"]
             .as_str()
             .unwrap_or_default(),
+        match &described["agentComposition"] {
+            c if c["bound"] == true => format!(
+                " · revision {} · {}",
+                c["revision"],
+                c["name"].as_str().unwrap_or_default()
+            ),
+            _ => " (unbound)".into(),
+        },
     )
 }

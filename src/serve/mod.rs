@@ -96,6 +96,17 @@ pub trait Factory: Send + Sync {
     fn home(&self) -> std::path::PathBuf;
     /// The server's workspace, canonical.
     fn cwd(&self) -> std::path::PathBuf;
+    /// Whether requests hold the provider-edit grant (`serve --allow-config-edits`): saving,
+    /// deleting, importing and defaulting presets and choosing a conversation's composition
+    /// need it, as configuration writes do.
+    fn config_editing(&self) -> bool;
+    /// The system prompt reasonix builds now for a conversation of `workspace` (with the
+    /// persona of `binding`), which an imported archive is given in place of its own.
+    fn system_prompt(
+        &self,
+        workspace: &std::path::Path,
+        binding: Option<&Binding>,
+    ) -> Result<String, String>;
 }
 
 /// A session's agent, the gate it asks (whose posture the page can switch), and what the

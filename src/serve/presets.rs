@@ -26,6 +26,19 @@ pub fn refusal(err: &CompositionError) -> Response {
     )
 }
 
+/// The refusal of a preset or binding change without the provider-edit grant, given before
+/// the store is touched or anything is selected.
+pub fn editing_disabled() -> Response {
+    Response::json(
+        403,
+        &json!({
+            "error": "config.editing_disabled: this server does not let the page change agent \
+                      presets or bindings; restart it with `reasonix serve --allow-config-edits`",
+            "code": "config.editing_disabled",
+        }),
+    )
+}
+
 /// `/api/agent-presets…`; `rest` is the path after `agent-presets`.
 pub fn route(
     factory: &dyn Factory,
@@ -34,6 +47,10 @@ pub fn route(
     rest: &[&str],
     body: &Value,
 ) -> Response {
+    // Reads (catalog, detail, export) stay open; every change needs the grant.
+    if !matches!(method, "GET" | "HEAD") && !factory.config_editing() {
+        return editing_disabled();
+    }
     let (catalog, available) = factory.compositions();
     let result = match (method, rest) {
         ("GET", []) => Ok(list(&catalog, &available)),

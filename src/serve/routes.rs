@@ -209,7 +209,15 @@ impl Router {
                     .hub
                     .all()
                     .iter()
-                    .map(|l| json!({"id": l.id, "running": l.describe()["running"], "title": l.title()}))
+                    .map(|l| {
+                        let described = l.describe();
+                        json!({
+                            "id": l.id,
+                            "running": described["running"],
+                            "title": l.title(),
+                            "agentComposition": described["agentComposition"],
+                        })
+                    })
                     .collect();
                 let stored: Vec<Value> = factory
                     .stored()
@@ -226,6 +234,9 @@ impl Router {
             ("POST", ["sessions"]) => {
                 let body = body();
                 let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
+                if text("agentComposition").is_some() && !factory.config_editing() {
+                    return respond(presets::editing_disabled());
+                }
                 let open = Open {
                     resume: text("resume"),
                     composition: text("agentComposition"),
@@ -297,6 +308,9 @@ impl Router {
                 }
             }
             ("GET", ["agent-composition"]) => respond(Response::json(200, &live.composition())),
+            ("POST", ["agent-composition"]) if !self.hub.factory().config_editing() => {
+                respond(presets::editing_disabled())
+            }
             ("POST", ["agent-composition"]) => {
                 let Some(id) = body.get("id").and_then(Value::as_str) else {
                     return respond(Response::error(400, "send {\"id\": \"user:NAME\"}"));

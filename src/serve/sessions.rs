@@ -279,7 +279,7 @@ impl Live {
         })
     }
 
-    /// The composition binding summary: canonical ID, revision, and whether it is locked
+    /// The composition binding summary: canonical ID, revision, display name, and whether it is locked
     /// (a prompt was accepted, or a turn runs).
     pub fn composition(&self) -> Value {
         let state = self.lock();
@@ -290,11 +290,15 @@ impl Live {
         let locked = state.prompted || state.running.is_some();
         match &self.binding {
             Some(binding) => json!({
-                "id": binding.id, "revision": binding.revision, "bound": true, "locked": locked,
+                "id": binding.id, "revision": binding.revision, "name": binding.name,
+                "bound": true, "locked": locked,
             }),
             None => json!({
                 "id": format!("builtin:{}", crate::composition::builtin::GENERAL),
-                "revision": null, "bound": false, "locked": locked,
+                "revision": null,
+                "name": crate::composition::builtin::get(crate::composition::builtin::GENERAL)
+                    .map(|d| d.name),
+                "bound": false, "locked": locked,
             }),
         }
     }

@@ -464,15 +464,24 @@ impl Chat {
     }
 
     pub(super) fn status_command(&mut self) {
-        let (id, path, messages) = {
+        let (id, path, messages, composition) = {
             let Some(agent) = self.agent_or_notice() else {
                 return;
             };
             let session = agent.session();
+            // The binding as the session header keeps it: ID, bound revision, display name.
+            let composition = match &session.header.composition {
+                Some(b) => trf(Ui::StatusCompositionBound, &[&b.id, &b.revision, &b.name]),
+                None => trf(
+                    Ui::StatusCompositionUnbound,
+                    &[&format!("builtin:{}", crate::composition::builtin::GENERAL)],
+                ),
+            };
             (
                 session.id().to_string(),
                 session.path().display().to_string(),
                 session.messages().len(),
+                composition,
             )
         };
         let policy = self.gate.policy();
@@ -521,6 +530,7 @@ impl Chat {
                 Ui::StatusMcp,
                 trf(Ui::StatusMcpValue, &[&self.mcp.servers().len()]),
             ),
+            (Ui::StatusComposition, composition),
         ];
         let mut lines = vec![Line::styled(tr(Ui::StatusHeading), Style::Heading)];
         for (key, value) in rows {
