@@ -470,6 +470,24 @@ pub fn gate(
     ))
 }
 
+/// The Guardian reviewer when a server of `config` sets `approvals_reviewer = "auto_review"`:
+/// `[agent] reviewer_model`, else the executor's model (`settings`).
+pub fn reviewer(
+    config: &Config,
+    settings: &ProviderSettings,
+) -> Result<Option<Arc<dyn crate::permission::Reviewer>>, Error> {
+    let Some(reviewer) = crate::agent::reviewer::settings(config, settings)? else {
+        return Ok(None);
+    };
+    let prices = reviewer.prices;
+    let provider = crate::provider::build(reviewer)?;
+    Ok(Some(Arc::new(crate::agent::reviewer::ModelReviewer::new(
+        provider,
+        prices,
+        &config.agent,
+    ))))
+}
+
 /// The agent options from config, the resolved model and flags.
 pub fn options(
     config: &Config,
@@ -510,6 +528,16 @@ pub struct SharedGate(pub Arc<PolicyGate>);
 impl Gate for SharedGate {
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
         self.0.check_declared(tool, profile, args)
+    }
+
+    fn check_in_context(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        context: &dyn Fn() -> String,
+    ) -> Verdict {
+        self.0.check_in_context(tool, profile, args, context)
     }
 
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {

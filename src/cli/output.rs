@@ -233,6 +233,7 @@ impl Output {
                 allowed,
                 rule,
                 posture,
+                reason,
             } => {
                 let verb = if allowed { "allowed" } else { "blocked" };
                 let mut line = format!("permission: {verb} {tool}");
@@ -248,6 +249,23 @@ impl Output {
                     line.push_str(&format!(", rule `{rule}`"));
                 }
                 line.push_str(&format!(", posture {})", posture_name(posture)));
+                if let Some(reason) = reason {
+                    line.push_str(&format!(": {}", one_line(&reason, 300)));
+                }
+                self.err_line(&line);
+            }
+            Event::ReviewerUsage {
+                model,
+                usage,
+                cost_usd,
+            } => {
+                let mut line = format!(
+                    "usage (reviewer {model}): {} in ({} cached), {} out",
+                    usage.prompt_tokens, usage.cache_hit_tokens, usage.completion_tokens
+                );
+                if let Some(cost) = cost_usd {
+                    line.push_str(&format!(", ${cost:.4}"));
+                }
                 self.err_line(&line);
             }
             Event::Usage { usage, cost_usd } => {
@@ -488,15 +506,21 @@ impl EventSink for Output {
             resolution,
             rule,
             allowed: false,
+            reason,
             ..
         } = &event
         {
-            self.denials.push(json!({
+            let mut denial = json!({
                 "tool": tool,
                 "subject": subject,
                 "resolution": resolution.as_str(),
                 "rule": rule,
-            }));
+            });
+            // A Guardian refusal says why, as its permission event does.
+            if let Some(reason) = reason {
+                denial["reason"] = json!(reason);
+            }
+            self.denials.push(denial);
         }
         match self.format {
             Format::Text => self.text_event(event),
@@ -551,9 +575,30 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             allowed,
             rule,
             posture,
-        } => json!({"type": "permission", "tool": tool, "subject": subject,
+            reason,
+        } => {
+            let mut value = json!({"type": "permission", "tool": tool, "subject": subject,
                      "decision": decision.as_str(), "resolution": resolution.as_str(),
-                     "allowed": allowed, "rule": rule, "posture": posture_name(*posture)}),
+                     "allowed": allowed, "rule": rule, "posture": posture_name(*posture)});
+            // Only Guardian reviews have a reason; other events keep their shape.
+            if let Some(reason) = reason {
+                value["reason"] = json!(reason);
+            }
+            value
+        }
+        Event::ReviewerUsage {
+            model,
+            usage,
+            cost_usd,
+        } => json!({
+            "type": "usage",
+            "role": "reviewer",
+            "model": model,
+            "usage": usage_json(usage),
+            "cache_hit_ratio": usage.cache_hit_ratio(),
+            "cost_usd": cost_usd,
+            "estimated": usage.estimated,
+        }),
         Event::Usage { usage, cost_usd } => json!({
             "type": "usage",
             "usage": usage_json(usage),
@@ -751,14 +796,29 @@ impl RunResult {
     }
 
     /// `{"MODEL": {"role", "requests", "usage", "cost_usd", "cache_hit_ratio"}}`; a cost is
-    /// null when the run's cost is unknown.
+    /// null when the run's cost is unknown. Roles sharing a model (the agent and a Guardian
+    /// reviewer on the same model) are one entry with their figures added up and their roles
+    /// joined by `+`.
     fn models_json(&self) -> Value {
-        let mut models = serde_json::Map::new();
+        let mut merged: Vec<(String, ModelStats)> = Vec::new();
         for model in &self.models {
+            match merged.iter_mut().find(|(_, m)| m.model == model.model) {
+                Some((roles, shared)) => {
+                    roles.push('+');
+                    roles.push_str(model.role);
+                    shared.requests = shared.requests.saturating_add(model.requests);
+                    shared.usage.add(&model.usage);
+                    shared.cost_usd += model.cost_usd;
+                }
+                None => merged.push((model.role.to_string(), model.clone())),
+            }
+        }
+        let mut models = serde_json::Map::new();
+        for (roles, model) in merged {
             models.insert(
                 model.model.clone(),
                 json!({
-                    "role": model.role,
+                    "role": roles,
                     "requests": model.requests,
                     "usage": usage_json(&model.usage),
                     "cost_usd": self.total_cost_usd.map(|_| model.cost_usd),
@@ -826,6 +886,7 @@ mod tests {
             allowed: false,
             rule: None,
             posture: Some(Posture::Strict),
+            reason: None,
         };
         let value = stream_json(&event).unwrap();
         assert_eq!(
@@ -834,6 +895,35 @@ mod tests {
                    "decision": "ask", "resolution": "strict", "allowed": false,
                    "rule": null, "posture": "strict"})
         );
+        // A Guardian verdict carries its reason; the reviewer's usage is a usage event with
+        // its role and model.
+        let event = Event::Permission {
+            tool: "mcp__s__send".into(),
+            subject: None,
+            decision: crate::permission::Decision::Ask,
+            resolution: crate::permission::Resolution::Guardian,
+            allowed: false,
+            rule: Some("approval_mode = prompt".into()),
+            posture: Some(Posture::Ask),
+            reason: Some("not asked for".into()),
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(value["resolution"], "guardian");
+        assert_eq!(value["reason"], "not asked for");
+        let event = Event::ReviewerUsage {
+            model: "judge".into(),
+            usage: Usage {
+                prompt_tokens: 7,
+                ..Usage::default()
+            },
+            cost_usd: None,
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(
+            (&value["type"], &value["role"], &value["model"]),
+            (&json!("usage"), &json!("reviewer"), &json!("judge"))
+        );
+        assert_eq!(value["usage"]["input_tokens"], 7);
     }
 
     #[test]

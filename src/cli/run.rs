@@ -436,7 +436,9 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         ..args.own.permissions.clone()
     };
     let gate = Arc::new(
-        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies()),
+        assemble::gate(&config, &cwd, &permissions, None)?
+            .with_mcp(mcp.handle().tool_policies())
+            .with_reviewer(assemble::reviewer(&config, &settings)?),
     );
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {

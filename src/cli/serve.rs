@@ -471,7 +471,8 @@ impl ServeFactory {
         let mcp = Arc::new(mcp::Host::new(handle));
         let gate = Arc::new(
             PolicyGate::new(policy, self.posture, Some(approver))
-                .with_mcp(mcp.handle().tool_policies()),
+                .with_mcp(mcp.handle().tool_policies())
+                .with_reviewer(assemble::reviewer(&config, &settings)?),
         );
         let flags = PromptFlags {
             binding: binding.clone(),

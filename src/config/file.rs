@@ -117,6 +117,13 @@ pub struct AgentConfig {
     pub reasoning_language: ReasoningLanguage,
     /// A model reference for the two-model coordinator.
     pub planner_model: Option<String>,
+    /// The Guardian reviewer's model (`approvals_reviewer = "auto_review"`); unset: the
+    /// executor's. User config only: a repository must not pick who approves its calls.
+    pub reviewer_model: Option<String>,
+    /// How long one review may take before the call goes to a person instead.
+    pub reviewer_timeout_seconds: u64,
+    /// The most tokens a review's reply may take.
+    pub reviewer_max_tokens: u64,
     /// Context fraction at which stale tool results are snipped.
     pub tool_result_snip_ratio: f64,
     /// Context fraction at which stale tool results are pruned, then summarised if needed.
@@ -163,6 +170,9 @@ impl Default for AgentConfig {
             reasoning_effort: None,
             reasoning_language: ReasoningLanguage::Auto,
             planner_model: None,
+            reviewer_model: None,
+            reviewer_timeout_seconds: 60,
+            reviewer_max_tokens: 1024,
             tool_result_snip_ratio: 0.6,
             compact_ratio: 0.8,
             compact_force_ratio: 0.9,

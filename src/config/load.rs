@@ -94,15 +94,12 @@ const RETIRED: &[&str] = &[
 /// `[[plugins]]` entry; a table stands for everything in it). Setting one is ignored with one
 /// warning each, so no key silently does nothing; an issue that implements a key removes it
 /// here. Listed in `reasonix.example.toml` and the README too.
-pub const UNSUPPORTED: &[&str] = &[
-    "ui.shortcut_layout",
-    "tools.shell",
-    "plugins.approvals_reviewer",
-];
+pub const UNSUPPORTED: &[&str] = &["ui.shortcut_layout", "tools.shell"];
 
 /// Keys a project file may not set: a repository must not loosen its own jail or pick the binary
 /// we execute. Listed in `reasonix.example.toml` too.
 pub const USER_ONLY: &[&str] = &[
+    "agent.reviewer_model",
     "sandbox.workspace_root",
     "sandbox.allow_write",
     "sandbox.default_forbid_read",

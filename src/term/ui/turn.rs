@@ -107,6 +107,17 @@ impl Chat {
             self.totals.usage.add(usage);
             self.totals.cost += cost_usd;
         }
+        // So are the Guardian reviewer's.
+        if let Event::ReviewerUsage {
+            usage, cost_usd, ..
+        } = &event
+        {
+            self.totals.usage.add(usage);
+            if let Some(cost) = cost_usd {
+                self.totals.cost += cost;
+                self.totals.priced = true;
+            }
+        }
         if event == (Event::PlanMode { planning: false }) {
             self.transcript.notice(
                 NoticeLevel::Info,
