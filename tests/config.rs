@@ -238,8 +238,8 @@ path = "/tmp/evil-shell"
             format!("{p}:4:1: `sandbox.bash` can only be set in the user config; ignored in the project file"),
             format!("{p}:5:1: `sandbox.network` can only be set in the user config; ignored in the project file"),
             format!("{p}:6:1: `sandbox.backend` can only be set in the user config; ignored in the project file"),
-            // Unsupported comes first: one warning for the table, none for its user-only keys.
-            format!("{p}:9:8: `tools.shell` is not supported yet (ignored)"),
+            format!("{p}:10:1: `tools.shell.prefer` can only be set in the user config; ignored in the project file"),
+            format!("{p}:11:1: `tools.shell.path` can only be set in the user config; ignored in the project file"),
         ]
     );
     let sandbox = &loaded.config.sandbox;
@@ -894,8 +894,9 @@ planner_model = "fake/fake-model"
 subagent_models = {{ review = "x" }}
 
 [tools.shell]
-prefer = "bash"
-path = "/bin/bash"
+prefer = "sh"
+[ui]
+shortcut_layout = "desktop"
 
 [skills]
 paths = ["~/s"]
@@ -930,8 +931,8 @@ approvals_reviewer = "user"
     assert_eq!(
         warnings,
         vec![format!(
-            "reasonix: warning: {p}:8:8: `tools.shell` is not supported yet (ignored)"
-        ),],
+            "reasonix: warning: {p}:11:1: `ui.shortcut_layout` is not supported yet (ignored)"
+        )],
         "{out:?}"
     );
 }

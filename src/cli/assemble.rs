@@ -358,6 +358,9 @@ pub fn tool_context(config: &Config, cwd: &Path) -> Result<ToolContext, Error> {
         0 => None,
         secs => Some(std::time::Duration::from_secs(secs)),
     };
+    ctx.shell =
+        builtin::bash::chosen_shell(&config.tools.shell, std::env::var_os("PATH").as_deref())
+            .map_err(|e| Error::Config(config::ConfigError::Invalid(e)))?;
     ctx.secret_env = Arc::new(config.secret_env_names());
     ctx.sandbox = Arc::new(crate::sandbox::Policy::new(sandbox_settings(config, cwd)?));
     ctx.state = Some(Arc::new(builtin::history::StatePaths::new(

@@ -386,13 +386,20 @@ pub struct ShellConfig {
     pub path: Option<PathBuf>,
 }
 
+/// The refusal of a PowerShell interpreter on a system whose shell tool runs POSIX shells.
+pub const POWERSHELL_ELSEWHERE: &str = "`tools.shell.prefer` PowerShell (powershell, pwsh) is for \
+    Windows; on this system use \"auto\", \"bash\" or \"sh\"";
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ShellPrefer {
     #[default]
     Auto,
     Bash,
+    Sh,
+    /// Windows only: refused elsewhere.
     Powershell,
+    /// Windows only: refused elsewhere.
     Pwsh,
 }
 

@@ -94,7 +94,7 @@ const RETIRED: &[&str] = &[
 /// `[[plugins]]` entry; a table stands for everything in it). Setting one is ignored with one
 /// warning each, so no key silently does nothing; an issue that implements a key removes it
 /// here. Listed in `reasonix.example.toml` and the README too.
-pub const UNSUPPORTED: &[&str] = &["ui.shortcut_layout", "tools.shell"];
+pub const UNSUPPORTED: &[&str] = &["ui.shortcut_layout"];
 
 /// Keys a project file may not set: a repository must not loosen its own jail or pick the binary
 /// we execute. Listed in `reasonix.example.toml` too.
@@ -981,6 +981,19 @@ fn validate(config: &Config) -> Vec<(KeyPath, String)> {
                 .fold(here, |at, part| at.at(Seg::Key(part.into())));
             problems.push((at, format!("provider `{}`: {problem}", provider.name)));
         }
+    }
+    // The shell tool runs POSIX shells off Windows: a PowerShell interpreter is refused here,
+    // with the file and line, rather than failing every command later.
+    if !cfg!(windows)
+        && matches!(
+            config.tools.shell.prefer,
+            super::ShellPrefer::Powershell | super::ShellPrefer::Pwsh
+        )
+    {
+        problems.push((
+            KeyPath::key(&["tools", "shell", "prefer"]),
+            super::POWERSHELL_ELSEWHERE.into(),
+        ));
     }
     for (i, plugin) in config.plugins.iter().enumerate() {
         let here = KeyPath::key(&["plugins"]).at(Seg::Index(i));
