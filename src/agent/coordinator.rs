@@ -188,7 +188,7 @@ impl Gate for PlannerGate {
         tool: &str,
         profile: Profile,
         args: &Value,
-        context: &dyn Fn() -> String,
+        context: &crate::permission::CallContext,
     ) -> Verdict {
         self.0.check_in_context(tool, profile, args, context)
     }

@@ -104,6 +104,10 @@ impl Reviewer for ModelReviewer {
     fn review(&self, request: &ReviewRequest) -> Review {
         let body = guardian::review_request(request, self.max_tokens);
         let cancel = CancelToken::new();
+        // An interrupted turn ends its review: the worker's request is cancelled and the wait
+        // below ends with the worker's answer.
+        let relay = cancel.clone();
+        let _interrupt = request.cancel.on_cancel(move || relay.cancel());
         let (tx, rx) = mpsc::channel();
         let provider = Arc::clone(&self.provider);
         let worker_cancel = cancel.clone();
@@ -116,6 +120,9 @@ impl Reviewer for ModelReviewer {
             return Review::failed(format!("the reviewer could not start: {err}"));
         }
         let answer = match rx.recv_timeout(self.timeout) {
+            Ok(_) if request.cancel.is_cancelled() => {
+                return Review::failed("the turn was interrupted during the review")
+            }
             Ok(Ok(answer)) => answer,
             Ok(Err(err)) => return Review::failed(format!("the reviewer's request failed: {err}")),
             Err(RecvTimeoutError::Timeout) => {
@@ -270,6 +277,7 @@ mod tests {
             args: json!({"to": "x"}),
             why: "approval_mode = prompt".into(),
             context: String::new(),
+            cancel: CancelToken::new(),
         }
     }
 
@@ -310,6 +318,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(review.spend, None);
+    }
+
+    #[test]
+    fn an_interrupted_turn_ends_its_review_at_once() {
+        let agent = AgentConfig {
+            reviewer_timeout_seconds: crate::config::MAX_TIMEOUT_SECONDS,
+            ..AgentConfig::default()
+        };
+        let (reviewer, _) = reviewer(None, &agent);
+        let request = request();
+        request.cancel.cancel();
+        match reviewer.review(&request).outcome {
+            ReviewOutcome::Failed(why) => assert!(why.contains("interrupted"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

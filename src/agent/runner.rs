@@ -25,7 +25,7 @@ use super::session::{Session, SessionError};
 use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
-use crate::permission::{guardian, Gate, ReviewSpend, Verdict};
+use crate::permission::{guardian, CallContext, Gate, ReviewSpend, Verdict};
 use crate::provider::{
     Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, ToolSchema, Usage,
 };
@@ -964,7 +964,11 @@ impl Agent {
         let verdict = match tool.fresh_approval(&args, &self.ctx) {
             Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
             None => {
-                let context = || self.review_context();
+                let recent = || self.review_context();
+                let context = CallContext {
+                    recent: &recent,
+                    cancel: &self.ctx.cancel,
+                };
                 self.gate
                     .check_in_context(call.name(), tool.profile(), &args, &context)
             }

@@ -538,7 +538,7 @@ impl Gate for SharedGate {
         tool: &str,
         profile: Profile,
         args: &Value,
-        context: &dyn Fn() -> String,
+        context: &crate::permission::CallContext,
     ) -> Verdict {
         self.0.check_in_context(tool, profile, args, context)
     }

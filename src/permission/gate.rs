@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::guardian::{Review, ReviewOutcome, ReviewRequest, ReviewSpend, Reviewer};
+use super::guardian::{CallContext, Review, ReviewOutcome, ReviewRequest, ReviewSpend, Reviewer};
 use super::policy::{Basis, Decision, Policy};
 use super::rules::{exact_command_rule, prefix_command_rule, Call, Rule, Subject};
+use crate::cancel::CancelToken;
 use crate::config::ApprovalMode;
 use crate::tool::{Family, Profile, ReadDenials};
 
@@ -161,15 +162,15 @@ pub trait Gate: Send + Sync {
     /// the agent calls for every tool.
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict;
 
-    /// [`Gate::check_declared`] with the conversation around the call, for a Guardian review
-    /// (`context` is only called when the call is reviewed). A gate without a reviewer
-    /// ignores it.
+    /// [`Gate::check_declared`] with what a Guardian review of the call needs (the recent
+    /// conversation, built only when the call is reviewed; the turn's cancellation). A gate
+    /// without a reviewer ignores it.
     fn check_in_context(
         &self,
         tool: &str,
         profile: Profile,
         args: &Value,
-        _context: &dyn Fn() -> String,
+        _context: &CallContext,
     ) -> Verdict {
         self.check_declared(tool, profile, args)
     }
@@ -422,7 +423,7 @@ impl PolicyGate {
         basis: &Basis,
         args: &Value,
         base: Verdict,
-        review: Option<&dyn Fn() -> String>,
+        review: Option<&CallContext>,
     ) -> Verdict {
         let granted = {
             let grants = self.lock_grants();
@@ -585,7 +586,7 @@ impl PolicyGate {
         call: &Call,
         args: &Value,
         base: Verdict,
-        context: &dyn Fn() -> String,
+        context: &CallContext,
     ) -> Verdict {
         let review = match &self.reviewer {
             Some(reviewer) => reviewer.review(&ReviewRequest {
@@ -596,7 +597,8 @@ impl PolicyGate {
                     .rule
                     .clone()
                     .unwrap_or_else(|| "the permission fallback asks for writers".into()),
-                context: context(),
+                context: (context.recent)(),
+                cancel: context.cancel.clone(),
             }),
             None => Review::failed("this session has no Guardian reviewer"),
         };
@@ -617,6 +619,14 @@ impl PolicyGate {
                 Verdict {
                     reason: Some(reason),
                     ..blocked(base, Resolution::Guardian, message)
+                }
+            }
+            // An interrupted turn runs nothing more and asks no one.
+            ReviewOutcome::Failed(why) if context.cancel.is_cancelled() => {
+                let message = "blocked: the turn was interrupted during the review".to_string();
+                Verdict {
+                    reason: Some(why),
+                    ..blocked(base, Resolution::GuardianFailed, message)
                 }
             }
             ReviewOutcome::Failed(why) => self.fresh_after_review(call, args, base, why),
@@ -739,7 +749,12 @@ impl Gate for PolicyGate {
     }
 
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
-        self.check_in_context(tool, profile, args, &String::new)
+        let cancel = CancelToken::new();
+        let context = CallContext {
+            recent: &String::new,
+            cancel: &cancel,
+        };
+        self.check_in_context(tool, profile, args, &context)
     }
 
     fn check_in_context(
@@ -747,7 +762,7 @@ impl Gate for PolicyGate {
         tool: &str,
         profile: Profile,
         args: &Value,
-        context: &dyn Fn() -> String,
+        context: &CallContext,
     ) -> Verdict {
         let read_only = profile.read_only;
         let call = Call::declared(
@@ -969,11 +984,17 @@ mod tests {
     }
 
     fn check_g(gate: &PolicyGate, tool: &str, read_only: bool) -> Verdict {
+        let recent = || "the user asked for it".to_string();
+        let cancel = CancelToken::new();
+        let context = CallContext {
+            recent: &recent,
+            cancel: &cancel,
+        };
         gate.check_in_context(
             tool,
             Profile::undeclared(read_only),
             &json!({"to": "x"}),
-            &|| "the user asked for it".to_string(),
+            &context,
         )
     }
 

@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use crate::cancel::CancelToken;
 use crate::provider::{Message, Request, Usage};
 
 /// The reviewer's instructions: fixed text, so every review request starts with the same
@@ -36,8 +37,16 @@ pub const MAX_REASON_CHARS: usize = 300;
 /// The most bytes of a reply that are read for a verdict; a longer reply is indeterminate.
 pub const MAX_REPLY_BYTES: usize = 64 * 1024;
 
+/// What the agent knows around a call that a review needs.
+pub struct CallContext<'a> {
+    /// The recent conversation; called only when the call is reviewed.
+    pub recent: &'a dyn Fn() -> String,
+    /// The turn's cancellation: interrupting the turn ends its review.
+    pub cancel: &'a CancelToken,
+}
+
 /// What the reviewer judges: one call that needs review.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct ReviewRequest {
     pub tool: String,
     pub subject: Option<String>,
@@ -46,6 +55,8 @@ pub struct ReviewRequest {
     pub why: String,
     /// The conversation just before the call (the user's request, the model's message).
     pub context: String,
+    /// The turn's cancellation; a review stops when it fires.
+    pub cancel: CancelToken,
 }
 
 /// A review's outcome.
@@ -231,6 +242,7 @@ mod tests {
             args: json!({"to": "a@b.c", "body": "hi"}),
             why: "approval_mode = prompt".into(),
             context: "user: mail a@b.c".into(),
+            cancel: CancelToken::new(),
         }
     }
 

@@ -14,6 +14,6 @@ pub use gate::{
     parse_posture, AllowAll, ApprovalAnswer, ApprovalRequest, Approver, Gate, McpLookup,
     McpToolPolicy, Persist, PolicyGate, Posture, Resolution, Verdict,
 };
-pub use guardian::{Review, ReviewOutcome, ReviewRequest, ReviewSpend, Reviewer};
+pub use guardian::{CallContext, Review, ReviewOutcome, ReviewRequest, ReviewSpend, Reviewer};
 pub use policy::{Basis, Decision, Policy, Ruling};
 pub use rules::{split_rule_list, Call, MatchContext, Polarity, Rule, RuleError, Subject};
