@@ -496,6 +496,7 @@ catalog! {
     PageDiffNone => "(no change to the file)",
     PageDiffMore => "… {lines} more diff lines",
     PageStreamRefused => "Live updates for this conversation were refused (the server may have too many open; close other tabs showing it) or the login expired; reload the page.",
+    PageReadOnly => "History only, nothing can be sent: {reason}.",
     PageStatusTokens => "{tokens} tokens",
     PageStatusCache => "cache {ratio}",
     PageStatusContext => "context {tokens}",

@@ -414,6 +414,7 @@ pub(super) const ZH: &[(Ui, &str)] = &[
     (PageDiffNone, "（文件没有变化）"),
     (PageDiffMore, "… 另有 {lines} 行差异"),
     (PageStreamRefused, "此对话的实时更新被拒绝（服务器打开的事件流可能过多，请关闭显示它的其他标签页）或登录已过期；请重新加载页面。"),
+    (PageReadOnly, "仅供查看历史，无法发送：{reason}。"),
     (PageStatusTokens, "{tokens} 个 token"),
     (PageStatusCache, "缓存 {ratio}"),
     (PageStatusContext, "上下文 {tokens}"),
