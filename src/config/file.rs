@@ -74,7 +74,8 @@ pub struct HookConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct UiConfig {
-    /// `classic` | `desktop`; kept for compatibility, not validated.
+    /// `classic` | `desktop`: a compatibility setting of the shared schema, accepted and without
+    /// effect (the spec defines no key maps for it; the chat has one).
     pub shortcut_layout: Option<String>,
     pub cursor_shape: CursorShape,
 }
