@@ -8,6 +8,7 @@
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod app;
 pub mod base64;
 pub mod cancel;
 pub mod cli;

@@ -4,9 +4,9 @@
 //! take is an unknown flag, with a did-you-mean from the command's help. Only validation
 //! happens here: no I/O, no config.
 
-use super::assemble::{Attach, SessionChoice};
 use super::lex::{Arg, Lexer};
 use super::{unknown_flag, Global};
+use crate::app::assemble::{Attach, SessionChoice};
 use crate::cli::error::Error;
 use crate::permission::{parse_posture, Posture};
 
@@ -88,7 +88,7 @@ pub fn parse(
             )));
         }
     }
-    common.attach.check(common.resume.as_ref())
+    Ok(common.attach.check(common.resume.as_ref())?)
 }
 
 #[cfg(test)]

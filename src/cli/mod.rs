@@ -7,16 +7,13 @@ use std::path::PathBuf;
 use crate::cli::error::{exit, Error};
 
 pub mod agent_cmd;
-pub mod assemble;
 pub mod chat;
 pub mod completions;
-pub mod delegate;
 pub mod doctor;
 pub mod error;
 pub mod flags;
 pub mod goal;
 pub mod helpdoc;
-pub mod hooks;
 pub mod lex;
 pub mod man;
 pub mod mcp;
@@ -312,6 +309,13 @@ fn documented_flags(help: &str) -> Vec<&str> {
         .filter_map(|word| word.strip_prefix("--"))
         .filter(|name| !name.is_empty())
         .collect()
+}
+
+/// Config warnings on stderr, one line each.
+pub fn print_warnings<'a>(warnings: impl IntoIterator<Item = &'a String>) {
+    for warning in warnings {
+        eprintln!("reasonix: warning: {warning}");
+    }
 }
 
 /// Prints to stdout; a closed pipe (`reasonix ... | head`) is not an error.

@@ -99,8 +99,8 @@ pub fn main(action: Action, mut global: Global, lexer: &mut Lexer) -> Result<i32
     };
     write::check_name(&name).map_err(|e| Error::Usage(e.to_string()))?;
     let (cwd, home, loaded) = global.load_workspace()?;
-    let trusted = loaded.trusted && crate::cli::skills::skills_trusted(&home, &cwd);
-    let roots = crate::cli::skills::roots(&loaded.config, &home, &cwd, trusted);
+    let trusted = loaded.trusted && crate::app::skills::skills_trusted(&home, &cwd);
+    let roots = crate::app::skills::roots(&loaded.config, &home, &cwd, trusted);
     match action {
         Action::Create => create(&name, &args, &roots),
         Action::Edit => edit(&name, &args, &roots),

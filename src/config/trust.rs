@@ -3,7 +3,7 @@
 //! mode`, its own providers and model), the hooks of `.claude/settings.json`, the repository's
 //! skills, its custom commands shadowing the user's, and the workspace `.env` filling project
 //! MCP entries. Until then the loaders let those files only tighten; see `load.rs`,
-//! `cli/hooks.rs`, `skill/store.rs`, `command/custom.rs` and `mcp/config.rs`. MCP servers
+//! `app/hooks.rs`, `skill/store.rs`, `command/custom.rs` and `mcp/config.rs`. MCP servers
 //! declared by project files also need their own launch grants (`mcp::grants`).
 //!
 //! Trust is per directory, identified by its canonical (absolute, symlink-free) path, and bound

@@ -59,7 +59,7 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
 /// Gives the session's hooks to the agent and its children; each problem is a warning event.
 pub fn install(
     agent: &mut crate::agent::runner::Agent,
-    children: &crate::cli::delegate::Children,
+    children: &super::delegate::Children,
     config: &Config,
     workspace: &Path,
     sink: &mut dyn crate::agent::events::EventSink,
