@@ -146,7 +146,10 @@ fn the_catalog_keeps_scopes_apart_counts_revisions_and_refuses_a_stale_save() {
     ] {
         assert!(list.stdout.contains(id), "{id}: {list:?}");
     }
-    assert!(list.stdout.contains("tools: bash,view_image"), "{list:?}");
+    assert!(
+        list.stdout.contains("tools: bash,view_image,ask"),
+        "{list:?}"
+    );
     assert_sources(&list.stdout);
     // Two editors read revision 1; the second save is refused and loses nothing.
     let first = agent(
@@ -653,8 +656,10 @@ fn no_selection_drops_the_safety_hooks_or_a_deny_rule() {
     );
 }
 
+/// Issue 37.5: the Lightweight partner keeps the `ask` control (the spec: it "retains the host
+/// controls needed to answer and ask questions"); before, it offered bash and view_image only.
 #[test]
-fn minimal_on_a_vision_model_offers_exactly_bash_and_view_image() {
+fn minimal_on_a_vision_model_offers_exactly_bash_view_image_and_the_ask_control() {
     let (server, home, work) = fake_setup(vec![Reply::text("ok")], "");
     set_vision(&home, true);
     bound_run_ok(
@@ -663,7 +668,9 @@ fn minimal_on_a_vision_model_offers_exactly_bash_and_view_image() {
         &["--agent-composition", "builtin:minimal", "hi"],
     );
     let requests = server.wait_for_requests(1);
-    assert_eq!(tool_names(&requests[0].body), ["bash", "view_image"]);
+    let mut names = tool_names(&requests[0].body);
+    names.sort();
+    assert_eq!(names, ["ask", "bash", "view_image"]);
 }
 
 /// The chat's ready status row (model and permission mode).

@@ -239,8 +239,8 @@ path = "/tmp/evil-shell"
             format!("{p}:4:1: `sandbox.bash` can only be set in the user config; ignored in the project file"),
             format!("{p}:5:1: `sandbox.network` can only be set in the user config; ignored in the project file"),
             format!("{p}:6:1: `sandbox.backend` can only be set in the user config; ignored in the project file"),
-            // Unsupported comes first: one warning for the table, none for its user-only keys.
-            format!("{p}:9:8: `tools.shell` is not supported yet (ignored)"),
+            format!("{p}:10:1: `tools.shell.prefer` can only be set in the user config; ignored in the project file"),
+            format!("{p}:11:1: `tools.shell.path` can only be set in the user config; ignored in the project file"),
         ]
     );
     let sandbox = &loaded.config.sandbox;
@@ -878,8 +878,11 @@ fn setup_rejects_empty_stdin_and_unknown_flags() {
     );
 }
 
+/// Every key of the shared schema this config sets is accepted without a word: the ones
+/// implemented since, and `ui.shortcut_layout`, a compatibility setting without effect (it
+/// was the last key warned about as not supported yet).
 #[test]
-fn unsupported_keys_warn_once_each_with_file_and_line_through_the_binary() {
+fn shared_schema_keys_load_without_warnings_through_the_binary() {
     let server =
         crate::util::fake_openai::FakeOpenAI::start(vec![crate::util::fake_openai::Reply::text(
             "ok",
@@ -897,8 +900,9 @@ planner_model = "fake/fake-model"
 subagent_models = {{ review = "x" }}
 
 [tools.shell]
-prefer = "bash"
-path = "/bin/bash"
+prefer = "sh"
+[ui]
+shortcut_layout = "desktop"
 
 [skills]
 paths = ["~/s"]
@@ -924,20 +928,13 @@ approvals_reviewer = "user"
     );
     let out = run(reasonix(&home, work.path()).args(["run", "--output-format", "json", "hi"]));
     assert_eq!(out.code, 0, "{out:?}");
-    let p = config.display();
+    assert!(config.exists());
     let warnings: Vec<&str> = out
         .stderr
         .lines()
-        .filter(|l| l.contains("not supported yet"))
+        .filter(|l| l.contains("warning"))
         .collect();
-    assert_eq!(
-        warnings,
-        vec![
-            format!("reasonix: warning: {p}:8:8: `tools.shell` is not supported yet (ignored)"),
-            format!("reasonix: warning: {p}:29:1: `plugins[0].approvals_reviewer` is not supported yet (ignored)"),
-        ],
-        "{out:?}"
-    );
+    assert_eq!(warnings, Vec::<&str>::new(), "{out:?}");
 }
 
 #[test]
@@ -966,11 +963,7 @@ fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
     let server = crate::util::fake_openai::FakeOpenAI::start(Vec::new());
     let home = Dir::new();
     let work = Dir::new();
-    crate::util::use_fake_provider(
-        &home,
-        &server.base_url(),
-        "[ui]\nshortcut_layout = \"desktop\"",
-    );
+    crate::util::use_fake_provider(&home, &server.base_url(), "[ui]\nno_such_key = 1");
     work.write("reasonix.toml", "[permissions]\nallow = [\"Bash(ls)\"]\n");
     let mut cmd = reasonix(&home, work.path());
     cmd.arg("chat").env("FAKE_API_KEY", "k");
@@ -983,8 +976,7 @@ fn trusting_the_workspace_at_chat_start_does_not_repeat_config_warnings() {
     let text = pty.raw_text();
     assert!(status.success(), "{status:?}\n{text}");
     assert_eq!(
-        text.matches("`ui.shortcut_layout` is not supported yet")
-            .count(),
+        text.matches("unknown key `ui.no_such_key`").count(),
         1,
         "{text}"
     );

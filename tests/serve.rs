@@ -2671,12 +2671,13 @@ fn a_bound_serve_session_never_launches_a_server_its_composition_does_not_select
     );
 }
 
-/// The browser's resume route continues a stored session only through the same binding
-/// check as `--resume`: a conversation bound to a composition that needs a vision model, on a
-/// model no longer marked as one, is refused with its code and nothing is sent.
-#[test]
-fn serve_refuses_to_resume_a_session_whose_binding_is_unavailable() {
-    let fake = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("must not")]);
+/// A server whose workspace holds one stored conversation (its id returned), run by `fake`'s
+/// first reply, bound to `user:eye` (a copy of builtin:minimal, which needs a vision model) on
+/// a model then no longer marked as one: its binding is unavailable.
+pub(crate) fn serve_with_an_unavailable_binding(
+    fake: &FakeOpenAI,
+    args: &[&str],
+) -> (Server, String) {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &fake.base_url(), "");
@@ -2710,15 +2711,46 @@ fn serve_refuses_to_resume_a_session_whose_binding_is_unavailable() {
         .pop()
         .expect("the session");
     let id = file.file_stem().unwrap().to_string_lossy().to_string();
-    let server = start_in(home, work, &[]);
+    (start_in(home, work, args), id)
+}
+
+/// The browser's resume route continues a stored session only through the same binding
+/// check as `--resume`: a conversation bound to a composition that needs a vision model, on a
+/// model no longer marked as one, opens as read-only history (its transcript, `read_only`, and
+/// the reason naming the binding and the fix), no agent runs for it, and nothing is sent. It
+/// was refused with an error before, so the page could not show the conversation at all.
+#[test]
+fn serve_opens_a_session_whose_binding_is_unavailable_as_read_only_history() {
+    let fake = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("must not")]);
+    let (server, id) = serve_with_an_unavailable_binding(&fake, &[]);
     let resumed = post(&server, "/api/sessions", json!({"resume": id}));
-    assert_ne!(resumed.status, 201, "{}", resumed.body);
-    assert_eq!(
-        resumed.json()["code"],
-        "agent_composition.unavailable",
-        "{}",
-        resumed.body
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    let view = resumed.json();
+    assert_eq!(view["read_only"], true, "{view}");
+    assert_eq!(view["id"], id.as_str(), "{view}");
+    assert_eq!(view["agentComposition"]["id"], "user:eye", "{view}");
+    let reason = view["read_only_reason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("agent_composition.unavailable")
+            && reason.contains("user:eye")
+            && reason.contains("vision")
+            && reason.contains("new conversation"),
+        "{reason}"
     );
+    let history = view["history"].to_string();
+    assert!(
+        history.contains("look") && history.contains("seen it"),
+        "{history}"
+    );
+    // No live session exists for it: nothing can be sent to it.
+    let sent = post(
+        &server,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "continue"}),
+    );
+    assert_eq!(sent.status, 404, "{}", sent.body);
+    let live = get(&server, "/api/sessions").json();
+    assert_eq!(live["live"], json!([]), "{live}");
     assert_eq!(fake.requests().len(), 1, "nothing was sent");
 }
 

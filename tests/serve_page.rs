@@ -5,7 +5,9 @@
 
 use serde_json::json;
 
-use crate::serve::{browser_available, new_session, post, request, start, Events};
+use crate::serve::{
+    browser_available, new_session, post, request, serve_with_an_unavailable_binding, start, Events,
+};
 use crate::util::fake_openai::{FakeOpenAI, Reply};
 use crate::util::run;
 
@@ -53,6 +55,32 @@ fn the_page_is_polished_in_a_real_browser() {
         "alpha\napproved\ngamma\n"
     );
     assert_eq!(fake.requests().len(), 5);
+}
+
+/// A stored conversation whose binding cannot run here opens in the page as read-only
+/// history (`tests/browser/read_only_view.py`): transcript shown, composer disabled with the
+/// line naming the binding and the fix; the page could not open it at all before.
+#[test]
+fn the_page_shows_a_conversation_whose_binding_is_unavailable_as_read_only_history() {
+    if !browser_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![Reply::text("seen it"), Reply::text("must not")]);
+    let (server, id) = serve_with_an_unavailable_binding(&fake, &["--auth", "token"]);
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-only-view.png");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/browser/read_only_view.py"
+    );
+    let out = run(std::process::Command::new("python3").args([
+        script,
+        &server.url,
+        &id,
+        shot.to_str().unwrap(),
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("read-only view: ok"), "{out:?}");
+    assert_eq!(fake.requests().len(), 1, "the history view sent a prompt");
 }
 
 /// The title the page shows: the first prompt on one line, until renamed through the

@@ -21,6 +21,7 @@ mod dist;
 mod escapes;
 mod fleet;
 mod goal;
+mod guardian;
 mod hardening;
 mod hooks;
 mod hostile_reply;

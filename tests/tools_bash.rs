@@ -416,3 +416,69 @@ fn spawn_failures_and_bad_arguments_are_explained() {
     ));
     assert!(!bash_tool().read_only());
 }
+
+/// Issue 37.5: `[tools.shell]` chooses the interpreter of the shell tool on Linux, through the
+/// real binary: `path` runs exactly that executable, `prefer = "bash"` runs bash, and the
+/// Windows-only PowerShell values are refused at load with one line naming the file and line.
+#[test]
+fn the_shell_setting_chooses_the_interpreter_and_refuses_powershell() {
+    use crate::util::fake_openai::{FakeOpenAI, Reply};
+    use crate::util::{reasonix, run, use_fake_provider};
+    use std::os::unix::fs::PermissionsExt;
+    let work = Dir::new();
+    let wrapper = work.write(
+        "myshell",
+        "#!/bin/sh\necho \"wrapped by myshell\"\nexec /bin/sh \"$@\"\n",
+    );
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shell_run = |shell: &str, command: &str| {
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[("c1", "bash", &json!({ "command": command }).to_string())]),
+            Reply::text("done"),
+        ]);
+        let home = Dir::new();
+        use_fake_provider(
+            &home,
+            &server.base_url(),
+            &format!("[permissions]\nmode = \"allow\"\n\n[sandbox]\nbash = \"off\"\n\n[tools.shell]\n{shell}\n"),
+        );
+        let out = run(reasonix(&home, work.path())
+            .args(["run", "go"])
+            .env("FAKE_API_KEY", "k"));
+        (server, home, out)
+    };
+    let result = |server: &FakeOpenAI| {
+        let requests = server.wait_for_requests(2);
+        requests[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let path = format!("path = {}", json!(wrapper.to_str().unwrap()));
+    let (server, _home, out) = shell_run(&path, "echo hi");
+    assert_eq!(out.code, 0, "{out:?}");
+    let output = result(&server);
+    assert!(output.starts_with("wrapped by myshell\nhi"), "{output}");
+
+    let (server, _home, out) = shell_run("prefer = \"bash\"", "echo \"[$BASH_VERSION]\"");
+    assert_eq!(out.code, 0, "{out:?}");
+    let output = result(&server);
+    assert!(!output.starts_with("[]"), "bash ran: {output}");
+
+    for prefer in ["powershell", "pwsh"] {
+        let (_server, home, out) = shell_run(&format!("prefer = \"{prefer}\""), "echo hi");
+        assert_eq!(out.code, 2, "{out:?}");
+        let config = home.join(".reasonix/config.toml");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{out:?}");
+        assert!(
+            lines[0].contains(&format!("{}:", config.display()))
+                && lines[0].contains("is for Windows"),
+            "{out:?}"
+        );
+    }
+}

@@ -859,3 +859,56 @@ fn tools_command_lists_prints_markdown_and_json() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.starts_with("Usage: reasonix tools"), "{out:?}");
 }
+
+/// Issue 37.5: the contract and `reasonix tools --json` cover every tool a session offers.
+/// A planner/executor run with a skill offers the session-added tools (`task`,
+/// `read_only_task`, `fleet`, `parallel_tasks`, `skill`, `read_only_skill`, `plan_status`)
+/// next to the built-ins; each schema the model received is the listed one, byte for byte.
+#[test]
+fn every_schema_a_session_offers_is_the_listed_one() {
+    use crate::coordinator::{two_model_config, two_model_server, PLANNER};
+    let (server, _) = two_model_server();
+    let home = Dir::new();
+    let work = Dir::new();
+    work.write("notes.txt", "hello\n");
+    two_model_config(&home, &server.base_url(), Some(PLANNER));
+    home.write(
+        ".reasonix/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Write the changelog entry\n---\nWrite it.\n",
+    );
+    let out = run(reasonix(&home, work.path())
+        .args(["run", "report the notes [done]"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let listed = run(reasonix(&home, work.path()).args(["tools", "--json"]));
+    let listed: Vec<Value> = serde_json::from_str(&listed.stdout).expect("a schema array");
+    let by_name = |name: &str| {
+        listed
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("`{name}` is offered but not listed"))
+            .clone()
+    };
+    let mut offered = std::collections::BTreeSet::new();
+    for request in server.requests() {
+        for tool in request.body["tools"].as_array().into_iter().flatten() {
+            let function = &tool["function"];
+            let name = function["name"].as_str().unwrap_or_default().to_string();
+            let schema = by_name(&name);
+            assert_eq!(function["parameters"], schema["parameters"], "{name}");
+            assert_eq!(function["description"], schema["description"], "{name}");
+            offered.insert(name);
+        }
+    }
+    for name in [
+        "task",
+        "read_only_task",
+        "fleet",
+        "parallel_tasks",
+        "skill",
+        "read_only_skill",
+        "plan_status",
+    ] {
+        assert!(offered.contains(name), "{name} not offered: {offered:?}");
+    }
+}

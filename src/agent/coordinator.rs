@@ -183,6 +183,16 @@ impl Gate for PlannerGate {
         self.0.check_declared(tool, profile, args)
     }
 
+    fn check_in_context(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        context: &crate::permission::CallContext,
+    ) -> Verdict {
+        self.0.check_in_context(tool, profile, args, context)
+    }
+
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
         self.0.check_fresh(tool, args, preview)
     }

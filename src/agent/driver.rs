@@ -9,7 +9,7 @@ use std::ops::{Deref, DerefMut};
 
 use super::coordinator::{self, Coordinator, ModelStats};
 use super::events::EventSink;
-use super::runner::{Agent, AgentError, Finish, Stats};
+use super::runner::{Agent, AgentError, Finish, ReviewerStats, Stats};
 use super::session::Session;
 use crate::cancel::CancelToken;
 
@@ -106,10 +106,38 @@ impl Runner {
     /// Each model's requests, usage and cost: one entry for an agent, the planner's and the
     /// executor's for a pair.
     pub fn models(&self) -> Vec<ModelStats> {
-        match self {
+        let mut models = match self {
             Runner::Agent(agent) => vec![coordinator::agent_stats("agent", agent)],
             Runner::Coordinator(pair) => pair.models(),
+        };
+        let reviews = self.reviews();
+        if reviews.requests > 0 {
+            models.push(ModelStats {
+                role: "reviewer",
+                model: reviews.model,
+                requests: reviews.requests,
+                usage: reviews.usage,
+                cost_usd: reviews.cost_usd,
+            });
         }
+        models
+    }
+
+    /// What the Guardian reviewer spent on the calls of every agent here.
+    fn reviews(&self) -> ReviewerStats {
+        let mut total = self.deref().stats().reviews.clone();
+        if let Runner::Coordinator(pair) = self {
+            if let Some(planner) = pair.planner() {
+                let theirs = &planner.stats().reviews;
+                if total.model.is_empty() {
+                    total.model.clone_from(&theirs.model);
+                }
+                total.requests = total.requests.saturating_add(theirs.requests);
+                total.usage.add(&theirs.usage);
+                total.cost_usd += theirs.cost_usd;
+            }
+        }
+        total
     }
 
     /// The run's totals: the talking agent's stats (its answer, context) with the requests,
@@ -125,6 +153,10 @@ impl Runner {
                 stats.cost_usd += theirs.cost_usd;
             }
         }
+        // The reviewer's tokens and cost are the run's, though not its requests or context.
+        let reviews = self.reviews();
+        stats.usage.add(&reviews.usage);
+        stats.cost_usd += reviews.cost_usd;
         stats
     }
 }

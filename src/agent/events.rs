@@ -51,9 +51,18 @@ pub enum Event {
         rule: Option<String>,
         /// `None` for gates without a posture.
         posture: Option<Posture>,
+        /// The Guardian reviewer's reason (`resolution` `guardian`), or why it gave no verdict.
+        reason: Option<String>,
     },
     /// One provider request finished; `usage` is that request's, not the running total.
     Usage {
+        usage: Usage,
+        cost_usd: Option<f64>,
+    },
+    /// A Guardian review's request finished: the session's tokens and cost, never its
+    /// context (the reviewer has its own).
+    ReviewerUsage {
+        model: String,
         usage: Usage,
         cost_usd: Option<f64>,
     },

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod probes;
 pub mod progress;
 pub mod prompt;
+pub mod reviewer;
 pub mod round_caps;
 pub mod runner;
 pub mod scheduler;

@@ -345,6 +345,7 @@ mod tests {
                 read_only,
                 trusted_read_only,
                 mode: ApprovalMode::Auto,
+                auto_review: false,
             })
         }
         fn set_plan_window(&self, open: bool) {

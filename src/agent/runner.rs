@@ -26,7 +26,7 @@ use super::session::{Session, SessionError};
 use super::snapshots::Recorder;
 use super::tokens::{self, Meter};
 use crate::cancel::CancelToken;
-use crate::permission::{Gate, Verdict};
+use crate::permission::{guardian, CallContext, Gate, ReviewSpend, Verdict};
 use crate::provider::{
     Chunk, Message, Prices, Provider, ProviderError, Request, Role, ToolCall, ToolSchema, Usage,
 };
@@ -219,6 +219,19 @@ pub struct Stats {
     /// The provider's `finish_reason` for the last reply (`length`: cut at the output token
     /// limit); `None` before the first reply.
     pub finish_reason: Option<String>,
+    /// The Guardian reviewer's answered requests for this agent's calls (in none of the
+    /// figures above).
+    pub reviews: ReviewerStats,
+}
+
+/// What the Guardian reviewer spent on one agent's calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReviewerStats {
+    /// The reviewer's model; empty before the first review.
+    pub model: String,
+    pub requests: u32,
+    pub usage: Usage,
+    pub cost_usd: f64,
 }
 
 pub struct Agent {
@@ -736,6 +749,44 @@ impl Agent {
         });
     }
 
+    /// A Guardian review's cost: the reviewer's own figures, the run's budget, the event.
+    fn account_review(&mut self, spend: &ReviewSpend, sink: &mut dyn EventSink) {
+        self.options.budget.record(&spend.usage, spend.cost_usd);
+        let reviews = &mut self.stats.reviews;
+        reviews.model.clone_from(&spend.model);
+        reviews.requests = reviews.requests.saturating_add(1);
+        reviews.usage.add(&spend.usage);
+        reviews.cost_usd += spend.cost_usd.unwrap_or(0.0);
+        sink.emit(Event::ReviewerUsage {
+            model: spend.model.clone(),
+            usage: spend.usage,
+            cost_usd: spend.cost_usd,
+        });
+    }
+
+    /// What the Guardian reviewer is shown of the conversation: the user's latest request and
+    /// the model's message that made the calls, each cut to a few kilobytes.
+    fn review_context(&self) -> String {
+        const PART_BYTES: usize = 4 * 1024;
+        let messages = self.session.messages();
+        let mut out = String::new();
+        if let Some(user) = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User && !compaction::is_digest(m))
+        {
+            out.push_str("The user's latest message:\n");
+            out.push_str(&guardian::clip(&user.content, PART_BYTES));
+        }
+        if let Some(reply) = messages.last().filter(|m| m.role == Role::Assistant) {
+            if !reply.content.trim().is_empty() {
+                out.push_str("\n\nThe agent's message with this call:\n");
+                out.push_str(&guardian::clip(&reply.content, PART_BYTES));
+            }
+        }
+        out
+    }
+
     fn record_reply(&mut self, reply: Reply) -> Result<(), AgentError> {
         self.stats.final_text = reply.text.clone();
         self.reasoning_echo |= !reply.reasoning.is_empty();
@@ -907,8 +958,12 @@ impl Agent {
         }
     }
 
-    fn prepare(&self, call: &ToolCall, sink: &mut dyn EventSink) -> Result<Prepared, ToolError> {
-        let tool = self.tools.get(call.name()).ok_or_else(|| {
+    fn prepare(
+        &mut self,
+        call: &ToolCall,
+        sink: &mut dyn EventSink,
+    ) -> Result<Prepared, ToolError> {
+        let tool = self.tools.get(call.name()).cloned().ok_or_else(|| {
             ToolError::InvalidArgs(format!(
                 "unknown tool `{}`; available tools: {}",
                 call.name(),
@@ -943,8 +998,19 @@ impl Agent {
         self.hook_pre_tool(call, &args, sink)?;
         let verdict = match tool.fresh_approval(&args, &self.ctx) {
             Some(preview) => self.gate.check_fresh(call.name(), &args, &preview),
-            None => self.gate.check_declared(call.name(), tool.profile(), &args),
+            None => {
+                let recent = || self.review_context();
+                let context = CallContext {
+                    recent: &recent,
+                    cancel: &self.ctx.cancel,
+                };
+                self.gate
+                    .check_in_context(call.name(), tool.profile(), &args, &context)
+            }
         };
+        if let Some(spend) = &verdict.review {
+            self.account_review(spend, sink);
+        }
         report_verdict(call.name(), &verdict, sink);
         if !verdict.allowed {
             let message = verdict
@@ -954,7 +1020,7 @@ impl Agent {
         }
         Ok(Prepared {
             id: call.id.clone(),
-            tool: Arc::clone(tool),
+            tool,
             args,
         })
     }
@@ -1213,6 +1279,7 @@ fn report_verdict(tool: &str, verdict: &Verdict, sink: &mut dyn EventSink) {
             allowed: verdict.allowed,
             rule: verdict.rule.clone(),
             posture: verdict.posture,
+            reason: verdict.reason.clone(),
         });
     }
     if let Some(warning) = &verdict.warning {

@@ -361,6 +361,9 @@ pub fn tool_context(config: &Config, cwd: &Path) -> Result<ToolContext, Error> {
         0 => None,
         secs => Some(std::time::Duration::from_secs(secs)),
     };
+    ctx.shell =
+        builtin::bash::chosen_shell(&config.tools.shell, std::env::var_os("PATH").as_deref())
+            .map_err(|e| Error::Config(config::ConfigError::Invalid(e)))?;
     ctx.secret_env = Arc::new(config.secret_env_names());
     ctx.sandbox = Arc::new(crate::sandbox::Policy::new(sandbox_settings(config, cwd)?));
     ctx.state = Some(Arc::new(builtin::history::StatePaths::new(
@@ -473,6 +476,24 @@ pub fn gate(
     ))
 }
 
+/// The Guardian reviewer when a server of `config` sets `approvals_reviewer = "auto_review"`:
+/// `[agent] reviewer_model`, else the executor's model (`settings`).
+pub fn reviewer(
+    config: &Config,
+    settings: &ProviderSettings,
+) -> Result<Option<Arc<dyn crate::permission::Reviewer>>, Error> {
+    let Some(reviewer) = crate::agent::reviewer::settings(config, settings)? else {
+        return Ok(None);
+    };
+    let prices = reviewer.prices;
+    let provider = crate::provider::build(reviewer)?;
+    Ok(Some(Arc::new(crate::agent::reviewer::ModelReviewer::new(
+        provider,
+        prices,
+        &config.agent,
+    ))))
+}
+
 /// The agent options from config, the resolved model and flags.
 pub fn options(
     config: &Config,
@@ -517,6 +538,16 @@ pub struct SharedGate(pub Arc<PolicyGate>);
 impl Gate for SharedGate {
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
         self.0.check_declared(tool, profile, args)
+    }
+
+    fn check_in_context(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        context: &crate::permission::CallContext,
+    ) -> Verdict {
+        self.0.check_in_context(tool, profile, args, context)
     }
 
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {

@@ -107,7 +107,8 @@ pub fn open(
     let mcp = Arc::new(mcp::Host::new(handle));
     let gate = Arc::new(
         PolicyGate::new(policy, options.posture, Some(approver))
-            .with_mcp(mcp.handle().tool_policies()),
+            .with_mcp(mcp.handle().tool_policies())
+            .with_reviewer(assemble::reviewer(&config, &settings)?),
     );
     let flags = PromptFlags {
         binding: binding.clone(),

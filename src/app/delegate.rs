@@ -331,10 +331,14 @@ impl Delegate for Children {
         };
         drop(slot);
         let stats = agent.stats();
+        // The Guardian's reviews of the child's calls are the child's spending too.
+        let mut usage = stats.usage;
+        usage.add(&stats.reviews.usage);
+        let cost_usd = stats.cost_usd + stats.reviews.cost_usd;
         {
             let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
-            tally.usage.add(&stats.usage);
-            tally.cost_usd += stats.cost_usd;
+            tally.usage.add(&usage);
+            tally.cost_usd += cost_usd;
             tally.requests += stats.requests;
         }
         let (answer, ok) = match finished {
@@ -371,15 +375,15 @@ impl Delegate for Children {
             ok,
             requests: stats.requests,
             tool_rounds: stats.tool_rounds,
-            usage: stats.usage,
-            cost_usd: agent.options().prices.map(|_| stats.cost_usd),
+            usage,
+            cost_usd: agent.options().prices.map(|_| cost_usd),
             elapsed_ms: started.elapsed().as_millis() as u64,
         });
         Ok(TaskOutcome {
             answer,
             ok,
             session_path,
-            usage: stats.usage,
+            usage,
             requests: stats.requests,
             tool_rounds: stats.tool_rounds,
         })
@@ -459,6 +463,16 @@ struct ChildGate(Arc<PolicyGate>);
 impl Gate for ChildGate {
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
         self.0.check_declared(tool, profile, args)
+    }
+
+    fn check_in_context(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        context: &crate::permission::CallContext,
+    ) -> Verdict {
+        self.0.check_in_context(tool, profile, args, context)
     }
 
     fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {

@@ -214,7 +214,8 @@ pub fn open(
             &options.permissions,
             front.approver.as_ref().map(|f| f()),
         )?
-        .with_mcp(mcp.handle().tool_policies()),
+        .with_mcp(mcp.handle().tool_policies())
+        .with_reviewer(assemble::reviewer(&config, &settings)?),
     );
     if options.budget.max_cost_usd.is_some() && settings.prices.is_none() {
         return Err(Error::Usage(format!(

@@ -55,9 +55,30 @@ pub fn stream_json(event: &Event) -> Option<Value> {
             allowed,
             rule,
             posture,
-        } => json!({"type": "permission", "tool": tool, "subject": subject,
+            reason,
+        } => {
+            let mut value = json!({"type": "permission", "tool": tool, "subject": subject,
                      "decision": decision.as_str(), "resolution": resolution.as_str(),
-                     "allowed": allowed, "rule": rule, "posture": posture_name(*posture)}),
+                     "allowed": allowed, "rule": rule, "posture": posture_name(*posture)});
+            // Only Guardian reviews have a reason; other events keep their shape.
+            if let Some(reason) = reason {
+                value["reason"] = json!(reason);
+            }
+            value
+        }
+        Event::ReviewerUsage {
+            model,
+            usage,
+            cost_usd,
+        } => json!({
+            "type": "usage",
+            "role": "reviewer",
+            "model": model,
+            "usage": usage_json(usage),
+            "cache_hit_ratio": usage.cache_hit_ratio(),
+            "cost_usd": cost_usd,
+            "estimated": usage.estimated,
+        }),
         Event::Usage { usage, cost_usd } => json!({
             "type": "usage",
             "usage": usage_json(usage),
@@ -227,6 +248,7 @@ mod tests {
             allowed: false,
             rule: None,
             posture: Some(Posture::Strict),
+            reason: None,
         };
         let value = stream_json(&event).unwrap();
         assert_eq!(
@@ -235,6 +257,35 @@ mod tests {
                    "decision": "ask", "resolution": "strict", "allowed": false,
                    "rule": null, "posture": "strict"})
         );
+        // A Guardian verdict carries its reason; the reviewer's usage is a usage event with
+        // its role and model.
+        let event = Event::Permission {
+            tool: "mcp__s__send".into(),
+            subject: None,
+            decision: crate::permission::Decision::Ask,
+            resolution: crate::permission::Resolution::Guardian,
+            allowed: false,
+            rule: Some("approval_mode = prompt".into()),
+            posture: Some(Posture::Ask),
+            reason: Some("not asked for".into()),
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(value["resolution"], "guardian");
+        assert_eq!(value["reason"], "not asked for");
+        let event = Event::ReviewerUsage {
+            model: "judge".into(),
+            usage: Usage {
+                prompt_tokens: 7,
+                ..Usage::default()
+            },
+            cost_usd: None,
+        };
+        let value = stream_json(&event).unwrap();
+        assert_eq!(
+            (&value["type"], &value["role"], &value["model"]),
+            (&json!("usage"), &json!("reviewer"), &json!("judge"))
+        );
+        assert_eq!(value["usage"]["input_tokens"], 7);
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod tests {
             args: serde_json::Value::Null,
             rule: rule.map(str::to_string),
             scopes: Vec::new(),
+            note: None,
         }
     }
 

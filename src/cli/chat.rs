@@ -181,7 +181,8 @@ fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
         }
         Ok(())
     }))
-    .with_mcp(late_lookup(Arc::clone(&mcp_policies)));
+    .with_mcp(late_lookup(Arc::clone(&mcp_policies)))
+    .with_reviewer(assemble::reviewer(&setup.config, &setup.settings)?);
     let gate = Arc::new(gate);
     let mut notices = Vec::new();
     let mut collect = |event: Event| {
@@ -562,7 +563,8 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
     );
     let gate = Arc::new(
         PolicyGate::new(policy, args.posture.unwrap_or(Posture::Ask), None)
-            .with_mcp(handle.tool_policies()),
+            .with_mcp(handle.tool_policies())
+            .with_reviewer(assemble::reviewer(&setup.config, &setup.settings)?),
     );
     let (mut agent, ctx) = build_agent(args, &setup, gate, Some(&handle), &mut output)?;
     let mcp = mcp::Host::new(handle);

@@ -230,6 +230,7 @@ impl Output {
                 allowed,
                 rule,
                 posture,
+                reason,
             } => {
                 let verb = if allowed { "allowed" } else { "blocked" };
                 let mut line = format!("permission: {verb} {tool}");
@@ -245,6 +246,23 @@ impl Output {
                     line.push_str(&format!(", rule `{rule}`"));
                 }
                 line.push_str(&format!(", posture {})", posture_name(posture)));
+                if let Some(reason) = reason {
+                    line.push_str(&format!(": {}", one_line(&reason, 300)));
+                }
+                self.err_line(&line);
+            }
+            Event::ReviewerUsage {
+                model,
+                usage,
+                cost_usd,
+            } => {
+                let mut line = format!(
+                    "usage (reviewer {model}): {} in ({} cached), {} out",
+                    usage.prompt_tokens, usage.cache_hit_tokens, usage.completion_tokens
+                );
+                if let Some(cost) = cost_usd {
+                    line.push_str(&format!(", ${cost:.4}"));
+                }
                 self.err_line(&line);
             }
             Event::Usage { usage, cost_usd } => {
@@ -519,15 +537,21 @@ impl EventSink for Output {
             resolution,
             rule,
             allowed: false,
+            reason,
             ..
         } = &event
         {
-            self.denials.push(json!({
+            let mut denial = json!({
                 "tool": tool,
                 "subject": subject,
                 "resolution": resolution.as_str(),
                 "rule": rule,
-            }));
+            });
+            // A Guardian refusal says why, as its permission event does.
+            if let Some(reason) = reason {
+                denial["reason"] = json!(reason);
+            }
+            self.denials.push(denial);
         }
         match self.format {
             Format::Text => self.text_event(event),
@@ -605,14 +629,29 @@ impl RunResult {
     }
 
     /// `{"MODEL": {"role", "requests", "usage", "cost_usd", "cache_hit_ratio"}}`; a cost is
-    /// null when the run's cost is unknown.
+    /// null when the run's cost is unknown. Roles sharing a model (the agent and a Guardian
+    /// reviewer on the same model) are one entry with their figures added up and their roles
+    /// joined by `+`.
     fn models_json(&self) -> Value {
-        let mut models = serde_json::Map::new();
+        let mut merged: Vec<(String, ModelStats)> = Vec::new();
         for model in &self.models {
+            match merged.iter_mut().find(|(_, m)| m.model == model.model) {
+                Some((roles, shared)) => {
+                    roles.push('+');
+                    roles.push_str(model.role);
+                    shared.requests = shared.requests.saturating_add(model.requests);
+                    shared.usage.add(&model.usage);
+                    shared.cost_usd += model.cost_usd;
+                }
+                None => merged.push((model.role.to_string(), model.clone())),
+            }
+        }
+        let mut models = serde_json::Map::new();
+        for (roles, model) in merged {
             models.insert(
                 model.model.clone(),
                 json!({
-                    "role": model.role,
+                    "role": roles,
                     "requests": model.requests,
                     "usage": usage_json(&model.usage),
                     "cost_usd": self.total_cost_usd.map(|_| model.cost_usd),

@@ -1,7 +1,8 @@
 //! The compositions shipped in the binary: `builtin:general` (Everyday partner, the ordinary
 //! configuration without a binding) and `builtin:minimal` (Lightweight partner: a concise
-//! software-engineer persona, `bash` and `view_image` only, native compaction, no custom
-//! skills, commands, MCP servers, optional hooks or subagents). Read-only templates.
+//! software-engineer persona, `bash` and `view_image` plus the `ask` control, native
+//! compaction, no custom skills, commands, MCP servers, optional hooks or subagents).
+//! Read-only templates.
 
 use super::{Definition, Modules, Persona, Selection, SCHEMA_VERSION};
 
@@ -12,8 +13,10 @@ pub const MINIMAL: &str = "minimal";
 pub const MINIMAL_PERSONA: &str = "You are a concise software engineer. Answer briefly, \
 work in the terminal with bash, and read images with view_image when the task involves one.";
 
-/// The tools `builtin:minimal` binds, and nothing else.
-pub const MINIMAL_TOOLS: &[&str] = &["bash", "view_image"];
+/// The tools `builtin:minimal` binds, and nothing else: its terminal, image reading, and the
+/// host control it retains to ask the user a question (AGENT_COMPOSITIONS: "It retains the
+/// host controls needed to answer and ask questions").
+pub const MINIMAL_TOOLS: &[&str] = &["bash", "view_image", "ask"];
 
 /// Every built-in, in catalog order.
 pub fn all() -> Vec<Definition> {
@@ -70,14 +73,14 @@ mod tests {
     use crate::composition::{check_authority, Scope};
 
     #[test]
-    fn built_ins_pass_their_own_authority_check_and_minimal_selects_two_tools() {
+    fn built_ins_pass_their_own_authority_check_and_minimal_selects_its_three_tools() {
         for definition in all() {
             check_authority(Scope::Builtin, &definition).unwrap();
         }
         let minimal = get(MINIMAL).unwrap();
         assert_eq!(
             minimal.modules.tools,
-            Selection::Only(vec!["bash".into(), "view_image".into()])
+            Selection::Only(vec!["bash".into(), "view_image".into(), "ask".into()])
         );
         for group in [
             &minimal.modules.skills,

@@ -82,7 +82,8 @@ pub struct HookConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct UiConfig {
-    /// `classic` | `desktop`; kept for compatibility, not validated.
+    /// `classic` | `desktop`: a compatibility setting of the shared schema, accepted and without
+    /// effect (the spec defines no key maps for it; the chat has one).
     pub shortcut_layout: Option<String>,
     pub cursor_shape: CursorShape,
 }
@@ -125,6 +126,13 @@ pub struct AgentConfig {
     pub reasoning_language: ReasoningLanguage,
     /// A model reference for the two-model coordinator.
     pub planner_model: Option<String>,
+    /// The Guardian reviewer's model (`approvals_reviewer = "auto_review"`); unset: the
+    /// executor's. User config only: a repository must not pick who approves its calls.
+    pub reviewer_model: Option<String>,
+    /// How long one review may take before the call goes to a person instead.
+    pub reviewer_timeout_seconds: u64,
+    /// The most tokens a review's reply may take.
+    pub reviewer_max_tokens: u64,
     /// Context fraction at which stale tool results are snipped.
     pub tool_result_snip_ratio: f64,
     /// Context fraction at which stale tool results are pruned, then summarised if needed.
@@ -178,6 +186,9 @@ impl Default for AgentConfig {
             reasoning_effort: None,
             reasoning_language: ReasoningLanguage::Auto,
             planner_model: None,
+            reviewer_model: None,
+            reviewer_timeout_seconds: 60,
+            reviewer_max_tokens: 1024,
             tool_result_snip_ratio: 0.6,
             compact_ratio: 0.8,
             compact_force_ratio: 0.9,
@@ -393,13 +404,20 @@ pub struct ShellConfig {
     pub path: Option<PathBuf>,
 }
 
+/// The refusal of a PowerShell interpreter on a system whose shell tool runs POSIX shells.
+pub const POWERSHELL_ELSEWHERE: &str = "`tools.shell.prefer` PowerShell (powershell, pwsh) is for \
+    Windows; on this system use \"auto\", \"bash\" or \"sh\"";
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ShellPrefer {
     #[default]
     Auto,
     Bash,
+    Sh,
+    /// Windows only: refused elsewhere.
     Powershell,
+    /// Windows only: refused elsewhere.
     Pwsh,
 }
 

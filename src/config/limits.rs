@@ -23,6 +23,13 @@ pub const MAX_RETRIES: u32 = 100;
 /// windows, small enough that sums and products of token counts cannot overflow.
 pub const MAX_TOKENS: u64 = 1_000_000_000;
 
+/// The most tokens a Guardian review's reply may take: a verdict is one sentence, and a
+/// reasoning model's thinking fits well below this.
+pub const MAX_REVIEWER_TOKENS: u64 = 32_768;
+
+/// The fewest: below this even a terse verdict is cut off.
+pub const MIN_REVIEWER_TOKENS: u64 = 64;
+
 /// The most threads one setting may ask for (parallel tools, subagents, writers).
 pub const MAX_CONCURRENCY: u32 = 64;
 
@@ -50,6 +57,11 @@ impl Config {
     pub fn saturate(&mut self) {
         let agent = &mut self.agent;
         agent.max_tokens = agent.max_tokens.map(|t| t.min(MAX_TOKENS));
+        agent.reviewer_max_tokens = agent
+            .reviewer_max_tokens
+            .clamp(MIN_REVIEWER_TOKENS, MAX_REVIEWER_TOKENS);
+        // A review that may not take a second never answers: at least one.
+        agent.reviewer_timeout_seconds = agent.reviewer_timeout_seconds.max(1);
         for threads in [
             &mut agent.max_parallel_tools,
             &mut agent.max_subagent_concurrency,
@@ -62,6 +74,7 @@ impl Config {
             .max_image_bytes_per_request
             .min(MAX_IMAGE_BYTES_PER_REQUEST);
         let mut seconds: Vec<&mut u64> = vec![
+            &mut self.agent.reviewer_timeout_seconds,
             &mut self.tools.bash_timeout_seconds,
             &mut self.tools.mcp_call_timeout_seconds,
         ];
@@ -102,6 +115,8 @@ mod tests {
         config.agent.max_parallel_tools = u32::MAX;
         config.agent.max_mcp_calls_per_round = u32::MAX;
         config.agent.max_image_bytes_per_request = u64::MAX;
+        config.agent.reviewer_max_tokens = u64::MAX;
+        config.agent.reviewer_timeout_seconds = u64::MAX;
         config.tools.bash_timeout_seconds = i64::MAX as u64;
         config.hooks.push(HookConfig {
             timeout_seconds: u64::MAX,
@@ -115,6 +130,8 @@ mod tests {
         config.saturate();
         assert_eq!(config.agent.max_tokens, Some(MAX_TOKENS));
         assert_eq!(config.agent.max_parallel_tools, MAX_CONCURRENCY);
+        assert_eq!(config.agent.reviewer_max_tokens, MAX_REVIEWER_TOKENS);
+        assert_eq!(config.agent.reviewer_timeout_seconds, MAX_TIMEOUT_SECONDS);
         assert_eq!(config.tools.bash_timeout_seconds, MAX_TIMEOUT_SECONDS);
         assert_eq!(
             config.agent.max_mcp_calls_per_round,
@@ -130,5 +147,12 @@ mod tests {
         assert_eq!(provider.retry.initial_backoff_ms, Some(MAX_BACKOFF_MS));
         assert_eq!(provider.retry.max_retries, Some(MAX_RETRIES));
         assert_eq!(provider.context_window, Some(1_000_000), "in bounds: kept");
+        // The reviewer's floors: a zero timeout or a handful of tokens could never answer.
+        let mut config = Config::default();
+        config.agent.reviewer_max_tokens = 0;
+        config.agent.reviewer_timeout_seconds = 0;
+        config.saturate();
+        assert_eq!(config.agent.reviewer_max_tokens, MIN_REVIEWER_TOKENS);
+        assert_eq!(config.agent.reviewer_timeout_seconds, 1);
     }
 }

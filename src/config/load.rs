@@ -96,16 +96,18 @@ const RETIRED: &[&str] = &[
 /// Keys of the schema that nothing implements yet, by path (`plugins.x` is `x` in any
 /// `[[plugins]]` entry; a table stands for everything in it). Setting one is ignored with one
 /// warning each, so no key silently does nothing; an issue that implements a key removes it
-/// here. Listed in `reasonix.example.toml` and the README too.
-pub const UNSUPPORTED: &[&str] = &[
-    "ui.shortcut_layout",
-    "tools.shell",
-    "plugins.approvals_reviewer",
-];
+/// here. Listed in `reasonix.example.toml` and the README too. None is left: `ui.shortcut_layout`
+/// left the list as a compatibility setting (the spec gives it no key maps for a terminal), so it
+/// is accepted and has no effect. The unit tests list a made-up key so the warning stays tested.
+#[cfg(not(test))]
+pub const UNSUPPORTED: &[&str] = &[];
+#[cfg(test)]
+pub const UNSUPPORTED: &[&str] = &["ui.not_implemented_here"];
 
 /// Keys a project file may not set: a repository must not loosen its own jail or pick the binary
 /// we execute. Listed in `reasonix.example.toml` too.
 pub const USER_ONLY: &[&str] = &[
+    "agent.reviewer_model",
     "sandbox.workspace_root",
     "sandbox.allow_write",
     "sandbox.default_forbid_read",
@@ -996,6 +998,19 @@ fn validate(config: &Config) -> Vec<(KeyPath, String)> {
             problems.push((at, format!("provider `{}`: {problem}", provider.name)));
         }
     }
+    // The shell tool runs POSIX shells off Windows: a PowerShell interpreter is refused here,
+    // with the file and line, rather than failing every command later.
+    if !cfg!(windows)
+        && matches!(
+            config.tools.shell.prefer,
+            super::ShellPrefer::Powershell | super::ShellPrefer::Pwsh
+        )
+    {
+        problems.push((
+            KeyPath::key(&["tools", "shell", "prefer"]),
+            super::POWERSHELL_ELSEWHERE.into(),
+        ));
+    }
     for (i, plugin) in config.plugins.iter().enumerate() {
         let here = KeyPath::key(&["plugins"]).at(Seg::Index(i));
         if let Some((key, problem)) = plugin_problem(plugin) {
@@ -1270,6 +1285,19 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unsupported_key_is_dropped_with_one_warning_naming_file_and_line() {
+        let (table, warnings) = check("[ui]\ncursor_shape = \"bar\"\nnot_implemented_here = 1\n");
+        let table = table.unwrap();
+        assert_eq!(
+            warnings,
+            vec!["/p/r.toml:3:1: `ui.not_implemented_here` is not supported yet (ignored)"]
+        );
+        let ui = table["ui"].as_table().unwrap();
+        assert!(!ui.contains_key("not_implemented_here"), "{ui:?}");
+        assert!(ui.contains_key("cursor_shape"), "{ui:?}");
+    }
 
     fn check(text: &str) -> (Result<Table, ConfigError>, Vec<String>) {
         let mut warnings = Vec::new();

@@ -39,6 +39,7 @@ pub const PAGE: &[(&str, Ui)] = &[
     ("turn.error", PageTurnError),
     ("server.shutdown", PageServerShutdown),
     ("stream.refused", PageStreamRefused),
+    ("readonly.notice", PageReadOnly),
     ("diff.none", PageDiffNone),
     ("diff.more", PageDiffMore),
     ("status.tokens", PageStatusTokens),

@@ -150,6 +150,7 @@ impl McpTool {
                 .trusted_read_only
                 .contains(&self.remote.name),
             mode: self.server.spec().tool_mode(&self.remote.name),
+            auto_review: self.server.spec().auto_review,
         }
     }
 }

@@ -28,7 +28,8 @@ use serde_json::{json, Value};
 
 use crate::config::env::{expand, parse_store};
 use crate::config::{
-    ApprovalMode, Config, ConfigError, Layer, PluginConfig, PluginJail, PluginSandbox, PluginType,
+    ApprovalMode, ApprovalsReviewer, Config, ConfigError, Layer, PluginConfig, PluginJail,
+    PluginSandbox, PluginType,
 };
 use crate::hash::sha256_hex;
 
@@ -108,6 +109,9 @@ pub struct ServerSpec {
     /// `elicitation = "accept_defaults"`: headless requests for input are answered with their
     /// defaults instead of declined.
     pub elicit_defaults: bool,
+    /// `approvals_reviewer = "auto_review"`: the calls of this server that need review go to
+    /// the Guardian reviewer instead of the user (user config only).
+    pub auto_review: bool,
 }
 
 /// The directories offered to a server through `roots/list`.
@@ -591,7 +595,25 @@ fn resolve(
         roots: roots(plugin, origin, vars, ignored)?,
         oauth: oauth_settings(plugin, origin, vars)?,
         elicit_defaults: elicit_defaults(plugin, origin, ignored)?,
+        auto_review: auto_review(plugin, origin, ignored),
     })
+}
+
+/// `approvals_reviewer`: handing the user's approvals to a model is the user's choice, so a
+/// project file's `auto_review` is ignored (its calls keep asking the user).
+fn auto_review(plugin: &PluginConfig, origin: Origin, ignored: &mut Vec<String>) -> bool {
+    match plugin.approvals_reviewer {
+        ApprovalsReviewer::User => false,
+        ApprovalsReviewer::AutoReview if origin.needs_grant() => {
+            ignored.push(
+                "`approvals_reviewer = \"auto_review\"` is ignored: only the user config may hand \
+                 approvals to the Guardian reviewer"
+                    .into(),
+            );
+            false
+        }
+        ApprovalsReviewer::AutoReview => true,
+    }
 }
 
 /// `elicitation`: answering for the user is theirs to allow, so a project file cannot.

@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
+use super::guardian::{CallContext, Review, ReviewOutcome, ReviewRequest, ReviewSpend, Reviewer};
 use super::policy::{Basis, Decision, Policy};
 use super::rules::{exact_command_rule, prefix_command_rule, Call, Rule, Subject};
+use crate::cancel::CancelToken;
 use crate::config::ApprovalMode;
 use crate::tool::{Family, Profile, ReadDenials};
 
@@ -81,6 +83,10 @@ pub enum Resolution {
     UserDeny,
     /// A `PermissionRequest` hook denied the call before anyone was asked.
     Hook,
+    /// The Guardian reviewer's verdict (`approvals_reviewer = "auto_review"`), final.
+    Guardian,
+    /// The Guardian gave no verdict and no person could be asked: refused (fail closed).
+    GuardianFailed,
 }
 
 impl Resolution {
@@ -100,12 +106,14 @@ impl Resolution {
             Resolution::UserAlways => "user-always",
             Resolution::UserDeny => "user-deny",
             Resolution::Hook => "hook",
+            Resolution::Guardian => "guardian",
+            Resolution::GuardianFailed => "guardian-failed",
         }
     }
 }
 
 /// The gate's answer for one call, with what the event stream needs to report it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     pub allowed: bool,
     /// What the static policy said before the posture and approver were consulted.
@@ -120,6 +128,10 @@ pub struct Verdict {
     pub message: Option<String>,
     /// Something the user should hear about, e.g. an "always" rule that could not be saved.
     pub warning: Option<String>,
+    /// The Guardian reviewer's reason for its verdict, or why it gave none.
+    pub reason: Option<String>,
+    /// What a Guardian review of this call cost, when one was answered.
+    pub review: Option<ReviewSpend>,
 }
 
 impl Verdict {
@@ -133,6 +145,8 @@ impl Verdict {
             posture: None,
             message: None,
             warning: None,
+            reason: None,
+            review: None,
         }
     }
 
@@ -147,6 +161,19 @@ pub trait Gate: Send + Sync {
     /// Judges a call by the arguments its tool declared as subjects (see [`Subjects`]); what
     /// the agent calls for every tool.
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict;
+
+    /// [`Gate::check_declared`] with what a Guardian review of the call needs (the recent
+    /// conversation, built only when the call is reviewed; the turn's cancellation). A gate
+    /// without a reviewer ignores it.
+    fn check_in_context(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        _context: &CallContext,
+    ) -> Verdict {
+        self.check_declared(tool, profile, args)
+    }
 
     /// What this gate denies to readers, for the search tools' walks (see
     /// `ToolContext::read_denials`); `None` denies nothing.
@@ -205,6 +232,8 @@ fn refused_headless(tool: &str, decision: Decision) -> Verdict {
              tell the user what you wanted to save or remove so they can do it themselves"
         )),
         warning: None,
+        reason: None,
+        review: None,
     }
 }
 
@@ -227,6 +256,7 @@ fn approval_request(
         args: args.clone(),
         rule: base.rule.clone(),
         scopes,
+        note: None,
     }
 }
 
@@ -252,6 +282,9 @@ pub struct ApprovalRequest {
     /// conservative `Bash(prefix:*)` when the command is one plain simple command; for file
     /// writers `Edit(<path>)` (when there is a single path) then `Edit`; otherwise the tool.
     pub scopes: Vec<Rule>,
+    /// Why a person is asked although someone else was to decide (the Guardian reviewer
+    /// gave no verdict); shown with the request.
+    pub note: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -303,6 +336,9 @@ pub struct McpToolPolicy {
     pub trusted_read_only: bool,
     /// The tool's `approval_mode`, else the server's `default_tools_approval_mode`.
     pub mode: ApprovalMode,
+    /// The server's `approvals_reviewer = "auto_review"`: its calls that need review go to
+    /// the Guardian reviewer, not the user.
+    pub auto_review: bool,
 }
 
 /// Finds the MCP policy of a tool by its registry name; `None` for every other tool.
@@ -319,6 +355,9 @@ pub struct PolicyGate {
     /// The approved-plan window is open.
     plan_window: AtomicBool,
     request_hook: Mutex<Option<RequestHook>>,
+    /// The Guardian reviewer for calls of `auto_review` servers; without one, such calls go
+    /// to a fresh human approval (headless: refused).
+    reviewer: Option<Arc<dyn Reviewer>>,
 }
 
 impl PolicyGate {
@@ -332,7 +371,15 @@ impl PolicyGate {
             mcp: None,
             plan_window: AtomicBool::new(false),
             request_hook: Mutex::new(None),
+            reviewer: None,
         }
+    }
+
+    /// Sends the calls of `auto_review` servers that need review to `reviewer` (`None`: no
+    /// reviewer, so such calls go to a fresh human approval).
+    pub fn with_reviewer(mut self, reviewer: Option<Arc<dyn Reviewer>>) -> Self {
+        self.reviewer = reviewer;
+        self
     }
 
     /// Applies MCP approval modes and `destructiveHint` to the tools `lookup` knows.
@@ -372,7 +419,14 @@ impl PolicyGate {
         self.grants.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn resolve_ask(&self, call: &Call, basis: &Basis, args: &Value, base: Verdict) -> Verdict {
+    fn resolve_ask(
+        &self,
+        call: &Call,
+        basis: &Basis,
+        args: &Value,
+        base: Verdict,
+        review: Option<&CallContext>,
+    ) -> Verdict {
         let granted = {
             let grants = self.lock_grants();
             self.policy
@@ -399,8 +453,12 @@ impl PolicyGate {
             }
             _ => {}
         }
-        if let Some(reason) = self.request_denied(call, args, &base, self.approver.is_some()) {
+        let person = self.approver.is_some() && review.is_none();
+        if let Some(reason) = self.request_denied(call, args, &base, person) {
             return blocked(base, Resolution::Hook, hook_message(&reason));
+        }
+        if let Some(context) = review {
+            return self.guardian_review(call, args, base, context);
         }
         match &self.approver {
             None => allowed(base, Resolution::Headless),
@@ -512,6 +570,7 @@ impl PolicyGate {
             args: args.clone(),
             rule: Some("destructiveHint".into()),
             scopes: Vec::new(),
+            note: None,
         };
         if let Some(reason) = self.hook_denies(&request, true) {
             return blocked(base, Resolution::Hook, hook_message(&reason));
@@ -530,6 +589,99 @@ impl PolicyGate {
                 Resolution::UserDeny,
                 denied_because(&call.tool, &reason),
             ),
+            _ => allowed(base, Resolution::UserOnce),
+        }
+    }
+}
+
+impl PolicyGate {
+    /// A call of an `auto_review` server that needs review: the Guardian's allow or deny is
+    /// final. Without a verdict (no reviewer, a timeout, a failed request, an unreadable
+    /// reply) a person decides this one call afresh; without a person the call is refused.
+    fn guardian_review(
+        &self,
+        call: &Call,
+        args: &Value,
+        base: Verdict,
+        context: &CallContext,
+    ) -> Verdict {
+        let review = match &self.reviewer {
+            Some(reviewer) => reviewer.review(&ReviewRequest {
+                tool: call.tool.clone(),
+                subject: base.subject.clone(),
+                args: args.clone(),
+                why: base
+                    .rule
+                    .clone()
+                    .unwrap_or_else(|| "the permission fallback asks for writers".into()),
+                context: (context.recent)(),
+                cancel: context.cancel.clone(),
+            }),
+            None => Review::failed("this session has no Guardian reviewer"),
+        };
+        let base = Verdict {
+            review: review.spend,
+            ..base
+        };
+        match review.outcome {
+            ReviewOutcome::Allow(reason) => Verdict {
+                reason: Some(reason),
+                ..allowed(base, Resolution::Guardian)
+            },
+            ReviewOutcome::Deny(reason) => {
+                let message = format!(
+                    "blocked by the Guardian reviewer: {reason}; do not retry it unchanged, \
+                     take another approach or ask the user"
+                );
+                Verdict {
+                    reason: Some(reason),
+                    ..blocked(base, Resolution::Guardian, message)
+                }
+            }
+            // An interrupted turn runs nothing more and asks no one.
+            ReviewOutcome::Failed(why) if context.cancel.is_cancelled() => {
+                let message = "blocked: the turn was interrupted during the review".to_string();
+                Verdict {
+                    reason: Some(why),
+                    ..blocked(base, Resolution::GuardianFailed, message)
+                }
+            }
+            ReviewOutcome::Failed(why) => self.fresh_after_review(call, args, base, why),
+        }
+    }
+
+    /// The fresh human approval a failed review degrades to: asked even in Auto or Yolo,
+    /// with no grant scopes to offer, and any yes counts for this call only.
+    fn fresh_after_review(&self, call: &Call, args: &Value, base: Verdict, why: String) -> Verdict {
+        let Some(approver) = &self.approver else {
+            let message = format!(
+                "blocked: `{tool}` needs review, the Guardian reviewer gave no verdict ({why}) \
+                 and this run cannot ask a person; do not retry it, report that this step \
+                 needs approval",
+                tool = call.tool
+            );
+            return Verdict {
+                reason: Some(why),
+                ..blocked(base, Resolution::GuardianFailed, message)
+            };
+        };
+        let request = ApprovalRequest {
+            note: Some(format!("the Guardian reviewer gave no verdict: {why}")),
+            ..approval_request(call, args, &base, Vec::new())
+        };
+        let base = Verdict {
+            reason: Some(why),
+            ..base
+        };
+        match approver.approve(&request) {
+            ApprovalAnswer::Deny => {
+                let message = format!(
+                    "blocked: the user declined this `{}` call; do not retry it unchanged, \
+                     take another approach or ask the user",
+                    call.tool
+                );
+                blocked(base, Resolution::UserDeny, message)
+            }
             _ => allowed(base, Resolution::UserOnce),
         }
     }
@@ -562,6 +714,7 @@ impl Gate for PolicyGate {
             args: args.clone(),
             rule: None,
             scopes: Vec::new(),
+            note: None,
         };
         let base = Verdict {
             allowed: false,
@@ -572,6 +725,8 @@ impl Gate for PolicyGate {
             posture: Some(posture),
             message: None,
             warning: None,
+            reason: None,
+            review: None,
         };
         if let Some(reason) = self.hook_denies(&request, true) {
             return blocked(base, Resolution::Hook, hook_message(&reason));
@@ -614,6 +769,21 @@ impl Gate for PolicyGate {
     }
 
     fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
+        let cancel = CancelToken::new();
+        let context = CallContext {
+            recent: &String::new,
+            cancel: &cancel,
+        };
+        self.check_in_context(tool, profile, args, &context)
+    }
+
+    fn check_in_context(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        context: &CallContext,
+    ) -> Verdict {
         let read_only = profile.read_only;
         let call = Call::declared(
             tool,
@@ -648,6 +818,8 @@ impl Gate for PolicyGate {
             posture: Some(self.posture()),
             message: None,
             warning: None,
+            reason: None,
+            review: None,
         };
         if destructive {
             return self.check_destructive(&call, args, base);
@@ -669,7 +841,11 @@ impl Gate for PolicyGate {
                 );
                 blocked(base, Resolution::Mode, message)
             }
-            (Decision::Ask, basis) => self.resolve_ask(&call, basis, args, base),
+            (Decision::Ask, basis) => {
+                // Destructive calls returned above: they never reach the reviewer.
+                let review = mcp.is_some_and(|m| m.auto_review).then_some(context);
+                self.resolve_ask(&call, basis, args, base, review)
+            }
         }
     }
 }
@@ -772,11 +948,11 @@ mod tests {
     fn lookup() -> McpLookup {
         Box::new(|tool| {
             let (destructive, mode) = match tool {
-                "mcp__s__rm" => (true, ApprovalMode::Approve),
+                "mcp__s__rm" | "mcp__g__rm" => (true, ApprovalMode::Approve),
                 "mcp__s__approve" => (false, ApprovalMode::Approve),
-                "mcp__s__prompt" => (false, ApprovalMode::Prompt),
-                "mcp__s__writes" => (false, ApprovalMode::Writes),
-                "mcp__s__auto" => (false, ApprovalMode::Auto),
+                "mcp__s__prompt" | "mcp__g__prompt" => (false, ApprovalMode::Prompt),
+                "mcp__s__writes" | "mcp__g__writes" => (false, ApprovalMode::Writes),
+                "mcp__s__auto" | "mcp__g__auto" => (false, ApprovalMode::Auto),
                 _ => return None,
             };
             Some(McpToolPolicy {
@@ -784,8 +960,182 @@ mod tests {
                 read_only: false,
                 trusted_read_only: false,
                 mode,
+                // Server `g` hands its reviews to the Guardian.
+                auto_review: tool.starts_with("mcp__g__"),
             })
         })
+    }
+
+    /// A reviewer answering `outcome` every time, counting the reviews and keeping the last.
+    struct Judge {
+        outcome: ReviewOutcome,
+        seen: Arc<Mutex<Vec<ReviewRequest>>>,
+    }
+
+    impl Reviewer for Judge {
+        fn review(&self, request: &ReviewRequest) -> Review {
+            self.seen.lock().unwrap().push(request.clone());
+            Review {
+                outcome: self.outcome.clone(),
+                spend: Some(ReviewSpend {
+                    model: "judge".into(),
+                    usage: Default::default(),
+                    cost_usd: None,
+                }),
+            }
+        }
+    }
+
+    type Reviews = Arc<Mutex<Vec<ReviewRequest>>>;
+
+    /// A gate whose server `g` is reviewed by a judge answering `outcome`.
+    fn judged(
+        outcome: ReviewOutcome,
+        posture: Posture,
+        answer: Option<ApprovalAnswer>,
+    ) -> (PolicyGate, Reviews, Arc<Mutex<Vec<String>>>) {
+        let (gate, asked) = gate(&[], &[], posture, answer);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let judge = Judge {
+            outcome,
+            seen: Arc::clone(&seen),
+        };
+        (gate.with_reviewer(Some(Arc::new(judge))), seen, asked)
+    }
+
+    fn check_g(gate: &PolicyGate, tool: &str, read_only: bool) -> Verdict {
+        let recent = || "the user asked for it".to_string();
+        let cancel = CancelToken::new();
+        let context = CallContext {
+            recent: &recent,
+            cancel: &cancel,
+        };
+        gate.check_in_context(
+            tool,
+            Profile::undeclared(read_only),
+            &json!({"to": "x"}),
+            &context,
+        )
+    }
+
+    #[test]
+    fn the_guardians_verdict_is_final_and_no_person_is_asked() {
+        let allow = ReviewOutcome::Allow("the user asked".into());
+        for answer in [Some(ApprovalAnswer::Deny), None] {
+            let (g, seen, asked) = judged(allow.clone(), Posture::Ask, answer);
+            let verdict = check_g(&g, "mcp__g__prompt", true);
+            assert_eq!(
+                (
+                    verdict.allowed,
+                    verdict.resolution,
+                    verdict.reason.as_deref()
+                ),
+                (true, Resolution::Guardian, Some("the user asked"))
+            );
+            assert_eq!(
+                verdict.review.as_ref().map(|r| r.model.as_str()),
+                Some("judge")
+            );
+            let request = seen.lock().unwrap()[0].clone();
+            assert_eq!(request.why, "approval_mode = prompt");
+            assert_eq!(request.context, "the user asked for it");
+            assert!(asked.lock().unwrap().is_empty());
+        }
+        let (g, _, asked) = judged(
+            ReviewOutcome::Deny("sends mail".into()),
+            Posture::Ask,
+            Some(ApprovalAnswer::Once),
+        );
+        let verdict = check_g(&g, "mcp__g__writes", false);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::Guardian)
+        );
+        assert!(verdict.message.unwrap().contains("sends mail"));
+        assert!(asked.lock().unwrap().is_empty(), "a deny is final too");
+        // Readers under `writes` and servers without auto_review never reach the judge.
+        let (g, seen, _) = judged(allow.clone(), Posture::Ask, Some(ApprovalAnswer::Once));
+        assert_eq!(
+            check_g(&g, "mcp__g__writes", true).resolution,
+            Resolution::Plain
+        );
+        assert_eq!(
+            check_g(&g, "mcp__s__prompt", true).resolution,
+            Resolution::UserOnce
+        );
+        assert!(seen.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_failed_review_goes_to_a_fresh_person_and_headless_fails_closed() {
+        let failed = ReviewOutcome::Failed("timed out".into());
+        // Session and always answers grant nothing: the next call is reviewed and asked again.
+        let scope = Rule::parse("mcp__g__prompt").unwrap();
+        let (g, seen, asked) = judged(
+            failed.clone(),
+            Posture::Ask,
+            Some(ApprovalAnswer::Session(scope)),
+        );
+        for _ in 0..2 {
+            let verdict = check_g(&g, "mcp__g__prompt", true);
+            assert_eq!(
+                (
+                    verdict.allowed,
+                    verdict.resolution,
+                    verdict.reason.as_deref()
+                ),
+                (true, Resolution::UserOnce, Some("timed out"))
+            );
+        }
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        assert_eq!(asked.lock().unwrap().len(), 2);
+        assert!(g.grants().is_empty());
+        // Auto: the writer fallback of an auto-mode tool is the posture's, never reviewed;
+        // prompt mode still is, and a failure still asks the person.
+        let (g, seen, asked) = judged(failed.clone(), Posture::Auto, Some(ApprovalAnswer::Deny));
+        assert_eq!(
+            check_g(&g, "mcp__g__auto", false).resolution,
+            Resolution::Auto
+        );
+        let verdict = check_g(&g, "mcp__g__prompt", true);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::UserDeny)
+        );
+        assert_eq!(
+            (seen.lock().unwrap().len(), asked.lock().unwrap().len()),
+            (1, 1)
+        );
+        // Headless: refused, in the ask posture that would otherwise allow without a person.
+        let (g, _, _) = judged(failed, Posture::Ask, None);
+        let verdict = check_g(&g, "mcp__g__auto", false);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::GuardianFailed)
+        );
+        assert!(verdict.message.unwrap().contains("timed out"));
+        // No reviewer at all is a failed review too.
+        let (g, _) = gate(&[], &[], Posture::Ask, None);
+        let verdict = check_g(&g, "mcp__g__prompt", true);
+        assert_eq!(verdict.resolution, Resolution::GuardianFailed);
+    }
+
+    #[test]
+    fn destructive_calls_never_reach_the_guardian() {
+        let allow = ReviewOutcome::Allow("fine".into());
+        let (g, seen, asked) = judged(allow.clone(), Posture::Ask, Some(ApprovalAnswer::Deny));
+        let verdict = check_g(&g, "mcp__g__rm", false);
+        assert_eq!(
+            (verdict.allowed, verdict.resolution),
+            (false, Resolution::UserDeny)
+        );
+        assert_eq!(asked.lock().unwrap().len(), 1);
+        let (h, _, _) = judged(allow, Posture::Yolo, None);
+        assert!(
+            !check_g(&h, "mcp__g__rm", false).allowed,
+            "headless: refused"
+        );
+        assert!(seen.lock().unwrap().is_empty());
     }
 
     fn policy(allow: &[&str], deny: &[&str]) -> Policy {

@@ -13,6 +13,7 @@ pub mod bcrypt;
 mod blowfish;
 pub mod commands;
 pub mod edits;
+pub mod history_view;
 pub mod http;
 pub mod presets;
 pub mod routes;

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::auth::{self, Auth, Bearer, Login, Mode};
 use super::http::{Request, Response};
 use super::sessions::{Hub, Live};
-use super::{archive_routes, commands, presets, Open, Refused};
+use super::{archive_routes, commands, history_view, presets, Open, Refused};
 use crate::tool::collab::{Answer, PlanReview};
 
 const PAGE: &str = include_str!("page/index.html");
@@ -244,7 +244,18 @@ impl Router {
                 };
                 match self.hub.open(&open) {
                     Ok(live) => respond(Response::json(201, &live.describe())),
-                    Err(Refused::Composition(err)) => respond(presets::refusal(&err)),
+                    // A stored conversation whose binding cannot run here opens as history.
+                    Err(Refused::Composition(err)) => {
+                        let view = open
+                            .resume
+                            .as_deref()
+                            .filter(|_| err.code == crate::composition::Code::Unavailable)
+                            .and_then(|reference| history_view::describe(factory, reference, &err));
+                        match view {
+                            Some(view) => respond(Response::json(200, &view)),
+                            None => respond(presets::refusal(&err)),
+                        }
+                    }
                     Err(Refused::Other(err)) => respond(Response::error(400, &err)),
                 }
             }

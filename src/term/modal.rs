@@ -168,9 +168,15 @@ pub fn approval_choices(
         Some(rule) => trf(Ui::ApproveTitleRule, &[&one_row(&request.tool), rule]),
         None => trf(Ui::ApproveTitle, &[&one_row(&request.tool)]),
     };
+    let mut body = approval_preview(request, cwd, width.saturating_sub(2), preview_rows);
+    // Why the person is asked although the Guardian was to decide.
+    if let Some(note) = &request.note {
+        let text = trf(Ui::GuardianNote, &[&one_row(note)]);
+        body.insert(0, Line::styled(truncate(&text, width), Style::Warning));
+    }
     Choices {
         title,
-        body: approval_preview(request, cwd, width.saturating_sub(2), preview_rows),
+        body,
         items,
         selected: 0,
         on_cancel: Some(ApprovalAnswer::Deny),
@@ -291,6 +297,7 @@ mod tests {
             args,
             rule: None,
             scopes: scopes.iter().map(|s| Rule::parse(s).unwrap()).collect(),
+            note: None,
         }
     }
 

@@ -262,8 +262,12 @@ impl Transcript {
                 resolution,
                 allowed,
                 rule,
+                reason,
                 ..
-            } => self.permission(tool, *resolution, *allowed, rule.as_deref()),
+            } => match reason {
+                Some(reason) => self.reviewed(tool, *resolution, *allowed, reason),
+                None => self.permission(tool, *resolution, *allowed, rule.as_deref()),
+            },
             Event::Compaction {
                 trigger,
                 tier,
@@ -284,7 +288,10 @@ impl Transcript {
                 self.pending
                     .push(Line::styled(format!("  {text}"), Style::Dim));
             }
-            Event::Init { .. } | Event::Usage { .. } | Event::CachePrefixChanged { .. } => {}
+            Event::Init { .. }
+            | Event::Usage { .. }
+            | Event::ReviewerUsage { .. }
+            | Event::CachePrefixChanged { .. } => {}
             Event::Subagent { .. } | Event::SubagentStatus { .. } | Event::Child { .. } => {
                 self.children.event(event, Instant::now());
             }
@@ -310,6 +317,22 @@ impl Transcript {
                 }
             }
         }
+    }
+
+    /// A call the Guardian reviewer judged, or one it could not (then a person decided, or
+    /// headless the call was refused): one line with the reason.
+    fn reviewed(&mut self, tool: &str, resolution: Resolution, allowed: bool, reason: &str) {
+        self.end_blocks();
+        let key = match (resolution, allowed) {
+            (Resolution::Guardian, true) => Ui::GuardianAllowed,
+            (Resolution::Guardian, false) => Ui::GuardianDenied,
+            (_, true) => Ui::GuardianFailedAllowed,
+            (_, false) => Ui::GuardianFailedDenied,
+        };
+        let text = trf(key, &[&tool, &reason]);
+        let style = if allowed { Style::Dim } else { Style::Warning };
+        self.pending
+            .push(Line::styled(format!("  {}", one_row(&text)), style));
     }
 
     fn permission(

@@ -38,6 +38,9 @@ pub struct ToolContext {
     pub cancel: CancelToken,
     /// `None` means no tool-local cap (`[tools] bash_timeout_seconds = 0`).
     pub bash_timeout: Option<Duration>,
+    /// The interpreter `[tools.shell]` chose for `bash` and hooks; `None`: the first `bash`
+    /// on `PATH`, else `sh` (`prefer = "auto"`).
+    pub shell: Option<PathBuf>,
     /// Variable names stripped from every child's environment (provider keys).
     pub secret_env: Arc<Vec<String>>,
     /// The task list `todo_write` replaces; shared with the agent and the UI.
@@ -90,6 +93,7 @@ impl ToolContext {
         ToolContext {
             cancel: CancelToken::new(),
             bash_timeout: Some(Duration::from_secs(120)),
+            shell: None,
             secret_env: Arc::new(Vec::new()),
             todos: Arc::new(Mutex::new(Vec::new())),
             sandbox: Arc::new(Policy::workspace_only(&cwd)),

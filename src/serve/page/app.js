@@ -490,6 +490,15 @@ async function openSession(described) {
   fillModels([...$("model").options].map((o) => o.value), described.model);
   fillCompositions(described.agentComposition);
   setRunning(described.running);
+  // A conversation whose binding cannot run here is history only: no agent, no stream, and
+  // the composer says why instead of taking a prompt.
+  const readOnly = !!described.read_only;
+  $("read-only").hidden = !readOnly;
+  $("read-only").textContent = readOnly ? t("readonly.notice", { reason: described.read_only_reason || "" }) : "";
+  for (const id of ["prompt", "send", "composition", "model", "posture", "planning"]) $(id).disabled = readOnly;
+  $("sidebar").classList.remove("open");
+  if (readOnly) { state.source = null; refreshSessions(); return; }
+  $("composition").disabled = !!(described.agentComposition && described.agentComposition.locked);
   state.source = new EventSource("/api/sessions/" + described.id + "/events");
   state.source.onmessage = (message) => {
     try { handle(JSON.parse(message.data)); } catch (error) { notice(String(error)); }

@@ -105,6 +105,7 @@ mod tests {
             args: json!({"command": "ls"}),
             rule: None,
             scopes: Vec::new(),
+            note: None,
         };
         let ui = std::thread::spawn(move || {
             let Ok(Msg::Approval(req, reply)) = rx.recv() else {

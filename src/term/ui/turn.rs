@@ -110,6 +110,17 @@ impl Chat {
                 self.totals.priced = true;
             }
         }
+        // So are the Guardian reviewer's.
+        if let Event::ReviewerUsage {
+            usage, cost_usd, ..
+        } = &event
+        {
+            self.totals.usage.add(usage);
+            if let Some(cost) = cost_usd {
+                self.totals.cost += cost;
+                self.totals.priced = true;
+            }
+        }
         if event == (Event::PlanMode { planning: false }) {
             self.transcript.notice(
                 NoticeLevel::Info,

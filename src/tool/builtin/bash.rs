@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::config::{ShellConfig, ShellPrefer, POWERSHELL_ELSEWHERE};
 use crate::sandbox::process::{self, CommandSpec, Exit, Finished, OutputCap, Stop, Stragglers};
 use crate::tool::{args, Family, Subjects, Tool, ToolContext, ToolError};
 
@@ -126,7 +127,10 @@ fn timeout(args: &Value, ctx: &ToolContext) -> Result<Option<Duration>, ToolErro
 
 /// What running `command` means, before any sandbox rewrites it.
 pub fn shell_command(command: &str, timeout: Option<Duration>, ctx: &ToolContext) -> CommandSpec {
-    let shell = select_shell(std::env::var_os("PATH").as_deref());
+    let shell = ctx
+        .shell
+        .clone()
+        .unwrap_or_else(|| select_shell(std::env::var_os("PATH").as_deref()));
     let mut spec = CommandSpec::new(shell, &ctx.cwd);
     spec.args = vec![OsString::from("-c"), OsString::from(command)];
     spec.env_remove = ctx.secret_env.iter().cloned().collect();
@@ -142,18 +146,53 @@ pub fn shell_command(command: &str, timeout: Option<Duration>, ctx: &ToolContext
 /// The first `bash` on `path`, else the first `sh`, else `/bin/sh` (which POSIX systems have
 /// even when PATH is empty or unset).
 pub fn select_shell(path: Option<&OsStr>) -> PathBuf {
+    find_on(path, &["bash", "sh"]).unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+/// The first executable named one of `names` (in that order of preference) on `path`.
+fn find_on(path: Option<&OsStr>, names: &[&str]) -> Option<PathBuf> {
     let dirs: Vec<PathBuf> = path
         .map(|p| std::env::split_paths(p).collect())
         .unwrap_or_default();
-    ["bash", "sh"]
-        .iter()
-        .find_map(|name| {
-            dirs.iter()
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .map(|dir| dir.join(name))
-                .find(|candidate| is_executable(candidate))
-        })
-        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+    names.iter().find_map(|name| {
+        dirs.iter()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map(|dir| dir.join(name))
+            .find(|candidate| is_executable(candidate))
+    })
+}
+
+/// The interpreter `[tools.shell]` asks for, given the search `path`: `path` when set (an
+/// absolute, executable file), else the first `bash` (`prefer = "bash"`, which must exist) or
+/// `sh` (`prefer = "sh"`, else `/bin/sh`) on it; `None` for `auto`, which keeps
+/// [`select_shell`]. PowerShell is for Windows and refused here. The error is one line naming
+/// the key and the fix.
+pub fn chosen_shell(
+    shell: &ShellConfig,
+    search: Option<&OsStr>,
+) -> Result<Option<PathBuf>, String> {
+    if let Some(path) = shell.path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+        if !path.is_absolute() || !is_executable(path) {
+            return Err(format!(
+                "`tools.shell.path` `{}` is not an executable file given by its absolute path; \
+                 fix it or remove it",
+                path.display()
+            ));
+        }
+        return Ok(Some(path.clone()));
+    }
+    match shell.prefer {
+        ShellPrefer::Auto => Ok(None),
+        ShellPrefer::Bash => find_on(search, &["bash"]).map(Some).ok_or_else(|| {
+            "`tools.shell.prefer = \"bash\"` but no bash is on PATH; install it, set \
+             `tools.shell.path`, or use \"sh\" or \"auto\""
+                .to_string()
+        }),
+        ShellPrefer::Sh => Ok(Some(
+            find_on(search, &["sh"]).unwrap_or_else(|| PathBuf::from("/bin/sh")),
+        )),
+        ShellPrefer::Powershell | ShellPrefer::Pwsh => Err(POWERSHELL_ELSEWHERE.to_string()),
+    }
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -231,6 +270,50 @@ mod tests {
         .unwrap();
         let path = std::env::join_paths([sh_dir.path(), bash_dir.path()]).unwrap();
         assert_eq!(select_shell(Some(&path)), bash_dir.join("bash"));
+    }
+
+    #[test]
+    fn the_shell_setting_chooses_the_interpreter() {
+        let dir = TempDir::new("shells");
+        for name in ["bash", "sh"] {
+            symlink("/bin/sh", dir.join(name)).unwrap();
+        }
+        let search = Some(dir.path().as_os_str());
+        let config = |prefer, path: Option<&str>| ShellConfig {
+            prefer,
+            path: path.map(PathBuf::from),
+        };
+        assert_eq!(
+            chosen_shell(&config(ShellPrefer::Auto, None), search),
+            Ok(None)
+        );
+        assert_eq!(
+            chosen_shell(&config(ShellPrefer::Bash, None), search),
+            Ok(Some(dir.join("bash")))
+        );
+        assert_eq!(
+            chosen_shell(&config(ShellPrefer::Sh, None), search),
+            Ok(Some(dir.join("sh")))
+        );
+        assert_eq!(
+            chosen_shell(&config(ShellPrefer::Sh, None), None),
+            Ok(Some(PathBuf::from("/bin/sh")))
+        );
+        // `path` wins over `prefer`; it must be absolute and executable.
+        assert_eq!(
+            chosen_shell(&config(ShellPrefer::Bash, Some("/bin/sh")), None),
+            Ok(Some(PathBuf::from("/bin/sh")))
+        );
+        for bad in ["sh", "/nonexistent/zsh"] {
+            let err = chosen_shell(&config(ShellPrefer::Auto, Some(bad)), search).unwrap_err();
+            assert!(err.starts_with("`tools.shell.path`"), "{err}");
+        }
+        let err = chosen_shell(&config(ShellPrefer::Bash, None), None).unwrap_err();
+        assert!(err.contains("no bash is on PATH"), "{err}");
+        for prefer in [ShellPrefer::Powershell, ShellPrefer::Pwsh] {
+            let err = chosen_shell(&config(prefer, None), search).unwrap_err();
+            assert_eq!(err, POWERSHELL_ELSEWHERE);
+        }
     }
 
     #[test]
