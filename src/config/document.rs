@@ -75,16 +75,16 @@ impl fmt::Display for KeyPath {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Unknown {
     pub offset: usize,
-    pub path: KeyPath,
+    pub(super) path: KeyPath,
 }
 
 /// Why the document does not fit the type, at the innermost value that said so.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Error {
-    pub message: String,
+pub struct Error {
+    pub(super) message: String,
     /// `None` only for an error about the whole document.
-    pub span: Option<Range<usize>>,
-    pub path: KeyPath,
+    pub(super) span: Option<Range<usize>>,
+    pub(super) path: KeyPath,
 }
 
 impl de::Error for Error {
@@ -99,11 +99,30 @@ impl de::Error for Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        if self.path.0.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "`{}`: {}", self.path, self.message)
+        }
     }
 }
 
 impl std::error::Error for Error {}
+
+/// A TOML text read into `T` through this same deserializer, ignoring keys `T` does not
+/// know: for an edited config file read back, or a config written for the user checked
+/// against the schema. The error is one line; it has no span, which the loader alone turns
+/// into `file:line:col`.
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
+    let doc = toml::de::DeTable::parse(text).map_err(|err| Error {
+        message: err.message().trim().replace('\n', "; "),
+        span: None,
+        path: KeyPath::default(),
+    })?;
+    let root = DeValue::Table(doc.into_inner());
+    let (typed, _) = read::<T>(&root).map_err(|err| Error { span: None, ..err })?;
+    Ok(typed)
+}
 
 /// Reads `value` into `T`, with the keys `T` does not know, in document order per table.
 pub(super) fn read<T: DeserializeOwned>(value: &DeValue) -> Result<(T, Vec<Unknown>), Error> {

@@ -12,7 +12,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-mod document;
+pub mod document;
 pub mod edit;
 pub mod env;
 pub mod file;
