@@ -10,7 +10,7 @@ DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
 MAX_STATIC_BYTES ?= 6000000
 # The size recorded in docs/guide/install.md; `make static` prints the change against it
 # (update both together).
-RECORDED_STATIC_BYTES := 6272184
+RECORDED_STATIC_BYTES := 5821624
 # `make bench BENCH_BEFORE=path/to/an/earlier/reasonix`: the start-up and round figures are
 # measured for that build too, alternating, and printed with the ratio.
 BENCH_BEFORE ?=
