@@ -8,8 +8,10 @@
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod app;
 pub mod base64;
 pub mod cancel;
+pub mod claude;
 pub mod cli;
 pub mod clock;
 pub mod command;

@@ -46,6 +46,7 @@ impl Fixture {
             // These tests are about layering; trust has its own tests below.
             trust_project: true,
             strict: false,
+            claude_setting_sources: None,
         }
     }
 
@@ -784,6 +785,7 @@ fn setup_writes_a_working_preset_and_never_clobbers() {
         extra: None,
         trust_project: false,
         strict: false,
+        claude_setting_sources: None,
     })
     .unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
@@ -836,6 +838,7 @@ fn setup_stores_the_key_from_stdin_privately_without_echoing_it() {
         extra: None,
         trust_project: false,
         strict: false,
+        claude_setting_sources: None,
     })
     .unwrap()
     .config;

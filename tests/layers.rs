@@ -25,8 +25,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("composition", &["composition"]),
     ("agent", &["agent"]),
     ("command", &["command"]),
+    ("app", &["app"]),
     ("term", &["term"]),
-    ("cli", &["cli", "serve"]),
+    ("serve", &["serve"]),
+    ("cli", &["cli", "claude"]),
 ];
 
 /// Items of the crate root (`lib.rs`) that any module may use.
@@ -206,5 +208,29 @@ fn the_architecture_document_lists_the_layer_table_and_every_file() {
         stale.is_empty(),
         "docs/ARCHITECTURE.md names files that do not exist: {}",
         stale.join(", ")
+    );
+}
+
+/// Issue 36.5: the assembly sits below every front end and `serve` below `cli`, so reordering
+/// the table to let `app` reach up into a front end, or `serve` into the command line's code
+/// (as it once did for the session envelope, the composition table and the stream-json
+/// encoder), fails here and not only in review.
+#[test]
+fn app_sits_below_the_front_ends_and_serve_below_cli() {
+    let rank_of =
+        |module: &str| rank(module).unwrap_or_else(|| panic!("`{module}` is not in the table"));
+    for front in ["term", "serve", "cli"] {
+        assert!(
+            rank_of("app") < rank_of(front),
+            "`app` must sit below `{front}`"
+        );
+    }
+    assert!(
+        rank_of("command") < rank_of("app"),
+        "`app` reads typed input through `command`"
+    );
+    assert!(
+        rank_of("serve") < rank_of("cli"),
+        "`serve` must not be able to use `cli`"
     );
 }

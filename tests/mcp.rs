@@ -616,6 +616,7 @@ fn everything_config(home: &Dir, plugin: &str) -> reasonix::config::Config {
         extra: None,
         trust_project: false,
         strict: false,
+        claude_setting_sources: None,
     };
     reasonix::config::load(&options)
         .expect("config loads")
@@ -1295,6 +1296,7 @@ fn the_chat_host_reports_every_server_and_renders_prompts_and_resources() {
         extra: None,
         trust_project: false,
         strict: false,
+        claude_setting_sources: None,
     })
     .expect("the config loads")
     .config;

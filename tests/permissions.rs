@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use reasonix::agent::events::Event;
 use reasonix::agent::runner::{Agent, Options};
 use reasonix::agent::session::{Header, Session};
+use reasonix::app::stream_json::stream_json;
 use reasonix::cancel::CancelToken;
-use reasonix::cli::output::stream_json;
 use reasonix::permission::{
     parse_posture, split_rule_list, ApprovalAnswer, ApprovalRequest, Approver, Decision, Gate,
     Policy, PolicyGate, Posture, Resolution, Rule,

@@ -4,6 +4,9 @@
 mod util;
 
 mod bench;
+mod claude_config;
+mod claude_golden;
+mod claude_print;
 mod cli;
 mod commands;
 mod compositions;

@@ -258,13 +258,14 @@ impl Agent {
     }
 }
 
-/// The tool fields of a hook input, with Claude Code's names alongside ours so scripts written
-/// for it find `tool_input.file_path`.
+/// The tool fields of a hook input, with Claude Code's names and input keys alongside ours
+/// (`tool::claude_vocabulary`) so scripts written for it find `tool_input.file_path`.
 fn tool_fields(call: &ToolCall, args: &Value) -> Map<String, Value> {
     let mut input = args.clone();
-    if let Some(object) = input.as_object_mut() {
-        if let Some(path) = object.get("path").cloned() {
-            object.entry("file_path").or_insert(path);
+    let (_, claude_input) = crate::tool::claude_vocabulary::to_claude(call.name(), args);
+    if let (Some(object), Value::Object(theirs)) = (input.as_object_mut(), claude_input) {
+        for (key, value) in theirs {
+            object.entry(key).or_insert(value);
         }
     }
     let mut fields = Map::new();

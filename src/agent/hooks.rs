@@ -150,20 +150,10 @@ impl Hook {
     }
 }
 
-/// The Claude Code name of a built-in tool, for matchers and hook input.
+/// The Claude Code name of a built-in tool, for matchers and hook input (the one vocabulary,
+/// `tool::claude_vocabulary`).
 pub fn claude_name(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "bash" => "Bash",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "multi_edit" => "MultiEdit",
-        "ls" => "LS",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "todo_write" => "TodoWrite",
-        _ => return None,
-    })
+    crate::tool::claude_vocabulary::mapped_claude_name(tool)
 }
 
 /// Reads the `hooks` object of a Claude Code `settings.json`:

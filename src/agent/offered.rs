@@ -48,4 +48,18 @@ mod tests {
             assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
         }
     }
+
+    /// The Claude Code vocabulary lists every tool a session may offer and nothing else, so
+    /// a new tool cannot reach a Claude pipeline under an unmapped name by accident.
+    #[test]
+    fn the_claude_vocabulary_lists_exactly_the_offered_tools() {
+        let mut offered = every_tool().names();
+        let mut listed: Vec<String> = crate::tool::claude_vocabulary::TOOLS
+            .iter()
+            .map(|e| e.ours.to_string())
+            .collect();
+        offered.sort();
+        listed.sort();
+        assert_eq!(listed, offered);
+    }
 }

@@ -1,6 +1,7 @@
 //! The system prompt: the default coding-agent instructions (or the user's override), a
-//! startup summary of the environment, project instructions (REASONIX.md, AGENTS.md or
-//! CLAUDE.md) and the index of saved memory; `agent.reasoning_language` adds one fixed line. It is built once per session and stored as the
+//! startup summary of the environment, project instructions (REASONIX.md, AGENTS.md,
+//! CLAUDE.md or .claude/CLAUDE.md; the user's own from the reasonix home and Claude Code's
+//! `~/.claude/CLAUDE.md`) and the index of saved memory; `agent.reasoning_language` adds one fixed line. It is built once per session and stored as the
 //! session's first message, so every request and every resume sends the same bytes.
 //!
 //! The memory index (each active fact's name and one-line description) is standing context
@@ -39,8 +40,10 @@ How you work:
 
 When you are done, reply with a short summary of what you changed and how you verified it. Be concise; use Markdown only where it helps.";
 
-/// Files searched for project instructions, in order of preference within one directory.
-pub const INSTRUCTION_FILES: &[&str] = &["REASONIX.md", "AGENTS.md", "CLAUDE.md"];
+/// Files searched for project instructions, in order of preference within one directory; the
+/// first found is read. Claude Code keeps its project file at either of the last two.
+pub const INSTRUCTION_FILES: &[&str] =
+    &["REASONIX.md", "AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md"];
 
 /// The most bytes of memory index in the system prompt; facts past it are counted, not listed.
 pub const MEMORY_INDEX_CAP: usize = 4_000;
@@ -59,6 +62,9 @@ pub struct PromptInputs<'a> {
     pub writable: &'a [PathBuf],
     /// The saved-memory directory whose index is standing context; `None`: no index.
     pub memory: Option<&'a Path>,
+    /// The user's Claude Code instructions (`~/.claude/CLAUDE.md`) when believed as theirs
+    /// (`config::claude::user_path`); read after the reasonix home's, before the project's.
+    pub claude_user_instructions: Option<&'a Path>,
 }
 
 /// The one fixed line asking the model to reason in `language` (`agent.reasoning_language`);
@@ -94,7 +100,9 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
             inputs.writable,
         ));
     }
-    for (origin, body) in project_instructions(inputs.home, inputs.cwd) {
+    for (origin, body) in
+        project_instructions(inputs.home, inputs.claude_user_instructions, inputs.cwd)
+    {
         text.push_str(&format!(
             "\n\n<instructions source=\"{}\">\n{}\n</instructions>",
             origin.display(),
@@ -139,16 +147,28 @@ pub fn memory_index(dir: &Path) -> Option<String> {
     Some(text)
 }
 
-/// User-global instructions first (from the reasonix home), then the project root's.
-pub fn project_instructions(home: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
-    [home, cwd]
-        .iter()
-        .filter_map(|dir| {
-            INSTRUCTION_FILES.iter().find_map(|name| {
-                let path = dir.join(name);
-                std::fs::read_to_string(&path).ok().map(|body| (path, body))
-            })
+/// User-global instructions first (from the reasonix home, then Claude Code's user file),
+/// then the project root's.
+pub fn project_instructions(
+    home: &Path,
+    claude_user: Option<&Path>,
+    cwd: &Path,
+) -> Vec<(PathBuf, String)> {
+    let first_of = |dir: &Path| {
+        INSTRUCTION_FILES.iter().find_map(|name| {
+            let path = dir.join(name);
+            std::fs::read_to_string(&path).ok().map(|body| (path, body))
         })
+    };
+    let claude = claude_user.and_then(|path| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|body| (path.to_path_buf(), body))
+    });
+    first_of(home)
+        .into_iter()
+        .chain(claude)
+        .chain(first_of(cwd))
         .collect()
 }
 
@@ -243,7 +263,7 @@ mod tests {
         home.write("AGENTS.md", "global rule");
         project.write("CLAUDE.md", "claude rule");
         project.write("REASONIX.md", "project rule");
-        let found = project_instructions(home.path(), project.path());
+        let found = project_instructions(home.path(), None, project.path());
         let bodies: Vec<&str> = found.iter().map(|(_, b)| b.as_str()).collect();
         assert_eq!(bodies, ["global rule", "project rule"]);
         let prompt = system_prompt(&PromptInputs {
@@ -255,6 +275,7 @@ mod tests {
             extra_tools: &BTreeMap::new(),
             writable: &[],
             memory: None,
+            claude_user_instructions: None,
         });
         assert!(
             prompt.starts_with("base\n\nappended\n\n<instructions source="),

@@ -9,17 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::agent_cmd::SlashAgent;
-use super::assemble::{self, ProjectFlags, PromptFlags, SessionChoice, SharedGate};
 use super::flags::{self, CommonFlags};
 use super::lex::Lexer;
 use super::output::{Format, Output};
 use super::Global;
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError};
+use crate::agent::runner::AgentError;
 use crate::agent::session::{self, Session};
+use crate::app::assemble::{self, PromptFlags, SessionChoice};
+use crate::app::workspace::{self, Workspace as Setup, WorkspaceOptions};
 use crate::cli::error::{exit, Error};
-use crate::command::custom::{self, Loaded};
 use crate::command::input::{self, Input};
 use crate::command::{Builtin, Catalog, CommandError};
 use crate::config::{self, trust::TrustStore, Config};
@@ -84,31 +84,11 @@ fn parse(global: Global, lexer: &mut Lexer) -> Result<ChatArgs, Error> {
     Ok(args)
 }
 
-/// Everything a chat needs, assembled from config and flags.
-struct Setup {
-    config: Config,
-    settings: ProviderSettings,
-    cwd: PathBuf,
-    commands: Loaded,
-    /// The project file was believed (trusted workspace or `--trust-project`).
-    trusted: bool,
-    /// Project keys ignored because the workspace is not trusted.
-    untrusted: Vec<String>,
-    /// The config's warnings, for the caller to print.
-    warnings: Vec<String>,
-    /// The agent composition the conversation is bound to (already applied to `config`).
-    binding: Option<crate::composition::resolve::Binding>,
-    /// The session to open: a new one, or the file the binding checks read.
-    session: SessionChoice,
-    /// The resumed conversation's binding cannot run here: it opens as history only.
-    history_only: Option<crate::composition::CompositionError>,
-}
-
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let mut args = parse(global, lexer)?;
     args.global.enter_dir()?;
     let mut setup = prepare(&args)?;
-    assemble::print_warnings(&setup.warnings);
+    super::print_warnings(&setup.warnings);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if !interactive {
         assemble::check_key(&setup.settings)?;
@@ -126,7 +106,7 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
             args.trust_project = true;
             let shown = std::mem::take(&mut setup.warnings);
             setup = prepare(&args)?;
-            assemble::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
+            super::print_warnings(setup.warnings.iter().filter(|w| !shown.contains(w)));
         }
     }
     // After the trust question: the provider that has the key may be the project's.
@@ -134,47 +114,20 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     interactive_chat(&args, setup)
 }
 
-/// Loads config and custom commands for a chat; the config's warnings are in the result. The
-/// key is the caller's to check, once the workspace's trust is decided.
+/// The chat's workspace for `args`; the config's warnings are in the result. The key is the
+/// caller's to check, once the workspace's trust is decided.
 fn prepare(args: &ChatArgs) -> Result<Setup, Error> {
     let cwd = assemble::working_dir()?;
-    let project = ProjectFlags {
-        trust: args.trust_project,
-        strict: false,
-    };
-    let loaded = assemble::load_config(&args.global, &cwd, project)?;
-    let mut config = loaded.config;
-    let settings = config.resolve_model(args.model.as_deref())?;
-    let prepared = super::agent_cmd::prepare(
-        args.agent_composition.as_deref(),
-        &args.session(),
-        &mut config,
-        &settings,
-        &cwd,
-    )?;
-    let binding = prepared.binding;
-    let mut commands = custom::load_for(&config.home, &cwd);
-    if let Some(binding) = &binding {
-        commands
-            .commands
-            .retain(|c| binding.modules.commands.keeps(&c.name));
-    }
-    crate::cli::skills::add_commands(
-        &mut commands,
-        &crate::cli::skills::session_store(&config, &cwd),
-    );
-    Ok(Setup {
-        config,
-        settings,
+    Ok(workspace::prepare(
+        &WorkspaceOptions {
+            config_file: args.global.config.clone(),
+            trust_project: args.trust_project,
+            model: args.model.clone(),
+            composition: args.agent_composition.clone(),
+            session: args.session(),
+        },
         cwd,
-        commands,
-        trusted: loaded.trusted,
-        untrusted: loaded.untrusted,
-        warnings: loaded.warnings,
-        binding,
-        session: prepared.session,
-        history_only: prepared.history_only,
-    })
+    )?)
 }
 
 /// The agent with the built-in tools and, when already started, the MCP servers' tools; with
@@ -186,79 +139,12 @@ fn build_agent(
     mcp: Option<&McpHandle>,
     sink: &mut dyn EventSink,
 ) -> Result<(Runner, crate::tool::ToolContext), Error> {
-    let Setup {
-        config,
-        settings,
-        cwd,
-        ..
-    } = setup;
-    let planner = assemble::planner_settings(config, settings)?;
-    let provider_handle = provider::build(settings.clone())?;
-    let mut tools = assemble::registry(config, sink);
-    let mut binding = setup.binding.clone();
-    if let Some(mcp) = mcp {
-        mcp.register(&mut tools);
-        if let Some(binding) = binding.as_mut() {
-            let fresh = setup.session == SessionChoice::New;
-            super::agent_cmd::pin_mcp(binding, fresh, &tools)?;
-        }
-    }
-    let session = assemble::open_session(
-        &setup.session,
-        args.attach,
-        &PromptFlags {
-            binding: binding.clone(),
-            ..PromptFlags::default()
-        },
-        config,
-        settings,
-        cwd,
-        "chat",
-    )?;
-    if let Some(message) = session.repair_notice() {
-        sink.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        });
-    }
-    let mut ctx = assemble::tool_context(config, cwd)?;
-    assemble::add_skill_tool(&mut tools, &ctx);
-    let options = assemble::options(config, settings, None, args.effort.clone());
-    // Children are stored under the agent's current session (`ToolContext::session_path`).
-    let children = crate::cli::delegate::Children::new(
-        config,
-        settings,
-        options.reasoning_effort.clone(),
-        Arc::clone(&gate),
-        &session,
-    );
-    let children = Arc::new(children);
-    assemble::add_task_tools(&mut tools, &mut ctx, config, children.clone());
-    if let Some(binding) = &binding {
-        crate::composition::resolve::restrict(binding, &mut tools)?;
-    }
-    let source = mcp.map(|mcp| {
-        super::agent_cmd::tool_source(binding.as_ref(), Box::new(mcp.tool_watch()), &mut tools)
-    });
-    let mut agent = Agent::new(
-        provider_handle,
-        tools,
-        Box::new(SharedGate(Arc::clone(&gate))),
-        session,
-        ctx.clone(),
-        options,
-    );
-    if let Some(source) = source {
-        agent.set_tool_source(source);
-    }
-    children.report_to(agent.event_queue());
-    crate::cli::hooks::install(&mut agent, &children, config, cwd, sink);
-    let cancel = ctx.cancel.clone();
-    let mut agent = assemble::runner(agent, planner.as_ref(), config, cwd, &gate, cancel)?;
+    let built = setup.agent(args.attach, args.effort.clone(), gate, mcp, sink)?;
+    let mut agent = built.runner;
     if args.plan {
         agent.set_planning(true);
     }
-    Ok((agent, ctx))
+    Ok((agent, built.ctx))
 }
 
 fn interactive_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
@@ -420,7 +306,7 @@ fn mcp_startup(
             UiInteract::new(tx.clone()),
             tx.clone(),
         ))),
-        keep: super::agent_cmd::mcp_keep(setup.binding.as_ref()),
+        keep: crate::app::binding::mcp_keep(setup.binding.as_ref()),
         login: true,
         ..McpOptions::default()
     };
@@ -439,8 +325,8 @@ fn mcp_startup(
         let watch: Box<dyn crate::tool::source::ToolSource> = Box::new(handle.tool_watch());
         // A bound conversation's MCP tools are pinned as they arrive.
         let pinned = match &binding {
-            Some(binding) => super::agent_cmd::pin_started(binding, tools, watch, &mut notices),
-            None => super::agent_cmd::PinnedStart {
+            Some(binding) => crate::app::binding::pin_started(binding, tools, watch, &mut notices),
+            None => crate::app::binding::PinnedStart {
                 tools,
                 source: watch,
                 contracts: None,
@@ -603,7 +489,7 @@ impl Services for ChatServices {
             &self.settings,
             &self.cwd,
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::from(e).to_string())
     }
 
     fn sessions(&self) -> Vec<session::Summary> {
@@ -663,7 +549,7 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             message,
         })
     };
-    let handle = super::agent_cmd::start_mcp(
+    let handle = crate::app::binding::start_mcp(
         setup.binding.as_ref(),
         &setup.config,
         &setup.cwd,

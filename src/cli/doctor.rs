@@ -200,7 +200,7 @@ fn checks(global: &Global, cwd: std::path::PathBuf, model: Option<&str>) -> Vec<
 /// The bash jail: which backend, the protections in force and, for the Landlock fallback, what
 /// it cannot stop (a warning that recommends bubblewrap).
 fn sandbox_rows(config: &config::Config, cwd: &std::path::Path) -> Vec<Row> {
-    let settings = match super::assemble::sandbox_settings(config, cwd) {
+    let settings = match crate::app::assemble::sandbox_settings(config, cwd) {
         Ok(settings) => settings,
         Err(err) => {
             return vec![Row {

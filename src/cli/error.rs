@@ -130,6 +130,24 @@ wrap_errors! {
     CompositionError => Composition,
 }
 
+/// The assembly layer's refusals keep their detail without its "app: " area: the CLI says
+/// them as its own, "reasonix: detail", with the exit code of their kind.
+impl From<crate::app::Error> for Error {
+    fn from(err: crate::app::Error) -> Self {
+        use crate::app::Error as App;
+        match err {
+            App::Usage(detail) => Error::Usage(detail),
+            App::Failed(detail) => Error::Failed(detail),
+            App::Io { context, source } => Error::Io { context, source },
+            App::Config(err) => Error::Config(err),
+            App::Provider(err) => Error::Provider(err),
+            App::Session(err) => Error::Session(err),
+            App::Mcp(err) => Error::Mcp(err),
+            App::Composition(err) => Error::Composition(err),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +163,23 @@ mod tests {
         assert!(auth.to_string().contains("$DEEPSEEK_API_KEY"));
         assert_eq!(Error::Usage("x".into()).exit_code(), 2);
         assert_eq!(Error::Interrupted.exit_code(), 130);
+    }
+
+    #[test]
+    fn app_refusals_are_said_as_the_cli_s_own_with_their_exit_codes() {
+        let usage = Error::from(crate::app::Error::Usage("no session to continue".into()));
+        assert_eq!(usage.to_string(), "no session to continue");
+        assert_eq!(usage.exit_code(), exit::USAGE);
+        let io = Error::from(crate::app::Error::io(
+            "reading the working directory",
+            std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        ));
+        assert_eq!(io.to_string(), "reading the working directory: gone");
+        assert_eq!(io.exit_code(), exit::FAILURE);
+        let composition = Error::from(crate::app::Error::Composition(CompositionError::new(
+            crate::composition::Code::Locked,
+            "bound".to_string(),
+        )));
+        assert_eq!(composition.exit_code(), exit::COMPOSITION);
     }
 }

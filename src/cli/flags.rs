@@ -4,9 +4,9 @@
 //! take is an unknown flag, with a did-you-mean from the command's help. Only validation
 //! happens here: no I/O, no config.
 
-use super::assemble::{Attach, SessionChoice};
 use super::lex::{Arg, Lexer};
 use super::{unknown_flag, Global};
+use crate::app::assemble::{Attach, SessionChoice};
 use crate::cli::error::Error;
 use crate::permission::{parse_posture, Posture};
 
@@ -58,7 +58,11 @@ impl CommonFlags {
             Arg::Long(n) if n == "permission-mode" => {
                 self.posture = Some(parse_posture(&value()?).map_err(Error::Usage)?)
             }
-            Arg::Long(n) if n == "trust-project" => self.trust_project = true,
+            // The whole workspace for the run, `.mcp.json` launches included.
+            Arg::Long(n) if n == "trust-project" => {
+                self.trust_project = true;
+                self.trust_project_mcp = true;
+            }
             Arg::Long(n) if n == "trust-project-mcp" => self.trust_project_mcp = true,
             Arg::Long(n) if n == "plan" => self.plan = true,
             Arg::Long(n) if n == "agent-composition" => self.agent_composition = Some(value()?),
@@ -88,7 +92,7 @@ pub fn parse(
             )));
         }
     }
-    common.attach.check(common.resume.as_ref())
+    Ok(common.attach.check(common.resume.as_ref())?)
 }
 
 #[cfg(test)]
@@ -133,7 +137,8 @@ mod tests {
         assert_eq!(common.attach, Attach::Fork);
         assert_eq!(common.effort.as_deref(), Some("high"));
         assert_eq!(common.posture, Some(Posture::Yolo));
-        assert!(common.trust_project && !common.trust_project_mcp);
+        // `--trust-project` trusts the whole workspace, its `.mcp.json` launches included.
+        assert!(common.trust_project && common.trust_project_mcp);
         assert!(common.plan);
         assert_eq!(
             common.global.cd.as_deref(),

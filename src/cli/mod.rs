@@ -7,16 +7,13 @@ use std::path::PathBuf;
 use crate::cli::error::{exit, Error};
 
 pub mod agent_cmd;
-pub mod assemble;
 pub mod chat;
 pub mod completions;
-pub mod delegate;
 pub mod doctor;
 pub mod error;
 pub mod flags;
 pub mod goal;
 pub mod helpdoc;
-pub mod hooks;
 pub mod lex;
 pub mod man;
 pub mod mcp;
@@ -28,7 +25,7 @@ pub mod session_archive;
 pub mod setup;
 mod setup_server;
 pub mod skills;
-mod stdout_buffer;
+pub mod stdout_buffer;
 pub mod subagent;
 pub mod subagent_edit;
 pub mod tools;
@@ -118,6 +115,12 @@ pub const COMMANDS: &[Command] = &[
         summary: "Run the agent on one task without a chat (for CI and scripts)",
         help: run::HELP,
         handler: run::main,
+    },
+    Command {
+        name: "print",
+        summary: "Claude Code's print mode (`reasonix -p`): claude -p flags, output and tool names",
+        help: crate::claude::HELP,
+        handler: crate::claude::main,
     },
     Command {
         name: "serve",
@@ -232,7 +235,7 @@ pub fn version_line() -> String {
 
 fn overview() -> String {
     let mut text = format!(
-        "{}\nA terminal coding agent for OpenAI-compatible models.\n\nUsage: reasonix [GLOBAL FLAGS] <COMMAND> [ARGS]\n       reasonix [CHAT FLAGS]   (the chat, on a terminal)\n\nCommands:\n",
+        "{}\nA terminal coding agent for OpenAI-compatible models.\n\nUsage: reasonix [GLOBAL FLAGS] <COMMAND> [ARGS]\n       reasonix [CHAT FLAGS]   (the chat, on a terminal)\n       reasonix -p [PRINT FLAGS] PROMPT   (Claude Code's print mode: `reasonix help print`)\n\nCommands:\n",
         version_line()
     );
     for cmd in COMMANDS {
@@ -314,6 +317,13 @@ fn documented_flags(help: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Config warnings on stderr, one line each.
+pub fn print_warnings<'a>(warnings: impl IntoIterator<Item = &'a String>) {
+    for warning in warnings {
+        eprintln!("reasonix: warning: {warning}");
+    }
+}
+
 /// Prints to stdout; a closed pipe (`reasonix ... | head`) is not an error.
 pub fn print_out(text: &str) {
     let mut out = std::io::stdout().lock();
@@ -353,6 +363,7 @@ fn unknown_command(name: &str) -> Error {
 /// Parses global flags up to the subcommand and dispatches to it. Bare `reasonix` is the
 /// chat, so a chat flag before any command (`reasonix -c`) opens the chat with it.
 fn dispatch(args: Vec<String>) -> Result<i32, Error> {
+    let print_mode = crate::claude::requested(&args);
     let mut lexer = Lexer::new(args);
     let mut global = Global::default();
     loop {
@@ -372,6 +383,12 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
             Arg::Short('h') => return help_main(global, &mut lexer),
             Arg::Long(name) if name == "version" => return version_main(global, &mut lexer),
             Arg::Short('V') => return version_main(global, &mut lexer),
+            // `reasonix "task" -p`: with print mode asked for, a word that names no command
+            // is its prompt, as `claude` reads it.
+            Arg::Value(name) if print_mode && find(&name).is_none() => {
+                lexer.push_back(Arg::Value(name));
+                return crate::claude::main(global, &mut lexer);
+            }
             Arg::Value(name) => {
                 let cmd = find(&name).ok_or_else(|| unknown_command(&name))?;
                 if lexer.asks_for_help() {
@@ -380,6 +397,12 @@ fn dispatch(args: Vec<String>) -> Result<i32, Error> {
                     return Ok(exit::OK);
                 }
                 return (cmd.handler)(global, &mut lexer);
+            }
+            // `reasonix -p ...` or `--output-format ...` before any command: Claude Code's
+            // print mode, whatever flag came first.
+            other if print_mode => {
+                lexer.push_back(other);
+                return crate::claude::main(global, &mut lexer);
             }
             other if is_chat_flag(&other) => {
                 lexer.push_back(other);

@@ -2,26 +2,24 @@
 //! flags, streams events to the chosen output format and maps the outcome to an exit code.
 
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use super::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
-use super::delegate::{Children, Tally};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
-use super::output::{Format, Output, RunResult};
+use super::output::{Format, Output, Report, RunResult};
 use super::Global;
 use crate::agent::driver::Runner;
-use crate::agent::events::{Event, EventSink, NoticeLevel};
-use crate::agent::runner::{Agent, AgentError, Budget, Finish, Spent};
+use crate::agent::events::{Event, NoticeLevel};
+use crate::agent::runner::{AgentError, Budget, Finish, Spent};
+use crate::app::assemble::{self, PermissionFlags, ProjectFlags, PromptFlags};
+use crate::app::delegate::Tally;
+pub use crate::app::FrontEnd;
+use crate::app::{self, Opened, ProfileRun, SessionOptions};
 use crate::cancel::CancelToken;
 use crate::cli::error::{exit, Error};
-use crate::command::input::{self, Input};
-use crate::command::{custom, Catalog, CommandError};
-use crate::mcp::{self, McpHost, McpOptions};
-use crate::permission::{split_rule_list, Posture};
-use crate::provider;
+use crate::permission::{claude_tool_list, Posture};
 use crate::tool::collab::{Answer, Interact, PlanReview, Question};
 
 pub const HELP: &str = "\
@@ -52,8 +50,9 @@ Flags:
                                (the original may be in use by another run)
       --record FILE            Save every provider exchange to FILE (JSONL)
       --replay FILE            Serve model replies from a recording instead of the network
-      --trust-project          Believe ./reasonix.toml for this run as if the workspace were
-                               trusted (`reasonix trust`); nothing is stored
+      --trust-project          Trust the whole workspace for this run as `reasonix trust`
+                               would (reasonix.toml, skills, commands, hooks, .claude/
+                               settings, .env, .mcp.json launches); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
       --agent-composition ID   Bind a new conversation to an agent composition (builtin:minimal,
                                user:NAME, project:NAME, or `default`: your saved default);
@@ -104,44 +103,38 @@ a loop of repeated calls or a goal blocked, 6 an agent composition refused (agen
 exited, e.g. `| head -1`: the run stops before its next tool or request, printing nothing).
 ";
 
-#[derive(Debug, Default)]
-struct RunArgs {
-    common: CommonFlags,
-    own: RunFlags,
+#[derive(Default)]
+pub struct RunArgs {
+    pub common: CommonFlags,
+    pub own: RunFlags,
     /// `reasonix subagent try|run NAME`: the run is that profile's.
-    profile: Option<ProfileRun>,
-}
-
-/// A subagent profile run from the command line.
-#[derive(Debug, Clone)]
-pub struct ProfileRun {
-    pub name: String,
-    /// `try`: the read-only registry, no subagents of its own.
-    pub read_only: bool,
+    pub profile: Option<ProfileRun>,
+    /// What another front end (Claude print mode) changes in the run.
+    pub front: FrontEnd,
 }
 
 /// The flags only `run` has.
 #[derive(Debug, Default)]
-struct RunFlags {
-    max_steps: Option<u32>,
+pub struct RunFlags {
+    pub max_steps: Option<u32>,
     /// `--max-tokens-total`, `--max-budget-usd`.
-    budget: Budget,
-    format: Option<Format>,
-    print: bool,
-    output_last_message: Option<PathBuf>,
-    system_prompt: Option<String>,
-    append_system_prompt: Vec<String>,
-    show_thinking: bool,
-    record: Option<PathBuf>,
-    replay: Option<PathBuf>,
-    words: Vec<String>,
-    stdin_dash: bool,
+    pub budget: Budget,
+    pub format: Option<Format>,
+    pub print: bool,
+    pub output_last_message: Option<PathBuf>,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Vec<String>,
+    pub show_thinking: bool,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
+    pub words: Vec<String>,
+    pub stdin_dash: bool,
     /// `--allow`/`--deny` and their aliases; the posture is in [`CommonFlags`].
-    permissions: PermissionFlags,
+    pub permissions: PermissionFlags,
     /// `--approve-plan`: the plan `--plan` ends with is approved, and the run goes on.
-    approve_plan: bool,
+    pub approve_plan: bool,
     /// `--goal`, `--research`, `--simple`, `--max-continuations`.
-    goal: super::goal::GoalFlags,
+    pub goal: super::goal::GoalFlags,
 }
 
 fn usage(message: String) -> Error {
@@ -219,12 +212,13 @@ impl RunFlags {
             Arg::Long(n) if n == "replay" => self.replay = Some(value()?.into()),
             Arg::Long(n) if n == "allow" => self.permissions.allow.push(value()?),
             Arg::Long(n) if n == "deny" => self.permissions.deny.push(value()?),
-            Arg::Long(n) if n == "allowedTools" => {
-                self.permissions.allow.extend(split_rule_list(&value()?))
-            }
-            Arg::Long(n) if n == "disallowedTools" => {
-                self.permissions.deny.extend(split_rule_list(&value()?))
-            }
+            Arg::Long(n) if n == "allowedTools" => self.permissions.allow.extend(
+                claude_tool_list(&value()?, "--allowedTools").map_err(|e| usage(e.to_string()))?,
+            ),
+            Arg::Long(n) if n == "disallowedTools" => self.permissions.deny.extend(
+                claude_tool_list(&value()?, "--disallowedTools")
+                    .map_err(|e| usage(e.to_string()))?,
+            ),
             _ => return self.goal.accept(arg, lexer),
         }
         Ok(true)
@@ -257,41 +251,6 @@ fn read_prompt(args: &RunFlags) -> Result<String, Error> {
     Ok(prompt)
 }
 
-/// The prompt through the chat's input path: a custom command or an MCP prompt renders and
-/// `@` references attach. A built-in needs the chat, and a command that cannot run is a usage
-/// error, so a script never sends the model a half-understood prompt.
-fn prepare_prompt(
-    prompt: &str,
-    cwd: &Path,
-    sandbox: &crate::sandbox::Policy,
-    home: &Path,
-    mcp: &dyn McpHost,
-    keep: Option<&crate::composition::Selection>,
-    sink: &mut dyn EventSink,
-) -> Result<String, Error> {
-    let mut commands = custom::load_for(home, cwd);
-    if let Some(keep) = keep {
-        commands.commands.retain(|c| keep.keeps(&c.name));
-    }
-    let catalog = Catalog::new(commands.commands, mcp.prompts());
-    let prepared = match input::interpret(prompt, &catalog) {
-        Some(Ok(Input::Message(message))) => message.prepare(cwd, sandbox, mcp),
-        Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
-        Some(Err(err)) => Err(err),
-        // `read_prompt` refuses a blank prompt; there is nothing to interpret.
-        None => return Ok(prompt.to_string()),
-    };
-    let turn = prepared.map_err(|e| usage(e.to_string()))?;
-    let notices = commands.notices.into_iter().chain(catalog.notices);
-    for message in notices.chain(turn.notices) {
-        sink.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        });
-    }
-    Ok(turn.text)
-}
-
 pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     run_main(global, lexer, None)
 }
@@ -316,7 +275,18 @@ fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> R
         (None, false) => Format::Text,
     };
     let mut output = Output::new(format, args.own.show_thinking);
-    let outcome = parsed.and_then(|()| execute(&args, started, &mut output));
+    report_run(parsed, &args, started, &mut output)
+}
+
+/// Runs the session `args` describe with `output` as its report, after `parsed` (the
+/// command line's verdict): the one path of `reasonix run` and Claude print mode.
+pub fn report_run(
+    parsed: Result<(), Error>,
+    args: &RunArgs,
+    started: Instant,
+    output: &mut dyn Report,
+) -> Result<i32, Error> {
+    let outcome = parsed.and_then(|()| execute(args, started, output));
     if output.closed() {
         // Like a CLI killed by SIGPIPE: no report, no error line, whatever stopped the run.
         return Ok(exit::OUTPUT_CLOSED);
@@ -334,190 +304,65 @@ fn run_main(global: Global, lexer: &mut Lexer, profile: Option<ProfileRun>) -> R
     outcome
 }
 
-fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32, Error> {
+fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<i32, Error> {
     args.common.global.enter_dir()?;
     let cwd = assemble::working_dir()?;
     let prompt = read_prompt(&args.own)?;
     let project = ProjectFlags {
         trust: args.common.trust_project,
         strict: args.common.posture == Some(Posture::Strict),
+        claude_setting_sources: args.front.setting_sources.clone(),
     };
-    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
-    assemble::print_warnings(&loaded.warnings);
-    let mut config = loaded.config;
-    let profile = match &args.profile {
-        Some(run) => Some(find_profile(&config, &cwd, &run.name)?),
-        None => None,
+    let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
+    super::print_warnings(&loaded.warnings);
+    let options = SessionOptions {
+        model: args.common.model.clone(),
+        effort: args.common.effort.clone(),
+        replay: args.own.replay.clone(),
+        record: args.own.record.clone(),
+        composition: args.common.agent_composition.clone(),
+        session: args.common.session(),
+        attach: args.common.attach,
+        profile: args.profile.clone(),
+        prompt_flags: PromptFlags {
+            system_prompt: args.own.system_prompt.clone(),
+            append_system_prompt: args.own.append_system_prompt.clone(),
+            binding: None,
+        },
+        permissions: PermissionFlags {
+            posture: args.common.posture,
+            ..args.own.permissions.clone()
+        },
+        trust_project_mcp: args.common.trust_project_mcp,
+        max_steps: args.own.max_steps,
+        budget: args.own.budget.clone(),
+        prompt: prompt.clone(),
+        command: "run PROMPT",
     };
-    // A plain run takes the command line's model and effort; a profile run ranks them as a
-    // `task` call's (§3.10), below `agent.subagent_models[NAME]`.
-    let (model, effort) = match &profile {
-        None => (args.common.model.clone(), args.common.effort.clone()),
-        Some(profile) => {
-            let call = crate::tool::delegate::TaskSpec {
-                model: args.common.model.clone(),
-                effort: args.common.effort.clone(),
-                ..Default::default()
-            };
-            crate::cli::delegate::choose(&config, Some(profile), &call)
-        }
-    };
-    let read_only = args.profile.as_ref().is_some_and(|p| p.read_only)
-        || profile
-            .as_ref()
-            .is_some_and(|p| crate::skill::builtin::is_read_only(p) || !p.trusted);
-    let mut settings = config.resolve_model(model.as_deref())?;
-    if let Some(replay) = &args.own.replay {
-        settings.kind = "replay".into();
-        settings.replay_file = Some(replay.clone());
-    }
-    settings.record_file = args.own.record.clone();
-    assemble::check_key(&settings)?;
-    let (mut binding, choice) = super::agent_cmd::prepare(
-        args.common.agent_composition.as_deref(),
-        &args.common.session(),
-        &mut config,
-        &settings,
-        &cwd,
-    )?
-    .runnable()?;
-    // A subagent profile run is one agent; a plain run pairs with the planner model if any.
-    let planner = match &profile {
-        None => assemble::planner_settings(&config, &settings)?,
-        Some(_) => None,
-    };
-    let provider_handle = provider::build(settings.clone())?;
-    let mut tools = assemble::registry(&config, output);
-    let mcp_options = McpOptions {
-        trust_project: args.common.trust_project_mcp,
-        ..McpOptions::default()
-    };
-    let mut warn = |message| {
-        output.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        })
-    };
-    let handle =
-        super::agent_cmd::start_mcp(binding.as_ref(), &config, &cwd, mcp_options, &mut warn);
-    handle.register(&mut tools);
-    if let Some(binding) = binding.as_mut() {
-        super::agent_cmd::pin_mcp(binding, args.common.resume.is_none(), &tools)?;
-    }
-    let mcp = mcp::Host::new(handle);
-    let typed = prompt.clone();
-    let keep = binding.as_ref().map(|b| &b.modules.commands);
-    let sandbox =
-        crate::sandbox::Policy::new(crate::sandbox::Settings::from_config(&config, &cwd)?);
-    let prompt = prepare_prompt(&prompt, &cwd, &sandbox, &config.home, &mcp, keep, output)?;
-    let flags = PromptFlags {
-        system_prompt: args
-            .own
-            .system_prompt
-            .clone()
-            .or_else(|| profile.as_ref().map(|p| p.body.trim().to_string())),
-        append_system_prompt: args.own.append_system_prompt.clone(),
-        binding: binding.clone(),
-    };
-    let session = assemble::open_session(
-        &choice,
-        args.common.attach,
-        &flags,
-        &config,
-        &settings,
-        &cwd,
-        "run PROMPT",
-    )?;
-    let mut ctx = assemble::tool_context(&config, &cwd)?;
-    assemble::add_skill_tool(&mut tools, &ctx);
+    let opened = app::open(loaded.config, &cwd, &options, &args.front, output)?;
+    let Opened {
+        built,
+        settings,
+        planner,
+        prompt: prepared,
+        mcp: _servers,
+    } = opened;
+    let ctx = built.ctx;
     output.cancel_on_close(ctx.cancel.clone());
-    let permissions = PermissionFlags {
-        posture: args.common.posture,
-        ..args.own.permissions.clone()
-    };
-    let gate = Arc::new(
-        assemble::gate(&config, &cwd, &permissions, None)?.with_mcp(mcp.handle().tool_policies()),
-    );
     if let Err(err) = crate::term::sys::cancel_on_interrupt(ctx.cancel.clone()) {
         output.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message: format!("cannot install signal handlers ({err}); Ctrl-C will not save state"),
         });
     }
-    if args.own.budget.max_cost_usd.is_some() && settings.prices.is_none() {
-        return Err(usage(format!(
-            "--max-budget-usd needs the model's prices, and `{}` has none; set `prices` for it in the config or bound the run with --max-tokens-total",
-            settings.model
-        )));
-    }
-    // Nobody watches a headless run: it has a bound unless the config lifts it (0).
-    let headless_steps = config.agent.max_steps_headless;
-    let max_steps = args
-        .own
-        .max_steps
-        .or((headless_steps > 0).then_some(headless_steps));
-    let mut options = assemble::options(&config, &settings, max_steps, effort);
-    options.budget = args.own.budget.clone();
-    let mut children = Children::new(
-        &config,
-        &settings,
-        options.reasoning_effort.clone(),
-        Arc::clone(&gate),
-        &session,
-    );
-    // Subagents spend from the run's budget.
-    children.budget = options.budget.clone();
-    let children = Arc::new(children);
-    let tally = Arc::clone(&children.tally);
-    if read_only {
-        crate::cli::delegate::keep_readers_and_shell(&mut tools);
-        let shut = ctx
-            .sandbox
-            .fenced(&[])
-            .map_err(|e| Error::Failed(e.to_string()))?;
-        ctx.sandbox = Arc::new(shut);
-    } else {
-        assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
-    }
-    if let Some(binding) = &binding {
-        crate::composition::resolve::restrict(binding, &mut tools)?;
-    }
-    let source = super::agent_cmd::tool_source(
-        binding.as_ref(),
-        Box::new(mcp.handle().tool_watch()),
-        &mut tools,
-    );
-    let mut tool_names = tools.names();
-    if planner.is_some() {
-        // The coordinator gives the executor its report tool.
-        tool_names.push(crate::agent::coordinator::PLAN_STATUS_TOOL.into());
-    }
+    let mut agent = built.runner;
     output.emit(Event::Init {
-        session_id: session.id().to_string(),
+        session_id: agent.session().id().to_string(),
         model: settings.model.clone(),
         provider: settings.name.clone(),
-        tools: tool_names,
+        tools: built.tool_names,
         cwd: cwd.display().to_string(),
     });
-    if let Some(message) = session.repair_notice() {
-        output.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message,
-        });
-    }
-    let cancel = ctx.cancel.clone();
-    let mut agent = Agent::new(
-        provider_handle,
-        tools,
-        Box::new(assemble::SharedGate(Arc::clone(&gate))),
-        session,
-        ctx,
-        options,
-    );
-    agent.set_tool_source(source);
-    children.report_to(agent.event_queue());
-    crate::cli::hooks::install(&mut agent, &children, &config, &cwd, output);
-    let mut agent = assemble::runner(agent, planner.as_ref(), &config, &cwd, &gate, cancel)?;
     if args.common.plan {
         agent.set_planning(true);
         output.emit(Event::PlanMode { planning: true });
@@ -526,11 +371,11 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         agent.set_interact(Arc::new(ApprovePlans));
     }
     let upgrade = !args.common.plan && args.profile.is_none();
-    let mut goal = super::goal::start(&args.own.goal, &typed, &cwd, upgrade, output)?;
+    let mut goal = super::goal::start(&args.own.goal, &prompt, &cwd, upgrade, output)?;
     let (outcome, goal_run) = match goal.as_mut() {
-        None => (agent.run(prompt, output), None),
+        None => (agent.run(prepared, output), None),
         Some(goal) => {
-            let (outcome, run) = super::goal::drive(goal, prompt, output, |input, sink| {
+            let (outcome, run) = super::goal::drive(goal, prepared, output, |input, sink| {
                 let finish = agent.run(input, sink)?;
                 Ok((finish, agent.stats().final_text.clone()))
             });
@@ -538,32 +383,16 @@ fn execute(args: &RunArgs, started: Instant, output: &mut Output) -> Result<i32,
         }
     };
     let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
-    let children = tally.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let children = built
+        .tally
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     let ran = Ran {
         outcome,
         goal: goal_run,
     };
     finish(args, &agent, &children, ran, priced, started, output)
-}
-
-/// A subagent profile by name: a `runAs: subagent` skill of this workspace, then a built-in.
-fn find_profile(
-    config: &crate::config::Config,
-    cwd: &Path,
-    name: &str,
-) -> Result<crate::skill::Skill, Error> {
-    let store = crate::cli::skills::session_store(config, cwd);
-    match store.get(name) {
-        Some(skill) if skill.run_as == crate::skill::RunAs::Subagent => Ok(skill.clone()),
-        Some(_) => Err(usage(format!(
-            "`{name}` is an inline skill, not a subagent profile (`reasonix subagent list` shows them)"
-        ))),
-        None => crate::skill::builtin::profile(name).ok_or_else(|| {
-            usage(format!(
-                "there is no subagent profile `{name}`; `reasonix subagent list` shows them"
-            ))
-        }),
-    }
 }
 
 /// `--approve-plan`: stands in for the person who reviews the plan, and approves it. It
@@ -598,7 +427,7 @@ fn finish(
     ran: Ran,
     priced: bool,
     started: Instant,
-    output: &mut Output,
+    output: &mut dyn Report,
 ) -> Result<i32, Error> {
     // The children's usage and cost are part of the run's.
     let mut stats = agent.total_stats();
@@ -674,6 +503,7 @@ fn finish(
         goal: goal.map(|g| g.json),
         models: agent.models(),
         finish_reason: outcome.is_ok().then_some(stats.finish_reason).flatten(),
+        api_error: matches!(outcome, Err(AgentError::Provider(_))),
     };
     output.finish(&result);
     if output.closed() {

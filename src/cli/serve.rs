@@ -9,25 +9,23 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::assemble::{self, Attach, PromptFlags, SessionChoice, SharedGate};
 use super::flags::{self, CommonFlags};
 use super::lex::{Arg, Lexer};
 use super::Global;
-use crate::agent::events::Event;
-use crate::agent::runner::Agent;
 use crate::agent::session::{self, Summary};
+use crate::app::assemble;
+use crate::app::conversation::{self, ConversationOptions};
 use crate::cli::error::Error;
-use crate::command::{custom, Catalog as Commands};
-use crate::composition::resolve::{self, Available};
+use crate::command::Catalog as Commands;
+use crate::composition::resolve::Available;
 use crate::composition::store::Catalog;
 use crate::config::{AuthMode, Config};
 use crate::mcp::manager::ServerState;
-use crate::mcp::{self, McpHandle, McpHost, McpOptions};
-use crate::permission::{Approver, PolicyGate, Posture};
+use crate::mcp::{McpHandle, McpHost};
+use crate::permission::{Approver, Posture};
 use crate::provider::{self, ProviderSettings};
 use crate::serve::{self, auth, auth_file, bcrypt, Built, Factory, Open, Refused, Switch};
 use crate::tool::collab::Interact;
-use crate::tool::Registry;
 
 pub const HELP: &str = "\
 Usage: reasonix serve [--listen ADDR] [--auth none|token|password]
@@ -168,9 +166,10 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
     let project = assemble::ProjectFlags {
         trust: args.common.trust_project,
         strict: false,
+        claude_setting_sources: None,
     };
-    let loaded = assemble::load_config(&args.common.global, &cwd, project)?;
-    assemble::print_warnings(&loaded.warnings);
+    let loaded = assemble::load_config(args.common.global.config.as_deref(), &cwd, project)?;
+    super::print_warnings(&loaded.warnings);
     let config = loaded.config;
     // Who may connect is settled before the model: a refused listen address or a weak stored
     // hash is the first thing the user hears of, not a missing API key.
@@ -420,129 +419,51 @@ struct ServeFactory {
 }
 
 impl ServeFactory {
-    /// The same assembly as `reasonix run`: the composition binding first (it edits the
-    /// configuration), then the MCP servers it keeps, started under the usual launch rules
-    /// (no one can answer a launch approval here), then the tools, the session and the agent.
+    /// The same assembly as `reasonix run` (`app::conversation`): the composition binding
+    /// first (it edits the configuration), then the MCP servers it keeps, started under the
+    /// usual launch rules (no one can answer a launch approval here), then the tools, the
+    /// session and the agent.
     fn build_runner(
         &self,
         open: &Open,
         approver: Box<dyn Approver>,
         interact: Arc<dyn Interact>,
     ) -> Result<Built, Error> {
-        let cwd = &self.cwd;
-        let mut config = self.config.clone();
-        let settings = match &open.model {
-            Some(reference) => {
-                let settings = config.resolve_model(Some(reference))?;
-                assemble::check_key(&settings)?;
-                settings
-            }
-            None => self.settings.clone(),
-        };
-        let wanted = open.resume.as_ref().map_or(SessionChoice::New, |r| {
-            SessionChoice::Reference(r.to_string())
-        });
-        let flag = match (&open.composition, &open.resume) {
-            (Some(id), _) => Some(id.as_str()),
-            (None, None) => self.composition.as_deref(),
+        let composition = match (&open.composition, &open.resume) {
+            (Some(id), _) => Some(id.clone()),
+            (None, None) => self.composition.clone(),
             (None, Some(_)) => None,
         };
-        let (mut binding, choice) =
-            super::agent_cmd::prepare(flag, &wanted, &mut config, &settings, cwd)?.runnable()?;
-        let policy = assemble::permission_policy(&config, cwd)?;
-        let mut ignore = |_: Event| {};
-        let planner = assemble::planner_settings(&config, &settings)?;
-        let provider_handle = provider::build(settings.clone())?;
-        let mut tools = assemble::registry(&config, &mut ignore);
-        let mut notices = Vec::new();
-        let options = McpOptions {
-            trust_project: self.trust_project_mcp,
-            ..McpOptions::default()
+        let options = ConversationOptions {
+            model: open.model.clone(),
+            composition,
+            resume: open.resume.clone(),
+            posture: self.posture,
+            effort: self.effort.clone(),
+            trust_project_mcp: self.trust_project_mcp,
         };
-        let handle =
-            super::agent_cmd::start_mcp(binding.as_ref(), &config, cwd, options, &mut |notice| {
-                notices.push(notice)
-            });
-        handle.register(&mut tools);
-        if let Some(binding) = binding.as_mut() {
-            super::agent_cmd::pin_mcp(binding, open.resume.is_none(), &tools)?;
-        }
-        let mcp_status = mcp_status(&handle, &tools, notices);
-        let mcp = Arc::new(mcp::Host::new(handle));
-        let gate = Arc::new(
-            PolicyGate::new(policy, self.posture, Some(approver))
-                .with_mcp(mcp.handle().tool_policies()),
-        );
-        let flags = PromptFlags {
-            binding: binding.clone(),
-            ..PromptFlags::default()
-        };
-        let session = assemble::open_session(
-            &choice,
-            Attach::InPlace,
-            &flags,
-            &config,
-            &settings,
-            cwd,
-            "serve",
-        )?;
-        let mut ctx = assemble::tool_context(&config, cwd)?;
-        assemble::add_skill_tool(&mut tools, &ctx);
-        let options = assemble::options(&config, &settings, None, self.effort.clone());
-        let children = Arc::new(crate::cli::delegate::Children::new(
-            &config,
-            &settings,
-            options.reasoning_effort.clone(),
-            Arc::clone(&gate),
-            &session,
-        ));
-        assemble::add_task_tools(&mut tools, &mut ctx, &config, children.clone());
-        if let Some(binding) = &binding {
-            resolve::restrict(binding, &mut tools)?;
-        }
-        let source = super::agent_cmd::tool_source(
-            binding.as_ref(),
-            Box::new(mcp.handle().tool_watch()),
-            &mut tools,
-        );
-        let mut agent = Agent::new(
-            provider_handle,
-            tools,
-            Box::new(SharedGate(Arc::clone(&gate))),
-            session,
-            ctx.clone(),
-            options,
-        );
-        agent.set_tool_source(source);
-        children.report_to(agent.event_queue());
-        crate::cli::hooks::install(&mut agent, &children, &config, cwd, &mut ignore);
-        let cancel = ctx.cancel.clone();
-        let mut runner = assemble::runner(agent, planner.as_ref(), &config, cwd, &gate, cancel)?;
+        let opened =
+            conversation::open(&self.config, &self.settings, &self.cwd, &options, approver)?;
+        let mut runner = opened.runner;
         runner.set_interact(interact);
-        let mut custom = custom::load_for(&config.home, cwd);
-        if let Some(binding) = &binding {
-            custom
-                .commands
-                .retain(|c| binding.modules.commands.keeps(&c.name));
-        }
-        let commands = Commands::new(custom.commands, mcp.prompts());
+        let mcp_status = mcp_status(opened.mcp.handle(), &opened.registered, opened.notices);
+        let commands = Commands::new(opened.commands.commands, opened.mcp.prompts());
         Ok(Built {
             runner,
-            gate,
+            gate: opened.gate,
             commands,
-            mcp,
+            mcp: opened.mcp,
             mcp_status,
-            binding,
-            model: format!("{}/{}", settings.name, settings.model),
-            cwd: cwd.clone(),
+            binding: opened.binding,
+            model: format!("{}/{}", opened.settings.name, opened.settings.model),
+            cwd: self.cwd.clone(),
         })
     }
 }
 
 /// Each declared server of a session: its state (`connected`, `failed`, `skipped` when it
 /// may not launch), why, and the tools it gave the session; plus the start-up notices.
-fn mcp_status(handle: &McpHandle, tools: &Registry, notices: Vec<String>) -> Value {
-    let names = tools.names();
+fn mcp_status(handle: &McpHandle, names: &[String], notices: Vec<String>) -> Value {
     let servers: Vec<Value> = handle
         .statuses()
         .iter()
@@ -646,7 +567,7 @@ impl Factory for ServeFactory {
     fn compositions(&self) -> (Catalog, Available) {
         (
             Catalog::new(&self.config.home, &self.cwd),
-            super::agent_cmd::available(&self.config, &self.cwd),
+            crate::app::binding::available(&self.config, &self.cwd),
         )
     }
 }

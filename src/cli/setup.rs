@@ -268,6 +268,7 @@ mod tests {
             extra: None,
             trust_project: false,
             strict: false,
+            claude_setting_sources: None,
         })
         .unwrap();
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);

@@ -5,11 +5,12 @@
 //! the system prompt. `create | edit | delete` are dispatched to `subagent_edit`.
 
 use super::lex::{Arg, Lexer};
-use super::run::{self, ProfileRun};
+use super::run;
 use super::subagent_edit::{self, Action};
 use super::{print_out, unknown_flag, Global};
+use crate::app::ProfileRun;
 use crate::cli::error::{exit, Error};
-use crate::skill::{RunAs, Skill};
+use crate::skill::Skill;
 
 pub const HELP: &str = "\
 Usage: reasonix subagent list
@@ -120,25 +121,9 @@ fn list(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         }
     }
     let (cwd, _, loaded) = global.load_workspace()?;
-    let store = crate::cli::skills::session_store(&loaded.config, &cwd);
-    print_out(&listing(&profiles(&store.skills)));
+    let store = crate::app::skills::session_store(&loaded.config, &cwd);
+    print_out(&listing(&crate::app::skills::profiles(&store.skills)));
     Ok(exit::OK)
-}
-
-/// The stored subagent skills, then each built-in no stored skill shadows, by name.
-pub fn profiles(stored: &[Skill]) -> Vec<Skill> {
-    let mut all: Vec<Skill> = stored
-        .iter()
-        .filter(|s| s.run_as == RunAs::Subagent)
-        .cloned()
-        .collect();
-    for builtin in crate::skill::builtin::profiles() {
-        if !stored.iter().any(|s| s.name == builtin.name) {
-            all.push(builtin);
-        }
-    }
-    all.sort_by(|a, b| a.name.cmp(&b.name));
-    all
 }
 
 fn listing(profiles: &[Skill]) -> String {

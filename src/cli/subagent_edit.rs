@@ -99,8 +99,8 @@ pub fn main(action: Action, mut global: Global, lexer: &mut Lexer) -> Result<i32
     };
     write::check_name(&name).map_err(|e| Error::Usage(e.to_string()))?;
     let (cwd, home, loaded) = global.load_workspace()?;
-    let trusted = loaded.trusted && crate::cli::skills::skills_trusted(&home, &cwd);
-    let roots = crate::cli::skills::roots(&loaded.config, &home, &cwd, trusted);
+    let trusted = loaded.trusted && crate::app::skills::skills_trusted(&loaded.config, &cwd);
+    let roots = crate::app::skills::roots(&loaded.config, &home, &cwd, trusted);
     match action {
         Action::Create => create(&name, &args, &roots),
         Action::Edit => edit(&name, &args, &roots),
@@ -454,7 +454,7 @@ fn locate(name: &str, scope: Option<Writable>, roots: &Roots) -> Result<Found, E
     let path = root.path.join(name).join("SKILL.md");
     match &root.scope {
         Scope::Project | Scope::User => {}
-        Scope::Agents | Scope::Claude => {
+        Scope::Agents | Scope::Claude | Scope::ClaudeUser | Scope::ClaudeAgents => {
             return Err(Error::Usage(format!(
                 "`{name}` lives in the {} convention root ({}), which other tools share and reasonix only reads; edit it by hand, or copy it with `reasonix subagent create {name} --user`",
                 root.scope.label(),

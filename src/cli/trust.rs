@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use super::assemble;
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
+use crate::app::assemble;
 use crate::cli::error::{exit, Error};
 use crate::config::{self, trust::TrustStore, LoadOptions};
 

@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use super::{assemble, Global};
+use super::Global;
+use crate::app::assemble;
 use crate::config::{self, paths, LoadOptions};
 
 /// The welcome text when bare `reasonix` would stop for want of a key, else `None`.

@@ -96,10 +96,10 @@ pub struct Loaded {
 /// workspace is trusted with that folder as it is now (`config::trust`); otherwise a
 /// repository, or a model that wrote a file there, could swap the text of a command the user
 /// relies on, and the user's command wins with a notice.
-pub fn load_for(home: &Path, cwd: &Path) -> Loaded {
-    let user = home.join("commands");
+pub fn load_for(config: &crate::config::Config, cwd: &Path) -> Loaded {
+    let user = config.home.join("commands");
     let project = cwd.join(".reasonix/commands");
-    let store = crate::config::trust::TrustStore::new(home);
+    let store = crate::config::trust::TrustStore::for_session(config);
     if store.covers(cwd, crate::config::trust::Bound::Commands) {
         return load(&[&user, &project]);
     }

@@ -36,6 +36,14 @@ pub struct Config {
     /// The files that were read, lowest layer first.
     #[serde(skip)]
     pub sources: Vec<PathBuf>,
+    /// `--trust-project`: the workspace is trusted for this run as a whole (every file
+    /// `config::trust::Bound` names); set by the loader, never read from a file.
+    #[serde(skip)]
+    pub trust_project: bool,
+    /// Claude print mode's `--setting-sources`: which Claude Code settings files are read
+    /// (`user`, `project`, `local`); `None` reads all of them. Set by the loader.
+    #[serde(skip)]
+    pub claude_setting_sources: Option<Vec<String>>,
     /// A provider name, a bare model name or `provider/model`.
     pub default_model: Option<String>,
     /// UI language tag (`en`, `zh`); `None` or empty = detect from `$REASONIX_LANG`, then the

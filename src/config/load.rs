@@ -47,6 +47,8 @@ pub struct LoadOptions {
     /// `--permission-mode strict`: flags beat project files, so the project's allow rules and
     /// a wider `[permissions] mode` are ignored even in a trusted workspace.
     pub strict: bool,
+    /// Claude print mode's `--setting-sources` (see `Config::claude_setting_sources`).
+    pub claude_setting_sources: Option<Vec<String>>,
 }
 
 impl LoadOptions {
@@ -64,6 +66,7 @@ impl LoadOptions {
             extra,
             trust_project: false,
             strict: false,
+            claude_setting_sources: None,
         })
     }
 }
@@ -184,8 +187,16 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     found.sort_by_key(|(offset, _)| *offset);
     warnings.extend(found.into_iter().map(|(_, warning)| warning));
     let sources = files.into_iter().map(|(_, path, _)| path).collect();
+    let mut config = finish(config, opts, sources, &origins);
+    super::claude::merge_permissions(
+        &mut config,
+        &opts.cwd,
+        opts.strict,
+        &mut warnings,
+        &mut untrusted,
+    );
     Ok(Loaded {
-        config: finish(config, opts, sources, &origins),
+        config,
         warnings,
         trusted,
         untrusted,
@@ -1209,6 +1220,8 @@ fn finish(
     config.saturate();
     config.home = opts.home.clone();
     config.sources = sources;
+    config.trust_project = opts.trust_project;
+    config.claude_setting_sources = opts.claude_setting_sources.clone();
     let origin = |section: &str, name: &str| {
         origins
             .get(&(section.to_string(), name.to_string()))

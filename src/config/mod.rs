@@ -3,7 +3,8 @@
 //! (`resolve`), the bounds of every number in them (`limits`), the reasonix home and
 //! per-project state paths (`paths`), and `${VAR}` expansion plus the `<home>/.env` key store
 //! (`env`), which workspaces the user trusts to loosen their settings (`trust`), and adding an
-//! allow rule to a file without disturbing it (`edit`).
+//! allow rule to a file without disturbing it (`edit`), and Claude Code's own settings read
+//! alongside (`claude`).
 //!
 //! Command-line flags sit above all of this; the `cli` layer applies them to the loaded
 //! [`Config`]. Nothing here prints: problems that do not stop loading come back as warnings.
@@ -12,6 +13,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+pub mod claude;
 pub mod document;
 pub mod edit;
 pub mod env;

@@ -3,7 +3,7 @@
 //! mode`, its own providers and model), the hooks of `.claude/settings.json`, the repository's
 //! skills, its custom commands shadowing the user's, and the workspace `.env` filling project
 //! MCP entries. Until then the loaders let those files only tighten; see `load.rs`,
-//! `cli/hooks.rs`, `skill/store.rs`, `command/custom.rs` and `mcp/config.rs`. MCP servers
+//! `app/hooks.rs`, `skill/store.rs`, `command/custom.rs` and `mcp/config.rs`. MCP servers
 //! declared by project files also need their own launch grants (`mcp::grants`).
 //!
 //! Trust is per directory, identified by its canonical (absolute, symlink-free) path, and bound
@@ -153,6 +153,9 @@ struct TrustFile {
 #[derive(Debug, Clone)]
 pub struct TrustStore {
     path: PathBuf,
+    /// `--trust-project`: every bound file of the session's workspace counts as trusted for
+    /// this run, whatever the list says; nothing is stored.
+    whole_run: bool,
 }
 
 /// A workspace's identity: its canonical path, or the path as given when it cannot be resolved
@@ -169,6 +172,18 @@ impl TrustStore {
     pub fn new(home: &Path) -> TrustStore {
         TrustStore {
             path: home.join(FILE_NAME),
+            whole_run: false,
+        }
+    }
+
+    /// The store a session's loaders ask: the list in the config's home, and with
+    /// `--trust-project` ([`Config::trust_project`](super::Config::trust_project)) every bound
+    /// file trusted for the run, so the flag covers the skills, hooks, commands, `.env` and
+    /// Claude settings the same way it covers `reasonix.toml`.
+    pub fn for_session(config: &super::Config) -> TrustStore {
+        TrustStore {
+            whole_run: config.trust_project,
+            ..TrustStore::new(&config.home)
         }
     }
 
@@ -220,6 +235,9 @@ impl TrustStore {
 
     /// Where one bound file of `workspace` stands, as it is now.
     pub fn standing_of(&self, workspace: &Path, bound: Bound) -> Standing {
+        if self.whole_run {
+            return Standing::Trusted;
+        }
         match self.entry(workspace) {
             Some(entry) if unchanged(&entry, workspace, bound) => Standing::Trusted,
             Some(_) => Standing::Changed,

@@ -393,7 +393,7 @@ impl Vars<'_> {
 pub fn declared(config: &Config, cwd: &Path) -> Declared {
     let mut declared = Declared::default();
     let secrets = config.secret_env_names();
-    let trusted_env = crate::config::trust::TrustStore::new(&config.home)
+    let trusted_env = crate::config::trust::TrustStore::for_session(config)
         .covers(cwd, crate::config::trust::Bound::DotEnv);
     let vars = Vars {
         home_env: crate::config::env::read_store(&config.home).unwrap_or_default(),

@@ -13,4 +13,6 @@ pub use gate::{
     McpToolPolicy, Persist, PolicyGate, Posture, Resolution, Verdict,
 };
 pub use policy::{Basis, Decision, Policy, Ruling};
-pub use rules::{split_rule_list, Call, MatchContext, Polarity, Rule, RuleError, Subject};
+pub use rules::{
+    claude_tool_list, split_rule_list, Call, MatchContext, Polarity, Rule, RuleError, Subject,
+};

@@ -11,8 +11,9 @@
 //! - `Edit(glob)`: every tool of the writer family (today write_file, edit_file, multi_edit,
 //!   move_file); `Read(glob)`: every reader (read_file, ls, glob, grep); `Bash(...)`: the shell;
 //!   a tool declares its family (`Tool::family`), so a new one cannot fall outside these;
-//! - lowercase tool ids (`bash(...)`, `write_file`, `read_file(...)`) and the Claude Code
-//!   aliases `Write`, `MultiEdit`, `Glob`, `Grep`, `LS`;
+//! - lowercase tool ids (`bash(...)`, `write_file`, `read_file(...)`) and every other Claude
+//!   Code name of one of our tools (`Write`, `MultiEdit`, `Glob`, `Grep`, `LS`, `Task`,
+//!   `TodoWrite`, ..., see `tool::claude_vocabulary`);
 //! - `mcp__server__tool` for one MCP tool and `mcp__server` (or `mcp__server__*`) for all of a
 //!   server's tools.
 //!
@@ -29,7 +30,7 @@ use serde_json::Value;
 
 use super::shell::Analysis;
 use crate::sandbox::confine;
-use crate::tool::{Family, Subjects};
+use crate::tool::{claude_vocabulary, Family, Subjects};
 
 const ACCEPTED_FORMS: &str = "accepted forms: Tool, Tool(specifier), Tool=literal, \
 Bash(prefix:*), Bash(exact command), Edit(glob), Read(glob), mcp__server__tool, mcp__server";
@@ -244,12 +245,12 @@ impl Target {
             "Bash" | "bash" => Target::Bash,
             "Edit" | "edit" => Target::Edit,
             "Read" | "read" => Target::Read,
-            "Write" => Target::Tool("write_file".into()),
-            "MultiEdit" => Target::Tool("multi_edit".into()),
-            "Glob" => Target::Tool("glob".into()),
-            "Grep" => Target::Tool("grep".into()),
-            "LS" => Target::Tool("ls".into()),
-            _ => return Target::named(name),
+            // Every other Claude Code name is the one tool it maps to (`Write` is
+            // `write_file`); the vocabulary is the only place that knows the pairs.
+            _ => match claude_vocabulary::our_name(name) {
+                Some(ours) => Target::Tool(ours.into()),
+                None => return Target::named(name),
+            },
         };
         Ok(target)
     }
@@ -460,6 +461,21 @@ pub fn split_rule_list(list: &str) -> Vec<String> {
         out.push(current);
     }
     out
+}
+
+/// A Claude Code tool list (`--allowedTools "Bash(git log:*) Read,Grep"`) as rules, each
+/// naming a tool Claude Code, reasonix or an MCP server has; `flag` names the flag in the
+/// error. An unknown name is refused rather than kept as a rule that matches nothing, so a
+/// typo cannot leave a pipeline less restricted than its author wrote.
+pub fn claude_tool_list(
+    list: &str,
+    flag: &str,
+) -> Result<Vec<String>, claude_vocabulary::VocabularyError> {
+    let rules = split_rule_list(list);
+    for rule in &rules {
+        claude_vocabulary::check_rule_name(rule, flag)?;
+    }
+    Ok(rules)
 }
 
 /// The rule a user would save to allow exactly this command again.

@@ -3,7 +3,7 @@
 //! archive, as the original file or as `{workspace, content}`, saved as a new conversation)
 //! and `move-to` (an unbound conversation into another workspace's session directory).
 //!
-//! The envelope, its one decoder and its limits are `cli::session_archive`'s; this file only
+//! The envelope, its one decoder and its limits are `app::session_archive`'s; this file only
 //! carries them over HTTP. A `path` from the client is confined to the session files
 //! reasonix keeps under its home (see [`session_file`]): nothing else is read, moved or
 //! deleted. Import trusts nothing and starts nothing, as on the command line. An archive is
@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::http::{Request, Response};
 use super::Factory;
 use crate::agent::session::{self, Session};
-use crate::cli::session_archive::{self, Decoded, Refusal};
+use crate::app::session_archive::{self, Decoded, Refusal};
 use crate::config::paths;
 
 /// `/api/tree/sessions/…`; `rest` is the path after `sessions`.

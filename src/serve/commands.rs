@@ -104,7 +104,7 @@ fn builtin(hub: &Hub, live: &Arc<Live>, builtin: Builtin, args: &str, typed: &st
             let (entries, problems) = catalog.list();
             let bound = live.composition();
             let mut text = format!("bound: {}\n", bound["id"].as_str().unwrap_or_default());
-            text.push_str(&crate::cli::agent_cmd::render_list(
+            text.push_str(&crate::app::catalog_table::render_list(
                 &entries,
                 catalog.default_id().as_deref(),
             ));

@@ -862,7 +862,7 @@ fn agent_thread(
         let mut snapshots = edits::Snapshots::new(&cwd);
         let mut sink = |event: Event| {
             let diff = snapshots.watch(&event);
-            if let Some(mut value) = crate::cli::output::stream_json(&event) {
+            if let Some(mut value) = crate::app::stream_json::stream_json(&event) {
                 if let Some(diff) = diff {
                     value["diff"] = diff;
                 }

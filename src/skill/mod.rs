@@ -42,6 +42,11 @@ pub enum Scope {
     Agents,
     /// `<workspace>/.claude/skills/`, read only; repository content.
     Claude,
+    /// `~/.claude/skills/`, the user's Claude Code skills, read only.
+    ClaudeUser,
+    /// `~/.claude/agents/*.md`, the user's Claude Code subagent definitions, read only as
+    /// subagent profiles.
+    ClaudeAgents,
     /// A `[skills] paths` entry, as written.
     Custom(String),
     /// Shipped in the binary (the `explore` and `review` profiles); no file, lowest rank.
@@ -55,6 +60,8 @@ impl Scope {
             Scope::User => "user",
             Scope::Agents => "agents",
             Scope::Claude => "claude",
+            Scope::ClaudeUser => "claude-user",
+            Scope::ClaudeAgents => "claude-agents",
             Scope::Custom(_) => "custom",
             Scope::Builtin => "built-in",
         }

@@ -32,6 +32,11 @@ pub struct Roots {
     pub disabled: Vec<String>,
     /// Whether the workspace is trusted (its skills are repository content otherwise).
     pub workspace_trusted: bool,
+    /// `~/.claude/skills/`, when believed as the user's (`config::claude::user_path`: outside
+    /// everything the session may write).
+    pub claude_skills: Option<PathBuf>,
+    /// `~/.claude/agents/`, likewise: each `*.md` is read as a subagent profile.
+    pub claude_agents: Option<PathBuf>,
 }
 
 /// A root searched, with whether it exists and whether it was hidden.
@@ -70,6 +75,12 @@ impl Roots {
         }
         if let Some(user_home) = &self.user_home {
             roots.push((Scope::Agents, user_home.join(".agents").join("skills")));
+        }
+        if let Some(dir) = &self.claude_skills {
+            roots.push((Scope::ClaudeUser, dir.clone()));
+        }
+        if let Some(dir) = &self.claude_agents {
+            roots.push((Scope::ClaudeAgents, dir.clone()));
         }
         roots.push((Scope::Claude, self.workspace.join(".claude").join("skills")));
         for path in &self.paths {
@@ -140,6 +151,9 @@ pub fn load(roots: &Roots) -> Store {
 }
 
 fn read_root(root: &Root, roots: &Roots, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+    if root.scope == Scope::ClaudeAgents {
+        return read_claude_agents(&root.path, diagnostics);
+    }
     let Ok(entries) = fs::read_dir(&root.path) else {
         return Vec::new();
     };
@@ -181,6 +195,86 @@ fn read_root(root: &Root, roots: &Roots, diagnostics: &mut Vec<Diagnostic>) -> V
         }
     }
     skills
+}
+
+/// Claude Code's subagent definitions: one `*.md` per agent, frontmatter `name`,
+/// `description`, `tools` (Claude's tool names and rules, comma-separated) and `model`, the
+/// body being the agent's system prompt. Each becomes a subagent profile of the user's.
+/// `model: inherit` and Claude's own aliases (`sonnet`, `opus`, `haiku`) mean the session's
+/// model; any other value is taken as a reasonix model reference.
+fn read_claude_agents(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+        .collect();
+    files.sort();
+    if files.len() > MAX_SKILLS_PER_ROOT {
+        diagnostics.push(Diagnostic {
+            path: dir.to_path_buf(),
+            line: None,
+            message: format!(
+                "{} agent files; only the first {MAX_SKILLS_PER_ROOT} (by name) are read",
+                files.len()
+            ),
+        });
+        files.truncate(MAX_SKILLS_PER_ROOT);
+    }
+    let mut skills = Vec::new();
+    for file in files {
+        match read_claude_agent(&file) {
+            Ok(skill) => skills.push(skill),
+            Err(diagnostic) => diagnostics.push(diagnostic),
+        }
+    }
+    skills
+}
+
+fn read_claude_agent(file: &Path) -> Result<Skill, Diagnostic> {
+    let fail = |message: String| Diagnostic {
+        path: file.to_path_buf(),
+        line: None,
+        message,
+    };
+    let meta = fs::metadata(file).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    if meta.len() > MAX_SKILL_FILE {
+        return Err(fail(format!(
+            "{} bytes, more than the {} KiB an agent file may have",
+            meta.len(),
+            MAX_SKILL_FILE / 1024
+        )));
+    }
+    let text = fs::read_to_string(file).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let mut doc = frontmatter::parse(&text).map_err(|e| Diagnostic {
+        path: file.to_path_buf(),
+        line: Some(e.line),
+        message: e.message,
+    })?;
+    // Claude's `tools` is our `allowed-tools`; its `model` aliases name Anthropic models.
+    if let Some(tools) = doc.keys.remove("tools") {
+        doc.keys.entry("allowed-tools".into()).or_insert(tools);
+    }
+    let inherits = doc.keys.get("model").is_some_and(|entry| {
+        matches!(&entry.value, frontmatter::Value::Text(t)
+            if matches!(t.trim(), "inherit" | "sonnet" | "opus" | "haiku" | ""))
+    });
+    if inherits {
+        doc.keys.remove("model");
+    }
+    doc.keys.remove("runAs");
+    // The file's name need not match the agent's: no mismatch warning.
+    let name = match doc.keys.get("name").map(|entry| &entry.value) {
+        Some(frontmatter::Value::Text(t)) => t.trim().to_string(),
+        _ => String::new(),
+    };
+    let (mut skill, _) = from_document(doc, file, &name)?;
+    skill.run_as = super::RunAs::Subagent;
+    skill.scope = Scope::ClaudeAgents;
+    skill.trusted = true;
+    Ok(skill)
 }
 
 fn read_skill(

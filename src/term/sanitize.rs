@@ -3,28 +3,8 @@
 //! outside can move the cursor, retitle the window, set the clipboard or rewrite the
 //! scrollback.
 
-/// Keeps newlines and tabs; shows every other C0 control and DEL in caret form (`^[` for
-/// ESC), and C1 controls and bidirectional overrides and isolates as `\u{..}`, so the text
-/// stays readable but inert: an override would make the text read differently than it is
-/// (the "Trojan Source" trick).
-pub fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            '\u{0}'..='\u{1f}' => {
-                out.push('^');
-                out.push((b'@' + c as u8) as char);
-            }
-            '\u{7f}' => out.push_str("^?"),
-            '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// The inert form of untrusted text; a leaf (`text`), so `app` can use it too.
+pub use crate::text::sanitize;
 
 /// What the chat UI shows: [`sanitize`] plus the fixes that keep column arithmetic right.
 /// CRLF and lone CR line ends become LF, tabs become spaces up to the next multiple of four,

@@ -18,6 +18,7 @@ use crate::sandbox::{Policy, SandboxError};
 pub mod args;
 pub mod bm25;
 pub mod builtin;
+pub mod claude_vocabulary;
 pub mod collab;
 pub mod contract;
 pub mod delegate;

@@ -1,8 +1,11 @@
 //! The hooks of a session, gathered from configuration: `[[hooks]]` (the loader already
-//! dropped a project file's entries in an untrusted workspace) and the `hooks` of the
-//! workspace's `.claude/settings.json`, read only when the workspace is trusted with that file
-//! as it is now (`config::trust::Bound`), since a repository, or a model writing in the
-//! workspace, could otherwise make reasonix run its commands.
+//! dropped a project file's entries in an untrusted workspace) and the `hooks` of Claude
+//! Code's settings files (`config::claude::settings_files`): the user's
+//! `~/.claude/settings.json`, believed while it lies outside everything the session may write,
+//! and the workspace's `.claude/settings.json` and `.claude/settings.local.json`, read only
+//! when the workspace is trusted with that file as it is now (`config::trust::Bound`) or for a
+//! `--trust-project` run, since a repository, or a model writing in the workspace, could
+//! otherwise make reasonix run its commands.
 
 use std::path::Path;
 use std::time::Duration;
@@ -29,29 +32,25 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
             Err(problem) => problems.push(format!("hooks: {problem}; skipped")),
         }
     }
-    let settings = workspace.join(".claude").join("settings.json");
-    if let Ok(text) = std::fs::read_to_string(&settings) {
-        let origin = settings.display().to_string();
+    for file in config::claude::settings_files(config, workspace) {
+        let Ok(text) = std::fs::read_to_string(&file.path) else {
+            continue;
+        };
+        let origin = file.path.display().to_string();
         let (claude, mut trouble) = hooks::from_claude_settings(&text, &origin);
-        if claude.is_empty() {
+        if claude.is_empty() || file.believed() {
+            found.extend(claude);
             problems.append(&mut trouble);
-        } else {
-            let store = config::trust::TrustStore::new(&config.home);
-            match store.standing_of(workspace, config::trust::Bound::ClaudeSettings) {
-                config::trust::Standing::Trusted => {
-                    found.extend(claude);
-                    problems.append(&mut trouble);
-                }
-                config::trust::Standing::Changed => problems.push(format!(
-                    "hooks: the {} hooks of {origin} are ignored: the file changed since you trusted the workspace (review it; `reasonix trust` runs them)",
-                    claude.len()
-                )),
-                config::trust::Standing::Untrusted => problems.push(format!(
-                    "hooks: the {} hooks of {origin} are ignored: the workspace is not trusted (`reasonix trust` runs them)",
-                    claude.len()
-                )),
-            }
+            continue;
         }
+        let why = match file.standing {
+            config::trust::Standing::Changed => "the file changed since you trusted the workspace (review it; `reasonix trust` runs them)",
+            _ => "the workspace is not trusted (`reasonix trust` runs them)",
+        };
+        problems.push(format!(
+            "hooks: the {} hooks of {origin} are ignored: {why}",
+            claude.len()
+        ));
     }
     (Hooks::new(found), problems)
 }
@@ -59,7 +58,7 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
 /// Gives the session's hooks to the agent and its children; each problem is a warning event.
 pub fn install(
     agent: &mut crate::agent::runner::Agent,
-    children: &crate::cli::delegate::Children,
+    children: &super::delegate::Children,
     config: &Config,
     workspace: &Path,
     sink: &mut dyn crate::agent::events::EventSink,

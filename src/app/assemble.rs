@@ -1,5 +1,4 @@
-//! Building a session's parts from configuration, shared by `reasonix run` and `reasonix
-//! chat`: the working directory, the loaded config, the key check, the tool registry, the
+//! Building a session's parts from configuration, shared by every front end: the working directory, the loaded config, the key check, the tool registry, the
 //! session (new or resumed) with its system prompt, the tool context with the sandbox, the
 //! permission policy and the agent options. Saving an "always allow" rule into
 //! `./reasonix.toml` is `config::edit`'s job.
@@ -9,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Global;
+use super::Error;
 use crate::agent::compaction::ContextOptions;
 use crate::agent::coordinator::{self, Coordinator, PlannerGate, PlannerParts};
 use crate::agent::driver::Runner;
@@ -20,7 +19,6 @@ use crate::agent::runner::{Agent, Budget, Options};
 use crate::agent::session::{self, Header, Session};
 use crate::agent::waiting::{self, Watch};
 use crate::cancel::CancelToken;
-use crate::cli::error::Error;
 use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
 use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
 use crate::provider::{self, Message, ProviderError, ProviderSettings};
@@ -34,32 +32,33 @@ pub fn working_dir() -> Result<PathBuf, Error> {
 }
 
 /// What the command line says about the project file.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ProjectFlags {
     /// `--trust-project`: believe the project file for this run only.
     pub trust: bool,
     /// `--permission-mode strict`: the project file's allow rules and wider mode are ignored.
     pub strict: bool,
+    /// Claude print mode's `--setting-sources`: which Claude Code settings files are read.
+    pub claude_setting_sources: Option<Vec<String>>,
 }
 
-/// Loads the layered config. Its warnings are for the caller to print with
-/// [`print_warnings`], so a chat that loads twice (after the trust question) says each once.
-pub fn load_config(global: &Global, cwd: &Path, project: ProjectFlags) -> Result<Loaded, Error> {
-    let mut options = LoadOptions::from_env(cwd.to_path_buf(), global.config.clone())?;
+/// Loads the layered config, `config_file` (`--config`) above the project's. Its warnings
+/// are for the caller to show, so a chat that loads twice (after the trust question) says
+/// each once.
+pub fn load_config(
+    config_file: Option<&Path>,
+    cwd: &Path,
+    project: ProjectFlags,
+) -> Result<Loaded, Error> {
+    let mut options = LoadOptions::from_env(cwd.to_path_buf(), config_file.map(Path::to_path_buf))?;
     options.trust_project = project.trust;
     options.strict = project.strict;
+    options.claude_setting_sources = project.claude_setting_sources;
     let loaded = config::load(&options)?;
     crate::i18n::set(crate::i18n::Lang::from_env(
         loaded.config.language.as_deref(),
     ));
     Ok(loaded)
-}
-
-/// Config warnings on stderr, one line each.
-pub fn print_warnings<'a>(warnings: impl IntoIterator<Item = &'a String>) {
-    for warning in warnings {
-        eprintln!("reasonix: warning: {warning}");
-    }
 }
 
 /// A key is required unless the endpoint is a plain-http server (a local model) or a replay.
@@ -100,8 +99,9 @@ pub fn registry(config: &Config, sink: &mut dyn EventSink) -> Registry {
 }
 
 /// Which session to continue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum SessionChoice {
+    #[default]
     New,
     /// `--continue`: the newest session of this workspace.
     Newest,
@@ -305,11 +305,12 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
     let mut append: Vec<String> = agent.append_system_prompt.iter().cloned().collect();
     append.extend(flags.append_system_prompt.iter().cloned());
     append.extend(prompt::reasoning_language_line(agent.reasoning_language).map(String::from));
-    let skills = crate::cli::skills::session_store(config, cwd);
+    let skills = crate::app::skills::session_store(config, cwd);
     append.extend(crate::skill::index::render(&skills.skills));
     let sandbox = crate::sandbox::Policy::new(sandbox_settings(config, cwd)?);
     let writable: Vec<PathBuf> = sandbox.roots().cloned().collect();
     let memory = config::paths::state_dir(&config.home).join("memory");
+    let claude_user = config::claude::user_path(config, cwd, "CLAUDE.md");
     let prompt = prompt::system_prompt(&PromptInputs {
         base,
         append,
@@ -319,6 +320,7 @@ pub fn system_prompt(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result
         extra_tools: &config.environment.tools,
         writable: &writable,
         memory: Some(&memory),
+        claude_user_instructions: claude_user.as_deref(),
     });
     Ok(with_persona(prompt, config))
 }
@@ -364,7 +366,7 @@ pub fn tool_context(config: &Config, cwd: &Path) -> Result<ToolContext, Error> {
         &config::paths::state_dir(&config.home),
         config::paths::sessions_dir(&config.home, cwd),
     )));
-    let skills = crate::cli::skills::session_store(config, cwd);
+    let skills = crate::app::skills::session_store(config, cwd);
     ctx.skills = (!skills.skills.is_empty()).then_some(skills);
     Ok(ctx)
 }

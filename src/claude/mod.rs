@@ -1,0 +1,232 @@
+//! Claude Code's print mode (`claude -p`) as a reasonix front end: `reasonix -p`, or bare
+//! `reasonix` with `--output-format`/`--input-format`, takes Claude Code's headless flags,
+//! runs one session as `reasonix run` does (the same assembly, jail and gate), and writes
+//! Claude Code's stream-json messages and result in Claude Code's tool vocabulary. What the
+//! model sees stays ours. Flags are `flags`, the output `stream` over `encode`, the permission
+//! semantics `approver`, stdin's messages `input`; the SDK's control protocol is `control*`.
+
+pub mod approver;
+pub mod encode;
+pub mod flags;
+pub mod input;
+pub mod stream;
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use crate::cli::error::Error;
+use crate::cli::lex::Lexer;
+use crate::cli::output::Format;
+use crate::cli::run::{self, FrontEnd, RunArgs};
+use crate::cli::Global;
+use crate::permission::Posture;
+
+use flags::{ClaudeMode, InputFormat, PrintFlags};
+use stream::{ClaudeStream, StreamOptions};
+
+pub const HELP: &str = "\
+Usage: reasonix print [FLAGS] [PROMPT...]
+       reasonix -p [FLAGS] [PROMPT...]
+
+Claude Code's print mode: `reasonix -p`, or bare `reasonix` with --output-format or
+--input-format, runs one task headless as `claude -p` does and prints Claude Code's output
+(text, its result object, or its stream-json messages), with Claude Code's tool names. A
+pipeline written for `claude -p` runs unchanged against any OpenAI-compatible model; the
+jail, the permission rules and the prompt cache work as in `reasonix run`. With no prompt
+argument, piped stdin is the prompt; with one, piped stdin is added to it.
+
+Flags:
+  -p, --print                  Print mode (the default of `reasonix print`)
+      --output-format FMT      text (default: the final answer), json (the result object) or
+                               stream-json (Claude Code's messages, one JSON per line)
+      --input-format FMT       text (default) or stream-json (user messages as JSON lines on
+                               stdin; needs --output-format stream-json)
+      --verbose                Also show notices on stderr (stream-json streams either way)
+      --include-partial-messages  stream-json: also stream_event partials as text arrives
+      --include-hook-events    stream-json: a system hook_response message per hook run
+      --max-turns N            Stop after N tool rounds (result subtype error_max_turns)
+  -c, --continue               Continue the newest session of this workspace
+  -r, --resume ID              Continue a session by id, unique id prefix or file path
+      --fork-session           With --continue/--resume: continue a copy under a new id
+      --model REF              Model: provider name, model name or provider/model
+      --effort LEVEL           Reasoning effort sent to the model
+      --system-prompt TEXT     Replace the system prompt (empty: keep reasonix's)
+      --system-prompt-file F   Replace the system prompt with the text of file F
+      --append-system-prompt TEXT  Append to the system prompt (repeatable)
+      --append-system-prompt-file F  Append the text of file F to the system prompt
+      --allowedTools LIST      Rules allowed without asking, Claude Code names
+                               (\"Bash(git log:*) Edit,Read\"); the kebab spelling works too
+      --disallowedTools LIST   Rules denied, Claude Code names (kebab spelling too). An
+                               unknown tool name in either list is an error naming the known
+      --tools LIST             The built-in tools offered: \"\" none, default, or names
+                               (\"Bash,Edit,Read\"); MCP tools are not affected
+      --permission-mode MODE   default (a call that needs a permission and is not allowed
+                               is denied and listed in permission_denials), acceptEdits (file
+                               edits allowed), bypassPermissions (everything allowed), plan
+                               (research, then the plan is the result), dontAsk (as default)
+      --dangerously-skip-permissions  Same as --permission-mode bypassPermissions; deny rules
+                               and the jail still hold
+      --allow-dangerously-skip-permissions  Let the session switch to bypassPermissions later
+      --mcp-config CONFIG      MCP servers from a JSON file or JSON text ({\"mcpServers\": ...});
+                               repeatable; they are yours, as trusted as your config
+      --strict-mcp-config      Only the --mcp-config servers start
+      --add-dir DIR            Another directory the tools may write to (repeatable)
+      --settings CONFIG        Claude Code settings (file or JSON): permissions.allow, deny,
+                               ask, defaultMode and additionalDirectories; other keys refused
+      --setting-sources LIST   Which Claude Code settings files are read: user,project,local
+      --max-budget-usd X       Stop once the run cost X dollars (needs the model's prices;
+                               result subtype error_max_budget_usd)
+      --json-schema SCHEMA     The final answer is JSON matching SCHEMA, returned as the
+                               result's structured_output
+      --permission-prompt-tool TOOL  stdio: the Agent SDK answers asks (needs --input-format
+                               stream-json); an MCP tool is refused
+      --trust-project          Believe ./reasonix.toml for this run as if trusted
+      --trust-project-mcp      Launch MCP servers declared by project files without a grant
+
+Refused (one line says why): --fallback-model, --session-id, --agents, --betas,
+--no-session-persistence, --replay-user-messages, --permission-mode auto.
+
+Exit codes as `reasonix run`: 0 done, 1 error, 2 usage, 3 authentication, 4 a limit, 5 no
+progress, 130 interrupted, 141 stdout closed.
+";
+
+/// Whether the arguments ask for print mode before any command: `-p`, `--print`,
+/// `--output-format` or `--input-format` among them (before a `--`).
+pub fn requested(args: &[String]) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|arg| {
+        arg == "-p"
+            || arg == "--print"
+            || ["--output-format", "--input-format"]
+                .iter()
+                .any(|flag| arg == flag || arg.starts_with(&format!("{flag}=")))
+    })
+}
+
+pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
+    let started = Instant::now();
+    let mut flags = PrintFlags {
+        global,
+        ..PrintFlags::default()
+    };
+    let parsed = flags::parse(&mut flags, lexer);
+    let mut stream = ClaudeStream::new(StreamOptions {
+        format: flags.output,
+        partial_messages: flags.partial_messages,
+        hook_events: flags.hook_events,
+        permission_mode: flags.mode.as_str(),
+        json_schema: flags.json_schema.is_some(),
+        verbose: flags.verbose,
+    });
+    let prompt = parsed.and_then(|()| prompt_words(&flags));
+    let (parsed, words) = match prompt {
+        Ok(words) => (Ok(()), words),
+        Err(err) => (Err(err), Vec::new()),
+    };
+    let args = run_args(flags, words);
+    run::report_run(parsed, &args, started, &mut stream)
+}
+
+/// The prompt: the words of the command line, with piped stdin added (as `claude -p` reads
+/// `cat log | claude -p "explain"`); stdin alone when there are no words; with
+/// `--input-format stream-json`, the user messages on stdin.
+fn prompt_words(flags: &PrintFlags) -> Result<Vec<String>, Error> {
+    if flags.input == InputFormat::StreamJson {
+        let stdin = std::io::stdin();
+        let text = input::read_prompt(stdin.lock()).map_err(|e| Error::Usage(e.to_string()))?;
+        return Ok(vec![text]);
+    }
+    let mut words = flags.words.clone();
+    if !words.is_empty() && stdin_has_data() {
+        words.push("-".into());
+    }
+    Ok(words)
+}
+
+/// Whether stdin is a file or a pipe (not a terminal, not `/dev/null`): then it carries
+/// input for the prompt.
+fn stdin_has_data() -> bool {
+    if std::io::stdin().is_terminal() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        match std::fs::metadata("/dev/stdin") {
+            Ok(meta) => meta.file_type().is_fifo() || (meta.is_file() && meta.len() > 0),
+            Err(_) => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// Print mode's flags as the session `reasonix run` opens, with Claude Code's permission
+/// semantics.
+fn run_args(flags: PrintFlags, words: Vec<String>) -> RunArgs {
+    let mut args = RunArgs::default();
+    let (stdin_dash, words): (Vec<String>, Vec<String>) = words.into_iter().partition(|w| w == "-");
+    args.own.stdin_dash = !stdin_dash.is_empty();
+    args.own.words = words;
+    args.common.global = flags.global;
+    args.common.model = flags.model;
+    args.common.resume = flags.resume;
+    args.common.attach = flags.attach;
+    args.common.effort = flags.effort;
+    args.common.trust_project = flags.trust_project;
+    args.common.trust_project_mcp = flags.trust_project_mcp;
+    args.common.plan = flags.mode == ClaudeMode::Plan;
+    args.own.format = Some(flags.output.unwrap_or(Format::Text));
+    args.own.max_steps = flags.max_turns;
+    args.own.budget.max_cost_usd = flags.max_budget_usd;
+    args.own.system_prompt = flags.system_prompt;
+    args.own.append_system_prompt = flags.append_system_prompt;
+    if let Some(schema) = &flags.json_schema {
+        args.own.append_system_prompt.push(format!(
+            "Your final answer must be only a JSON value that matches this JSON Schema, with no other text and no code fence:\n{schema}"
+        ));
+    }
+    args.own.permissions.allow = flags.allow;
+    args.own.permissions.deny = flags.deny;
+    let mode = flags.mode;
+    if mode == ClaudeMode::BypassPermissions {
+        args.common.posture = Some(Posture::Yolo);
+    } else {
+        args.common.posture = Some(Posture::Ask);
+        args.front.approver = Some(Box::new(move || {
+            Box::new(approver::Headless { mode }) as Box<dyn crate::permission::Approver>
+        }));
+    }
+    args.front = FrontEnd {
+        tools: flags.tools,
+        add_dirs: flags.add_dirs,
+        mcp_servers: flags.mcp_servers,
+        strict_mcp: flags.strict_mcp,
+        setting_sources: flags.setting_sources,
+        ..args.front
+    };
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn print_mode_is_asked_for_by_its_flags_before_a_double_dash() {
+        assert!(requested(&strings(&["-p", "hi"])));
+        assert!(requested(&strings(&["--model", "x", "--print"])));
+        assert!(requested(&strings(&[
+            "--output-format=stream-json",
+            "--verbose"
+        ])));
+        assert!(requested(&strings(&["--input-format", "stream-json"])));
+        assert!(!requested(&strings(&["--model", "x"])));
+        assert!(!requested(&strings(&["--", "-p"])));
+    }
+}

@@ -1,0 +1,509 @@
+//! Print mode's output: the agent's events turned into Claude Code's messages
+//! (`--output-format stream-json`), or only its `result` (`json`) or final text (`text`).
+//! Tool calls are shown in Claude Code's vocabulary; refused calls are collected for the
+//! result's `permission_denials`. Encoding is `claude::encode`'s; this file decides what is
+//! written when.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::encode::{self, InitInfo, Origin, ResultInfo};
+use crate::agent::compaction::{Tier, Trigger};
+use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::cancel::CancelToken;
+use crate::cli::output::{Format, Report, RunResult};
+use crate::cli::stdout_buffer::StdoutBuffer;
+use crate::provider::Usage;
+use crate::term::sanitize::sanitize;
+use crate::tool::claude_vocabulary;
+
+/// How print mode writes: the format and what `stream-json` includes.
+#[derive(Debug, Clone, Default)]
+pub struct StreamOptions {
+    /// `Text`, `Json` or `StreamJson` (`Print` is treated as `Text`).
+    pub format: Option<Format>,
+    pub partial_messages: bool,
+    pub hook_events: bool,
+    pub permission_mode: &'static str,
+    /// `--json-schema`: the final answer is parsed as JSON into `structured_output`.
+    pub json_schema: bool,
+    pub verbose: bool,
+}
+
+/// The reply being streamed by one agent (the top level, or a subagent by its call).
+#[derive(Debug, Default)]
+struct Reply {
+    message_id: String,
+    text: String,
+    thinking: String,
+    /// The open content block of the partial stream: its index and whether it is thinking.
+    open: Option<(usize, bool)>,
+    next_index: usize,
+    /// The usage of the last finished request, attached to its tool_use blocks.
+    usage: Usage,
+}
+
+pub struct ClaudeStream {
+    options: StreamOptions,
+    stdout: StdoutBuffer,
+    finished: bool,
+    session_id: String,
+    model: String,
+    /// The reply in progress per agent: `None` is the top level.
+    replies: HashMap<Option<String>, Reply>,
+    /// Calls shown but not yet answered, for `permission_denials`: id, Claude name, input.
+    pending: Vec<(String, String, Value)>,
+    denials: Vec<Value>,
+    /// When the current request started, for `duration_api_ms`.
+    request_started: Instant,
+    api_ms: u64,
+    /// A `context_window` for `modelUsage`, from nothing better than the config's default.
+    context_window: u64,
+}
+
+impl ClaudeStream {
+    pub fn new(options: StreamOptions) -> ClaudeStream {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        ClaudeStream {
+            options,
+            stdout: StdoutBuffer::new(!tty),
+            finished: false,
+            session_id: String::new(),
+            model: String::new(),
+            replies: HashMap::new(),
+            pending: Vec::new(),
+            denials: Vec::new(),
+            request_started: Instant::now(),
+            api_ms: 0,
+            context_window: 0,
+        }
+    }
+
+    fn streaming(&self) -> bool {
+        self.options.format == Some(Format::StreamJson)
+    }
+
+    fn line(&mut self, value: &Value) {
+        let mut line = value.to_string();
+        line.push('\n');
+        self.stdout.write(line.as_bytes());
+    }
+
+    fn stderr(&mut self, text: &str) {
+        self.stdout.flush();
+        if self.closed() {
+            return;
+        }
+        let _ = writeln!(std::io::stderr().lock(), "reasonix: {}", sanitize(text));
+    }
+
+    fn reply(&mut self, parent: &Option<String>) -> &mut Reply {
+        self.replies.entry(parent.clone()).or_default()
+    }
+
+    /// One event of the agent (`parent`: the `task` call a subagent's event came through).
+    fn event(&mut self, event: Event, parent: Option<String>) {
+        match event {
+            Event::Init {
+                session_id,
+                model,
+                tools,
+                cwd,
+                ..
+            } => self.init(session_id, model, tools, cwd),
+            Event::TextDelta(text) => self.delta(&parent, &text, false),
+            Event::ReasoningDelta(text) => self.delta(&parent, &text, true),
+            Event::Usage { usage, .. } => self.reply_done(&parent, usage),
+            Event::ToolUse {
+                id,
+                name,
+                arguments,
+                ..
+            } => self.tool_use(&parent, id, &name, &arguments),
+            Event::ToolResult {
+                id,
+                output,
+                is_error,
+                ..
+            } => self.tool_result(&parent, &id, &output, is_error),
+            Event::Permission {
+                tool,
+                allowed: false,
+                ..
+            } => self.denied(&tool),
+            Event::Child {
+                parent_tool_use_id,
+                event,
+                ..
+            } => self.event(*event, Some(parent_tool_use_id)),
+            Event::Compaction {
+                trigger,
+                tier: Tier::Fold,
+                before_tokens,
+                after_tokens,
+                ..
+            } if self.streaming() => {
+                let value = encode::compact_boundary(
+                    &self.session_id,
+                    trigger == Trigger::Manual,
+                    before_tokens,
+                    after_tokens,
+                );
+                self.line(&value);
+            }
+            Event::Hook {
+                event,
+                command,
+                outcome,
+                message,
+                ..
+            } if self.streaming() && self.options.hook_events => {
+                let value = encode::hook_response(
+                    &self.session_id,
+                    event,
+                    &command,
+                    outcome,
+                    message.as_deref(),
+                );
+                self.line(&value);
+            }
+            Event::Notice {
+                level: NoticeLevel::Warning,
+                message,
+            } => self.stderr(&format!("warning: {message}")),
+            Event::Retry(retry) => self.stderr(&format!("warning: {retry}")),
+            Event::Notice { message, .. } if self.options.verbose => {
+                self.stderr(&message);
+            }
+            _ => {}
+        }
+    }
+
+    fn init(&mut self, session_id: String, model: String, tools: Vec<String>, cwd: String) {
+        self.session_id = session_id;
+        self.model = model;
+        self.request_started = Instant::now();
+        if !self.streaming() {
+            return;
+        }
+        let mut servers: Vec<String> = tools
+            .iter()
+            .filter_map(|t| t.strip_prefix("mcp__"))
+            .filter_map(|rest| rest.split("__").next())
+            .map(str::to_string)
+            .collect();
+        servers.dedup();
+        let info = InitInfo {
+            session_id: self.session_id.clone(),
+            cwd,
+            model: self.model.clone(),
+            tools: tools
+                .iter()
+                .map(|t| claude_vocabulary::claude_name(t).to_string())
+                .collect(),
+            mcp_servers: servers,
+            permission_mode: self.options.permission_mode,
+            slash_commands: Vec::new(),
+        };
+        let value = encode::init(&info);
+        self.line(&value);
+    }
+
+    fn origin<'a>(&'a self, parent: &'a Option<String>) -> Origin<'a> {
+        Origin {
+            session_id: &self.session_id,
+            parent_tool_use_id: parent.as_deref(),
+        }
+    }
+
+    fn delta(&mut self, parent: &Option<String>, text: &str, thinking: bool) {
+        let partial = self.streaming() && self.options.partial_messages;
+        let model = self.model.clone();
+        let reply = self.reply(parent);
+        let starting = reply.message_id.is_empty();
+        if starting {
+            reply.message_id = encode::message_id();
+        }
+        let mut events = Vec::new();
+        if starting && partial {
+            events.push(encode::message_start(&reply.message_id, &model));
+        }
+        if thinking {
+            reply.thinking.push_str(text);
+        } else {
+            reply.text.push_str(text);
+        }
+        if partial {
+            if reply
+                .open
+                .is_some_and(|(_, open_thinking)| open_thinking != thinking)
+            {
+                if let Some((index, _)) = reply.open.take() {
+                    events.push(encode::content_block_stop(index));
+                }
+            }
+            let index = match reply.open {
+                Some((index, _)) => index,
+                None => {
+                    let index = reply.next_index;
+                    reply.next_index += 1;
+                    reply.open = Some((index, thinking));
+                    events.push(encode::content_block_start(index, thinking));
+                    index
+                }
+            };
+            events.push(encode::content_block_delta(index, thinking, text));
+        }
+        for event in events {
+            let value = encode::stream_event(self.origin(parent), event);
+            self.line(&value);
+        }
+    }
+
+    /// A request finished: its thinking and text become `assistant` messages.
+    fn reply_done(&mut self, parent: &Option<String>, usage: Usage) {
+        if parent.is_none() {
+            self.api_ms = self
+                .api_ms
+                .saturating_add(self.request_started.elapsed().as_millis() as u64);
+        }
+        let partial = self.streaming() && self.options.partial_messages;
+        let model = self.model.clone();
+        let reply = self.reply(parent);
+        if reply.message_id.is_empty() {
+            reply.message_id = encode::message_id();
+        }
+        reply.usage = usage;
+        let thinking = std::mem::take(&mut reply.thinking);
+        let text = std::mem::take(&mut reply.text);
+        let open = reply.open.take();
+        let message_id = reply.message_id.clone();
+        let mut lines = Vec::new();
+        if partial {
+            let origin = self.origin(parent);
+            if let Some((index, _)) = open {
+                lines.push(encode::stream_event(
+                    origin,
+                    encode::content_block_stop(index),
+                ));
+            }
+            lines.push(encode::stream_event(origin, encode::message_delta(&usage)));
+            lines.push(encode::stream_event(origin, encode::message_stop()));
+        }
+        if self.streaming() {
+            let origin = self.origin(parent);
+            if !thinking.is_empty() {
+                let block = encode::thinking_block(&thinking);
+                lines.push(encode::assistant(
+                    origin,
+                    &message_id,
+                    &model,
+                    block,
+                    &usage,
+                ));
+            }
+            if !text.is_empty() {
+                let block = encode::text_block(&text);
+                lines.push(encode::assistant(
+                    origin,
+                    &message_id,
+                    &model,
+                    block,
+                    &usage,
+                ));
+            }
+        }
+        for line in lines {
+            self.line(&line);
+        }
+    }
+
+    fn tool_use(&mut self, parent: &Option<String>, id: String, name: &str, arguments: &str) {
+        let args: Value =
+            serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.into()));
+        let (claude_name, input) = claude_vocabulary::to_claude(name, &args);
+        self.pending
+            .push((id.clone(), claude_name.clone(), input.clone()));
+        if !self.streaming() {
+            return;
+        }
+        let model = self.model.clone();
+        let reply = self.reply(parent);
+        if reply.message_id.is_empty() {
+            reply.message_id = encode::message_id();
+        }
+        let (message_id, usage) = (reply.message_id.clone(), reply.usage);
+        let block = encode::tool_use_block(&id, &claude_name, &input);
+        let value = encode::assistant(self.origin(parent), &message_id, &model, block, &usage);
+        self.line(&value);
+    }
+
+    /// The gate refused a call of `tool` (our name): the oldest unanswered call of it.
+    fn denied(&mut self, tool: &str) {
+        let shown = claude_vocabulary::claude_name(tool);
+        if let Some((id, name, input)) = self.pending.iter().find(|(_, name, _)| name == shown) {
+            self.denials
+                .push(encode::permission_denial(name, id, input));
+        }
+    }
+
+    fn tool_result(&mut self, parent: &Option<String>, id: &str, output: &str, is_error: bool) {
+        self.pending.retain(|(pending, _, _)| pending != id);
+        // The next request of this agent starts a new reply.
+        self.reply(parent).message_id.clear();
+        if parent.is_none() {
+            self.request_started = Instant::now();
+        }
+        if self.streaming() {
+            let value = encode::tool_result(self.origin(parent), id, output, is_error);
+            self.line(&value);
+        }
+    }
+
+    fn result_info(&self, result: &RunResult) -> ResultInfo {
+        let (subtype, mut errors) = match result.subtype {
+            "success" | "plan" => ("success", Vec::new()),
+            "error_max_turns" | "error_max_budget_usd" => (result.subtype, Vec::new()),
+            // Claude Code reports the model server's error as a `success` that is an error.
+            _ if result.api_error => ("success", Vec::new()),
+            _ => ("error_during_execution", Vec::new()),
+        };
+        errors.extend(result.error.clone());
+        let text = match (&result.error, result.api_error) {
+            (Some(error), true) => error.clone(),
+            _ => result.result.clone(),
+        };
+        let mut info = ResultInfo {
+            subtype,
+            is_error: result.is_error,
+            duration_ms: result.duration_ms,
+            duration_api_ms: self.api_ms.min(result.duration_ms),
+            num_turns: result.num_turns,
+            result: text,
+            session_id: result
+                .session_id
+                .clone()
+                .unwrap_or_else(|| self.session_id.clone()),
+            total_cost_usd: result.total_cost_usd.unwrap_or(0.0),
+            usage: result.usage,
+            model_usage: encode::model_usage(&result.models, self.context_window),
+            permission_denials: self.denials.clone(),
+            stop_reason: result
+                .finish_reason
+                .as_deref()
+                .map(|r| encode::stop_reason(r).to_string()),
+            errors,
+            structured_output: None,
+            api_error: result.api_error,
+        };
+        if self.options.json_schema && !result.is_error {
+            match parse_structured(&result.result) {
+                Some(value) => info.structured_output = Some(value),
+                None => {
+                    info.subtype = "error_max_structured_output_retries";
+                    info.is_error = true;
+                    info.errors
+                        .push("the final answer is not JSON matching --json-schema".into());
+                }
+            }
+        }
+        info
+    }
+
+    fn report(&mut self, result: &RunResult) {
+        self.finished = true;
+        let info = self.result_info(result);
+        if info.api_error && self.streaming() {
+            // As Claude Code: the error is also the text of a synthetic assistant message.
+            let origin = self.origin(&None);
+            let block = encode::text_block(&info.result);
+            let id = encode::uuid();
+            let mut value = encode::assistant(origin, &id, "<synthetic>", block, &Usage::default());
+            value["message"]["stop_reason"] = "stop_sequence".into();
+            value["message"]["stop_sequence"] = "".into();
+            self.line(&value);
+        }
+        match self.options.format {
+            Some(Format::Json) | Some(Format::StreamJson) => {
+                let value = encode::result(&info);
+                self.line(&value);
+            }
+            _ => {
+                if !info.result.is_empty() {
+                    let mut text = info.result.clone();
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    self.stdout.write(text.as_bytes());
+                }
+            }
+        }
+        self.stdout.flush();
+    }
+}
+
+/// The final answer as JSON: the whole text, or the one fenced block it is wrapped in.
+fn parse_structured(text: &str) -> Option<Value> {
+    let trimmed = text.trim();
+    if let Ok(value) = serde_json::from_str(trimmed) {
+        return Some(value);
+    }
+    let inner = trimmed.strip_prefix("```")?.strip_suffix("```")?;
+    let inner = inner.strip_prefix("json").unwrap_or(inner);
+    serde_json::from_str(inner.trim()).ok()
+}
+
+impl EventSink for ClaudeStream {
+    fn emit(&mut self, event: Event) {
+        let boundary = !matches!(event, Event::TextDelta(_) | Event::ReasoningDelta(_));
+        self.event(event, None);
+        if boundary || self.options.partial_messages {
+            self.stdout.flush();
+        }
+    }
+}
+
+impl Report for ClaudeStream {
+    fn cancel_on_close(&self, token: CancelToken) {
+        self.stdout.cancel_on_close(token);
+    }
+
+    fn closed(&self) -> bool {
+        self.stdout.broken()
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+
+    fn finish(&mut self, result: &RunResult) {
+        self.report(result);
+    }
+
+    /// A run that never finished still ends with its `result` (json formats); in text the
+    /// CLI's one error line on stderr is the report.
+    fn abort(&mut self, result: &RunResult) {
+        self.report(result);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_output_is_the_answer_or_its_one_fenced_block() {
+        assert_eq!(
+            parse_structured(" {\"a\": 1} "),
+            Some(serde_json::json!({"a": 1}))
+        );
+        assert_eq!(
+            parse_structured("```json\n{\"a\": 2}\n```"),
+            Some(serde_json::json!({"a": 2}))
+        );
+        assert_eq!(parse_structured("here: {\"a\": 1}"), None);
+    }
+}
