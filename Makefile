@@ -6,13 +6,14 @@ MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/reasonix
 # The release archives `make dist` writes, one per target.
 DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
-# CI fails when the static binary grows past this. The design's limit is 6.0 MB (6,000,000
-# bytes, issue 34); the binary is 6,272,184 bytes now: the `toml` crate's serde paths deserialize
-# `Config` twice (from each file's spanned document and again from the merged `toml::Table`,
-# 241,664 bytes, measured with cargo-bloat) and serialize it once for the unknown-key check
-# (36,864 bytes). Merging the layers as spanned documents removes both and brings the binary
-# under 6,000,000 again; until that lands the check allows 6,300,000 so nothing else grows.
-MAX_STATIC_BYTES ?= 6300000
+# CI fails when the static binary grows past this: the design's limit, 6.0 MB (issue 34).
+MAX_STATIC_BYTES ?= 6000000
+# The size recorded in docs/guide/install.md; `make static` prints the change against it
+# (update both together).
+RECORDED_STATIC_BYTES := 5821624
+# `make bench BENCH_BEFORE=path/to/an/earlier/reasonix`: the start-up and round figures are
+# measured for that build too, alternating, and printed with the ratio.
+BENCH_BEFORE ?=
 # What `make install` installs: the release build unless told otherwise.
 BIN ?= target/release/reasonix
 MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
@@ -37,7 +38,8 @@ static:
 	@$(MAKE) --no-print-directory static-size
 
 static-size:
-	@size=$$(stat -c %s $(STATIC_BIN)); echo "static binary: $(STATIC_BIN) ($$size bytes)"; \
+	@size=$$(stat -c %s $(STATIC_BIN)); \
+	echo "static binary: $(STATIC_BIN) ($$size bytes; $$((size - $(RECORDED_STATIC_BYTES))) against the recorded $(RECORDED_STATIC_BYTES); limit $(MAX_STATIC_BYTES))"; \
 	if [ $$size -gt $(MAX_STATIC_BYTES) ]; then \
 	  echo "static binary is larger than $(MAX_STATIC_BYTES) bytes" >&2; exit 1; fi
 
@@ -95,7 +97,7 @@ uninstall:
 # The long-session benches compare the static musl binary with the glibc build.
 bench: static
 	$(CARGO) build --release
-	REASONIX_BENCH_STATIC=$(CURDIR)/$(STATIC_BIN) \
+	REASONIX_BENCH_STATIC=$(CURDIR)/$(STATIC_BIN) REASONIX_BENCH_BEFORE=$(BENCH_BEFORE) \
 	  $(CARGO) test --release --test tests bench_ -- --ignored --nocapture --test-threads=1
 
 # Runs the real agent loop on a copy of examples/demo with the model's replies served from

@@ -204,7 +204,7 @@ ask   = []
 
     /// The config this text stands for, read back through the real loader's schema.
     fn config(&self) -> Result<Config, Error> {
-        toml::from_str(&self.text()).map_err(|e| {
+        crate::config::document::from_str(&self.text()).map_err(|e| {
             Error::Failed(format!(
                 "setup: the config written for the server does not load: {e}"
             ))

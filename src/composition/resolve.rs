@@ -297,22 +297,14 @@ pub fn check_imported(binding: &Binding, catalog: &Catalog) -> Result<(), Compos
 }
 
 /// Whether the provider config marks `model` of `provider` as reading images: `vision =
-/// true` on the provider entry or on its `model_overrides.MODEL` table. Read through the
-/// serialised entry so this works whatever struct carries the flag.
+/// true` on its `model_overrides.MODEL` table, else on the provider entry (the provider's own
+/// rule, `ProviderConfig::vision`).
 pub fn model_has_vision(config: &Config, provider: &str, model: &str) -> bool {
-    let Some(entry) = config.providers.iter().find(|p| p.name == provider) else {
-        return false;
-    };
-    let Ok(value) = serde_json::to_value(entry) else {
-        return false;
-    };
-    let flag = |v: &serde_json::Value| v.get("vision").and_then(|f| f.as_bool());
-    value
-        .get("model_overrides")
-        .and_then(|o| o.get(model))
-        .and_then(flag)
-        .or_else(|| flag(&value))
-        .unwrap_or(false)
+    config
+        .providers
+        .iter()
+        .find(|p| p.name == provider)
+        .is_some_and(|entry| entry.vision(model))
 }
 
 /// Edits `config` to what `binding` selected: its persona replaces the user's, its tool

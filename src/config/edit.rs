@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use super::document::from_str;
 use super::ConfigError;
 use toml::{Table, Value};
 
@@ -14,18 +15,17 @@ use toml::{Table, Value};
 /// before it atomically replaces the original.
 pub fn persist_allow_rule(path: &Path, rule: &str) -> Result<(), ConfigError> {
     let original = read_or_empty(path)?;
-    let parsed: Table = toml::from_str(&original).map_err(|e| {
+    let parsed: Table = from_str(&original).map_err(|e| {
         ConfigError::Invalid(format!(
-            "{} is not valid TOML ({}); fix it, then allow again",
+            "{} is not valid TOML ({e}); fix it, then allow again",
             path.display(),
-            e.message().trim()
         ))
     })?;
     if allow_list(&parsed).is_some_and(|list| list.iter().any(|r| r == rule)) {
         return Ok(());
     }
     let edited = add_allow_rule(&original, rule);
-    let check: Result<Table, _> = toml::from_str(&edited);
+    let check = from_str::<Table>(&edited);
     let ok = check
         .ok()
         .and_then(|t| allow_list(&t))
@@ -54,14 +54,14 @@ pub fn remove_keys(path: &Path, original: &str, keys: &[&str]) -> Result<Vec<Str
     if removed.is_empty() {
         return Ok(removed);
     }
-    let expected = toml::from_str::<Table>(original).ok().map(|mut table| {
+    let expected = from_str::<Table>(original).ok().map(|mut table| {
         for key in &removed {
             let parts: Vec<&str> = key.split('.').collect();
             remove_dotted(&mut table, &parts);
         }
         table
     });
-    let ok = expected.is_some() && toml::from_str::<Table>(&edited).ok() == expected;
+    let ok = expected.is_some() && from_str::<Table>(&edited).ok() == expected;
     if !ok {
         return Err(ConfigError::Invalid(format!(
             "could not remove {} from {} automatically; remove them yourself",
@@ -93,7 +93,7 @@ pub fn set_agent_string(path: &Path, key: &str, value: Option<&str>) -> Result<(
         let line = format!("{key} = {}\n", serde_json::Value::String(value.to_string()));
         edited = insert_in_table(&edited, "agent", &line);
     }
-    let now = toml::from_str::<Table>(&edited).ok().map(|t| {
+    let now = from_str::<Table>(&edited).ok().map(|t| {
         t.get("agent")
             .and_then(|a| a.get(key))
             .and_then(|v| v.as_str())

@@ -1,33 +1,33 @@
 //! Layering: built-in defaults < user `<home>/config.toml` < project `./reasonix.toml` <
 //! `--config FILE`. Flags are applied above this by the `cli` layer.
 //!
-//! Each file is checked on its own, so every error and warning can point at `path:line:col`:
-//! 1. parse into the `toml` crate's spanned document, `DeTable` (syntax errors carry a span),
-//!    after refusing a file over [`MAX_FILE_BYTES`]; the crate bounds nesting itself;
-//! 2. deserialise into [`Config`] (type and enum errors carry a span; we name the key at it);
-//! 3. serialise that back to TOML: the keys that survive are the known ones, so any other key in
-//!    the document is unknown and becomes a warning (retired keys are dropped silently);
-//! 4. drop user-only keys from the project file, with a warning each, and, until the user
-//!    trusts the workspace, everything in it that would loosen the layers beneath (see
+//! Each file is parsed into the `toml` crate's spanned document, `DeTable` (syntax errors carry
+//! a span), after refusing a file over [`MAX_FILE_BYTES`]; the crate bounds nesting itself.
+//! Every span of a file is then moved past the files before it, so one offset names one place
+//! in one file (see [`Sources`]). On each file's document:
+//! 1. retired keys are dropped silently and unsupported ones with a warning;
+//! 2. the project file loses its user-only keys, with a warning each, and, until the user
+//!    trusts the workspace, everything that would loosen the layers beneath (see
 //!    [`restrain_project`]);
-//! 5. validate what serde cannot express (a provider must name a model, ratios are fractions);
-//! 6. resolve relative paths against the file's directory.
+//! 3. relative paths are resolved against the file's directory.
 //!
-//! The surviving tables are merged: tables key by key, plain arrays replaced, `[[providers]]` and
+//! The documents are merged: tables key by key, plain arrays replaced, `[[providers]]` and
 //! `[[plugins]]` by `name`, and the restricting lists (`permissions.deny`, `permissions.ask`,
 //! `sandbox.forbid_read`) accumulated so no later file can drop an earlier file's restriction.
-//! The merged table is deserialised once more into the final [`Config`].
+//! The merged document is read into [`Config`] once, by `document.rs`: a type error names the
+//! key and the `file:line:col` of the layer that set it, and every key no struct has comes back
+//! as an unknown-key warning. Last, what serde cannot express is validated (a provider must
+//! name a model, ratios are fractions), pointing at the key in the same way.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use toml::de::{DeTable, DeValue};
-use toml::{Table, Value};
+use toml::de::{DeArray, DeTable, DeValue};
+use toml::Spanned;
 
+use super::document::{self, KeyPath, Seg};
 use super::file::{builtin_provider, Config, Layer, PermissionMode, PluginType};
 use super::trust::{Standing, TrustStore};
 use super::{paths, ConfigError};
@@ -136,9 +136,6 @@ const NAMED: &[&str] = &["providers", "plugins"];
 
 pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
-    let mut merged = Table::new();
-    let mut sources = Vec::new();
-    let mut origins = Origins::new();
     let store = TrustStore::new(&opts.home);
     let standing = store.standing(&opts.cwd);
     let trusted = opts.trust_project || standing == Standing::Trusted;
@@ -155,7 +152,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             review.changed_paths()
         ));
     }
-    let mut untrusted = Vec::new();
+    let mut files = Vec::new();
     for (layer, path) in layer_files(opts) {
         let Some(text) = read_layer(&path, layer)? else {
             continue;
@@ -163,7 +160,16 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         if layer == Layer::User {
             warnings.extend(retire_keys(&path, &text));
         }
-        let mut check = (layer == Layer::Project).then(|| ProjectCheck {
+        files.push((layer, path, text));
+    }
+    let sources = Sources::new(&files);
+    let mut merged = DeTable::new();
+    let mut origins = Origins::new();
+    // (offset, text): each file's keys iterate alphabetically, users read top-down.
+    let mut found = Vec::new();
+    let mut untrusted = Vec::new();
+    for (at, (layer, _, _)) in files.iter().enumerate() {
+        let mut check = (*layer == Layer::Project).then(|| ProjectCheck {
             trusted,
             changed,
             strict: opts.strict,
@@ -171,21 +177,18 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             cwd: &opts.cwd,
             ignored: Vec::new(),
         });
-        let table = parse_layer(&path, &text, check.as_mut(), &mut warnings)?;
+        let doc = parse_layer(&sources, at, check.as_mut(), &mut found)?;
         if let Some(mut check) = check {
             // In file order, like the warnings.
             check.ignored.sort_unstable();
             untrusted.extend(check.ignored.into_iter().map(|(_, key)| key));
         }
-        merge_layer(&mut merged, table, layer, &mut origins);
-        sources.push(path);
+        merge_layer(&mut merged, doc, *layer, &mut origins);
     }
-    let config: Config = merged.try_into().map_err(|e: toml::de::Error| {
-        ConfigError::Invalid(format!(
-            "the layered files do not fit together: {}",
-            joined_lines(e.message())
-        ))
-    })?;
+    let config = settle(&sources, merged, &mut found)?;
+    found.sort_by_key(|(offset, _)| *offset);
+    warnings.extend(found.into_iter().map(|(_, warning)| warning));
+    let sources = files.into_iter().map(|(_, path, _)| path).collect();
     let mut config = finish(config, opts, sources, &origins);
     super::claude::merge_permissions(
         &mut config,
@@ -200,6 +203,34 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         trusted,
         untrusted,
     })
+}
+
+/// Reads the merged document into [`Config`] and validates it: an unknown key becomes a
+/// warning in `found`, a type or validation error the one error, at the place that set it.
+fn settle(
+    sources: &Sources,
+    merged: DeTable,
+    found: &mut Vec<(usize, String)>,
+) -> Result<Config, ConfigError> {
+    let root = DeValue::Table(merged);
+    let (config, unknown) =
+        document::read::<Config>(&root).map_err(|err| type_error(sources, err))?;
+    for key in unknown {
+        found.push((
+            key.offset,
+            format!(
+                "{}: unknown key `{}` (ignored)",
+                sources.location(Some(key.offset..key.offset)),
+                key.path
+            ),
+        ));
+    }
+    if let (Some((key_path, message)), DeValue::Table(doc)) =
+        (validate(&config).into_iter().next(), &root)
+    {
+        return Err(sources.error(locate(doc, &key_path.0), message));
+    }
+    Ok(config)
 }
 
 /// The one-time migration of the user config: removes the [`RETIRED`] keys from the file
@@ -297,33 +328,57 @@ pub(super) fn read_bounded(path: &Path) -> Result<String, ConfigError> {
     })
 }
 
-/// One file being checked: its path and text, for turning byte spans into locations.
+/// The files being layered, for turning offsets into `path:line:col`. Each file's spans are
+/// moved past the files before it (by [`Source::base`]), so one offset names one place in one
+/// file and the merged document needs no note of where each value came from.
+struct Sources<'a> {
+    files: Vec<Source<'a>>,
+}
+
 struct Source<'a> {
     path: &'a Path,
     text: &'a str,
+    /// Where this file's offsets start: one past the end of the file before it.
+    base: usize,
     /// Where lines and columns stand every [`LineIndex::STEP`] bytes, made at the first
     /// location asked for.
     index: std::cell::OnceCell<LineIndex>,
 }
 
-impl<'a> Source<'a> {
-    fn new(path: &'a Path, text: &'a str) -> Source<'a> {
-        Source {
-            path,
-            text,
-            index: std::cell::OnceCell::new(),
-        }
+impl<'a> Sources<'a> {
+    fn new(files: &'a [(Layer, PathBuf, String)]) -> Sources<'a> {
+        let mut base = 0;
+        let files = files
+            .iter()
+            .map(|(_, path, text)| {
+                let source = Source {
+                    path,
+                    text,
+                    base,
+                    index: std::cell::OnceCell::new(),
+                };
+                base += text.len() + 1;
+                source
+            })
+            .collect();
+        Sources { files }
     }
 
+    /// `path:line:col` of an offset; the last file's path for an error about no place.
     fn location(&self, span: Option<Range<usize>>) -> String {
-        match span {
-            Some(span) => {
-                let index = self.index.get_or_init(|| LineIndex::new(self.text));
-                let (line, col) = index.line_col(self.text, span.start);
-                format!("{}:{line}:{col}", self.path.display())
-            }
-            None => self.path.display().to_string(),
-        }
+        let Some(span) = span else {
+            return self.files.last().map_or_else(
+                || "the config files".into(),
+                |f| f.path.display().to_string(),
+            );
+        };
+        let at = self.files.partition_point(|f| f.base <= span.start);
+        let Some(file) = self.files.get(at.saturating_sub(1)) else {
+            return "the config files".into();
+        };
+        let index = file.index.get_or_init(|| LineIndex::new(file.text));
+        let (line, col) = index.line_col(file.text, span.start - file.base);
+        format!("{}:{line}:{col}", file.path.display())
     }
 
     fn error(&self, span: Option<Range<usize>>, message: String) -> ConfigError {
@@ -395,62 +450,73 @@ fn joined_lines(message: &str) -> String {
     message.trim().replace('\n', "; ")
 }
 
-/// `project` is `Some` for the project file: what it may do and what lies beneath it.
-fn parse_layer(
-    path: &Path,
-    text: &str,
+/// The document of file `at` of `sources`, checked on its own; `project` is `Some` for the
+/// project file: what it may do and what lies beneath it.
+fn parse_layer<'a>(
+    sources: &Sources<'a>,
+    at: usize,
     project: Option<&mut ProjectCheck>,
-    warnings: &mut Vec<String>,
-) -> Result<Table, ConfigError> {
-    let src = Source::new(path, text);
-    let parsed = DeTable::parse(text).map_err(|e| syntax_error(&src, &e))?;
-    let doc = parsed.get_ref();
-    let typed = Config::deserialize(toml::de::Deserializer::from(parsed.clone()))
-        .map_err(|e| type_error(&src, doc, &e))?;
-    // Before the re-encoding, which cannot hold an integer past `i64::MAX` either, so the
-    // error points at it.
-    let mut raw = Table::deserialize(toml::de::Deserializer::from(parsed.clone()))
-        .map_err(|e| type_error(&src, doc, &e))?;
-    let known = Table::try_from(&typed)
-        .map_err(|e| src.error(None, format!("cannot re-encode the parsed file: {e}")))?;
-    // (byte offset, text): the document iterates keys alphabetically, users read top-down.
-    let mut found = Vec::new();
-    let mut walk = Prune {
-        src: &src,
-        path: KeyPath::default(),
-        warnings: &mut found,
-    };
-    walk.table(doc, &known, &mut raw);
+    found: &mut Vec<(usize, String)>,
+) -> Result<DeTable<'a>, ConfigError> {
+    let file = &sources.files[at];
+    let parsed = DeTable::parse(file.text).map_err(|e| syntax_error(sources, file, &e))?;
+    let mut doc = shift_table(parsed.into_inner(), file.base);
+    drop_listed(sources, &mut doc, &mut KeyPath::default(), found);
     if let Some(check) = project {
-        strip_user_only(&src, doc, &mut raw, &mut found);
-        restrain_project(&src, doc, &mut raw, check, &mut found);
+        strip_user_only(sources, &mut doc, found);
+        restrain_project(sources, file, &mut doc, check, found);
     }
-    found.sort_by_key(|(offset, _)| *offset);
-    warnings.extend(found.into_iter().map(|(_, warning)| warning));
-    if let Some((key_path, message)) = validate(&typed).into_iter().next() {
-        return Err(src.error(locate(doc, &key_path.0), message));
+    if let Some(dir) = file.path.parent() {
+        resolve_relative_paths(&mut doc, dir);
     }
-    if let Some(dir) = path.parent() {
-        resolve_relative_paths(&mut raw, dir);
-    }
-    Ok(raw)
+    Ok(doc)
+}
+
+/// `table` with every span moved `by` bytes on: keys, values and everything inside them.
+fn shift_table(table: DeTable<'_>, by: usize) -> DeTable<'_> {
+    table
+        .into_iter()
+        .map(|(key, item)| (shift(key, by), shift_value(item, by)))
+        .collect()
+}
+
+fn shift_value(item: Spanned<DeValue<'_>>, by: usize) -> Spanned<DeValue<'_>> {
+    let item = shift(item, by);
+    let span = item.span();
+    let value = match item.into_inner() {
+        DeValue::Table(table) => DeValue::Table(shift_table(table, by)),
+        DeValue::Array(items) => DeValue::Array(
+            items
+                .into_iter()
+                .map(|item| shift_value(item, by))
+                .collect(),
+        ),
+        other => other,
+    };
+    Spanned::new(span, value)
+}
+
+fn shift<T>(item: Spanned<T>, by: usize) -> Spanned<T> {
+    let span = item.span();
+    Spanned::new(span.start + by..span.end + by, item.into_inner())
 }
 
 /// The crate's syntax error at its place. Its nesting limit (80 levels of arrays, inline tables
 /// and dotted key parts, which keeps a hostile file from exhausting the stack) is reported in
 /// its own words and, for a key, without a span: that error is reworded and points at the line
 /// that nests deepest.
-fn syntax_error(src: &Source, err: &toml::de::Error) -> ConfigError {
+fn syntax_error(sources: &Sources, file: &Source, err: &toml::de::Error) -> ConfigError {
     let message = err.message();
+    let at = |span: Range<usize>| Some(span.start + file.base..span.end + file.base);
     if !message.contains("recursion") {
-        return src.error(err.span(), joined_lines(message));
+        return sources.error(err.span().and_then(at), joined_lines(message));
     }
     let span = err.span().unwrap_or_else(|| {
-        let start = deepest_line(src.text);
+        let start = deepest_line(file.text);
         start..start
     });
-    src.error(
-        Some(span),
+    sources.error(
+        at(span),
         "nested too deeply (arrays, inline tables and the parts of a dotted key or header \
          may nest at most 80 levels); flatten it"
             .into(),
@@ -471,123 +537,15 @@ fn deepest_line(text: &str) -> usize {
     best.1
 }
 
-/// A serde error with the dotted key at its span named, so "unknown variant" says which key.
-fn type_error(src: &Source, doc: &DeTable, err: &toml::de::Error) -> ConfigError {
-    let message = match err.message() {
-        // The crate reads such a literal, but no TOML value holds it.
-        "u64 value was too large" => format!(
-            "the number is larger than {}, the largest TOML integer",
-            i64::MAX
-        ),
-        other => joined_lines(other),
-    };
-    let Some(span) = err.span() else {
-        return src.error(None, message);
-    };
-    let key = key_at(doc, span.start);
-    let message = if key.0.is_empty() {
+/// A serde error with the dotted key it arose at named, so "unknown variant" says which key.
+fn type_error(sources: &Sources, err: document::Error) -> ConfigError {
+    let message = joined_lines(&err.message);
+    let message = if err.path.0.is_empty() {
         message
     } else {
-        format!("`{key}`: {message}")
+        format!("`{}`: {message}", err.path)
     };
-    src.error(Some(span), message)
-}
-
-/// A dotted key path such as `providers[1].model_overrides."v4".context_window`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct KeyPath(Vec<Seg>);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-impl KeyPath {
-    fn key(parts: &[&str]) -> KeyPath {
-        KeyPath(parts.iter().map(|p| Seg::Key((*p).to_string())).collect())
-    }
-
-    fn at(mut self, seg: Seg) -> KeyPath {
-        self.0.push(seg);
-        self
-    }
-
-    /// The path in the schema, without array indices: `plugins.tools` for `plugins[2].tools`.
-    fn schema(&self) -> String {
-        let keys: Vec<&str> = self
-            .0
-            .iter()
-            .filter_map(|seg| match seg {
-                Seg::Key(k) => Some(k.as_str()),
-                Seg::Index(_) => None,
-            })
-            .collect();
-        keys.join(".")
-    }
-}
-
-impl fmt::Display for KeyPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            match seg {
-                Seg::Index(n) => write!(f, "[{n}]")?,
-                Seg::Key(k) => {
-                    if i > 0 {
-                        f.write_str(".")?;
-                    }
-                    let bare = !k.is_empty()
-                        && k.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                    if bare {
-                        f.write_str(k)?;
-                    } else {
-                        write!(f, "{k:?}")?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The deepest key whose key or value span contains `offset`. Container spans are not trusted
-/// to cover their bodies (a `[table]` header does not), so every branch is searched.
-fn key_at(doc: &DeTable, offset: usize) -> KeyPath {
-    let mut path = KeyPath::default();
-    key_at_table(doc, offset, &mut path);
-    path
-}
-
-fn key_at_table(table: &DeTable, offset: usize, path: &mut KeyPath) -> bool {
-    for (key, item) in table {
-        path.0.push(Seg::Key(key.get_ref().to_string()));
-        if key_at_value(item.get_ref(), offset, path)
-            || key.span().contains(&offset)
-            || item.span().contains(&offset)
-        {
-            return true;
-        }
-        path.0.pop();
-    }
-    false
-}
-
-fn key_at_value(value: &DeValue, offset: usize, path: &mut KeyPath) -> bool {
-    match value {
-        DeValue::Table(table) => key_at_table(table, offset, path),
-        DeValue::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                path.0.push(Seg::Index(i));
-                if key_at_value(item.get_ref(), offset, path) || item.span().contains(&offset) {
-                    return true;
-                }
-                path.0.pop();
-            }
-            false
-        }
-        _ => false,
-    }
+    sources.error(err.span, message)
 }
 
 /// The span of the deepest existing part of `path`: the key itself, or the nearest ancestor
@@ -620,120 +578,94 @@ fn locate(doc: &DeTable, path: &[Seg]) -> Option<Range<usize>> {
     best
 }
 
-/// Walks the spanned document against the known (re-serialised) table, removing unknown,
-/// unsupported and retired keys from `raw` and warning about the unknown and unsupported ones.
-struct Prune<'a, 'w> {
-    src: &'a Source<'a>,
-    path: KeyPath,
-    warnings: &'w mut Vec<(usize, String)>,
-}
-
-impl Prune<'_, '_> {
-    fn table(&mut self, doc: &DeTable, known: &Table, raw: &mut Table) {
-        for (key, item) in doc {
-            let name: &str = key.get_ref();
-            let key_span = key.span();
-            self.path.0.push(Seg::Key(name.to_string()));
-            let dotted = self.path.to_string();
-            if RETIRED.contains(&dotted.as_str()) {
-                raw.remove(name);
-            } else if UNSUPPORTED.contains(&self.path.schema().as_str()) {
-                self.warnings.push((
-                    key_span.start,
-                    format!(
-                        "{}: `{dotted}` is not supported yet (ignored)",
-                        self.src.location(Some(key_span.clone()))
-                    ),
-                ));
-                raw.remove(name);
-            } else {
-                match known.get(name) {
-                    None => {
-                        self.warnings.push((
-                            key_span.start,
-                            format!(
-                                "{}: unknown key `{dotted}` (ignored)",
-                                self.src.location(Some(key_span.clone()))
-                            ),
-                        ));
-                        raw.remove(name);
-                    }
-                    Some(known_value) => self.value(item.get_ref(), known_value, raw.get_mut(name)),
-                }
-            }
-            self.path.0.pop();
-        }
-    }
-
-    fn value(&mut self, doc: &DeValue, known: &Value, raw: Option<&mut Value>) {
-        match (doc, known, raw) {
-            (DeValue::Table(d), Value::Table(k), Some(Value::Table(r))) => self.table(d, k, r),
-            (DeValue::Array(d), Value::Array(k), Some(Value::Array(r))) => {
-                for (i, ((d, k), r)) in d.iter().zip(k).zip(r.iter_mut()).enumerate() {
-                    self.path.0.push(Seg::Index(i));
-                    self.value(d.get_ref(), k, Some(r));
-                    self.path.0.pop();
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-fn strip_user_only(
-    src: &Source,
-    doc: &DeTable,
-    raw: &mut Table,
-    warnings: &mut Vec<(usize, String)>,
+/// Removes the [`RETIRED`] keys silently and the [`UNSUPPORTED`] ones with a warning each,
+/// wherever they are (a key inside `[[plugins]]` in every entry).
+fn drop_listed(
+    sources: &Sources,
+    table: &mut DeTable,
+    path: &mut KeyPath,
+    found: &mut Vec<(usize, String)>,
 ) {
+    let mut dropped = Vec::new();
+    for (key, item) in table.iter_mut() {
+        path.0.push(Seg::Key(key.get_ref().to_string()));
+        let dotted = path.to_string();
+        if RETIRED.contains(&dotted.as_str()) {
+            dropped.push(key.get_ref().to_string());
+        } else if UNSUPPORTED.contains(&path.schema().as_str()) {
+            found.push((
+                key.span().start,
+                format!(
+                    "{}: `{dotted}` is not supported yet (ignored)",
+                    sources.location(Some(key.span()))
+                ),
+            ));
+            dropped.push(key.get_ref().to_string());
+        } else {
+            drop_listed_within(sources, item.get_mut(), path, found);
+        }
+        path.0.pop();
+    }
+    for key in dropped {
+        table.remove(key.as_str());
+    }
+}
+
+fn drop_listed_within(
+    sources: &Sources,
+    value: &mut DeValue,
+    path: &mut KeyPath,
+    found: &mut Vec<(usize, String)>,
+) {
+    match value {
+        DeValue::Table(table) => drop_listed(sources, table, path, found),
+        DeValue::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                path.0.push(Seg::Index(i));
+                drop_listed_within(sources, item.get_mut(), path, found);
+                path.0.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn strip_user_only(sources: &Sources, doc: &mut DeTable, found: &mut Vec<(usize, String)>) {
     for dotted in USER_ONLY {
         let parts: Vec<&str> = dotted.split('.').collect();
-        let key_path = KeyPath::key(&parts);
-        if !remove_path(raw, &parts) {
+        let Some(span) = remove_path(doc, &parts) else {
             continue;
-        }
-        let span = locate(doc, &key_path.0);
-        warnings.push((
-            span.as_ref().map_or(0, |s| s.start),
+        };
+        found.push((
+            span.start,
             format!(
                 "{}: `{dotted}` can only be set in the user config; ignored in the project file",
-                src.location(span)
+                sources.location(Some(span))
             ),
         ));
     }
-    strip_provider_secrets(src, doc, raw, warnings);
+    strip_provider_secrets(sources, doc, found);
 }
 
 /// A repository's reasonix.toml may point a provider at any URL, so it must not be able to
 /// attach the user's key (or secret-bearing headers) to it: those stay user-only.
-fn strip_provider_secrets(
-    src: &Source,
-    doc: &DeTable,
-    raw: &mut Table,
-    warnings: &mut Vec<(usize, String)>,
-) {
-    let Some(Value::Array(providers)) = raw.get_mut("providers") else {
+fn strip_provider_secrets(sources: &Sources, doc: &mut DeTable, found: &mut Vec<(usize, String)>) {
+    let Some(DeValue::Array(providers)) = doc.get_mut("providers").map(Spanned::get_mut) else {
         return;
     };
-    for (index, provider) in providers.iter_mut().enumerate() {
-        let Value::Table(provider) = provider else {
+    for provider in providers.iter_mut() {
+        let DeValue::Table(provider) = provider.get_mut() else {
             continue;
         };
         for key in PROVIDER_USER_ONLY {
-            if provider.remove(*key).is_none() {
+            let Some((name, _)) = provider.remove_entry(*key) else {
                 continue;
-            }
-            let path = KeyPath(vec![
-                Seg::Key("providers".into()),
-                Seg::Index(index),
-                Seg::Key((*key).to_string()),
-            ]);
-            let span = locate(doc, &path.0);
-            warnings.push((
-                span.as_ref().map_or(0, |s| s.start),
+            };
+            found.push((
+                name.span().start,
                 format!(
                     "{}: `providers.{key}` can only be set in the user config (a project file must not send your key to its own endpoint); ignored",
-                    src.location(span)
+                    sources.location(Some(name.span()))
                 ),
             ));
         }
@@ -741,7 +673,7 @@ fn strip_provider_secrets(
 }
 
 /// What the project file may do, and the layers beneath it to compare with.
-struct ProjectCheck<'a> {
+struct ProjectCheck<'a, 'i> {
     /// The workspace is trusted (or `--trust-project`).
     trusted: bool,
     /// It was trusted, but its project file has changed since.
@@ -749,7 +681,7 @@ struct ProjectCheck<'a> {
     /// `--permission-mode strict` was given.
     strict: bool,
     /// The layers below the project file, merged.
-    below: &'a Table,
+    below: &'a DeTable<'i>,
     cwd: &'a Path,
     /// Keys ignored because the workspace is not trusted, with their offset in the file.
     ignored: Vec<(usize, String)>,
@@ -780,21 +712,21 @@ enum Overruled {
 /// `sandbox.forbid_read`, a shorter `tools.enabled`. With `--permission-mode strict` the two
 /// permission keys are ignored even in a trusted workspace: flags beat project files.
 fn restrain_project(
-    src: &Source,
-    doc: &DeTable,
-    raw: &mut Table,
+    sources: &Sources,
+    file: &Source,
+    doc: &mut DeTable,
     check: &mut ProjectCheck,
     found: &mut Vec<(usize, String)>,
 ) {
     let mut out = Overrule {
-        src,
-        doc,
+        sources,
         found,
         ignored: &mut check.ignored,
         changed: check.changed,
     };
     let below = {
-        let mut config: Config = check.below.clone().try_into().unwrap_or_default();
+        let below = DeValue::Table(check.below.clone());
+        let mut config: Config = document::read(&below).map_or_else(|_| Config::default(), |r| r.0);
         if config.providers.is_empty() {
             config.providers.push(builtin_provider());
         }
@@ -806,79 +738,74 @@ fn restrain_project(
         (!check.trusted).then_some(Overruled::Untrusted)
     };
     if let Some(why) = permissions_why {
-        let allow = raw
-            .get("permissions")
-            .and_then(|p| p.get("allow"))
-            .and_then(Value::as_array);
+        let allow = value_at(doc, &["permissions", "allow"]).and_then(DeValue::as_array);
         if allow.is_some_and(|rules| !rules.is_empty()) {
-            out.ignore(raw, &["permissions", "allow"], why);
+            out.ignore(doc, &["permissions", "allow"], why);
         }
-        let mode = raw
-            .get("permissions")
-            .and_then(|p| p.get("mode"))
-            .cloned()
-            .and_then(|m| m.try_into::<PermissionMode>().ok());
-        if mode.is_some_and(|m| strictness(m) < strictness(below.permissions.mode)) {
-            out.ignore(raw, &["permissions", "mode"], why);
+        let mode = value_at(doc, &["permissions", "mode"])
+            .and_then(|mode| document::read::<PermissionMode>(mode).ok());
+        if mode.is_some_and(|(m, _)| strictness(m) < strictness(below.permissions.mode)) {
+            out.ignore(doc, &["permissions", "mode"], why);
         }
     }
     if check.trusted {
         return;
     }
     let why = Overruled::Untrusted;
-    let names: Vec<String> = match raw.get("providers") {
-        Some(Value::Array(providers)) => providers
-            .iter()
-            .map(|p| entry_name(p).unwrap_or_default().to_string())
-            .collect(),
-        _ => Vec::new(),
-    };
-    for (index, name) in names.iter().enumerate() {
-        let path = KeyPath::key(&["providers"]).at(Seg::Index(index));
-        out.report(&path, format!("[[providers]] {name:?}"), why);
-    }
-    raw.remove("providers");
-    if let Some(model) = raw.get("default_model").and_then(Value::as_str) {
-        if below.find_model(Some(model)).is_err() {
-            out.ignore(raw, &["default_model"], why);
+    if let Some(DeValue::Array(providers)) = value_at(doc, &["providers"]) {
+        for provider in providers.iter() {
+            let name = entry_name(provider.get_ref()).unwrap_or_default();
+            out.report(
+                Some(provider.span()),
+                format!("[[providers]] {name:?}"),
+                why,
+            );
         }
     }
-    let enabled: Option<Vec<&str>> = raw
-        .get("tools")
-        .and_then(|t| t.get("enabled"))
-        .and_then(Value::as_array)
-        .map(|list| list.iter().filter_map(Value::as_str).collect());
+    doc.remove("providers");
+    let model = value_at(doc, &["default_model"]).and_then(DeValue::as_str);
+    if model.is_some_and(|model| below.find_model(Some(model)).is_err()) {
+        out.ignore(doc, &["default_model"], why);
+    }
+    let enabled: Option<Vec<&str>> = value_at(doc, &["tools", "enabled"])
+        .and_then(DeValue::as_array)
+        .map(|list| list.iter().filter_map(|t| t.get_ref().as_str()).collect());
     let mine = &below.tools.enabled;
     let wider = enabled.is_some_and(|list| {
         !mine.is_empty() && (list.is_empty() || list.iter().any(|t| !mine.iter().any(|m| m == t)))
     });
     if wider {
-        out.ignore(raw, &["tools", "enabled"], why);
+        out.ignore(doc, &["tools", "enabled"], why);
     }
-    let prompt_file = raw
-        .get("agent")
-        .and_then(|a| a.get("system_prompt_file"))
-        .and_then(Value::as_str)
+    let prompt_file = value_at(doc, &["agent", "system_prompt_file"])
+        .and_then(DeValue::as_str)
         .filter(|f| !f.is_empty())
-        .map(|f| src.path.parent().unwrap_or(check.cwd).join(f));
+        .map(|f| file.path.parent().unwrap_or(check.cwd).join(f));
     if prompt_file.is_some_and(|file| !inside(&file, check.cwd)) {
-        out.ignore(raw, &["agent", "system_prompt_file"], why);
+        out.ignore(doc, &["agent", "system_prompt_file"], why);
     }
     // A hook is a command reasonix runs by itself, at every turn.
-    if raw
-        .get("hooks")
-        .and_then(Value::as_array)
-        .is_some_and(|hooks| !hooks.is_empty())
-    {
-        out.ignore(raw, &["hooks"], why);
+    let hooks = value_at(doc, &["hooks"]).and_then(DeValue::as_array);
+    if hooks.is_some_and(|hooks| !hooks.is_empty()) {
+        out.ignore(doc, &["hooks"], why);
+    }
+}
+
+/// The value at `a.b.c` in nested tables.
+fn value_at<'d, 'i>(table: &'d DeTable<'i>, parts: &[&str]) -> Option<&'d DeValue<'i>> {
+    let (first, rest) = parts.split_first()?;
+    let value = table.get(*first)?.get_ref();
+    match (rest, value) {
+        ([], value) => Some(value),
+        (rest, DeValue::Table(inner)) => value_at(inner, rest),
+        _ => None,
     }
 }
 
 /// Removes overruled project keys, with a warning each, and records the ones trust would
 /// apply.
 struct Overrule<'a> {
-    src: &'a Source<'a>,
-    doc: &'a DeTable<'a>,
+    sources: &'a Sources<'a>,
     found: &'a mut Vec<(usize, String)>,
     ignored: &'a mut Vec<(usize, String)>,
     /// The workspace was trusted with another version of the file.
@@ -886,13 +813,12 @@ struct Overrule<'a> {
 }
 
 impl Overrule<'_> {
-    fn ignore(&mut self, raw: &mut Table, key: &[&str], why: Overruled) {
-        remove_path(raw, key);
-        self.report(&KeyPath::key(key), key.join("."), why);
+    fn ignore(&mut self, doc: &mut DeTable, key: &[&str], why: Overruled) {
+        let span = remove_path(doc, key);
+        self.report(span, key.join("."), why);
     }
 
-    fn report(&mut self, path: &KeyPath, name: String, why: Overruled) {
-        let span = locate(self.doc, &path.0);
+    fn report(&mut self, span: Option<Range<usize>>, name: String, why: Overruled) {
         let offset = span.as_ref().map_or(0, |s| s.start);
         let reason = match why {
             Overruled::Untrusted if self.changed => {
@@ -906,7 +832,7 @@ impl Overrule<'_> {
         };
         self.found.push((
             offset,
-            format!("{}: {name} ignored: {reason}", self.src.location(span)),
+            format!("{}: {name} ignored: {reason}", self.sources.location(span)),
         ));
         if let Overruled::Untrusted = why {
             self.ignored.push((offset, name));
@@ -938,14 +864,14 @@ fn inside(path: &Path, dir: &Path) -> bool {
     }
 }
 
-/// Removes `a.b.c` from nested tables; true when something was removed.
-fn remove_path(table: &mut Table, parts: &[&str]) -> bool {
+/// Removes `a.b.c` from nested tables; the span of the removed key.
+fn remove_path(table: &mut DeTable, parts: &[&str]) -> Option<Range<usize>> {
     match parts {
-        [] => false,
-        [last] => table.remove(*last).is_some(),
-        [first, rest @ ..] => match table.get_mut(*first) {
-            Some(Value::Table(inner)) => remove_path(inner, rest),
-            _ => false,
+        [] => None,
+        [last] => table.remove_entry(*last).map(|(key, _)| key.span()),
+        [first, rest @ ..] => match table.get_mut(*first).map(Spanned::get_mut) {
+            Some(DeValue::Table(inner)) => remove_path(inner, rest),
+            _ => None,
         },
     }
 }
@@ -1125,23 +1051,27 @@ fn plugin_problem(p: &super::PluginConfig) -> Option<(Option<&'static str>, Stri
 }
 
 /// `agent.system_prompt_file` and `providers[].ca_file` are relative to the file that set them.
-fn resolve_relative_paths(raw: &mut Table, dir: &Path) {
-    if let Some(Value::Table(agent)) = raw.get_mut("agent") {
+fn resolve_relative_paths(doc: &mut DeTable, dir: &Path) {
+    if let Some(DeValue::Table(agent)) = doc.get_mut("agent").map(Spanned::get_mut) {
         absolutize(agent, "system_prompt_file", dir);
     }
-    if let Some(Value::Array(providers)) = raw.get_mut("providers") {
+    if let Some(DeValue::Array(providers)) = doc.get_mut("providers").map(Spanned::get_mut) {
         for provider in providers.iter_mut() {
-            if let Value::Table(provider) = provider {
+            if let DeValue::Table(provider) = provider.get_mut() {
                 absolutize(provider, "ca_file", dir);
             }
         }
     }
 }
 
-fn absolutize(table: &mut Table, key: &str, dir: &Path) {
-    if let Some(Value::String(path)) = table.get_mut(key) {
-        if !path.is_empty() && Path::new(path.as_str()).is_relative() {
-            *path = dir.join(path.as_str()).to_string_lossy().into_owned();
+fn absolutize(table: &mut DeTable, key: &str, dir: &Path) {
+    if let Some(DeValue::String(path)) = table.get_mut(key).map(Spanned::get_mut) {
+        if !path.is_empty() && Path::new(path.as_ref()).is_relative() {
+            *path = dir
+                .join(path.as_ref())
+                .to_string_lossy()
+                .into_owned()
+                .into();
         }
     }
 }
@@ -1149,9 +1079,12 @@ fn absolutize(table: &mut Table, key: &str, dir: &Path) {
 /// Which layer last defined each named provider and plugin: `(section, name) -> layer`.
 type Origins = BTreeMap<(String, String), Layer>;
 
-fn merge_layer(base: &mut Table, over: Table, layer: Layer, origins: &mut Origins) {
+type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
+type Item<'i> = Spanned<DeValue<'i>>;
+
+fn merge_layer<'i>(base: &mut DeTable<'i>, over: DeTable<'i>, layer: Layer, origins: &mut Origins) {
     for (key, value) in over {
-        if NAMED.contains(&key.as_str()) {
+        if NAMED.contains(&key.get_ref().as_ref()) {
             merge_named(base, key, value, layer, origins);
         } else {
             merge_value(base, key, value, "");
@@ -1159,14 +1092,20 @@ fn merge_layer(base: &mut Table, over: Table, layer: Layer, origins: &mut Origin
     }
 }
 
-fn merge_value(base: &mut Table, key: String, value: Value, parent: &str) {
+fn merge_value<'i>(base: &mut DeTable<'i>, key: Key<'i>, value: Item<'i>, parent: &str) {
     let path = if parent.is_empty() {
-        key.clone()
+        key.get_ref().to_string()
     } else {
-        format!("{parent}.{key}")
+        format!("{parent}.{}", key.get_ref())
     };
-    match (base.get_mut(&key), value) {
-        (Some(Value::Table(existing)), Value::Table(over)) => {
+    match (
+        base.get_mut(key.get_ref().as_ref()).map(Spanned::get_mut),
+        value.get_ref(),
+    ) {
+        (Some(DeValue::Table(existing)), DeValue::Table(_)) => {
+            let DeValue::Table(over) = value.into_inner() else {
+                return;
+            };
             if path == "agent"
                 && (over.contains_key("system_prompt") || over.contains_key("system_prompt_file"))
             {
@@ -1178,71 +1117,113 @@ fn merge_value(base: &mut Table, key: String, value: Value, parent: &str) {
                 merge_value(existing, k, v, &path);
             }
         }
-        (Some(Value::Array(existing)), Value::Array(over))
+        (Some(DeValue::Array(existing)), DeValue::Array(_))
             if ACCUMULATE.contains(&path.as_str()) =>
         {
+            let DeValue::Array(over) = value.into_inner() else {
+                return;
+            };
             // A set of what is there already: a project file's list may be long, and searching
             // the list for each item would be quadratic in it.
-            let mut seen: HashSet<String> = existing.iter().map(|v| format!("{v:?}")).collect();
-            for item in over {
-                if seen.insert(format!("{item:?}")) {
-                    existing.push(item);
-                }
+            let mut seen: HashSet<String> = existing.iter().map(|v| plain(v.get_ref())).collect();
+            let added: Vec<Item<'i>> = over
+                .into_iter()
+                .filter(|item| seen.insert(plain(item.get_ref())))
+                .collect();
+            if !added.is_empty() {
+                let kept = std::mem::replace(existing, DeArray::new());
+                *existing = kept.into_iter().chain(added).collect();
             }
         }
-        (_, value) => {
+        _ => {
+            // Replacing a key keeps the later file's key span, so errors point at it.
+            base.remove(key.get_ref().as_ref());
             base.insert(key, value);
         }
     }
 }
 
-fn merge_named(
-    base: &mut Table,
-    section: String,
-    value: Value,
+/// A value as text without its spans, to compare values from different files.
+fn plain(value: &DeValue) -> String {
+    match value {
+        DeValue::String(text) => format!("{text:?}"),
+        DeValue::Integer(n) => n.to_string(),
+        DeValue::Float(x) => x.to_string(),
+        DeValue::Boolean(b) => b.to_string(),
+        DeValue::Datetime(when) => when.to_string(),
+        DeValue::Array(items) => {
+            let items: Vec<String> = items.iter().map(|i| plain(i.get_ref())).collect();
+            format!("[{}]", items.join(","))
+        }
+        DeValue::Table(table) => {
+            let entries: Vec<String> = table
+                .iter()
+                .map(|(k, v)| format!("{:?}={}", k.get_ref(), plain(v.get_ref())))
+                .collect();
+            format!("{{{}}}", entries.join(","))
+        }
+    }
+}
+
+fn merge_named<'i>(
+    base: &mut DeTable<'i>,
+    section: Key<'i>,
+    value: Item<'i>,
     layer: Layer,
     origins: &mut Origins,
 ) {
-    let Value::Array(items) = value else {
+    let section_name = section.get_ref().to_string();
+    let span = value.span();
+    let DeValue::Array(items) = value.into_inner() else {
         return;
     };
-    let entry = base
-        .entry(section.clone())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Value::Array(existing) = entry else {
+    if !matches!(
+        base.get(section_name.as_str()).map(Spanned::get_ref),
+        Some(DeValue::Array(_))
+    ) {
+        base.remove(section_name.as_str());
+        base.insert(section, Spanned::new(span, DeValue::Array(DeArray::new())));
+    }
+    let Some(DeValue::Array(existing)) = base.get_mut(section_name.as_str()).map(Spanned::get_mut)
+    else {
         return;
     };
+    let mut entries: Vec<Item<'i>> = std::mem::replace(existing, DeArray::new())
+        .into_iter()
+        .collect();
     // Where each name is, the first entry of that name (so the search is not quadratic in a
     // long list of entries).
     let mut at: HashMap<String, usize> = HashMap::new();
-    for (pos, e) in existing.iter().enumerate() {
-        if let Some(name) = entry_name(e) {
+    for (pos, e) in entries.iter().enumerate() {
+        if let Some(name) = entry_name(e.get_ref()) {
             at.entry(name.to_string()).or_insert(pos);
         }
     }
     for item in items {
-        let name = entry_name(&item).unwrap_or_default().to_string();
+        let named = entry_name(item.get_ref()).map(str::to_string);
+        let name = named.clone().unwrap_or_default();
         match at.get(&name) {
             Some(&pos) => {
-                if entry_name(&item) != Some(name.as_str()) {
+                if named.is_none() {
                     // A nameless entry took the place of one named "".
                     at.remove(&name);
                 }
-                existing[pos] = item;
+                entries[pos] = item;
             }
             None => {
-                if entry_name(&item).is_some() {
-                    at.insert(name.clone(), existing.len());
+                if named.is_some() {
+                    at.insert(name.clone(), entries.len());
                 }
-                existing.push(item);
+                entries.push(item);
             }
         }
-        origins.insert((section.clone(), name), layer);
+        origins.insert((section_name.clone(), name), layer);
     }
+    *existing = entries.into_iter().collect();
 }
 
-fn entry_name(item: &Value) -> Option<&str> {
-    item.get("name").and_then(Value::as_str)
+fn entry_name<'d>(item: &'d DeValue) -> Option<&'d str> {
+    item.as_table()?.get("name")?.get_ref().as_str()
 }
 
 fn finish(
@@ -1286,29 +1267,44 @@ fn finish(
 mod tests {
     use super::*;
 
+    use toml::Table;
+
     #[test]
     fn an_unsupported_key_is_dropped_with_one_warning_naming_file_and_line() {
-        let (table, warnings) = check("[ui]\ncursor_shape = \"bar\"\nnot_implemented_here = 1\n");
-        let table = table.unwrap();
+        let (config, warnings) = check("[ui]\ncursor_shape = \"bar\"\nnot_implemented_here = 1\n");
+        assert!(config.is_ok(), "{config:?}");
         assert_eq!(
             warnings,
             vec!["/p/r.toml:3:1: `ui.not_implemented_here` is not supported yet (ignored)"]
         );
-        let ui = table["ui"].as_table().unwrap();
-        assert!(!ui.contains_key("not_implemented_here"), "{ui:?}");
-        assert!(ui.contains_key("cursor_shape"), "{ui:?}");
     }
 
-    fn check(text: &str) -> (Result<Table, ConfigError>, Vec<String>) {
-        let mut warnings = Vec::new();
-        let result = parse_layer(Path::new("/p/r.toml"), text, None, &mut warnings);
-        (result, warnings)
+    /// One file, as the loader holds it.
+    fn one(path: &str, text: &str) -> Vec<(Layer, PathBuf, String)> {
+        vec![(Layer::Project, PathBuf::from(path), text.to_string())]
+    }
+
+    /// A document as the `toml` crate's plain table, for looking at what survived.
+    fn plain_table(doc: DeTable) -> Table {
+        use serde::Deserialize;
+        Table::deserialize(toml::de::Deserializer::from(Spanned::new(0..0, doc))).unwrap()
+    }
+
+    /// The whole check of one file on its own: its config and warnings, in file order.
+    fn check(text: &str) -> (Result<Config, ConfigError>, Vec<String>) {
+        let files = one("/p/r.toml", text);
+        let sources = Sources::new(&files);
+        let mut found = Vec::new();
+        let result = parse_layer(&sources, 0, None, &mut found)
+            .and_then(|doc| settle(&sources, doc, &mut found));
+        found.sort_by_key(|(offset, _)| *offset);
+        (result, found.into_iter().map(|(_, w)| w).collect())
     }
 
     /// The project file `text` over the user layer `below`: what survives, the warnings and
     /// the keys ignored for want of trust.
     fn project(below: &str, text: &str, trusted: bool, strict: bool) -> (Table, Vec<String>) {
-        let below: Table = toml::from_str(below).unwrap();
+        let below = DeTable::parse(below).unwrap().into_inner();
         let mut check = ProjectCheck {
             trusted,
             changed: false,
@@ -1317,14 +1313,13 @@ mod tests {
             cwd: Path::new("/p"),
             ignored: Vec::new(),
         };
-        let mut warnings = Vec::new();
-        let table = parse_layer(
-            Path::new("/p/reasonix.toml"),
-            text,
-            Some(&mut check),
-            &mut warnings,
-        )
-        .unwrap();
+        let files = one("/p/reasonix.toml", text);
+        let sources = Sources::new(&files);
+        let mut found = Vec::new();
+        let doc = parse_layer(&sources, 0, Some(&mut check), &mut found).unwrap();
+        let table = plain_table(doc);
+        found.sort_by_key(|(offset, _)| *offset);
+        let warnings: Vec<String> = found.into_iter().map(|(_, w)| w).collect();
         // "/p/reasonix.toml:1:1: default_model ignored: ..." -> "default_model"
         let keys: Vec<String> = warnings
             .iter()
@@ -1514,20 +1509,18 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_in_nested_maps_are_found_and_pruned() {
+    fn unknown_keys_in_nested_maps_are_found_and_skipped() {
         let text = "[[providers]]\nname = \"a\"\nmodel = \"m\"\nbase_url = \"u\"\nmodel_overrides = { m = { context_window = 5, colour = 1 } }\n[agent]\nmax_steps = 3\n";
-        let (table, warnings) = check(text);
-        let table = table.unwrap();
+        let (config, warnings) = check(text);
+        let config = config.unwrap();
         assert_eq!(
             warnings,
             vec!["/p/r.toml:5:47: unknown key `providers[0].model_overrides.m.colour` (ignored)"]
         );
-        let overrides = table["providers"].as_array().unwrap()[0]
-            .get("model_overrides")
-            .and_then(|o| o.get("m"))
-            .unwrap();
-        assert!(overrides.get("colour").is_none());
-        assert!(table["agent"].get("max_steps").is_none());
+        assert_eq!(
+            config.providers[0].model_overrides["m"].context_window,
+            Some(5)
+        );
     }
 
     #[test]
@@ -1548,17 +1541,13 @@ mod tests {
 
     #[test]
     fn merging_replaces_arrays_accumulates_deny_lists_and_keys_named_entries() {
-        let mut base: Table = toml::from_str(
-            "[tools]\nenabled = [\"a\"]\n[permissions]\ndeny = [\"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"1\"\n[agent]\nsystem_prompt_file = \"/f\"\ntemperature = 0.5\n",
-        )
-        .unwrap();
-        let over: Table = toml::from_str(
-            "[tools]\nenabled = [\"b\"]\n[permissions]\ndeny = [\"Y\", \"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"2\"\n[[providers]]\nname = \"q\"\nmodel = \"3\"\n[agent]\nsystem_prompt = \"inline\"\n",
-        )
-        .unwrap();
+        let base_text = "[tools]\nenabled = [\"a\"]\n[permissions]\ndeny = [\"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"1\"\n[agent]\nsystem_prompt_file = \"/f\"\ntemperature = 0.5\n";
+        let over_text = "[tools]\nenabled = [\"b\"]\n[permissions]\ndeny = [\"Y\", \"X\"]\n[[providers]]\nname = \"p\"\nmodel = \"2\"\n[[providers]]\nname = \"q\"\nmodel = \"3\"\n[agent]\nsystem_prompt = \"inline\"\n";
+        let mut base = DeTable::parse(base_text).unwrap().into_inner();
+        let over = DeTable::parse(over_text).unwrap().into_inner();
         let mut origins = Origins::new();
         merge_layer(&mut base, over, Layer::Project, &mut origins);
-        let merged: Config = base.try_into().unwrap();
+        let merged: Config = document::read(&DeValue::Table(base)).unwrap().0;
         assert_eq!(merged.tools.enabled, vec!["b"]);
         assert_eq!(merged.permissions.deny, vec!["X", "Y"]);
         let models: Vec<_> = merged
@@ -1583,7 +1572,7 @@ mod tests {
     fn no_prefix_or_single_byte_change_of_a_config_file_panics() {
         const DOC: &str = "default_model = \"p/m\" # c\n[agent]\ncompact_ratio = 0.5\nsubagent_models = { a = \"b\" }\n[[providers]]\nname = \"p\"\nbase_url = \"http://h\"\nmodels = [\"m\", 'n']\nmodel_overrides.m = { context_window = 5, colour = 1 }\n[permissions]\nallow = [\"\"\"Bash\"\"\"]\nmode = \"allow\"\n[[hooks]]\nevent = \"Stop\"\ncommand = \"x\"\ntimeout_seconds = 9\n[tools]\nbash_timeout_seconds = 1979-05-27\n";
         const PROBES: &[u8] = b"\"'[]{}=,.#\\\n\r\t 0a+-_:eZT\x00\x7f";
-        let below = Table::new();
+        let below = DeTable::new();
         let survives = |text: &str| {
             let mut check = ProjectCheck {
                 trusted: false,
@@ -1593,12 +1582,18 @@ mod tests {
                 cwd: Path::new("/p"),
                 ignored: Vec::new(),
             };
+            let files = one("/p/reasonix.toml", text);
+            let sources = Sources::new(&files);
             let mut warnings = Vec::new();
-            let path = Path::new("/p/reasonix.toml");
-            if let Err(err) = parse_layer(path, text, Some(&mut check), &mut warnings) {
+            let result = parse_layer(&sources, 0, Some(&mut check), &mut warnings)
+                .and_then(|doc| settle(&sources, doc, &mut warnings));
+            if let Err(err) = result {
                 assert_eq!(err.to_string().lines().count(), 1, "{text:?}: {err}");
             }
-            assert!(warnings.iter().all(|w| w.lines().count() == 1), "{text:?}");
+            assert!(
+                warnings.iter().all(|(_, w)| w.lines().count() == 1),
+                "{text:?}"
+            );
         };
         let bytes = DOC.as_bytes();
         for end in 0..=bytes.len() {

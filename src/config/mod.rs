@@ -14,6 +14,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub mod claude;
+pub mod document;
 pub mod edit;
 pub mod env;
 pub mod file;

@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime};
 use ureq::config::Config;
 use ureq::http::Uri;
 use ureq::tls::{RootCerts, TlsConfig};
-use ureq::unversioned::resolver::DefaultResolver;
-use ureq::unversioned::transport::{Connector, DefaultConnector};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{Connector, DefaultConnector, NextTimeout};
 use ureq::{Agent, BodyReader, Proxy, ProxyProtocol, Timeout};
 
 use super::conn::{self, Handle};
@@ -224,7 +224,12 @@ impl Net {
     /// A fresh agent for an exchange with `url` (MCP servers and OAuth).
     pub fn agent(&self, url: &str, limits: Limits) -> Result<Agent, ProviderError> {
         let proxy = proxy_for(&parse_url(url)?, &env_lookup)?.map(|chosen| chosen.proxy);
-        Ok(Agent::new_with_config(self.config(proxy, limits)))
+        let config = self.config(proxy, limits);
+        Ok(Agent::with_parts(
+            config,
+            DefaultConnector::new(),
+            LiteralFirst::default(),
+        ))
     }
 
     /// The agent for a model exchange with `url`: the pooled one when it was built for the
@@ -240,7 +245,7 @@ impl Net {
         }
         let config = self.config(proxy.map(|chosen| chosen.proxy.clone()), limits);
         let connector = DefaultConnector::new().chain(conn::Wrap);
-        let agent = Agent::with_parts(config, connector, DefaultResolver::default());
+        let agent = Agent::with_parts(config, connector, LiteralFirst::default());
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
         *slot = Some(Pooled {
             url: url.to_string(),
@@ -390,6 +395,39 @@ impl Net {
         let mut slot = self.pooled.lock().unwrap_or_else(|p| p.into_inner());
         if slot.as_ref().is_some_and(|p| p.generation == generation) {
             *slot = None;
+        }
+    }
+}
+
+/// ureq's resolver, except for a host that is an IP address (a local model server at
+/// `http://127.0.0.1:8080`): that needs no lookup, while ureq's resolver spends a thread on
+/// every lookup whenever a connect timeout is set, as it always is here.
+#[derive(Debug, Default)]
+struct LiteralFirst(DefaultResolver);
+
+impl Resolver for LiteralFirst {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let literal = uri.host().and_then(|host| {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.parse::<std::net::IpAddr>().ok()
+        });
+        let port = uri.port_u16().or(match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        });
+        match (literal, port) {
+            (Some(ip), Some(port)) => {
+                let mut addresses = self.empty();
+                addresses.push(std::net::SocketAddr::new(ip, port));
+                Ok(addresses)
+            }
+            _ => self.0.resolve(uri, config, timeout),
         }
     }
 }
@@ -951,6 +989,41 @@ fn cidr_contains(net: &str, bits: &str, host: &str) -> bool {
 mod tests {
     use super::super::roots::env_of;
     use super::*;
+
+    #[test]
+    fn an_ip_address_host_is_its_own_address_and_a_name_is_looked_up() {
+        let config = Agent::config_builder().build();
+        let timeout = NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::from_secs(5),
+            reason: Timeout::Connect,
+            per_read: None,
+            per_write: None,
+        };
+        let resolve = |url: &str| {
+            let uri: Uri = url.parse().unwrap();
+            let found = LiteralFirst::default()
+                .resolve(&uri, &config, timeout)
+                .map(|addresses| addresses.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+            found.map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            resolve("http://127.0.0.1:8080/v1").unwrap(),
+            vec!["127.0.0.1:8080"]
+        );
+        assert_eq!(resolve("http://[::1]/v1").unwrap(), vec!["[::1]:80"]);
+        assert_eq!(
+            resolve("https://10.0.0.7/v1").unwrap(),
+            vec!["10.0.0.7:443"]
+        );
+        // A name goes to ureq's resolver: localhost resolves to a loopback address.
+        let local = resolve("http://localhost:9/v1").unwrap();
+        assert!(
+            local
+                .iter()
+                .all(|a| a.starts_with("127.") || a.starts_with("[::1]")),
+            "{local:?}"
+        );
+    }
 
     #[test]
     fn urls_must_be_http_or_https() {
