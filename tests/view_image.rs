@@ -363,5 +363,8 @@ fn images_over_many_rounds_stay_within_the_requests_byte_budget() {
         );
         assert_eq!(before[..], after[..before.len()]);
     }
-    assert!(peak > 0 && peak < 256 * 1024, "peak RSS {peak} KiB");
+    // Without the request budget these three rounds peaked at 609 MiB; with it, a debug build
+    // measured 194-294 MiB depending on what else the suite ran (malloc arenas per thread), so
+    // the bound sits between the two.
+    assert!(peak > 0 && peak < 400 * 1024, "peak RSS {peak} KiB");
 }

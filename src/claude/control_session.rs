@@ -491,9 +491,18 @@ mod tests {
         let peer = start();
         peer.send(user("wait"));
         assert_eq!(peer.next()["waiting"], true);
-        let answer = peer.request("req_2", json!({"subtype": "interrupt"}));
-        assert_eq!(answer["subtype"], "success");
-        let result = peer.next();
+        peer.send(json!({"type": "control_request", "request_id": "req_2", "request": {"subtype": "interrupt"}}));
+        // The answer to the interrupt and the stopped turn's result are written by two
+        // threads; the SDK matches answers by request id, so either order is right.
+        let lines: Vec<Value> = (0..2).map(|_| peer.next()).collect();
+        let answer = lines.iter().find(|l| l["type"] == "control_response");
+        let answer = &answer.expect("the interrupt is answered")["response"];
+        assert_eq!(
+            (answer["request_id"].as_str(), answer["subtype"].as_str()),
+            (Some("req_2"), Some("success"))
+        );
+        let result = lines.iter().find(|l| l["type"] == "result");
+        let result = result.expect("the interrupted turn reports");
         assert_eq!(
             (result["result"].as_str(), result["interrupted"].as_bool()),
             (Some("wait"), Some(true))
