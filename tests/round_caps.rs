@@ -41,11 +41,7 @@ fn mcp_flood(calls: usize, agent: &str) -> (Vec<String>, u64) {
             )
         })
         .collect();
-    let reply: Vec<(&str, &str, &str)> = args
-        .iter()
-        .map(|(id, a)| (id.as_str(), "mcp__local__echo", a.as_str()))
-        .collect();
-    server.push(Reply::tool_calls(&reply));
+    server.push(Reply::calls_of("mcp__local__echo", &args));
     let (last, release) = Reply::gated(Reply::text("done"));
     server.push(last);
     let child = reasonix(&home, work.path())

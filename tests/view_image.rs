@@ -212,11 +212,7 @@ fn two_hundred_views_of_a_5_mib_png_in_one_round_stay_bounded() {
             (format!("c{i}"), json!({ "path": path }).to_string())
         })
         .collect();
-    let calls: Vec<(&str, &str, &str)> = args
-        .iter()
-        .map(|(id, a)| (id.as_str(), "view_image", a.as_str()))
-        .collect();
-    server.push(Reply::tool_calls(&calls));
+    server.push(Reply::calls_of("view_image", &args));
     let (last, release) = Reply::gated(Reply::text("seen"));
     server.push(last);
     let child = reasonix(&home, work.path())
@@ -310,11 +306,7 @@ fn images_over_many_rounds_stay_within_the_requests_byte_budget() {
                 )
             })
             .collect();
-        let calls: Vec<(&str, &str, &str)> = args
-            .iter()
-            .map(|(id, a)| (id.as_str(), "view_image", a.as_str()))
-            .collect();
-        server.push(Reply::tool_calls(&calls));
+        server.push(Reply::calls_of("view_image", &args));
     }
     let (last, release) = Reply::gated(Reply::text("seen"));
     server.push(last);

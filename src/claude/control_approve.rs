@@ -161,9 +161,7 @@ impl Approver for AfterPrintMode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude::control_calls::LineSink;
     use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture};
-    use std::io;
     use std::sync::mpsc::{self, Receiver, Sender};
     use std::sync::Mutex;
 
@@ -185,17 +183,7 @@ mod tests {
         }
     }
 
-    struct Pipe(Mutex<Sender<String>>);
-
-    impl LineSink for Pipe {
-        fn send_line(&self, line: &str) -> io::Result<()> {
-            self.0
-                .lock()
-                .unwrap()
-                .send(line.to_string())
-                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
-        }
-    }
+    use crate::claude::control_calls::test_pipe::Pipe;
 
     fn policy() -> Policy {
         Policy::new(Decision::Ask, "/ws".into(), None)

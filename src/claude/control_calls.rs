@@ -192,24 +192,34 @@ fn subtype_of(body: &Value) -> String {
         .to_string()
 }
 
+/// The SDK's end of the line for unit tests: our lines go, without their line end, to a
+/// channel the test reads.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use std::sync::mpsc::Receiver;
+pub(crate) mod test_pipe {
+    use super::LineSink;
+    use std::io;
+    use std::sync::mpsc::Sender;
+    use std::sync::Mutex;
 
-    /// Records our lines and hands them to the test, which plays the SDK.
-    struct Pipe(Mutex<Sender<String>>);
+    pub struct Pipe(pub Mutex<Sender<String>>);
 
     impl LineSink for Pipe {
         fn send_line(&self, line: &str) -> io::Result<()> {
             self.0
                 .lock()
                 .unwrap()
-                .send(line.to_string())
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "gone"))
+                .send(line.trim_end().to_string())
+                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::mpsc::Receiver;
+    use test_pipe::Pipe;
 
     fn calls() -> (Arc<Calls>, Receiver<String>) {
         let (tx, rx) = mpsc::channel();

@@ -94,22 +94,9 @@ pub fn hooks_from_initialize(init: &Initialize, calls: &Arc<Calls>) -> (Vec<Hook
 mod tests {
     use super::*;
     use crate::claude::control::{self, Inbound, SdkRequest};
-    use crate::claude::control_calls::LineSink;
-    use std::io;
-    use std::sync::mpsc::{self, Sender};
+    use crate::claude::control_calls::test_pipe::Pipe;
+    use std::sync::mpsc;
     use std::sync::Mutex;
-
-    struct Pipe(Mutex<Sender<String>>);
-
-    impl LineSink for Pipe {
-        fn send_line(&self, line: &str) -> io::Result<()> {
-            self.0
-                .lock()
-                .unwrap()
-                .send(line.to_string())
-                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
-        }
-    }
 
     fn initialize(line: &str) -> Initialize {
         match control::parse_line(line.as_bytes()).unwrap() {

@@ -28,22 +28,9 @@ impl HostChannel for Calls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude::control_calls::LineSink;
-    use std::io;
-    use std::sync::mpsc::{self, Sender};
+    use crate::claude::control_calls::test_pipe::Pipe;
+    use std::sync::mpsc;
     use std::sync::{Arc, Mutex};
-
-    struct Pipe(Mutex<Sender<String>>);
-
-    impl LineSink for Pipe {
-        fn send_line(&self, line: &str) -> io::Result<()> {
-            self.0
-                .lock()
-                .unwrap()
-                .send(line.to_string())
-                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
-        }
-    }
 
     #[test]
     fn a_message_goes_out_as_mcp_message_and_the_mcp_response_comes_back() {

@@ -312,18 +312,7 @@ mod tests {
     use std::io::{self, BufReader};
     use std::sync::mpsc::Receiver;
 
-    /// stdout as the test sees it.
-    struct Pipe(Mutex<Sender<String>>);
-
-    impl LineSink for Pipe {
-        fn send_line(&self, line: &str) -> io::Result<()> {
-            self.0
-                .lock()
-                .unwrap()
-                .send(line.trim_end().to_string())
-                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
-        }
-    }
+    use crate::claude::control_calls::test_pipe::Pipe;
 
     /// stdin as the test writes it, line by line, until the sender is dropped.
     struct Stdin {

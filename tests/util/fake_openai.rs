@@ -93,6 +93,15 @@ impl Reply {
         Reply::events(events)
     }
 
+    /// Many calls of one tool in one reply, each `(id, arguments)` (floods and batches).
+    pub fn calls_of(tool: &str, calls: &[(String, String)]) -> Reply {
+        let calls: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|(id, args)| (id.as_str(), tool, args.as_str()))
+            .collect();
+        Reply::tool_calls(&calls)
+    }
+
     /// Some text, then tool calls in the same reply.
     pub fn text_then_tool_calls(text: &str, calls: &[(&str, &str, &str)]) -> Reply {
         let mut events: Vec<String> = split_text(text).iter().map(|t| sse_text(t)).collect();
