@@ -188,7 +188,11 @@ pub fn open(
     let mcp = mcp::Host::new(handle);
     let keep = binding.as_ref().map(|b| &b.modules.commands);
     let sandbox = crate::sandbox::Policy::new(crate::sandbox::Settings::from_config(&config, cwd)?);
-    let prompt = prepare_prompt(&options.prompt, cwd, &sandbox, &config, &mcp, keep, sink)?;
+    let prompt = if front.prompt_as_is {
+        options.prompt.clone()
+    } else {
+        prepare_prompt(&options.prompt, cwd, &sandbox, &config, &mcp, keep, sink)?
+    };
     let flags = PromptFlags {
         system_prompt: options
             .prompt_flags
