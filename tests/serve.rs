@@ -3014,33 +3014,7 @@ fn an_archive_imported_over_http_brings_no_system_prompt_of_its_own() {
         .as_array()
         .unwrap()
         .clone();
-    assert_eq!(sent[0]["role"], "system");
-    assert_eq!(
-        sent[0]["content"],
-        today.as_str(),
-        "today's system prompt leads"
-    );
-    for message in &sent {
-        let text = message["content"].as_str().unwrap_or_default();
-        if message["role"] == "system" {
-            assert!(
-                !text.contains("XYZZY") && !text.contains("PLUGH"),
-                "an archive's text is a system message: {sent:#?}"
-            );
-        }
-    }
-    let quoted: Vec<&str> = sent
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| t.contains("PLUGH"))
-        .collect();
-    assert_eq!(quoted.len(), 1, "{sent:#?}");
-    assert!(
-        quoted[0].contains("quoted from an imported session"),
-        "{}",
-        quoted[0]
-    );
+    crate::session_archive::assert_imported_history_has_no_authority(&sent, &today);
 }
 
 /// Preset and binding changes are configuration writes: without the provider-edit grant
