@@ -146,7 +146,7 @@ impl Policy {
         let protected = vec![home.clone()];
         let secrets: Vec<PathBuf> = crate::config::paths::home_secrets(&home)
             .iter()
-            .map(|secret| resolve_or_keep(secret))
+            .map(|secret| resolve_entry_of_resolved(secret))
             .collect();
         let mut forbid_read = Vec::new();
         for hidden in &settings.forbid_read {
@@ -717,6 +717,16 @@ fn absolute_from_cwd(path: &Path) -> PathBuf {
 /// (checks against it then still work on the literal path).
 fn resolve_or_keep(path: &Path) -> PathBuf {
     confine::resolve(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// [`resolve_or_keep`] for an entry of a directory that is already resolved (the home's
+/// secrets): only the entry itself can be a symlink, so one `lstat` answers instead of one per
+/// component of the path, for every secret of every policy built at start-up.
+fn resolve_entry_of_resolved(entry: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(entry) {
+        Ok(meta) if meta.file_type().is_symlink() => resolve_or_keep(entry),
+        _ => entry.to_path_buf(),
+    }
 }
 
 fn push_unique(paths: &mut Vec<PathBuf>, path: PathBuf) {
