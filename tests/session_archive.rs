@@ -278,11 +278,7 @@ fn an_imported_archive_brings_no_system_prompt_of_its_own() {
 /// message) in any system message, and the mid-history one quoted once as a user message.
 pub(crate) fn assert_imported_history_has_no_authority(sent: &[serde_json::Value], today: &str) {
     assert_eq!(sent[0]["role"], "system");
-    assert_eq!(
-        sent[0]["content"],
-        today,
-        "today's system prompt leads"
-    );
+    assert_eq!(sent[0]["content"], today, "today's system prompt leads");
     for message in sent {
         let text = message["content"].as_str().unwrap_or_default();
         if message["role"] == "system" {
