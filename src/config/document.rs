@@ -139,6 +139,9 @@ pub(super) fn read<T: DeserializeOwned>(value: &DeValue) -> Result<(T, Vec<Unkno
 struct Walk {
     path: KeyPath,
     unknown: Vec<Unknown>,
+    /// Where the key of the entry being read starts, for an unknown key found only when its
+    /// value is ignored.
+    key_offset: usize,
 }
 
 impl Walk {
@@ -245,7 +248,15 @@ impl<'de> de::Deserializer<'de> for Node<'_, '_> {
         }
     }
 
+    /// A value nobody reads is a key the schema does not know. A struct's table read as a
+    /// struct skips such keys before their value (see [`Entries`]); one read through
+    /// `deserialize_any` (a key that is a string or a table, like `[plugins.sandbox]`) hands
+    /// every key to the struct's visitor, which ignores the unknown ones here.
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.walk.unknown.push(Unknown {
+            offset: self.walk.key_offset,
+            path: self.walk.path.clone(),
+        });
         visitor.visit_unit()
     }
 
@@ -260,8 +271,9 @@ impl<'de> de::Deserializer<'de> for Node<'_, '_> {
 struct Entries<'a, 'i> {
     iter: toml::map::Iter<'a, Spanned<std::borrow::Cow<'i, str>>, Spanned<DeValue<'i>>>,
     fields: Option<&'static [&'static str]>,
-    /// The entry whose key was read last, for `next_value_seed`.
-    next: Option<(&'a str, &'a Spanned<DeValue<'i>>)>,
+    /// The entry whose key was read last (its name, where the key starts, its value), for
+    /// `next_value_seed`.
+    next: Option<(&'a str, usize, &'a Spanned<DeValue<'i>>)>,
     walk: &'a mut Walk,
 }
 
@@ -282,17 +294,18 @@ impl<'de> de::MapAccess<'de> for Entries<'_, '_> {
                 });
                 continue;
             }
-            self.next = Some((name, value));
+            self.next = Some((name, key.span().start, value));
             return seed.deserialize(name.into_deserializer()).map(Some);
         }
         Ok(None)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let Some((name, value)) = self.next.take() else {
+        let Some((name, key_offset, value)) = self.next.take() else {
             return Err(de::Error::custom("config: a value was read before its key"));
         };
         self.walk.path.0.push(Seg::Key(name.to_string()));
+        self.walk.key_offset = key_offset;
         let read = seed
             .deserialize(Node {
                 value: value.get_ref(),
@@ -364,6 +377,18 @@ mod tests {
         );
         assert_eq!(config.agent.subagent_models["any"], "m");
         assert!(config.providers[0].extra_body.contains_key("free"));
+    }
+
+    #[test]
+    fn unknown_keys_of_a_struct_read_through_a_custom_visitor_are_recorded_too() {
+        // `[plugins.sandbox]` is `"off"` or a table, so it is read with `deserialize_any`
+        // and its struct's field names never reach the table's entries.
+        let text = "[[plugins]]\nname = \"s\"\ncommand = \"x\"\n[plugins.sandbox]\nnetwork = false\nalow_write = [\"/etc\"]\n";
+        let (config, unknown) = read::<Config>(&parse(text)).unwrap();
+        let paths: Vec<String> = unknown.iter().map(|u| u.path.to_string()).collect();
+        assert_eq!(paths, vec!["plugins[0].sandbox.alow_write"]);
+        assert_eq!(&text[unknown[0].offset..][..10], "alow_write");
+        assert!(config.plugins[0].sandbox.is_some());
     }
 
     #[test]
