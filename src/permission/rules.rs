@@ -972,6 +972,119 @@ mod tests {
         assert!(!p.matches("echo 'x'"));
     }
 
+    /// `=` before `(` is the literal form, whose text may hold parentheses; `(` first is a
+    /// specifier, whose text may hold `=`.
+    #[test]
+    fn the_form_is_chosen_by_whichever_of_equals_and_paren_comes_first() {
+        let write = |path: &str| json!({"path": path});
+        assert!(matches(
+            "write_file=notes(1).md",
+            "write_file",
+            write("notes(1).md"),
+            Polarity::Grant
+        ));
+        assert!(!matches(
+            "write_file=notes(1).md",
+            "write_file",
+            write("notes1.md"),
+            Polarity::Grant
+        ));
+        let env = json!({"command": "FOO=1 make"});
+        assert!(matches("Bash(FOO=1 make)", "bash", env, Polarity::Grant));
+    }
+
+    /// `(*)` is the bare rule; a literal `*` is only itself.
+    #[test]
+    fn a_star_specifier_is_bare_and_a_literal_star_is_not() {
+        let rule = |text: &str| Rule::parse(text).unwrap();
+        assert!(rule("Bash").is_bare());
+        assert!(rule("Bash(*)").is_bare());
+        assert!(rule("mcp__s__t(*)").is_bare());
+        assert!(!rule("Bash(git:*)").is_bare());
+        let literal = rule("lookup=*");
+        assert!(!literal.is_bare());
+        let call = |value: &str| {
+            Call::with_subject(
+                "lookup",
+                Family::Other,
+                Some(Subject::Pattern(value.into())),
+            )
+        };
+        assert!(literal.matches(&call("*"), Polarity::Grant, &ctx()));
+        assert!(!literal.matches(&call("anything"), Polarity::Grant, &ctx()));
+    }
+
+    /// A rule on a tool that is not `Bash` but runs commands (a shell-family tool of its own
+    /// name) matches its command like a `Bash` rule does.
+    #[test]
+    fn a_named_shell_tool_rule_matches_the_command() {
+        let run = |command: &str| Call::new("sh", Family::Shell, &json!({"command": command}));
+        let rule = Rule::parse("sh(git status)").unwrap();
+        assert!(rule.matches(&run("git status"), Polarity::Grant, &ctx()));
+        assert!(rule.matches(&run("git status"), Polarity::Restrict, &ctx()));
+        assert!(!rule.matches(&run("git push"), Polarity::Grant, &ctx()));
+    }
+
+    /// A grant with a prefix or a wildcard is matched word by word on the simple command; only
+    /// a plain rule is compared as a whole string.
+    #[test]
+    fn prefix_and_wildcard_grants_match_the_simple_command() {
+        let bash = |command: &str| json!({"command": command});
+        assert!(matches(
+            "Bash(git:*)",
+            "bash",
+            bash("git status"),
+            Polarity::Grant
+        ));
+        assert!(matches(
+            "Bash(git * main)",
+            "bash",
+            bash("git push origin main"),
+            Polarity::Grant
+        ));
+        assert!(!matches(
+            "Bash(git:*)",
+            "bash",
+            bash("gitx status"),
+            Polarity::Grant
+        ));
+        assert!(matches(
+            "Bash(ls -l)",
+            "bash",
+            bash("ls -l"),
+            Polarity::Grant
+        ));
+        assert!(!matches(
+            "Bash(ls -l)",
+            "bash",
+            bash("ls -la"),
+            Polarity::Grant
+        ));
+    }
+
+    /// In a command pattern a quoted `*` is a character and an unquoted one a wildcard, also
+    /// after a quoted or escaped part.
+    #[test]
+    fn only_unquoted_stars_are_wildcards_in_command_patterns() {
+        let p = Pattern::new("echo 'a*' *", Form::Specifier, Stars::Unquoted);
+        assert!(p.matches("echo 'a*' anything"));
+        assert!(!p.matches("echo 'abc' anything"));
+        let p = Pattern::new("echo \\* \"*\" *", Form::Specifier, Stars::Unquoted);
+        assert!(p.matches("echo \\* \"*\" x y"));
+        assert!(!p.matches("echo \\x \"*\" x"));
+        assert!(Pattern::new("ls *", Form::Specifier, Stars::Unquoted).matches("ls src"));
+    }
+
+    #[test]
+    fn normalize_resolves_dots_lexically() {
+        let n = |p: &str| normalize(Path::new(p)).display().to_string();
+        assert_eq!(n("a/../b"), "b");
+        assert_eq!(n("a/./b/../c"), "a/c");
+        assert_eq!(n("../x"), "../x");
+        assert_eq!(n("a/../../x"), "../x");
+        assert_eq!(n("/../x"), "/x");
+    }
+
     #[test]
     fn path_globs() {
         let m = |rule: &str, path: &str| {
