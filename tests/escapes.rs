@@ -820,3 +820,34 @@ fn an_at_reference_cannot_attach_a_secret_of_the_reasonix_home() {
     assert!(sent.contains("CONTROL-REFERENCE-VISIBLE"), "{sent}");
     assert_no_secret("any backend", "an @ reference", &sent);
 }
+
+/// A deny rule on a command cannot be evaded by wrapping the command deeper than the shell
+/// analysis unwraps it (wrappers, `eval`, `find -exec`), even where an allow rule grants the
+/// outer wrapper: past its bounds a command counts as matching every restriction on bash.
+#[test]
+fn a_deny_rule_holds_however_deep_the_command_is_wrapped() {
+    let wrapped = [
+        "nice ".repeat(12) + "rm -f victim.txt",
+        "eval ".repeat(8) + "rm -f victim.txt",
+        "find . -maxdepth 0 -exec ".repeat(8) + "rm -f victim.txt ;",
+    ];
+    for command in wrapped {
+        let home = Dir::new();
+        let ws = Dir::new();
+        ws.write("victim.txt", "keep me\n");
+        let args = serde_json::json!({ "command": command }).to_string();
+        let (out, results) = model_calls(
+            &home,
+            ws.path(),
+            "",
+            &[("c1", "bash", &args)],
+            &["--permission-mode", "yolo", "--deny", "Bash(rm:*)"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(
+            ws.path().join("victim.txt").exists(),
+            "{command:?} ran past the deny rule: {results:?}"
+        );
+        assert!(results[0].contains("blocked by rule"), "{results:?}");
+    }
+}

@@ -626,14 +626,19 @@ impl BashPattern {
         self.fits(&self.grant, &line.join(" "))
     }
 
+    /// A restriction (deny or ask) matches when the line or any command it runs fits, and
+    /// also when the analysis could not unwrap every command (nesting past its bounds):
+    /// wrapping a command deeper must not take it out of a deny rule's reach.
     fn restricts(&self, analysis: &Analysis) -> bool {
         if self.fits(&self.restrict, &analysis.plain_rendering()) {
             return true;
         }
-        analysis
-            .executed_forms()
-            .iter()
-            .any(|form| self.fits(&self.restrict, form))
+        let forms = analysis.forms();
+        forms.truncated
+            || forms
+                .list
+                .iter()
+                .any(|form| self.fits(&self.restrict, form))
     }
 
     fn fits(&self, pattern: &Pattern, line: &str) -> bool {
@@ -1073,6 +1078,30 @@ mod tests {
         assert!(p.matches("echo \\* \"*\" x y"));
         assert!(!p.matches("echo \\x \"*\" x"));
         assert!(Pattern::new("ls *", Form::Specifier, Stars::Unquoted).matches("ls src"));
+    }
+
+    /// A deny rule cannot be evaded by nesting the command deeper than the analysis unwraps:
+    /// past its bounds the call counts as matching every restriction on its tool.
+    #[test]
+    fn restrictions_hold_past_the_unwrapping_bounds() {
+        let deny = |command: &str| {
+            matches(
+                "Bash(rm:*)",
+                "bash",
+                json!({"command": command}),
+                Polarity::Restrict,
+            )
+        };
+        assert!(deny(&("nice ".repeat(12) + "rm -rf /")));
+        assert!(deny(&("eval ".repeat(8) + "rm -rf /")));
+        assert!(deny(&("find . -exec ".repeat(8) + "rm -rf / ;")));
+        assert!(deny(
+            "sh -c 'sh -c \"sh -c \\\"sh -c \\\\\\\"sh -c rm\\\\\\\"\\\"\"'"
+        ));
+        assert!(
+            !deny("nice nice ls"),
+            "a shallow command is judged by what it runs"
+        );
     }
 
     #[test]

@@ -16,8 +16,11 @@
 
 /// Substitutions nested deeper than this make a command unparseable.
 const MAX_DEPTH: usize = 16;
-/// `sh -c`, `eval` and wrapper unwrapping stop after this many levels.
+/// `sh -c` and `eval` strings are analysed this many levels deep. Past any of these bounds
+/// the forms are marked truncated and restrictions treat the line as matching.
 const MAX_UNWRAP_DEPTH: usize = 4;
+/// How many wrappers (`sudo`, `nice`, `env`, ...) one command is unwrapped through.
+const MAX_WRAPPERS: usize = 8;
 /// Upper bound on the command forms returned for deny/ask checks.
 const MAX_FORMS: usize = 512;
 
@@ -174,19 +177,45 @@ impl Analysis {
     /// arguments and `find -exec`, each also with its program path reduced to the base name.
     /// Deny and ask rules are checked against all of them.
     pub fn executed_forms(&self) -> Vec<String> {
-        let mut forms = Vec::new();
+        self.forms().list
+    }
+
+    /// The executed forms, and whether a bound (nesting depth, wrapper chain, form count)
+    /// stopped the unwrapping before every form was found.
+    pub fn forms(&self) -> Forms {
+        let mut forms = Forms::default();
         self.collect_forms(0, &mut forms);
-        forms.dedup();
+        forms.list.dedup();
         forms
     }
 
-    fn collect_forms(&self, depth: usize, out: &mut Vec<String>) {
+    fn collect_forms(&self, depth: usize, out: &mut Forms) {
         let lists = std::iter::once(&self.tokens).chain(self.inner.iter());
         for tokens in lists {
             for segment in segments(tokens) {
                 let words: Vec<String> = segment.iter().map(|w| w.text.clone()).collect();
                 unwrap_forms(words, depth, out);
             }
+        }
+    }
+}
+
+/// What [`Analysis::forms`] found.
+#[derive(Debug, Default)]
+pub struct Forms {
+    /// Every simple command found, in order.
+    pub list: Vec<String>,
+    /// A bound stopped the unwrapping: some command the line runs may be missing from
+    /// `list`, so a restriction must treat the line as matching.
+    pub truncated: bool,
+}
+
+impl Forms {
+    fn push(&mut self, form: String) {
+        if self.list.len() >= MAX_FORMS {
+            self.truncated = true;
+        } else {
+            self.list.push(form);
         }
     }
 }
@@ -288,9 +317,13 @@ fn dynamic_reason(first: &str) -> Option<String> {
 }
 
 /// Adds `words` and every form hidden behind wrappers to `out`.
-fn unwrap_forms(mut words: Vec<String>, depth: usize, out: &mut Vec<String>) {
-    for _ in 0..8 {
-        if words.is_empty() || out.len() >= MAX_FORMS {
+fn unwrap_forms(mut words: Vec<String>, depth: usize, out: &mut Forms) {
+    for _ in 0..MAX_WRAPPERS {
+        if words.is_empty() {
+            return;
+        }
+        if out.list.len() >= MAX_FORMS {
+            out.truncated = true;
             return;
         }
         out.push(words.join(" "));
@@ -304,11 +337,13 @@ fn unwrap_forms(mut words: Vec<String>, depth: usize, out: &mut Vec<String>) {
             None => return,
         }
     }
+    // The chain of wrappers is longer than the bound: what the last one runs was not seen.
+    out.truncated |= !words.is_empty();
 }
 
 /// The command a wrapper runs, or `None` when `words` is not a wrapper. Strings that are
 /// themselves shell code (`sh -c`, `eval`) are analysed recursively into `out`.
-fn unwrap_once(words: &[String], depth: usize, out: &mut Vec<String>) -> Option<Vec<String>> {
+fn unwrap_once(words: &[String], depth: usize, out: &mut Forms) -> Option<Vec<String>> {
     let first = words[0].as_str();
     let rest = &words[1..];
     if RESERVED.contains(&first) || is_assignment(first) {
@@ -376,7 +411,7 @@ fn shell_script(args: &[String]) -> Option<&str> {
     None
 }
 
-fn find_exec(args: &[String], depth: usize, out: &mut Vec<String>) {
+fn find_exec(args: &[String], depth: usize, out: &mut Forms) {
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         if matches!(arg.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
@@ -390,9 +425,11 @@ fn find_exec(args: &[String], depth: usize, out: &mut Vec<String>) {
     }
 }
 
-fn nested(script: &str, depth: usize, out: &mut Vec<String>) {
+fn nested(script: &str, depth: usize, out: &mut Forms) {
     if depth < MAX_UNWRAP_DEPTH {
         Analysis::parse_at(script, 0).collect_forms(depth + 1, out);
+    } else {
+        out.truncated = true;
     }
 }
 
@@ -976,6 +1013,49 @@ mod tests {
         has("diff <(rm -rf /) x", "rm -rf /");
         has("$'\\x72m' -rf /", "rm -rf /");
         has("$'\\162\\155' -rf /", "rm -rf /");
+    }
+
+    #[test]
+    fn assignments_start_with_a_letter_or_underscore() {
+        assert!(is_assignment("FOO=1"));
+        assert!(is_assignment("_x="));
+        assert!(is_assignment("a1_B=x=y"));
+        assert!(!is_assignment("1x=y"));
+        assert!(!is_assignment("-x=y"));
+        assert!(!is_assignment("a-b=1"));
+        assert!(!is_assignment("plain"));
+        let forms = Analysis::parse("1x=y rm -rf /").executed_forms();
+        assert_eq!(
+            forms,
+            ["1x=y rm -rf /"],
+            "not an assignment, so the command is `1x=y`"
+        );
+    }
+
+    #[test]
+    fn wrapper_options_end_at_a_double_dash() {
+        let forms = Analysis::parse("sudo -- rm -rf /").executed_forms();
+        assert!(forms.iter().any(|f| f == "rm -rf /"), "{forms:?}");
+        let forms = Analysis::parse("nice -n 5 -- ls").executed_forms();
+        assert!(forms.iter().any(|f| f == "ls"), "{forms:?}");
+    }
+
+    /// Every kind of nesting counts towards the bounds, and a line nested past them says so.
+    #[test]
+    fn unwrapping_past_a_bound_marks_the_forms_truncated() {
+        let truncated = |c: &str| Analysis::parse(c).forms().truncated;
+        assert!(!truncated("eval eval eval ls"));
+        assert!(truncated(&("eval ".repeat(6) + "ls")));
+        assert!(!truncated(&("nice ".repeat(7) + "ls")));
+        assert!(truncated(&("nice ".repeat(12) + "ls")));
+        assert!(!truncated("find . -exec ls ;"));
+        assert!(truncated(
+            "find . -exec find . -exec find . -exec find . -exec eval ls ; ; ; ;"
+        ));
+        assert!(truncated("sh -c 'eval eval eval eval ls'"));
+        assert!(!truncated("sh -c 'sh -c ls'"));
+        // `sh -c sh -c ...` runs the script `sh` with the rest as its arguments: one level.
+        assert!(!truncated(&("sh -c ".repeat(50) + "ls")));
     }
 
     #[test]
