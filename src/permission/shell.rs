@@ -1060,9 +1060,14 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_bounded() {
-        let deep = format!("{}x{}", "$(".repeat(40), ")".repeat(40));
-        let analysis = Analysis::parse(&deep);
+        let nested = |n: usize| format!("{}x{}", "$(".repeat(n), ")".repeat(n));
+        let analysis = Analysis::parse(&nested(40));
         assert!(analysis.error().is_some());
+        assert_eq!(Analysis::parse(&nested(MAX_DEPTH)).error(), None);
+        assert_eq!(
+            Analysis::parse(&nested(MAX_DEPTH + 1)).error(),
+            Some("substitutions are nested too deeply")
+        );
         let script = "sh -c ".repeat(50) + "ls";
         assert!(Analysis::parse(&script).executed_forms().len() <= MAX_FORMS);
     }
