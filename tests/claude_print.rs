@@ -191,6 +191,85 @@ fn stream_json_has_claude_codes_messages_in_order_with_claude_tool_names() {
     );
 }
 
+/// The `system/init` message of a one-answer `stream-json` run of `reasonix` in `case`, with
+/// `env` set.
+fn init_of(case: &Case, env: &[(&str, &str)]) -> Value {
+    let mut cmd = reasonix(&case.home, case.work.path());
+    cmd.args(["-p", "--output-format", "stream-json", "--verbose", "hi"]);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "{out:?}");
+    lines(&out)[0].clone()
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {value}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+#[test]
+fn init_lists_commands_skills_agents_and_where_the_key_came_from() {
+    let case = Case::new(vec![Reply::text("a"), Reply::text("b")], "");
+    case.home
+        .write(".reasonix/commands/deploy.md", "Deploy $ARGUMENTS now.\n");
+    case.home.write(
+        ".reasonix/skills/lint/SKILL.md",
+        "---\nname: lint\ndescription: Lint the code\n---\nRun the linter.\n",
+    );
+    case.home.write(
+        ".claude/agents/reviewer.md",
+        "---\nname: code-reviewer\ndescription: Reviews a diff\n---\nYou review code.\n",
+    );
+    let init = init_of(&case, &[("FAKE_API_KEY", "k")]);
+    // Claude lists skills among the slash commands, without the slash; so do we, with the
+    // subagent profiles that also run as `/NAME`.
+    let commands = strings(&init["slash_commands"]);
+    for name in ["deploy", "lint", "code-reviewer", "explore"] {
+        assert!(commands.contains(&name), "{name} not in {commands:?}");
+    }
+    assert!(commands.iter().all(|c| !c.starts_with('/')), "{commands:?}");
+    assert_eq!(strings(&init["skills"]), ["lint"], "{init}");
+    let agents = strings(&init["agents"]);
+    for name in ["code-reviewer", "explore", "review"] {
+        assert!(agents.contains(&name), "{name} not in {agents:?}");
+    }
+    assert!(!agents.contains(&"lint"), "{agents:?}");
+    assert_eq!(init["apiKeySource"], "ANTHROPIC_API_KEY", "{init}");
+    // The key stored in the home's `.env` (as `reasonix setup` writes it), no variable set.
+    case.home.write(".reasonix/.env", "FAKE_API_KEY=stored\n");
+    let init = init_of(&case, &[]);
+    assert_eq!(init["apiKeySource"], "/login managed key", "{init}");
+}
+
+#[test]
+fn init_says_none_when_the_provider_takes_no_key() {
+    let server = FakeOpenAI::start(vec![Reply::text("a")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"local\"\n\n[[providers]]\nname = \"local\"\nbase_url = \"{}\"\nmodel = \"m\"\nretry = {{ max_retries = 0 }}\n\n[environment]\nenabled = false\n",
+            server.base_url()
+        ),
+    );
+    let out = run(reasonix(&home, work.path()).args([
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "hi",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(lines(&out)[0]["apiKeySource"], "none", "{out:?}");
+}
+
 #[test]
 fn json_output_is_the_result_object_alone() {
     let case = Case::new(vec![Reply::text("done")], "");

@@ -65,6 +65,11 @@ pub struct InitInfo {
     pub mcp_servers: Vec<String>,
     pub permission_mode: &'static str,
     pub slash_commands: Vec<String>,
+    pub skills: Vec<String>,
+    /// The subagent profiles `Task` can run.
+    pub agents: Vec<String>,
+    /// Claude Code's value for where the key came from (`init_catalog::api_key_source`).
+    pub api_key_source: &'static str,
 }
 
 /// `{"type": "system", "subtype": "init", ...}`: the first message of a session.
@@ -84,12 +89,11 @@ pub fn init(info: &InitInfo) -> Value {
         "model": info.model,
         "permissionMode": info.permission_mode,
         "slash_commands": info.slash_commands,
-        // The key reaches the model server through reasonix's own config, never Anthropic's.
-        "apiKeySource": "none",
+        "apiKeySource": info.api_key_source,
         "claude_code_version": format!("reasonix {}", crate::VERSION),
         "output_style": "default",
-        "agents": [],
-        "skills": [],
+        "agents": info.agents,
+        "skills": info.skills,
         "plugins": [],
         "uuid": uuid(),
     })

@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::encode::{self, InitInfo, Origin, ResultInfo};
+use super::init_catalog::{self, InitCatalog};
 use crate::agent::compaction::{Tier, Trigger};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::cancel::CancelToken;
@@ -62,6 +63,8 @@ pub struct ClaudeStream {
     api_ms: u64,
     /// A `context_window` for `modelUsage`, from nothing better than the config's default.
     context_window: u64,
+    /// What `init` lists besides the tools, once the session is open.
+    catalog: InitCatalog,
 }
 
 impl ClaudeStream {
@@ -79,6 +82,10 @@ impl ClaudeStream {
             request_started: Instant::now(),
             api_ms: 0,
             context_window: 0,
+            catalog: InitCatalog {
+                api_key_source: init_catalog::NO_KEY,
+                ..InitCatalog::default()
+            },
         }
     }
 
@@ -206,7 +213,10 @@ impl ClaudeStream {
                 .collect(),
             mcp_servers: servers,
             permission_mode: self.options.permission_mode,
-            slash_commands: Vec::new(),
+            slash_commands: self.catalog.slash_commands.clone(),
+            skills: self.catalog.skills.clone(),
+            agents: self.catalog.agents.clone(),
+            api_key_source: self.catalog.api_key_source,
         };
         let value = encode::init(&info);
         self.line(&value);
@@ -487,6 +497,10 @@ impl Report for ClaudeStream {
     /// CLI's one error line on stderr is the report.
     fn abort(&mut self, result: &RunResult) {
         self.report(result);
+    }
+
+    fn catalog(&mut self, catalog: &InitCatalog) {
+        self.catalog = catalog.clone();
     }
 }
 
