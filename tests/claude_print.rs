@@ -319,6 +319,101 @@ fn partial_messages_stream_text_deltas() {
     );
 }
 
+#[test]
+fn partial_messages_stream_tool_use_blocks_in_claude_names() {
+    let case = Case::new(
+        vec![
+            Reply::text_then_tool_calls(
+                "Reading.",
+                &[("call_1", "read_file", r#"{"path":"a.txt"}"#)],
+            ),
+            Reply::text("it says hi"),
+        ],
+        "",
+    );
+    case.work.write("a.txt", "hi\n");
+    let out = case.run(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "read a.txt",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // Each line as a short label, in order: stream events by their type (and block type),
+    // other messages by theirs. How the text is cut into deltas is the stream's business, so
+    // a run of text deltas is one label.
+    let mut labels: Vec<String> = lines(&out)
+        .iter()
+        .map(|m| match m["type"].as_str() {
+            Some("stream_event") => {
+                let event = &m["event"];
+                let kind = event["type"].as_str().unwrap_or("?");
+                let detail = event["content_block"]["type"]
+                    .as_str()
+                    .or(event["delta"]["type"].as_str())
+                    .map(|d| format!(":{d}@{}", event["index"]))
+                    .unwrap_or_default();
+                format!("{kind}{detail}")
+            }
+            Some(other) => other.to_string(),
+            None => "?".into(),
+        })
+        .collect();
+    labels.dedup_by(|a, b| a == b && a.contains("text_delta"));
+    let expected = [
+        "system",
+        "message_start",
+        "content_block_start:text@0",
+        "content_block_delta:text_delta@0",
+        "content_block_stop",
+        "assistant",
+        "content_block_start:tool_use@1",
+        "content_block_delta:input_json_delta@1",
+        "content_block_stop",
+        "assistant",
+        "message_delta",
+        "message_stop",
+        "user",
+        "message_start",
+        "content_block_start:text@0",
+        "content_block_delta:text_delta@0",
+        "content_block_stop",
+        "assistant",
+        "message_delta",
+        "message_stop",
+        "result",
+    ];
+    assert_eq!(labels, expected, "{}", out.stdout);
+    let messages = lines(&out);
+    let start = messages
+        .iter()
+        .map(|m| &m["event"])
+        .find(|e| e["content_block"]["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(
+        start["content_block"],
+        serde_json::json!({"type": "tool_use", "id": "call_1", "name": "Read", "input": {}})
+    );
+    let partial = messages
+        .iter()
+        .map(|m| &m["event"])
+        .find(|e| e["delta"]["type"] == "input_json_delta")
+        .unwrap();
+    let input: Value =
+        serde_json::from_str(partial["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input, serde_json::json!({"file_path": "a.txt"}));
+    // The tool_use message and its partials belong to one message.
+    let ids: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["type"] == "assistant")
+        .map(|m| &m["message"]["id"])
+        .collect();
+    assert_eq!(ids[0], ids[1]);
+    assert_ne!(ids[1], ids[2]);
+}
+
 /// One `write_file` call of `new.txt` and the answer, under `args`: the file's content after
 /// the run (if any) and the result.
 fn write_attempt(args: &[&str], config: &str) -> (Option<String>, Value) {

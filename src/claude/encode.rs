@@ -211,6 +211,20 @@ pub fn content_block_delta(index: usize, thinking: bool, text: &str) -> Value {
     json!({"type": "content_block_delta", "index": index, "delta": delta})
 }
 
+/// The partial stream of a `tool_use` block at `index`: its start with an empty input, the
+/// whole input (Claude's keys) as one `input_json_delta`, its stop. The agent reports a call
+/// once the model finished it, so its input is streamed whole; the model's argument stream is
+/// in reasonix's keys and is not shown.
+pub fn tool_use_events(index: usize, id: &str, name: &str, input: &Value) -> [Value; 3] {
+    [
+        json!({"type": "content_block_start", "index": index,
+               "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        json!({"type": "content_block_delta", "index": index,
+               "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        content_block_stop(index),
+    ]
+}
+
 pub fn content_block_stop(index: usize) -> Value {
     json!({"type": "content_block_stop", "index": index})
 }

@@ -50,7 +50,8 @@ Flags:
       --input-format FMT       text (default) or stream-json (user messages as JSON lines on
                                stdin; needs --output-format stream-json)
       --verbose                Also show notices on stderr (stream-json streams either way)
-      --include-partial-messages  stream-json: also stream_event partials as text arrives
+      --include-partial-messages  stream-json: also stream_event partials (text as it
+                               arrives, each tool call as a tool_use block)
       --include-hook-events    stream-json: a system hook_response message per hook run
       --max-turns N            Stop after N tool rounds (result subtype error_max_turns)
   -c, --continue               Continue the newest session of this workspace
