@@ -227,13 +227,9 @@ fn init_lists_commands_skills_agents_and_where_the_key_came_from() {
         "---\nname: code-reviewer\ndescription: Reviews a diff\n---\nYou review code.\n",
     );
     let init = init_of(&case, &[("FAKE_API_KEY", "k")]);
-    // Claude lists skills among the slash commands, without the slash; so do we, with the
-    // subagent profiles that also run as `/NAME`.
-    let commands = strings(&init["slash_commands"]);
-    for name in ["deploy", "lint", "code-reviewer", "explore"] {
-        assert!(commands.contains(&name), "{name} not in {commands:?}");
-    }
-    assert!(commands.iter().all(|c| !c.starts_with('/')), "{commands:?}");
+    // What a print-mode prompt may start with, without the slash: the custom commands (skills
+    // and profiles run as `/NAME` in the chat only).
+    assert_eq!(strings(&init["slash_commands"]), ["deploy"], "{init}");
     assert_eq!(strings(&init["skills"]), ["lint"], "{init}");
     let agents = strings(&init["agents"]);
     for name in ["code-reviewer", "explore", "review"] {
@@ -248,7 +244,7 @@ fn init_lists_commands_skills_agents_and_where_the_key_came_from() {
 }
 
 #[test]
-fn init_says_none_when_the_provider_takes_no_key() {
+fn init_says_none_when_the_provider_takes_no_key_and_lists_the_built_in_agents() {
     let server = FakeOpenAI::start(vec![Reply::text("a")]);
     let home = Dir::new();
     let work = Dir::new();
@@ -267,7 +263,11 @@ fn init_says_none_when_the_provider_takes_no_key() {
         "hi",
     ]));
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(lines(&out)[0]["apiKeySource"], "none", "{out:?}");
+    let init = &lines(&out)[0];
+    assert_eq!(init["apiKeySource"], "none", "{out:?}");
+    // No skill anywhere: the built-in profiles are still what `Task` can run.
+    assert_eq!(strings(&init["agents"]), ["explore", "review"], "{init}");
+    assert_eq!(strings(&init["skills"]), Vec::<&str>::new(), "{init}");
 }
 
 #[test]

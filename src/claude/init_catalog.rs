@@ -1,8 +1,9 @@
 //! What print mode's `system/init` lists besides the tools, in Claude Code's terms: the
-//! `slash_commands` a prompt may start with (custom commands, and the skills and subagent
-//! profiles that run as `/NAME`), the `skills`, the `agents` the `Task` tool can run (the
-//! subagent profiles: stored, `~/.claude/agents`, a trusted workspace's `.claude/agents`, and
-//! the built-in ones), and `apiKeySource`, where the model's key came from.
+//! `slash_commands` a print-mode prompt may start with (the custom commands: skills and
+//! profiles run as `/NAME` only in the chat, so they are not listed), the `skills`, the
+//! `agents` the `Task` tool can run (the subagent profiles: stored, `~/.claude/agents`, a
+//! trusted workspace's `.claude/agents`, and the built-in ones), and `apiKeySource`, where the
+//! model's key came from.
 
 use std::path::Path;
 
@@ -15,7 +16,7 @@ use crate::skill::RunAs;
 /// The `init` fields a session's catalog answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InitCatalog {
-    /// Names without the slash, sorted.
+    /// Custom command names without the slash, sorted.
     pub slash_commands: Vec<String>,
     pub skills: Vec<String>,
     pub agents: Vec<String>,
@@ -41,23 +42,22 @@ impl InitCatalog {
         store: Option<&Store>,
         settings: &ProviderSettings,
     ) -> InitCatalog {
-        let mut commands = custom::load_for(config, cwd);
-        let (mut skills, mut agents) = (Vec::new(), Vec::new());
-        if let Some(store) = store {
-            crate::app::skills::add_commands(&mut commands, store);
-            skills = store
-                .skills
-                .iter()
-                .filter(|s| s.run_as == RunAs::Inline)
-                .map(|s| s.name.clone())
-                .collect();
-            agents = crate::app::skills::profiles(&store.skills)
-                .into_iter()
-                .map(|s| s.name)
-                .collect();
-        }
-        let mut slash_commands: Vec<String> =
-            commands.commands.into_iter().map(|c| c.name).collect();
+        let stored = store.map_or(&[][..], |s| s.skills.as_slice());
+        let mut skills: Vec<String> = stored
+            .iter()
+            .filter(|s| s.run_as == RunAs::Inline)
+            .map(|s| s.name.clone())
+            .collect();
+        // Without stored profiles the built-in ones are still there to run.
+        let mut agents: Vec<String> = crate::app::skills::profiles(stored)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        let mut slash_commands: Vec<String> = custom::load_for(config, cwd)
+            .commands
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
         slash_commands.sort();
         slash_commands.dedup();
         skills.sort();
