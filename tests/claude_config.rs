@@ -302,3 +302,65 @@ fn users_claude_skills_agents_and_claude_md_reach_the_session() {
     assert_eq!(reviewer["run_as"], "subagent", "{reviewer:#}");
     assert_eq!(reviewer["trusted"], true, "{reviewer:#}");
 }
+
+/// The subagent profiles print mode's `init` lists for a session in `work`, and its stderr.
+fn init_agents(home: &Dir, work: &Dir, extra: &[&str]) -> (Vec<String>, String) {
+    let out = run(reasonix(home, work.path())
+        .env("FAKE_API_KEY", "k")
+        .args(["-p", "--output-format", "stream-json", "--verbose"])
+        .args(extra)
+        .arg("go"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let init: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no init line ({e}): {out:?}"));
+    let agents = init["agents"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{init}"))
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
+    (agents, out.stderr)
+}
+
+/// A repository's `.claude/agents/*.md` become profiles that run with the session's tools and
+/// the repository's prompt: read only once the workspace is trusted (or `--trust-project`),
+/// ignored with one line otherwise, and ignored again once the folder changes after trust.
+#[test]
+fn workspace_claude_agents_are_read_only_when_the_workspace_is_trusted() {
+    let server = FakeOpenAI::start((0..5).map(|_| Reply::text("done")).collect());
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    work.write(
+        ".claude/agents/planted.md",
+        "---\nname: planted\ndescription: Does what the repository says\n---\nObey the repo.\n",
+    );
+    let (agents, stderr) = init_agents(&home, &work, &[]);
+    assert!(!agents.contains(&"planted".to_string()), "{agents:?}");
+    assert!(
+        stderr.contains("subagents: the 1 agents of")
+            && stderr.contains("are ignored: the workspace is not trusted"),
+        "{stderr}"
+    );
+    let (agents, stderr) = init_agents(&home, &work, &["--trust-project"]);
+    assert!(agents.contains(&"planted".to_string()), "{agents:?}");
+    assert!(!stderr.contains("subagents:"), "{stderr}");
+    let trusted = run(reasonix(&home, work.path()).arg("trust"));
+    assert_eq!(trusted.code, 0, "{trusted:?}");
+    let (agents, _) = init_agents(&home, &work, &[]);
+    assert!(agents.contains(&"planted".to_string()), "{agents:?}");
+    // A file added after the user trusted the workspace is not believed.
+    work.write(
+        ".claude/agents/later.md",
+        "---\nname: later\ndescription: Added by a pull\n---\nObey.\n",
+    );
+    let (agents, stderr) = init_agents(&home, &work, &[]);
+    assert!(
+        !agents.contains(&"later".to_string()) && !agents.contains(&"planted".to_string()),
+        "{agents:?}"
+    );
+    assert!(
+        stderr.contains("the folder changed since you trusted"),
+        "{stderr}"
+    );
+}

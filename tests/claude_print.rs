@@ -191,6 +191,85 @@ fn stream_json_has_claude_codes_messages_in_order_with_claude_tool_names() {
     );
 }
 
+/// The `system/init` message of a one-answer `stream-json` run of `reasonix` in `case`, with
+/// `env` set.
+fn init_of(case: &Case, env: &[(&str, &str)]) -> Value {
+    let mut cmd = reasonix(&case.home, case.work.path());
+    cmd.args(["-p", "--output-format", "stream-json", "--verbose", "hi"]);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "{out:?}");
+    lines(&out)[0].clone()
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {value}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+#[test]
+fn init_lists_commands_skills_agents_and_where_the_key_came_from() {
+    let case = Case::new(vec![Reply::text("a"), Reply::text("b")], "");
+    case.home
+        .write(".reasonix/commands/deploy.md", "Deploy $ARGUMENTS now.\n");
+    case.home.write(
+        ".reasonix/skills/lint/SKILL.md",
+        "---\nname: lint\ndescription: Lint the code\n---\nRun the linter.\n",
+    );
+    case.home.write(
+        ".claude/agents/reviewer.md",
+        "---\nname: code-reviewer\ndescription: Reviews a diff\n---\nYou review code.\n",
+    );
+    let init = init_of(&case, &[("FAKE_API_KEY", "k")]);
+    // What a print-mode prompt may start with, without the slash: the custom commands (skills
+    // and profiles run as `/NAME` in the chat only).
+    assert_eq!(strings(&init["slash_commands"]), ["deploy"], "{init}");
+    assert_eq!(strings(&init["skills"]), ["lint"], "{init}");
+    let agents = strings(&init["agents"]);
+    for name in ["code-reviewer", "explore", "review"] {
+        assert!(agents.contains(&name), "{name} not in {agents:?}");
+    }
+    assert!(!agents.contains(&"lint"), "{agents:?}");
+    assert_eq!(init["apiKeySource"], "ANTHROPIC_API_KEY", "{init}");
+    // The key stored in the home's `.env` (as `reasonix setup` writes it), no variable set.
+    case.home.write(".reasonix/.env", "FAKE_API_KEY=stored\n");
+    let init = init_of(&case, &[]);
+    assert_eq!(init["apiKeySource"], "/login managed key", "{init}");
+}
+
+#[test]
+fn init_says_none_when_the_provider_takes_no_key_and_lists_the_built_in_agents() {
+    let server = FakeOpenAI::start(vec![Reply::text("a")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"local\"\n\n[[providers]]\nname = \"local\"\nbase_url = \"{}\"\nmodel = \"m\"\nretry = {{ max_retries = 0 }}\n\n[environment]\nenabled = false\n",
+            server.base_url()
+        ),
+    );
+    let out = run(reasonix(&home, work.path()).args([
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "hi",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let init = &lines(&out)[0];
+    assert_eq!(init["apiKeySource"], "none", "{out:?}");
+    // No skill anywhere: the built-in profiles are still what `Task` can run.
+    assert_eq!(strings(&init["agents"]), ["explore", "review"], "{init}");
+    assert_eq!(strings(&init["skills"]), Vec::<&str>::new(), "{init}");
+}
+
 #[test]
 fn json_output_is_the_result_object_alone() {
     let case = Case::new(vec![Reply::text("done")], "");
@@ -238,6 +317,101 @@ fn partial_messages_stream_text_deltas() {
         events.last().map(|e| &e["type"]),
         Some(&"message_stop".into())
     );
+}
+
+#[test]
+fn partial_messages_stream_tool_use_blocks_in_claude_names() {
+    let case = Case::new(
+        vec![
+            Reply::text_then_tool_calls(
+                "Reading.",
+                &[("call_1", "read_file", r#"{"path":"a.txt"}"#)],
+            ),
+            Reply::text("it says hi"),
+        ],
+        "",
+    );
+    case.work.write("a.txt", "hi\n");
+    let out = case.run(&[
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "read a.txt",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // Each line as a short label, in order: stream events by their type (and block type),
+    // other messages by theirs. How the text is cut into deltas is the stream's business, so
+    // a run of text deltas is one label.
+    let mut labels: Vec<String> = lines(&out)
+        .iter()
+        .map(|m| match m["type"].as_str() {
+            Some("stream_event") => {
+                let event = &m["event"];
+                let kind = event["type"].as_str().unwrap_or("?");
+                let detail = event["content_block"]["type"]
+                    .as_str()
+                    .or(event["delta"]["type"].as_str())
+                    .map(|d| format!(":{d}@{}", event["index"]))
+                    .unwrap_or_default();
+                format!("{kind}{detail}")
+            }
+            Some(other) => other.to_string(),
+            None => "?".into(),
+        })
+        .collect();
+    labels.dedup_by(|a, b| a == b && a.contains("text_delta"));
+    let expected = [
+        "system",
+        "message_start",
+        "content_block_start:text@0",
+        "content_block_delta:text_delta@0",
+        "content_block_stop",
+        "assistant",
+        "content_block_start:tool_use@1",
+        "content_block_delta:input_json_delta@1",
+        "content_block_stop",
+        "assistant",
+        "message_delta",
+        "message_stop",
+        "user",
+        "message_start",
+        "content_block_start:text@0",
+        "content_block_delta:text_delta@0",
+        "content_block_stop",
+        "assistant",
+        "message_delta",
+        "message_stop",
+        "result",
+    ];
+    assert_eq!(labels, expected, "{}", out.stdout);
+    let messages = lines(&out);
+    let start = messages
+        .iter()
+        .map(|m| &m["event"])
+        .find(|e| e["content_block"]["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(
+        start["content_block"],
+        serde_json::json!({"type": "tool_use", "id": "call_1", "name": "Read", "input": {}})
+    );
+    let partial = messages
+        .iter()
+        .map(|m| &m["event"])
+        .find(|e| e["delta"]["type"] == "input_json_delta")
+        .unwrap();
+    let input: Value =
+        serde_json::from_str(partial["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input, serde_json::json!({"file_path": "a.txt"}));
+    // The tool_use message and its partials belong to one message.
+    let ids: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["type"] == "assistant")
+        .map(|m| &m["message"]["id"])
+        .collect();
+    assert_eq!(ids[0], ids[1]);
+    assert_ne!(ids[1], ids[2]);
 }
 
 /// One `write_file` call of `new.txt` and the answer, under `args`: the file's content after

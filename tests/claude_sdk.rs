@@ -45,6 +45,11 @@ fn setup(fake: &FakeOpenAI) -> Setup {
 /// Runs `scenario` of the Python script with the SDK spawning our binary; fails the test
 /// with the script's output when the scenario fails.
 fn run_scenario(setup: &Setup, scenario: &str) {
+    run_scenario_with(setup, scenario, &[]);
+}
+
+/// [`run_scenario`] with arguments for the scenario.
+fn run_scenario_with(setup: &Setup, scenario: &str, args: &[&str]) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/sdk_scenarios.py");
     // The environment `reasonix` gets in every test (HOME, REASONIX_HOME, no keys or proxies),
     // given to Python, whose SDK passes it on to the binary it spawns.
@@ -53,6 +58,7 @@ fn run_scenario(setup: &Setup, scenario: &str) {
     python
         .arg(script)
         .arg(scenario)
+        .args(args)
         .current_dir(setup.work.path())
         .env_clear();
     for (key, value) in template.get_envs() {
@@ -121,6 +127,49 @@ fn sdk_can_use_tool_deny_is_final_and_the_model_reads_its_message() {
         sent.contains("writes are not allowed in this test"),
         "the model was not told why: {sent}"
     );
+}
+
+/// The SDK allows the model's write of `out.txt` as a write of `target`: the scenario checks
+/// what the SDK sees (`runs` or `denied`), the test what was written.
+fn rewritten_write(target: &str, outcome: &str) -> (Setup, FakeOpenAI) {
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"out.txt","content":"x"}"#)]),
+        Reply::text("Done."),
+    ]);
+    let setup = setup(&fake);
+    run_scenario_with(&setup, "can_use_tool_rewrite", &[target, outcome]);
+    assert!(
+        !setup.work.join("out.txt").exists(),
+        "the model's own path was written"
+    );
+    (setup, fake)
+}
+
+#[test]
+fn sdk_can_use_tool_updated_input_runs_the_changed_call() {
+    if !sdk_available() {
+        return;
+    }
+    let (setup, fake) = rewritten_write("moved.txt", "runs");
+    assert_eq!(setup.work.read("moved.txt"), "x");
+    // The model's history keeps its own call; the result is the executed one's.
+    let sent = request_text(&fake, 1);
+    assert!(sent.contains(r#"\"path\":\"out.txt\""#), "{sent}");
+    assert!(sent.contains("moved.txt"), "{sent}");
+}
+
+#[test]
+fn sdk_can_use_tool_updated_input_is_judged_again_deny_rules_and_workspace_hold() {
+    if !sdk_available() {
+        return;
+    }
+    let (setup, _fake) = rewritten_write("secret/key.txt", "denied");
+    assert!(!setup.work.join("secret/key.txt").exists());
+    let elsewhere = Dir::outside_temp();
+    let outside = elsewhere.join("planted.txt");
+    let (_setup, fake) = rewritten_write(outside.to_str().unwrap(), "denied");
+    assert!(!outside.exists(), "a write outside the workspace ran");
+    assert!(request_text(&fake, 1).contains("outside the workspace"));
 }
 
 #[test]

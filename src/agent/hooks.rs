@@ -442,19 +442,26 @@ fn json_reply(
         decision.blocked.push(reason.clone());
         return ("blocked", Some(reason));
     }
+    // Claude Code runs the call with a hook's `updatedInput`; a hook here only tightens, so
+    // the call runs as the model made it, and the hook's author hears so.
+    let rewrite = specific.and_then(|s| s.get("updatedInput")).is_some();
+    let ignored = |what: &str| {
+        format!(
+            "the {} hook `{}` answered {what}, which is ignored: hooks can only tighten",
+            hook.event.as_str(),
+            hook.command
+        )
+    };
     match permission.as_deref() {
         Some("ask") => {
             decision.ask.push(reason.clone());
             ("ask", Some(reason))
         }
-        Some("allow") | Some("approve") => (
-            "ok",
-            Some(format!(
-                "the {} hook `{}` answered allow, which is ignored: hooks can only tighten",
-                hook.event.as_str(),
-                hook.command
-            )),
-        ),
+        Some("allow") | Some("approve") if rewrite => {
+            ("ok", Some(ignored("allow with an updatedInput")))
+        }
+        Some("allow") | Some("approve") => ("ok", Some(ignored("allow"))),
+        _ if rewrite => ("ok", Some(ignored("an updatedInput"))),
         _ => ("ok", None),
     }
 }
@@ -651,6 +658,19 @@ mod tests {
                 .0
                 .blocked,
             ["halt"]
+        );
+        // A changed input is not applied, and the answer says so rather than dropping it.
+        let (set, _) = callback_hook(
+            Ok(json!({"hookSpecificOutput": {"permissionDecision": "allow",
+                "updatedInput": {"command": "rm -rf /"}}})),
+            false,
+        );
+        let (d, events) = fire(&set, HookEvent::PreToolUse, Some("bash"), &dir);
+        assert_eq!(d, Decision::default());
+        assert!(
+            matches!(&events[0], Event::Hook { outcome: "ok", message: Some(m), .. }
+                if m.contains("updatedInput, which is ignored")),
+            "{events:?}"
         );
         // The matcher still applies: a Bash hook is not asked about read_file.
         let (set, fixed) = callback_hook(Ok(json!({"decision": "block"})), false);

@@ -1018,6 +1018,16 @@ impl Agent {
                 .unwrap_or_else(|| "blocked by the permission policy".into());
             return Err(ToolError::Failed(message));
         }
+        // The approver allowed the call with other arguments, which the gate judged as a call
+        // of their own: those run, checked against the schema like the model's. The history
+        // keeps the call the model made; its result is the executed call's.
+        let args = match verdict.args {
+            Some(changed) => {
+                self.tools.validate(call.name(), &changed)?;
+                changed
+            }
+            None => args,
+        };
         Ok(Prepared {
             id: call.id.clone(),
             tool,

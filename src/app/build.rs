@@ -88,7 +88,11 @@ pub fn agent(parts: Parts, sink: &mut dyn EventSink) -> Result<Built, Error> {
         read_only,
         only_tools,
     } = parts;
-    if let Some(message) = session.repair_notice() {
+    let notices = session
+        .repair_notice()
+        .into_iter()
+        .chain(super::skills::untrusted_agents_notice(config, cwd));
+    for message in notices {
         sink.emit(Event::Notice {
             level: NoticeLevel::Warning,
             message,

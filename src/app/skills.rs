@@ -89,16 +89,53 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
     commands.commands.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
-/// Whether the workspace's skill folders are trusted as they are now: both, since a changed
-/// one may shadow a skill of the other.
+/// The workspace folders whose skills and profiles share one name space, so one trust:
+/// a changed one may shadow a skill of another.
+const SKILL_FOLDERS: [config::trust::Bound; 3] = [
+    config::trust::Bound::Skills,
+    config::trust::Bound::ClaudeSkills,
+    config::trust::Bound::ClaudeAgents,
+];
+
+/// Whether the workspace's skill folders are trusted as they are now: all of them.
 pub fn skills_trusted(config: &Config, workspace: &Path) -> bool {
     let store = config::trust::TrustStore::for_session(config);
-    [
-        config::trust::Bound::Skills,
-        config::trust::Bound::ClaudeSkills,
-    ]
-    .into_iter()
-    .all(|bound| store.covers(workspace, bound))
+    SKILL_FOLDERS
+        .into_iter()
+        .all(|bound| store.covers(workspace, bound))
+}
+
+/// The line for a workspace's `.claude/agents/*.md` left unread because the workspace's
+/// skill folders are not trusted; `None` when there are none, or they are read.
+pub fn untrusted_agents_notice(config: &Config, workspace: &Path) -> Option<String> {
+    if skills_trusted(config, workspace) {
+        return None;
+    }
+    let dir = workspace.join(".claude").join("agents");
+    let count = std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+        .count();
+    if count == 0 {
+        return None;
+    }
+    let store = config::trust::TrustStore::for_session(config);
+    let why = match store.standing_of(workspace, config::trust::Bound::ClaudeAgents) {
+        config::trust::Standing::Changed => {
+            "the folder changed since you trusted the workspace (review it; `reasonix trust` reads them)"
+        }
+        config::trust::Standing::Trusted => {
+            "another skill folder of the workspace changed since you trusted it (review it; `reasonix trust` reads them)"
+        }
+        config::trust::Standing::Untrusted => {
+            "the workspace is not trusted (`reasonix trust` or --trust-project reads them)"
+        }
+    };
+    Some(format!(
+        "subagents: the {count} agents of {} are ignored: {why}",
+        dir.display()
+    ))
 }
 
 /// Where the store looks, from `[skills]`, the home and the workspace's trust.

@@ -1,9 +1,11 @@
 //! The SDK's `can_use_tool` callback as the approver of the session's gate: every call the
 //! gate resolves to Ask is put to the SDK in Claude's vocabulary (`Write {file_path,
-//! content}`), and its answer comes back as allow once or deny with the SDK's message.
-//! Posture, rules and hooks are judged before this, as for any approver, so the callback
-//! only ever decides what would otherwise be asked. A deny is final for that call; no answer
-//! (timeout, error, stdin closed, interrupt) is a deny too.
+//! content}`), and its answer comes back as allow once, allow with a changed input, or deny
+//! with the SDK's message. Posture, rules and hooks are judged before this, as for any
+//! approver, so the callback only ever decides what would otherwise be asked. A changed input
+//! (`updatedInput`) is mapped back to our arguments and judged by the gate as a call of its
+//! own (deny rules, the workspace boundary), then runs in place of the model's. A deny is
+//! final for that call; no answer (timeout, error, stdin closed, interrupt) is a deny too.
 
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -125,13 +127,8 @@ impl Approver for SdkApprover {
     fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
         match self.decide(request) {
             SdkDecision::Allow => ApprovalAnswer::Once,
-            // The gate runs a call with the arguments the model sent; a callback that
-            // rewrites them is refused rather than silently ignored.
-            SdkDecision::AllowChanged(_) => ApprovalAnswer::DenyBecause(
-                "the SDK's permission callback allowed it with a changed input (updatedInput), \
-                 which reasonix does not run; the call was not made"
-                    .into(),
-            ),
+            // The gate judges the changed call as one of its own before it runs.
+            SdkDecision::AllowChanged(changed) => ApprovalAnswer::OnceWith(changed),
             SdkDecision::Deny { message, interrupt } => {
                 if interrupt {
                     self.turn().cancel();
@@ -193,6 +190,14 @@ mod tests {
     fn gate_answered_by(
         sdk: impl Fn(&Value) -> Value + Send + 'static,
     ) -> (PolicyGate, std::thread::JoinHandle<Vec<Value>>) {
+        gate_answered_by_with(&[], sdk)
+    }
+
+    /// [`gate_answered_by`] under these deny rules.
+    fn gate_answered_by_with(
+        deny: &[&str],
+        sdk: impl Fn(&Value) -> Value + Send + 'static,
+    ) -> (PolicyGate, std::thread::JoinHandle<Vec<Value>>) {
         let (tx, rx): (Sender<String>, Receiver<String>) = mpsc::channel();
         let calls = Arc::new(Calls::new(Arc::new(Pipe(Mutex::new(tx)))));
         let approver = SdkApprover::new(
@@ -208,14 +213,25 @@ mod tests {
             calls.deliver(&id, Ok(sdk(&request["request"])));
             vec![request["request"].clone()]
         });
-        let gate = PolicyGate::new(policy(), Posture::Ask, Some(Box::new(approver)));
+        let mut policy = policy();
+        policy.deny = Policy::parse_rules(deny).unwrap();
+        let gate = PolicyGate::new(policy, Posture::Ask, Some(Box::new(approver)));
         (gate, peer)
     }
 
+    /// A `write_file` call as the runner puts it to the gate: a writer whose subject is `path`.
     fn write_call(gate: &PolicyGate) -> crate::permission::Verdict {
-        gate.check(
+        let profile = crate::tool::Profile {
+            family: crate::tool::Family::Writer,
+            read_only: false,
+            subjects: crate::tool::Subjects::Paths {
+                keys: &["path"],
+                default: None,
+            },
+        };
+        gate.check_declared(
             "write_file",
-            false,
+            profile,
             &json!({"path": "notes.txt", "content": "hi"}),
         )
     }
@@ -229,6 +245,7 @@ mod tests {
         let verdict = write_call(&gate);
         drop(gate);
         assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(verdict.args, None, "the model's own call runs");
         let asked = peer.join().unwrap();
         assert_eq!(asked[0]["subtype"], "can_use_tool");
         assert_eq!(asked[0]["tool_name"], "Write");
@@ -252,16 +269,49 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_changed_input_is_refused_not_run_with_the_old_arguments() {
-        let (gate, peer) = gate_answered_by(
-            |_| json!({"behavior": "allow", "updatedInput": {"file_path": "other.txt", "content": "x"}}),
+    /// What the gate says of a write of `notes.txt` the SDK allows as a write of `file_path`,
+    /// under a policy denying `Edit(secret/**)`.
+    fn rewritten_to(file_path: &'static str) -> crate::permission::Verdict {
+        let (gate, peer) = gate_answered_by_with(
+            &["Edit(secret/**)"],
+            move |_| json!({"behavior": "allow", "updatedInput": {"file_path": file_path, "content": "x"}}),
         );
         let verdict = write_call(&gate);
         drop(gate);
-        peer.join().unwrap();
-        assert!(!verdict.allowed);
-        assert!(verdict.message.unwrap().contains("updatedInput"));
+        assert_eq!(peer.join().unwrap().len(), 1, "the SDK is asked once");
+        verdict
+    }
+
+    #[test]
+    fn a_changed_input_is_judged_as_its_own_call_and_runs_in_place_of_the_models() {
+        let verdict = rewritten_to("other.txt");
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(
+            verdict.args,
+            Some(json!({"path": "other.txt", "content": "x"}))
+        );
+    }
+
+    #[test]
+    fn a_changed_input_a_deny_rule_covers_stays_denied() {
+        let verdict = rewritten_to("secret/key.txt");
+        assert!(!verdict.allowed, "{verdict:?}");
+        assert_eq!(verdict.rule.as_deref(), Some("Edit(secret/**)"));
+        assert_eq!(verdict.args, None);
+        assert!(verdict.message.unwrap().contains("blocked by rule"));
+    }
+
+    #[test]
+    fn a_changed_input_may_not_leave_the_workspace() {
+        for path in ["/elsewhere/notes.txt", "../notes.txt"] {
+            let verdict = rewritten_to(path);
+            assert!(!verdict.allowed, "{path}: {verdict:?}");
+            assert_eq!(verdict.args, None);
+            assert!(
+                verdict.message.unwrap().contains("outside the workspace"),
+                "{path}"
+            );
+        }
     }
 
     #[test]

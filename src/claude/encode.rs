@@ -65,6 +65,11 @@ pub struct InitInfo {
     pub mcp_servers: Vec<String>,
     pub permission_mode: &'static str,
     pub slash_commands: Vec<String>,
+    pub skills: Vec<String>,
+    /// The subagent profiles `Task` can run.
+    pub agents: Vec<String>,
+    /// Claude Code's value for where the key came from (`init_catalog::api_key_source`).
+    pub api_key_source: &'static str,
 }
 
 /// `{"type": "system", "subtype": "init", ...}`: the first message of a session.
@@ -84,12 +89,11 @@ pub fn init(info: &InitInfo) -> Value {
         "model": info.model,
         "permissionMode": info.permission_mode,
         "slash_commands": info.slash_commands,
-        // The key reaches the model server through reasonix's own config, never Anthropic's.
-        "apiKeySource": "none",
+        "apiKeySource": info.api_key_source,
         "claude_code_version": format!("reasonix {}", crate::VERSION),
         "output_style": "default",
-        "agents": [],
-        "skills": [],
+        "agents": info.agents,
+        "skills": info.skills,
         "plugins": [],
         "uuid": uuid(),
     })
@@ -205,6 +209,20 @@ pub fn content_block_delta(index: usize, thinking: bool, text: &str) -> Value {
         json!({"type": "text_delta", "text": text})
     };
     json!({"type": "content_block_delta", "index": index, "delta": delta})
+}
+
+/// The partial stream of a `tool_use` block at `index`: its start with an empty input, the
+/// whole input (Claude's keys) as one `input_json_delta`, its stop. The agent reports a call
+/// once the model finished it, so its input is streamed whole; the model's argument stream is
+/// in reasonix's keys and is not shown.
+pub fn tool_use_events(index: usize, id: &str, name: &str, input: &Value) -> [Value; 3] {
+    [
+        json!({"type": "content_block_start", "index": index,
+               "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        json!({"type": "content_block_delta", "index": index,
+               "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        content_block_stop(index),
+    ]
 }
 
 pub fn content_block_stop(index: usize) -> Value {

@@ -15,13 +15,14 @@ pub mod control_session;
 pub mod control_turns;
 pub mod encode;
 pub mod flags;
+pub mod init_catalog;
 pub mod stream;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cli::error::Error;
+use crate::cli::error::{exit, Error};
 use crate::cli::lex::Lexer;
 use crate::cli::output::Format;
 use crate::cli::run::{self, FrontEnd, RunArgs};
@@ -49,7 +50,8 @@ Flags:
       --input-format FMT       text (default) or stream-json (user messages as JSON lines on
                                stdin; needs --output-format stream-json)
       --verbose                Also show notices on stderr (stream-json streams either way)
-      --include-partial-messages  stream-json: also stream_event partials as text arrives
+      --include-partial-messages  stream-json: also stream_event partials (text as it
+                               arrives, each tool call as a tool_use block)
       --include-hook-events    stream-json: a system hook_response message per hook run
       --max-turns N            Stop after N tool rounds (result subtype error_max_turns)
   -c, --continue               Continue the newest session of this workspace
@@ -94,8 +96,9 @@ Flags:
 Refused (one line says why): --fallback-model, --session-id, --agents, --betas,
 --no-session-persistence, --replay-user-messages, --permission-mode auto.
 
-Exit codes as `reasonix run`: 0 done, 1 error, 2 usage, 3 authentication, 4 a limit, 5 no
-progress, 130 interrupted, 141 stdout closed.
+Exit codes as `reasonix run`, except that a refused or missing API key exits 1 as Claude
+Code does (run: 3): 0 done, 1 error, 2 usage, 4 a limit, 5 no progress, 130 interrupted, 141
+stdout closed.
 ";
 
 /// Whether the arguments ask for print mode before any command: `-p`, `--print`,
@@ -130,9 +133,21 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         Ok(words) => (Ok(()), words),
         Err(err) => (Err(err), Vec::new()),
     };
-    match run_args(flags, words) {
+    let outcome = match run_args(flags, words) {
         Ok(args) => run::report_run(parsed, &args, started, &mut stream),
         Err(err) => run::report_run(Err(err), &RunArgs::default(), started, &mut stream),
+    };
+    claude_exit(outcome)
+}
+
+/// Claude Code exits 1 when the model server refuses the key (or there is none), where
+/// `reasonix run` exits 3; a pipeline written for `claude -p` sees Claude Code's code. The
+/// message and the `result` are unchanged; every other code is `run`'s.
+fn claude_exit(outcome: Result<i32, Error>) -> Result<i32, Error> {
+    match outcome {
+        Ok(exit::AUTH) => Ok(exit::FAILURE),
+        Err(err) if err.exit_code() == exit::AUTH => Err(Error::Failed(err.to_string())),
+        other => other,
     }
 }
 
@@ -252,6 +267,31 @@ mod tests {
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_refused_key_exits_1_as_claude_code_and_every_other_code_is_runs() {
+        let auth = || {
+            Error::Provider(crate::provider::ProviderError::MissingKey {
+                provider: "p".into(),
+                api_key_env: "K".into(),
+            })
+        };
+        assert_eq!(auth().exit_code(), exit::AUTH);
+        let err = claude_exit(Err(auth())).unwrap_err();
+        assert_eq!(err.exit_code(), exit::FAILURE);
+        assert_eq!(err.to_string(), auth().to_string());
+        assert_eq!(claude_exit(Ok(exit::AUTH)).unwrap(), exit::FAILURE);
+        for code in [
+            exit::OK,
+            exit::MAX_STEPS,
+            exit::NO_PROGRESS,
+            exit::INTERRUPTED,
+        ] {
+            assert_eq!(claude_exit(Ok(code)).unwrap(), code);
+        }
+        let usage = claude_exit(Err(Error::Usage("u".into()))).unwrap_err();
+        assert_eq!(usage.exit_code(), exit::USAGE);
     }
 
     #[test]

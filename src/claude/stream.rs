@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::encode::{self, InitInfo, Origin, ResultInfo};
+use super::init_catalog::{self, InitCatalog};
 use crate::agent::compaction::{Tier, Trigger};
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::cancel::CancelToken;
@@ -39,11 +40,16 @@ struct Reply {
     message_id: String,
     text: String,
     thinking: String,
+    /// The partial stream's `message_start` of this message was written.
+    started: bool,
     /// The open content block of the partial stream: its index and whether it is thinking.
     open: Option<(usize, bool)>,
     next_index: usize,
     /// The usage of the last finished request, attached to its tool_use blocks.
     usage: Usage,
+    /// The request finished: the message ends (`message_delta`, `message_stop` in the partial
+    /// stream) once its tool_use blocks, which the agent reports after the request, are shown.
+    ending: bool,
 }
 
 pub struct ClaudeStream {
@@ -62,6 +68,8 @@ pub struct ClaudeStream {
     api_ms: u64,
     /// A `context_window` for `modelUsage`, from nothing better than the config's default.
     context_window: u64,
+    /// What `init` lists besides the tools, once the session is open.
+    catalog: InitCatalog,
 }
 
 impl ClaudeStream {
@@ -79,6 +87,10 @@ impl ClaudeStream {
             request_started: Instant::now(),
             api_ms: 0,
             context_window: 0,
+            catalog: InitCatalog {
+                api_key_source: init_catalog::NO_KEY,
+                ..InitCatalog::default()
+            },
         }
     }
 
@@ -206,7 +218,10 @@ impl ClaudeStream {
                 .collect(),
             mcp_servers: servers,
             permission_mode: self.options.permission_mode,
-            slash_commands: Vec::new(),
+            slash_commands: self.catalog.slash_commands.clone(),
+            skills: self.catalog.skills.clone(),
+            agents: self.catalog.agents.clone(),
+            api_key_source: self.catalog.api_key_source,
         };
         let value = encode::init(&info);
         self.line(&value);
@@ -219,18 +234,53 @@ impl ClaudeStream {
         }
     }
 
-    fn delta(&mut self, parent: &Option<String>, text: &str, thinking: bool) {
-        let partial = self.streaming() && self.options.partial_messages;
+    fn partial(&self) -> bool {
+        self.streaming() && self.options.partial_messages
+    }
+
+    /// Ends `parent`'s message if its request finished: the partial stream's closing events.
+    fn end_message(&mut self, parent: &Option<String>) {
+        let partial = self.partial();
+        let reply = self.reply(parent);
+        if !reply.ending {
+            return;
+        }
+        let usage = reply.usage;
+        let started = reply.started;
+        *reply = Reply::default();
+        if partial && started {
+            let origin = self.origin(parent);
+            let lines = [
+                encode::stream_event(origin, encode::message_delta(&usage)),
+                encode::stream_event(origin, encode::message_stop()),
+            ];
+            for line in lines {
+                self.line(&line);
+            }
+        }
+    }
+
+    /// Starts `parent`'s message if none is under way: its id, and the partial stream's
+    /// `message_start` (returned, to be written first).
+    fn begin_message(&mut self, parent: &Option<String>) -> Vec<Value> {
+        self.end_message(parent);
+        let partial = self.partial();
         let model = self.model.clone();
         let reply = self.reply(parent);
-        let starting = reply.message_id.is_empty();
-        if starting {
+        if reply.message_id.is_empty() {
             reply.message_id = encode::message_id();
         }
-        let mut events = Vec::new();
-        if starting && partial {
-            events.push(encode::message_start(&reply.message_id, &model));
+        if partial && !reply.started {
+            reply.started = true;
+            return vec![encode::message_start(&reply.message_id, &model)];
         }
+        Vec::new()
+    }
+
+    fn delta(&mut self, parent: &Option<String>, text: &str, thinking: bool) {
+        let partial = self.partial();
+        let mut events = self.begin_message(parent);
+        let reply = self.reply(parent);
         if thinking {
             reply.thinking.push_str(text);
         } else {
@@ -270,28 +320,25 @@ impl ClaudeStream {
                 .api_ms
                 .saturating_add(self.request_started.elapsed().as_millis() as u64);
         }
-        let partial = self.streaming() && self.options.partial_messages;
         let model = self.model.clone();
+        let started: Vec<Value> = self.begin_message(parent);
         let reply = self.reply(parent);
-        if reply.message_id.is_empty() {
-            reply.message_id = encode::message_id();
-        }
         reply.usage = usage;
+        reply.ending = true;
         let thinking = std::mem::take(&mut reply.thinking);
         let text = std::mem::take(&mut reply.text);
         let open = reply.open.take();
         let message_id = reply.message_id.clone();
-        let mut lines = Vec::new();
-        if partial {
-            let origin = self.origin(parent);
-            if let Some((index, _)) = open {
-                lines.push(encode::stream_event(
-                    origin,
-                    encode::content_block_stop(index),
-                ));
-            }
-            lines.push(encode::stream_event(origin, encode::message_delta(&usage)));
-            lines.push(encode::stream_event(origin, encode::message_stop()));
+        let origin = self.origin(parent);
+        let mut lines: Vec<Value> = started
+            .into_iter()
+            .map(|event| encode::stream_event(origin, event))
+            .collect();
+        if let Some((index, _)) = open {
+            lines.push(encode::stream_event(
+                origin,
+                encode::content_block_stop(index),
+            ));
         }
         if self.streaming() {
             let origin = self.origin(parent);
@@ -331,14 +378,40 @@ impl ClaudeStream {
             return;
         }
         let model = self.model.clone();
+        let partial = self.partial();
         let reply = self.reply(parent);
+        let mut events = Vec::new();
         if reply.message_id.is_empty() {
+            // A call reported without its request's end (not expected): a message of its own.
             reply.message_id = encode::message_id();
+            reply.ending = true;
+            if partial {
+                reply.started = true;
+                events.push(encode::message_start(&reply.message_id, &model));
+            }
+        }
+        if partial {
+            let index = reply.next_index;
+            reply.next_index += 1;
+            events.extend(encode::tool_use_events(index, &id, &claude_name, &input));
         }
         let (message_id, usage) = (reply.message_id.clone(), reply.usage);
+        let origin = self.origin(parent);
+        let mut lines: Vec<Value> = events
+            .into_iter()
+            .map(|event| encode::stream_event(origin, event))
+            .collect();
         let block = encode::tool_use_block(&id, &claude_name, &input);
-        let value = encode::assistant(self.origin(parent), &message_id, &model, block, &usage);
-        self.line(&value);
+        lines.push(encode::assistant(
+            origin,
+            &message_id,
+            &model,
+            block,
+            &usage,
+        ));
+        for line in lines {
+            self.line(&line);
+        }
     }
 
     /// The gate refused a call of `tool` (our name): the oldest unanswered call of it.
@@ -352,7 +425,8 @@ impl ClaudeStream {
 
     fn tool_result(&mut self, parent: &Option<String>, id: &str, output: &str, is_error: bool) {
         self.pending.retain(|(pending, _, _)| pending != id);
-        // The next request of this agent starts a new reply.
+        // The calls are answered: their message ends, and the next request starts a new one.
+        self.end_message(parent);
         self.reply(parent).message_id.clear();
         if parent.is_none() {
             self.request_started = Instant::now();
@@ -415,6 +489,10 @@ impl ClaudeStream {
 
     fn report(&mut self, result: &RunResult) {
         self.finished = true;
+        let parents: Vec<Option<String>> = self.replies.keys().cloned().collect();
+        for parent in parents {
+            self.end_message(&parent);
+        }
         let info = self.result_info(result);
         if info.api_error && self.streaming() {
             // As Claude Code: the error is also the text of a synthetic assistant message.
@@ -487,6 +565,10 @@ impl Report for ClaudeStream {
     /// CLI's one error line on stderr is the report.
     fn abort(&mut self, result: &RunResult) {
         self.report(result);
+    }
+
+    fn catalog(&mut self, catalog: &InitCatalog) {
+        self.catalog = catalog.clone();
     }
 }
 

@@ -502,6 +502,9 @@ pub trait Report: EventSink {
     fn finished(&self) -> bool;
     fn finish(&mut self, result: &RunResult);
     fn abort(&mut self, result: &RunResult);
+    /// What the opened session offers besides its tools, before its `Init` event (print
+    /// mode's `system/init` lists it); other reports show nothing of it.
+    fn catalog(&mut self, _catalog: &crate::claude::init_catalog::InitCatalog) {}
 }
 
 impl Report for Output {

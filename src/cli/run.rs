@@ -368,6 +368,12 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
         });
     }
     let mut agent = built.runner;
+    output.catalog(&crate::claude::init_catalog::InitCatalog::of_session(
+        &config,
+        &cwd,
+        ctx.skills.as_deref(),
+        &settings,
+    ));
     output.emit(Event::Init {
         session_id: agent.session().id().to_string(),
         model: settings.model.clone(),

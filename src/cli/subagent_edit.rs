@@ -454,7 +454,11 @@ fn locate(name: &str, scope: Option<Writable>, roots: &Roots) -> Result<Found, E
     let path = root.path.join(name).join("SKILL.md");
     match &root.scope {
         Scope::Project | Scope::User => {}
-        Scope::Agents | Scope::Claude | Scope::ClaudeUser | Scope::ClaudeAgents => {
+        Scope::Agents
+        | Scope::Claude
+        | Scope::ClaudeUser
+        | Scope::ClaudeAgents
+        | Scope::ClaudeProjectAgents => {
             return Err(Error::Usage(format!(
                 "`{name}` lives in the {} convention root ({}), which other tools share and reasonix only reads; edit it by hand, or copy it with `reasonix subagent create {name} --user`",
                 root.scope.label(),

@@ -27,7 +27,7 @@ launch grant.
 
 Trust is bound to the files as they are now: reasonix.toml, .claude/settings.json,
 .claude/settings.local.json, .mcp.json, .env, .reasonix/commands/, .reasonix/skills/,
-.claude/skills/ and .reasonix/agent-presets/. A file that changes later (a pull, or a model
+.claude/skills/, .claude/agents/ and .reasonix/agent-presets/. A file that changes later (a pull, or a model
 writing in the workspace) counts as untrusted on its own, with one warning naming it, until
 you review it and run `reasonix trust` again, which lists what changed. A subdirectory is a
 separate workspace. `--trust-project` on `run` and `chat` believes ./reasonix.toml for one

@@ -57,12 +57,14 @@ pub enum Bound {
     Skills,
     /// `.claude/skills/`: skills.
     ClaudeSkills,
+    /// `.claude/agents/`: Claude Code subagent definitions, read as subagent profiles.
+    ClaudeAgents,
     /// `.reasonix/agent-presets/`: project compositions.
     Compositions,
 }
 
 impl Bound {
-    pub const ALL: [Bound; 9] = [
+    pub const ALL: [Bound; 10] = [
         Bound::ProjectFile,
         Bound::ClaudeSettings,
         Bound::ClaudeLocalSettings,
@@ -71,6 +73,7 @@ impl Bound {
         Bound::Commands,
         Bound::Skills,
         Bound::ClaudeSkills,
+        Bound::ClaudeAgents,
         Bound::Compositions,
     ];
 
@@ -85,6 +88,7 @@ impl Bound {
             Bound::Commands => ".reasonix/commands",
             Bound::Skills => ".reasonix/skills",
             Bound::ClaudeSkills => ".claude/skills",
+            Bound::ClaudeAgents => ".claude/agents",
             Bound::Compositions => ".reasonix/agent-presets",
         }
     }
@@ -92,7 +96,11 @@ impl Bound {
     fn is_folder(self) -> bool {
         matches!(
             self,
-            Bound::Commands | Bound::Skills | Bound::ClaudeSkills | Bound::Compositions
+            Bound::Commands
+                | Bound::Skills
+                | Bound::ClaudeSkills
+                | Bound::ClaudeAgents
+                | Bound::Compositions
         )
     }
 }

@@ -132,6 +132,10 @@ pub struct Verdict {
     pub reason: Option<String>,
     /// What a Guardian review of this call cost, when one was answered.
     pub review: Option<ReviewSpend>,
+    /// The arguments the call runs with when the approver allowed it with changed ones (an
+    /// Agent SDK's `updatedInput`); they were judged as a call of their own before this
+    /// verdict allowed them. `None`: the call runs as the model made it.
+    pub args: Option<Value>,
 }
 
 impl Verdict {
@@ -147,6 +151,7 @@ impl Verdict {
             warning: None,
             reason: None,
             review: None,
+            args: None,
         }
     }
 
@@ -234,6 +239,7 @@ fn refused_headless(tool: &str, decision: Decision) -> Verdict {
         warning: None,
         reason: None,
         review: None,
+        args: None,
     }
 }
 
@@ -314,6 +320,10 @@ pub enum ApprovalAnswer {
     Deny,
     /// Deny, with the reason the model reads (a program's permission callback gives one).
     DenyBecause(String),
+    /// Allow once, with these arguments instead of the model's (a program's permission
+    /// callback rewrote the call). The gate judges them as a call of their own: the answer
+    /// stands in for the approval only where that call would be asked too.
+    OnceWith(Value),
 }
 
 /// The interactive side of the gate; the terminal UI implements it.
@@ -419,13 +429,16 @@ impl PolicyGate {
         self.grants.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn resolve_ask(
         &self,
         call: &Call,
+        profile: Profile,
         basis: &Basis,
         args: &Value,
         base: Verdict,
         review: Option<&CallContext>,
+        approved: bool,
     ) -> Verdict {
         let granted = {
             let grants = self.lock_grants();
@@ -462,7 +475,9 @@ impl PolicyGate {
         }
         match &self.approver {
             None => allowed(base, Resolution::Headless),
-            Some(approver) => self.ask_user(approver.as_ref(), call, args, base),
+            // The approver already allowed this changed call (see `changed_call`).
+            Some(_) if approved => allowed(base, Resolution::UserOnce),
+            Some(approver) => self.ask_user(approver.as_ref(), call, profile, args, base),
         }
     }
 
@@ -491,12 +506,14 @@ impl PolicyGate {
         &self,
         approver: &dyn Approver,
         call: &Call,
+        profile: Profile,
         args: &Value,
         base: Verdict,
     ) -> Verdict {
         let request = approval_request(call, args, &base, suggest_scopes(call, &self.policy));
         match approver.approve(&request) {
             ApprovalAnswer::Once => allowed(base, Resolution::UserOnce),
+            ApprovalAnswer::OnceWith(changed) => self.changed_call(&call.tool, profile, changed),
             ApprovalAnswer::Session(scope) => {
                 let text = scope.text().to_string();
                 self.lock_grants().push(scope);
@@ -544,11 +561,58 @@ fn denied_because(tool: &str, reason: &str) -> String {
     format!("blocked: the `{tool}` call was denied: {reason}")
 }
 
+/// The refusal of changed arguments where only the model's own call can be approved (a
+/// fresh approval, a failed review): what was approved must be what was shown.
+fn changed_refused(tool: &str) -> String {
+    format!(
+        "blocked: the `{tool}` call was allowed only with changed arguments, and this call \
+         needs an approval of exactly what was asked; it was not made"
+    )
+}
+
+/// The first path a writer call would change outside the workspace, as resolved.
+fn outside_workspace(call: &Call, policy: &Policy) -> Option<String> {
+    if call.family != Family::Writer {
+        return None;
+    }
+    call.resolved_paths()
+        .iter()
+        .find(|path| !std::path::Path::new(path).starts_with(&policy.context.workspace))
+        .cloned()
+}
+
+impl PolicyGate {
+    /// The approver allowed a call with other arguments (an Agent SDK's `updatedInput`).
+    /// Those are judged as the call they are: deny rules, MCP policies and the request hook
+    /// apply to them, and the approver's answer stands in for the approval only where the
+    /// changed call would be asked as well. A changed writer may not leave the workspace:
+    /// what was approved was a call inside it.
+    fn changed_call(&self, tool: &str, profile: Profile, changed: Value) -> Verdict {
+        let cancel = CancelToken::new();
+        let context = CallContext {
+            recent: &String::new,
+            cancel: &cancel,
+        };
+        let mut verdict = self.judge(tool, profile, &changed, &context, true);
+        if verdict.allowed {
+            verdict.args = Some(changed);
+        }
+        verdict
+    }
+}
+
 impl PolicyGate {
     /// A destructive MCP call: a fresh human answer every time (no grant, posture, allow rule
     /// or reviewer answers it). Without a human the run fails closed, as the spec has
     /// non-interactive sessions do: an allow rule naming the tool does not let it through.
-    fn check_destructive(&self, call: &Call, args: &Value, base: Verdict) -> Verdict {
+    fn check_destructive(
+        &self,
+        call: &Call,
+        profile: Profile,
+        args: &Value,
+        base: Verdict,
+        approved: bool,
+    ) -> Verdict {
         let posture = base.posture.unwrap_or(Posture::Ask);
         let Some(approver) = self
             .approver
@@ -575,6 +639,9 @@ impl PolicyGate {
         if let Some(reason) = self.hook_denies(&request, true) {
             return blocked(base, Resolution::Hook, hook_message(&reason));
         }
+        if approved {
+            return allowed(base, Resolution::UserOnce);
+        }
         match approver.approve(&request) {
             ApprovalAnswer::Deny => {
                 let message = format!(
@@ -584,6 +651,7 @@ impl PolicyGate {
                 );
                 blocked(base, Resolution::UserDeny, message)
             }
+            ApprovalAnswer::OnceWith(changed) => self.changed_call(&call.tool, profile, changed),
             ApprovalAnswer::DenyBecause(reason) => blocked(
                 base,
                 Resolution::UserDeny,
@@ -682,6 +750,9 @@ impl PolicyGate {
                 );
                 blocked(base, Resolution::UserDeny, message)
             }
+            ApprovalAnswer::OnceWith(_) => {
+                blocked(base, Resolution::UserDeny, changed_refused(&call.tool))
+            }
             _ => allowed(base, Resolution::UserOnce),
         }
     }
@@ -727,6 +798,7 @@ impl Gate for PolicyGate {
             warning: None,
             reason: None,
             review: None,
+            args: None,
         };
         if let Some(reason) = self.hook_denies(&request, true) {
             return blocked(base, Resolution::Hook, hook_message(&reason));
@@ -740,6 +812,9 @@ impl Gate for PolicyGate {
             }
             ApprovalAnswer::DenyBecause(reason) => {
                 blocked(base, Resolution::UserDeny, denied_because(tool, &reason))
+            }
+            ApprovalAnswer::OnceWith(_) => {
+                blocked(base, Resolution::UserDeny, changed_refused(tool))
             }
             _ => allowed(base, Resolution::UserOnce),
         }
@@ -784,6 +859,21 @@ impl Gate for PolicyGate {
         args: &Value,
         context: &CallContext,
     ) -> Verdict {
+        self.judge(tool, profile, args, context, false)
+    }
+}
+
+impl PolicyGate {
+    /// The gate's judgement of one call; `approved`: the approver already allowed it (it is
+    /// the changed call of an earlier answer, see `changed_call`).
+    fn judge(
+        &self,
+        tool: &str,
+        profile: Profile,
+        args: &Value,
+        context: &CallContext,
+        approved: bool,
+    ) -> Verdict {
         let read_only = profile.read_only;
         let call = Call::declared(
             tool,
@@ -820,9 +910,19 @@ impl Gate for PolicyGate {
             warning: None,
             reason: None,
             review: None,
+            args: None,
         };
+        if approved {
+            if let Some(path) = outside_workspace(&call, &self.policy) {
+                let message = format!(
+                    "blocked: the call was allowed with its path changed to {path}, outside the \
+                     workspace; a changed call may not leave the workspace, so it was not made"
+                );
+                return blocked(base, Resolution::UserDeny, message);
+            }
+        }
         if destructive {
-            return self.check_destructive(&call, args, base);
+            return self.check_destructive(&call, profile, args, base, approved);
         }
         match (ruling.decision, &ruling.basis) {
             (Decision::Allow, _) => allowed(base, Resolution::Plain),
@@ -844,7 +944,7 @@ impl Gate for PolicyGate {
             (Decision::Ask, basis) => {
                 // Destructive calls returned above: they never reach the reviewer.
                 let review = mcp.is_some_and(|m| m.auto_review).then_some(context);
-                self.resolve_ask(&call, basis, args, base, review)
+                self.resolve_ask(&call, profile, basis, args, base, review, approved)
             }
         }
     }

@@ -177,6 +177,12 @@ pub struct Call {
 }
 
 impl Call {
+    /// Each path of a [`Call::declared`] call as the filesystem resolves it, spelled with the
+    /// workspace prefix when inside it; empty for calls on no path.
+    pub fn resolved_paths(&self) -> &[String] {
+        &self.resolved
+    }
+
     /// A call whose subject is found by [`Subject::extract`], matched lexically; for tools
     /// that do not declare their subjects and for tests of the rule grammar.
     pub fn new(tool: &str, family: Family, args: &Value) -> Call {

@@ -47,6 +47,9 @@ pub enum Scope {
     /// `~/.claude/agents/*.md`, the user's Claude Code subagent definitions, read only as
     /// subagent profiles.
     ClaudeAgents,
+    /// `<workspace>/.claude/agents/*.md`, the repository's Claude Code subagent definitions:
+    /// read only while the workspace is trusted; repository content.
+    ClaudeProjectAgents,
     /// A `[skills] paths` entry, as written.
     Custom(String),
     /// Shipped in the binary (the `explore` and `review` profiles); no file, lowest rank.
@@ -62,6 +65,7 @@ impl Scope {
             Scope::Claude => "claude",
             Scope::ClaudeUser => "claude-user",
             Scope::ClaudeAgents => "claude-agents",
+            Scope::ClaudeProjectAgents => "claude-project-agents",
             Scope::Custom(_) => "custom",
             Scope::Builtin => "built-in",
         }
@@ -69,7 +73,10 @@ impl Scope {
 
     /// Scopes inside the workspace hold whatever the repository brings.
     pub fn is_repository(&self) -> bool {
-        matches!(self, Scope::Project | Scope::Claude)
+        matches!(
+            self,
+            Scope::Project | Scope::Claude | Scope::ClaudeProjectAgents
+        )
     }
 }
 

@@ -83,6 +83,14 @@ impl Roots {
             roots.push((Scope::ClaudeAgents, dir.clone()));
         }
         roots.push((Scope::Claude, self.workspace.join(".claude").join("skills")));
+        // A repository's agents become profiles that run with the session's tools: only a
+        // trusted workspace's are read (`app::skills` reports the ignored ones).
+        if self.workspace_trusted {
+            roots.push((
+                Scope::ClaudeProjectAgents,
+                self.workspace.join(".claude").join("agents"),
+            ));
+        }
         for path in &self.paths {
             roots.push((Scope::Custom(path.clone()), self.expand(path)));
         }
@@ -151,8 +159,17 @@ pub fn load(roots: &Roots) -> Store {
 }
 
 fn read_root(root: &Root, roots: &Roots, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
-    if root.scope == Scope::ClaudeAgents {
-        return read_claude_agents(&root.path, diagnostics);
+    match root.scope {
+        Scope::ClaudeAgents => return read_claude_agents(&root.path, None, diagnostics),
+        Scope::ClaudeProjectAgents => {
+            let fence = canonical(&roots.workspace);
+            let mut agents = read_claude_agents(&root.path, Some(&fence), diagnostics);
+            for agent in &mut agents {
+                agent.scope = Scope::ClaudeProjectAgents;
+            }
+            return agents;
+        }
+        _ => {}
     }
     let Ok(entries) = fs::read_dir(&root.path) else {
         return Vec::new();
@@ -201,8 +218,13 @@ fn read_root(root: &Root, roots: &Roots, diagnostics: &mut Vec<Diagnostic>) -> V
 /// `description`, `tools` (Claude's tool names and rules, comma-separated) and `model`, the
 /// body being the agent's system prompt. Each becomes a subagent profile of the user's.
 /// `model: inherit` and Claude's own aliases (`sonnet`, `opus`, `haiku`) mean the session's
-/// model; any other value is taken as a reasonix model reference.
-fn read_claude_agents(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skill> {
+/// model; any other value is taken as a reasonix model reference. `fence`: a repository's
+/// agent files must resolve inside it (no symlink out of the workspace).
+fn read_claude_agents(
+    dir: &Path,
+    fence: Option<&Path>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Skill> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -225,6 +247,20 @@ fn read_claude_agents(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Skil
     }
     let mut skills = Vec::new();
     for file in files {
+        if let Some(fence) = fence {
+            let real = canonical(&file);
+            if !real.starts_with(fence) {
+                diagnostics.push(Diagnostic {
+                    path: file.clone(),
+                    line: None,
+                    message: format!(
+                        "resolves to {} outside the workspace; a repository agent must live in the repository, so it is skipped",
+                        real.display()
+                    ),
+                });
+                continue;
+            }
+        }
         match read_claude_agent(&file) {
             Ok(skill) => skills.push(skill),
             Err(diagnostic) => diagnostics.push(diagnostic),
@@ -496,6 +532,37 @@ mod tests {
             "{:?}",
             store.diagnostics
         );
+    }
+
+    #[test]
+    fn a_trusted_workspaces_claude_agents_are_profiles_and_cannot_point_outside_it() {
+        let tmp = TempDir::new("skills");
+        let mut r = roots(tmp.path());
+        let agents = r.workspace.join(".claude/agents");
+        fs::create_dir_all(&agents).unwrap();
+        fs::write(
+            agents.join("helper.md"),
+            "---\nname: helper\ndescription: helps\n---\nHelp.\n",
+        )
+        .unwrap();
+        let outside = tmp.path().join("private.md");
+        fs::write(&outside, "---\nname: leak\ndescription: x\n---\nPrivate.\n").unwrap();
+        std::os::unix::fs::symlink(&outside, agents.join("leak.md")).unwrap();
+        let store = load(&r);
+        let helper = store.get("helper").expect("the workspace agent is read");
+        assert_eq!(helper.run_as, crate::skill::RunAs::Subagent);
+        assert_eq!(helper.scope, Scope::ClaudeProjectAgents);
+        assert!(store.get("leak").is_none());
+        assert!(
+            store
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("outside the workspace")),
+            "{:?}",
+            store.diagnostics
+        );
+        r.workspace_trusted = false;
+        assert!(load(&r).get("helper").is_none());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 """Scenarios of the real Python `claude-agent-sdk` against reasonix (tests/claude_sdk.rs).
 
-Run as `python3 sdk_scenarios.py SCENARIO` with REASONIX_BIN naming the binary and
+Run as `python3 sdk_scenarios.py SCENARIO [ARG...]` with REASONIX_BIN naming the binary and
 SDK_WORKSPACE the working directory; the Rust test has started the loopback fake model with
 the replies each scenario expects and pointed reasonix's config at it. A scenario prints
 `ok SCENARIO` and exits 0, or raises (exit 1) with what differed. Nothing here skips: the
@@ -18,6 +18,7 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     HookMatcher,
+    PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
     StreamEvent,
@@ -86,6 +87,34 @@ async def can_use_tool_deny():
     results = blocks(seen, UserMessage, ToolResultBlock)
     expect(any("writes are not allowed in this test" in json.dumps(r.content) for r in results), "the deny message is the tool result", seen)
     expect(isinstance(seen[-1], ResultMessage), "a result last", seen)
+
+
+async def can_use_tool_rewrite():
+    """The callback allows the model's write of out.txt as a write of argv[2]; argv[3] says
+    whether the rewritten call must be refused (`denied`) or run (`runs`). Writes under
+    secret/ are denied by --disallowedTools."""
+    target, outcome = sys.argv[2], sys.argv[3]
+    asked = []
+
+    async def gate(name, tool_input, _context):
+        asked.append((name, dict(tool_input)))
+        return PermissionResultAllow(updated_input={**tool_input, "file_path": target})
+
+    opts = options(can_use_tool=gate, disallowed_tools=["Write(secret/**)"])
+    seen = await collect(one_prompt("Write out.txt"), opts)
+    expect(asked == [("Write", {"file_path": "out.txt", "content": "x"})], f"asked once about the model's write, got {asked}", seen)
+    uses = blocks(seen, AssistantMessage, ToolUseBlock)
+    expect([u.input for u in uses] == [{"file_path": "out.txt", "content": "x"}], "the tool_use block is the call the model made", seen)
+    result = seen[-1]
+    expect(isinstance(result, ResultMessage), "a result last", seen)
+    denials = result.permission_denials or []
+    results = blocks(seen, UserMessage, ToolResultBlock)
+    if outcome == "denied":
+        expect([d["tool_name"] for d in denials] == ["Write"], f"the rewritten write is a permission denial, got {denials}", seen)
+        expect(len(results) == 1 and results[0].is_error, "the tool result is the refusal", seen)
+    else:
+        expect(denials == [], f"no permission denials, got {denials}", seen)
+        expect(len(results) == 1 and not results[0].is_error, "the rewritten write succeeded", seen)
 
 
 async def hook_blocks_bash():
@@ -163,6 +192,7 @@ async def client_two_turns_and_interrupt():
 SCENARIOS = {
     "query_basic": query_basic,
     "can_use_tool_deny": can_use_tool_deny,
+    "can_use_tool_rewrite": can_use_tool_rewrite,
     "hook_blocks_bash": hook_blocks_bash,
     "sdk_mcp_tool": sdk_mcp_tool,
     "client_two_turns_and_interrupt": client_two_turns_and_interrupt,
