@@ -1015,6 +1015,32 @@ mod tests {
         has("$'\\162\\155' -rf /", "rm -rf /");
     }
 
+    /// Each operator is one token of its own text, so two lines differ in rendering (and in
+    /// what an exact rule matches) exactly when their operators differ.
+    #[test]
+    fn operators_are_lexed_whole() {
+        let controls = |c: &str| -> Vec<String> {
+            Analysis::parse(c)
+                .tokens()
+                .iter()
+                .filter_map(|t| match t {
+                    Token::Control(op) => Some(op.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(controls("a;;b"), [";;"]);
+        assert_eq!(controls("a & b"), ["&"]);
+        assert_eq!(
+            controls("a && b || c | d |& e ; f"),
+            ["&&", "||", "|", "|&", ";"]
+        );
+        assert_eq!(
+            Analysis::parse("sleep 1&rm x").raw_rendering(),
+            "sleep 1 & rm x"
+        );
+    }
+
     #[test]
     fn assignments_start_with_a_letter_or_underscore() {
         assert!(is_assignment("FOO=1"));
