@@ -23,9 +23,9 @@ use super::events::{Event, EventSink, NoticeLevel};
 use super::runner::{Agent, AgentError, Finish, Options};
 use super::session::{Header, Session};
 use crate::cancel::CancelToken;
-use crate::permission::{Gate, McpToolPolicy, Verdict};
+use crate::permission::Gate;
 use crate::provider::{Message, Provider, Role};
-use crate::tool::{builtin, Family, Profile, ReadDenials, Registry, Tool, ToolContext, ToolError};
+use crate::tool::{builtin, Family, Registry, Tool, ToolContext, ToolError};
 
 /// The executor's tool for reporting on the plan.
 pub const PLAN_STATUS_TOOL: &str = "plan_status";
@@ -171,39 +171,6 @@ pub fn research_tools(executor: &Registry) -> Registry {
         }
     }
     tools
-}
-
-/// The planner's view of the shared gate: every check is the gate's, but the planner cannot
-/// change its posture, plan window or permission hook (its agent closes the plan window at
-/// the end of each turn, which must not close the executor's).
-pub struct PlannerGate(pub Box<dyn Gate>);
-
-impl Gate for PlannerGate {
-    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
-        self.0.check_declared(tool, profile, args)
-    }
-
-    fn check_in_context(
-        &self,
-        tool: &str,
-        profile: Profile,
-        args: &Value,
-        context: &crate::permission::CallContext,
-    ) -> Verdict {
-        self.0.check_in_context(tool, profile, args, context)
-    }
-
-    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
-        self.0.check_fresh(tool, args, preview)
-    }
-
-    fn read_denials(&self) -> Option<Arc<dyn ReadDenials>> {
-        self.0.read_denials()
-    }
-
-    fn mcp_policy(&self, tool: &str) -> Option<McpToolPolicy> {
-        self.0.mcp_policy(tool)
-    }
 }
 
 /// What the planner agent is made of, kept until the first plan is needed so a pair that

@@ -6,11 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::Error;
 use crate::agent::compaction::ContextOptions;
-use crate::agent::coordinator::{self, Coordinator, PlannerGate, PlannerParts};
+use crate::agent::coordinator::{self, Coordinator, PlannerParts};
 use crate::agent::driver::Runner;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
 use crate::agent::plan::PlanSettings;
@@ -21,9 +19,9 @@ use crate::agent::session::{self, Header, Session};
 use crate::agent::waiting::{self, Watch};
 use crate::cancel::CancelToken;
 use crate::config::{self, Config, LoadOptions, Loaded, PermissionMode};
-use crate::permission::{Decision, Gate, Policy, PolicyGate, Posture, Verdict};
+use crate::permission::{ChecksOnly, Decision, Policy, PolicyGate, Posture};
 use crate::provider::{self, Message, ProviderError, ProviderSettings};
-use crate::tool::{builtin, Profile, Registry, ToolContext};
+use crate::tool::{builtin, Registry, ToolContext};
 
 /// The canonical working directory (after `-C`).
 pub fn working_dir() -> Result<PathBuf, Error> {
@@ -276,7 +274,7 @@ pub fn runner(
     let parts = PlannerParts {
         provider: provider::build(settings.clone())?,
         tools: coordinator::research_tools(executor.tools()),
-        gate: Box::new(PlannerGate(Box::new(SharedGate(Arc::clone(gate))))),
+        gate: Box::new(ChecksOnly(Arc::clone(gate))),
         ctx,
         options: Options {
             // One budget for both models of the run.
@@ -529,48 +527,5 @@ pub fn options(
             mcp_calls: config.agent.max_mcp_calls_per_round as usize,
             image_bytes_per_request: config.agent.max_image_bytes_per_request,
         },
-    }
-}
-
-/// Lets the UI keep a handle on the gate it gives the agent (posture changes, `!cmd`).
-pub struct SharedGate(pub Arc<PolicyGate>);
-
-impl Gate for SharedGate {
-    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
-        self.0.check_declared(tool, profile, args)
-    }
-
-    fn check_in_context(
-        &self,
-        tool: &str,
-        profile: Profile,
-        args: &Value,
-        context: &crate::permission::CallContext,
-    ) -> Verdict {
-        self.0.check_in_context(tool, profile, args, context)
-    }
-
-    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
-        self.0.check_fresh(tool, args, preview)
-    }
-
-    fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
-        self.0.read_denials()
-    }
-
-    fn mcp_policy(&self, tool: &str) -> Option<crate::permission::McpToolPolicy> {
-        self.0.mcp_policy(tool)
-    }
-
-    fn set_plan_window(&self, open: bool) {
-        Gate::set_plan_window(self.0.as_ref(), open)
-    }
-
-    fn set_posture(&self, posture: Posture) {
-        self.0.set_posture(posture)
-    }
-
-    fn set_request_hook(&self, hook: crate::permission::gate::RequestHook) {
-        Gate::set_request_hook(self.0.as_ref(), hook)
     }
 }

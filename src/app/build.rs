@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::assemble::{self, SharedGate};
+use super::assemble;
 use super::delegate::{self, Children, Tally};
 use super::Error;
 use crate::agent::driver::Runner;
@@ -138,7 +138,7 @@ pub fn agent(parts: Parts, sink: &mut dyn EventSink) -> Result<Built, Error> {
     let mut agent = Agent::new(
         provider,
         tools,
-        Box::new(SharedGate(Arc::clone(&gate))),
+        Box::new(Arc::clone(&gate)),
         session,
         ctx.clone(),
         options,

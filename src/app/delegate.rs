@@ -9,8 +9,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
-use serde_json::Value;
-
 use super::assemble::{self, PromptFlags};
 use crate::agent::events::{ChildState, Event, EventSink};
 use crate::agent::hooks::{HookEvent, Hooks};
@@ -19,13 +17,13 @@ use crate::agent::runner::{Agent, AgentError, Budget, Finish, Options};
 use crate::agent::scheduler::{Claim, Limits, Scheduler};
 use crate::agent::session::{self, Header, Session};
 use crate::config::Config;
-use crate::permission::{Gate, PolicyGate, Verdict};
+use crate::permission::{ChecksOnly, PolicyGate};
 use crate::provider::{self, Message, ProviderSettings, Usage};
 use crate::sandbox::Policy;
 use crate::skill::{RunAs, Skill};
 use crate::tool::collab::Workflow;
 use crate::tool::delegate::{Delegate, TaskOutcome, TaskSpec};
-use crate::tool::{Profile, Registry, Tool, ToolContext};
+use crate::tool::{Registry, Tool, ToolContext};
 
 /// What the children of one run have used, for the parent's result.
 #[derive(Debug, Clone, Default)]
@@ -259,7 +257,7 @@ impl Children {
             ..assemble::options(&self.config, &settings, None, effort)
         };
         let tools = self.registry(planned.read_only, planned.profile.as_ref(), parent);
-        let gate = Box::new(ChildGate(Arc::clone(&self.gate)));
+        let gate = Box::new(ChecksOnly(Arc::clone(&self.gate)));
         let mut agent = Agent::new(provider, tools, gate, child_session, ctx, options);
         if let Some(hooks) = self.hooks.get() {
             agent.set_stop_event(HookEvent::SubagentStop);
@@ -452,39 +450,6 @@ pub fn keep_readers_and_shell(tools: &mut Registry) {
     keep_readers(tools);
     if shell {
         tools.insert(Arc::new(crate::tool::builtin::read_only_bash::ReadOnlyBash));
-    }
-}
-
-/// The parent's gate for a child: every check is the parent's, but a child cannot change the
-/// parent's posture, plan window or permission hook (its planner closes the window at the
-/// start of its turn, which must not close the parent's).
-struct ChildGate(Arc<PolicyGate>);
-
-impl Gate for ChildGate {
-    fn check_declared(&self, tool: &str, profile: Profile, args: &Value) -> Verdict {
-        self.0.check_declared(tool, profile, args)
-    }
-
-    fn check_in_context(
-        &self,
-        tool: &str,
-        profile: Profile,
-        args: &Value,
-        context: &crate::permission::CallContext,
-    ) -> Verdict {
-        self.0.check_in_context(tool, profile, args, context)
-    }
-
-    fn check_fresh(&self, tool: &str, args: &Value, preview: &str) -> Verdict {
-        self.0.check_fresh(tool, args, preview)
-    }
-
-    fn read_denials(&self) -> Option<Arc<dyn crate::tool::ReadDenials>> {
-        self.0.read_denials()
-    }
-
-    fn mcp_policy(&self, tool: &str) -> Option<crate::permission::McpToolPolicy> {
-        self.0.mcp_policy(tool)
     }
 }
 

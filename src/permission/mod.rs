@@ -8,6 +8,7 @@ pub mod gate;
 pub mod guardian;
 pub mod policy;
 pub mod rules;
+pub mod shared;
 pub mod shell;
 
 pub use gate::{
@@ -19,3 +20,4 @@ pub use policy::{Basis, Decision, Policy, Ruling};
 pub use rules::{
     claude_tool_list, split_rule_list, Call, MatchContext, Polarity, Rule, RuleError, Subject,
 };
+pub use shared::ChecksOnly;
