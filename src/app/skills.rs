@@ -36,9 +36,9 @@ pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
 }
 
 /// Each inline skill as a `/<name>` command whose text loads the skill with the typed
-/// arguments, and each subagent profile (stored or built-in) as one whose text has the model
-/// hand the typed task to that profile through `task`. The profile's name is in the user's
-/// turn only, never in a schema or the system prompt. A custom command of the same name wins
+/// arguments, and each subagent profile (stored or built-in) as one the front end runs
+/// host-side with the typed task (`Agent::run_profile`), never through the model's `task`.
+/// The profile's name is in the user's turn only, never in a schema or the system prompt. A custom command of the same name wins
 /// (it is the user's explicit file), with a notice.
 pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
     let profiles = profiles(&store.skills);
@@ -68,15 +68,9 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
                 format!("skill: {}", skill.description),
                 crate::tool::builtin::skill::render(skill, "$ARGUMENTS"),
             ),
-            RunAs::Subagent => (
-                format!("subagent: {}", skill.description),
-                format!(
-                    "Hand this task to the `{name}` subagent: call the `task` tool with \
-                     `profile` set to \"{name}\" and the task below as its `prompt`, then \
-                     report its answer.\n\nTask: $ARGUMENTS",
-                    name = skill.name
-                ),
-            ),
+            // Run host-side by the front end (`command::input::Input::Profile`); no text of
+            // it goes to the model as a prompt.
+            RunAs::Subagent => (format!("subagent: {}", skill.description), String::new()),
         };
         commands.commands.push(custom::CustomCommand {
             name: skill.name.clone(),
@@ -84,6 +78,7 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
             argument_hint: String::new(),
             body,
             path: skill.dir.join("SKILL.md"),
+            profile: skill.run_as == RunAs::Subagent,
         });
     }
     commands.commands.sort_by(|a, b| a.name.cmp(&b.name));
