@@ -10,8 +10,9 @@ use crate::config::{self, Config};
 use crate::skill::store::{self, Roots, Store};
 use crate::skill::{RunAs, Scope, Skill};
 
-/// A workspace and whether it was trusted when its skills were read.
-type StoreKey = (PathBuf, bool);
+/// A workspace, whether it was trusted when its skills were read, and the retained bundle a
+/// bound conversation reads instead (with whether it is untrusted).
+type StoreKey = (PathBuf, bool, Option<(PathBuf, bool)>);
 
 /// The store a session uses, with the workspace's trust as the trust list records it. It is
 /// read once per process (and trust standing): the system prompt's index, the `skill` tool,
@@ -20,17 +21,21 @@ type StoreKey = (PathBuf, bool);
 pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
     static STORES: Mutex<Vec<(StoreKey, Arc<Store>)>> = Mutex::new(Vec::new());
     let trusted = skills_trusted(config, workspace);
-    let key = (workspace.to_path_buf(), trusted);
+    let retained = config
+        .skills
+        .retained
+        .clone()
+        .map(|dir| (dir, config.skills.retained_untrusted));
+    let key = (workspace.to_path_buf(), trusted, retained.clone());
     let mut stores = STORES.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, store)) = stores.iter().find(|(k, _)| *k == key) {
         return Arc::clone(store);
     }
-    let store = Arc::new(store::load(&roots(
-        config,
-        &config.home,
-        workspace,
-        trusted,
-    )));
+    // A bound conversation's skills are those frozen when it was bound.
+    let store = Arc::new(match retained {
+        Some((dir, untrusted)) => crate::composition::retain::load_store(&dir, untrusted),
+        None => store::load(&roots(config, &config.home, workspace, trusted)),
+    });
     stores.push((key, Arc::clone(&store)));
     store
 }
