@@ -116,6 +116,28 @@ fn a_bound_conversation_keeps_its_frozen_skill_after_the_file_is_edited() {
     assert!(!loaded.contains(NEW), "{loaded}");
 }
 
+/// A skill deleted after binding is still the bound conversation's: its frozen copy loads,
+/// and the `skill` tool it was bound with is still offered.
+#[test]
+fn a_bound_conversation_keeps_a_skill_deleted_after_binding() {
+    let (server, home, work) = setup(
+        vec![Reply::text("one"), load_skill(), Reply::text("done")],
+        OLD,
+    );
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:ship", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    std::fs::remove_dir_all(home.join(".reasonix/skills/deploy")).unwrap();
+    let out = run_in(&home, work.path(), &["--continue", "ship it"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.wait_for_requests(3);
+    assert_eq!(requests[1].body["tools"], requests[0].body["tools"]);
+    assert!(skill_result(&requests[2].body).contains(OLD));
+}
+
 #[test]
 fn a_new_conversation_binds_the_edited_skill() {
     let (server, home, work) = setup(vec![load_skill(), Reply::text("done")], NEW);

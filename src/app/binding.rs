@@ -193,7 +193,17 @@ fn resumed(
             .map_err(|e| CompositionError::new(Code::Unavailable, format!("{}: {e}", binding.id))),
         None => Ok(()),
     });
-    let here = available(config, cwd);
+    // What it may use here, its skills being the frozen ones: a skill deleted since binding
+    // still leaves it the `skill` tool.
+    let here = match &binding.retained {
+        Some(retained) => {
+            let mut frozen = config.clone();
+            frozen.skills.retained = Some(retain::bundle_dir(&config.home, retained));
+            frozen.skills.retained_untrusted = binding.imported;
+            available(&frozen, cwd)
+        }
+        None => available(config, cwd),
+    };
     match checked.and_then(|()| check_tools(&binding, &here)) {
         Err(err) => prepared.history_only = Some(history_only(&header.id, err)),
         Ok(()) => {
