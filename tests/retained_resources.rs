@@ -151,6 +151,71 @@ fn a_new_conversation_binds_the_edited_skill() {
     assert!(skill_result(&requests[1].body).contains(NEW));
 }
 
+/// A selected non-blocking hook runs the script it was bound with: the script file is frozen
+/// in the bundle and the hook's command points at the copy, so a later edit of the script
+/// reaches new conversations only. The safety hooks are never frozen.
+#[test]
+fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
+    let list = || Reply::tool_calls(&[("c1", "ls", r#"{"path":"."}"#)]);
+    let server = FakeOpenAI::start(vec![
+        list(),
+        Reply::text("one"),
+        list(),
+        Reply::text("two"),
+        list(),
+        Reply::text("three"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let out_file = work.join("hook-out.txt");
+    // A workspace script named by a relative path (hooks run in the workspace).
+    let script = work.write(
+        "hooks/note.sh",
+        &format!("echo OLD >> '{}'\n", out_file.display()),
+    );
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[[hooks]]\nevent = \"PostToolUse\"\ncommand = \"sh hooks/note.sh\"\n",
+    );
+    let created = run(reasonix(&home, work.path()).args([
+        "agent",
+        "create",
+        "user:noted",
+        "--hooks",
+        "PostToolUse",
+    ]));
+    assert_eq!(created.code, 0, "{created:?}");
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:noted", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "OLD\n");
+    let (header, _) = read_session(&session_files(&home)[0]);
+    let files = header["composition"]["retained"]["files"]
+        .as_object()
+        .unwrap();
+    assert!(files.contains_key("hooks/0/note.sh"), "{header}");
+
+    std::fs::write(&script, format!("echo NEW >> '{}'\n", out_file.display())).unwrap();
+    let out = run_in(&home, work.path(), &["--continue", "again"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "OLD\nOLD\n");
+    // A new conversation binds the script as it is now.
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:noted", "fresh"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&out_file).unwrap(),
+        "OLD\nOLD\nNEW\n"
+    );
+}
+
 /// A bound conversation exported from one home and imported into another home and workspace
 /// continues with the frozen skill it carried, not the other home's file of that name.
 #[test]

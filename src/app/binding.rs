@@ -113,7 +113,25 @@ pub fn prepare(
     // Frozen last, once nothing else refuses the binding: a refused one leaves no bundle.
     if let Selection::Only(skills) = &binding.modules.skills {
         let store = crate::app::skills::session_store(config, cwd);
-        binding.retained = Some(retain::freeze(&binding.id, skills, &store, &config.home)?);
+        let hooks: Vec<_> = config
+            .hooks
+            .iter()
+            .filter(|h| {
+                !crate::composition::SAFETY_HOOKS.contains(&h.event.as_str())
+                    && binding.modules.hooks.keeps(&h.event)
+            })
+            .cloned()
+            .collect();
+        let selected = retain::Selected {
+            skills,
+            store: &store,
+            hooks: &hooks,
+            cwd,
+            user_home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(Into::into),
+        };
+        binding.retained = Some(retain::freeze(&binding.id, &selected, &config.home)?);
     }
     resolve::apply(&binding, config, &available.skills);
     Ok(fresh(Some(binding)))

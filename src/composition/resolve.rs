@@ -324,7 +324,16 @@ pub fn model_has_vision(config: &Config, provider: &str, model: &str) -> bool {
 pub fn apply(binding: &Binding, config: &mut Config, available_skills: &[String]) {
     let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
     if let Some(retained) = &binding.retained {
-        config.skills.retained = Some(super::retain::bundle_dir(&config.home, retained));
+        let dir = super::retain::bundle_dir(&config.home, retained);
+        // The non-blocking hooks as they were at binding, running the bundle's copies. An
+        // archive's never run: an imported binding keeps this machine's own hooks.
+        if !binding.imported {
+            config
+                .hooks
+                .retain(|h| SAFETY_HOOKS.contains(&h.event.as_str()));
+            config.hooks.extend(retained.hook_configs(&dir));
+        }
+        config.skills.retained = Some(dir);
         config.skills.retained_untrusted = binding.imported;
     }
     config.agent.persona_prefix = text(&binding.persona.prefix);

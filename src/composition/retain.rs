@@ -1,7 +1,10 @@
 //! Retained resources (AGENT_COMPOSITIONS "Files and retained resources"): binding a
 //! conversation freezes the files of the skills its composition selected into a bundle under
 //! `<state>/trusted/agent-presets/retained/<digest>/`, and the bound conversation reads its
-//! skills from there, so a later edit of a skill does not follow into it. The binding records
+//! skills from there, so a later edit of a skill does not follow into it. Its selected
+//! non-blocking hooks are kept as they were, each script file a hook's command names frozen
+//! beside the skills and the command pointed at the copy (an imported binding's hooks never
+//! run: `resolve::apply` keeps the machine's own). The binding records
 //! the bundle ([`Retained`]): each file's sha256 and one digest over the list, which names
 //! the directory. A bundle is content-addressed and never rewritten.
 //!
@@ -44,6 +47,10 @@ pub struct Retained {
     /// sha256 of the skills and files below; the bundle's directory name.
     pub digest: String,
     pub skills: Vec<RetainedSkill>,
+    /// The selected non-blocking `[[hooks]]` as they were at binding, their script files
+    /// pointing into the bundle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<RetainedHook>,
     /// Path inside the bundle (`skills/NAME/...`, `agents/NAME.md`) to the file's sha256.
     pub files: BTreeMap<String, String>,
 }
@@ -61,9 +68,36 @@ pub struct RetainedSkill {
     pub file: String,
 }
 
+/// One selected non-blocking hook as it was at binding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetainedHook {
+    pub event: String,
+    pub matcher: String,
+    /// The command, each script file it named replaced by its copy in the bundle.
+    pub command: String,
+    pub timeout_seconds: u64,
+}
+
+impl RetainedHook {
+    fn to_config(&self, dir: &Path) -> crate::config::file::HookConfig {
+        let quoted = format!("'{}'", dir.display().to_string().replace('\'', "'\\''"));
+        crate::config::file::HookConfig {
+            event: self.event.clone(),
+            matcher: self.matcher.clone(),
+            command: self.command.replace(PLACEHOLDER, &quoted),
+            timeout_seconds: self.timeout_seconds,
+        }
+    }
+}
+
 impl Retained {
-    fn compute_digest(skills: &[RetainedSkill], files: &BTreeMap<String, String>) -> String {
-        let bytes = serde_json::to_vec(&(skills, files)).unwrap_or_default();
+    fn compute_digest(
+        skills: &[RetainedSkill],
+        hooks: &[RetainedHook],
+        files: &BTreeMap<String, String>,
+    ) -> String {
+        let bytes = serde_json::to_vec(&(skills, hooks, files)).unwrap_or_default();
         crate::hash::sha256_hex(&bytes)
     }
 
@@ -72,9 +106,14 @@ impl Retained {
         self.skills.is_empty() && self.files.is_empty()
     }
 
+    /// The retained hooks as `[[hooks]]` entries running the bundle's copies in `dir`.
+    pub fn hook_configs(&self, dir: &Path) -> Vec<crate::config::file::HookConfig> {
+        self.hooks.iter().map(|h| h.to_config(dir)).collect()
+    }
+
     /// Whether the recorded digest is that of the recorded skills and files.
     pub fn digest_matches(&self) -> bool {
-        self.digest == Self::compute_digest(&self.skills, &self.files)
+        self.digest == Self::compute_digest(&self.skills, &self.hooks, &self.files)
     }
 }
 
@@ -99,14 +138,14 @@ fn unavailable(message: String) -> CompositionError {
 /// under `home` and returns its record. Built-in profiles have no files and are not frozen.
 pub fn freeze(
     binding_id: &str,
-    selected: &[String],
-    store: &Store,
+    selected: &Selected,
     home: &Path,
 ) -> Result<Retained, CompositionError> {
     let mut skills = Vec::new();
     let mut contents: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut total = 0u64;
-    for name in selected {
+    let store = selected.store;
+    for name in selected.skills {
         let Some(skill) = store.get(name) else {
             continue;
         };
@@ -153,13 +192,67 @@ pub fn freeze(
             file: main,
         });
     }
+    let mut hooks = Vec::new();
+    for (index, hook) in selected.hooks.iter().enumerate() {
+        let refuse = |what: String| {
+            unavailable(format!(
+                "{binding_id}: the {} hook `{}` cannot be retained: {what}; a retained bundle \
+                 holds only regular files and no credentials. Keep hook code in a dedicated \
+                 directory, or leave the {} hooks out of the composition",
+                hook.event, hook.command, hook.event
+            ))
+        };
+        let mut command = String::new();
+        let mut rest = hook.command.as_str();
+        while let Some(start) = rest.find(|c: char| !c.is_whitespace()) {
+            command.push_str(&rest[..start]);
+            let token_len = rest[start..]
+                .find(char::is_whitespace)
+                .unwrap_or(rest.len() - start);
+            let token = &rest[start..start + token_len];
+            rest = &rest[start + token_len..];
+            let Some(file) = script_file(token, selected.cwd, selected.user_home.as_deref()) else {
+                command.push_str(token);
+                continue;
+            };
+            let meta = fs::symlink_metadata(&file)
+                .map_err(|e| refuse(format!("cannot read {}: {e}", file.display())))?;
+            if meta.file_type().is_symlink() {
+                return Err(refuse(format!("{} is a symbolic link", file.display())));
+            }
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let path = format!("hooks/{index}/{name}");
+            check_path(&path).map_err(|_| refuse(format!("`{name}` is not a plain file name")))?;
+            let bytes = read_regular(&file).map_err(refuse)?;
+            total += bytes.len() as u64;
+            if total > MAX_BUNDLE_BYTES || contents.len() >= MAX_FILES {
+                return Err(refuse(format!(
+                    "the bundle would pass its limits ({MAX_FILES} files, {} MiB in all)",
+                    MAX_BUNDLE_BYTES / (1024 * 1024)
+                )));
+            }
+            contents.insert(path.clone(), bytes);
+            command.push_str(&format!("{PLACEHOLDER}/{path}"));
+        }
+        command.push_str(rest);
+        hooks.push(RetainedHook {
+            event: hook.event.clone(),
+            matcher: hook.matcher.clone(),
+            command,
+            timeout_seconds: hook.timeout_seconds,
+        });
+    }
     let files: BTreeMap<String, String> = contents
         .iter()
         .map(|(path, bytes)| (path.clone(), crate::hash::sha256_hex(bytes)))
         .collect();
     let retained = Retained {
-        digest: Retained::compute_digest(&skills, &files),
+        digest: Retained::compute_digest(&skills, &hooks, &files),
         skills,
+        hooks,
         files,
     };
     install(home, &retained, &contents).map_err(|e| {
@@ -169,6 +262,47 @@ pub fn freeze(
         ))
     })?;
     Ok(retained)
+}
+
+/// What a binding selected to retain, as this machine has it.
+pub struct Selected<'a> {
+    /// The selected skill names and the store they are read from.
+    pub skills: &'a [String],
+    pub store: &'a Store,
+    /// The `[[hooks]]` entries of the selected non-blocking events (never the safety hooks,
+    /// which always load from the current configuration).
+    pub hooks: &'a [crate::config::file::HookConfig],
+    /// Where a hook's relative script path is resolved: the workspace, where hooks run.
+    pub cwd: &'a Path,
+    /// For `~/` in a hook's command.
+    pub user_home: Option<PathBuf>,
+}
+
+/// Stands for the bundle's directory in a retained hook's command; [`RetainedHook::to_config`]
+/// puts the quoted path in its place.
+const PLACEHOLDER: &str = "{{reasonix-retained}}";
+
+/// The file of a script format a hook command's word names, when it exists: the word as a
+/// whole (no quotes, variables or globs), ending in a common script extension, resolved
+/// against `~` and the workspace.
+fn script_file(token: &str, cwd: &Path, user_home: Option<&Path>) -> Option<PathBuf> {
+    const SCRIPTS: &[&str] = &[
+        "sh", "bash", "zsh", "py", "js", "mjs", "cjs", "ts", "rb", "pl", "lua", "php",
+    ];
+    if token.contains([
+        '\'', '"', '$', '`', '*', '?', '[', '=', ';', '|', '&', '<', '>',
+    ]) {
+        return None;
+    }
+    let extension = Path::new(token).extension()?.to_str()?;
+    if !SCRIPTS.contains(&extension) {
+        return None;
+    }
+    let file = match token.strip_prefix("~/") {
+        Some(rest) => user_home?.join(rest),
+        None => cwd.join(token),
+    };
+    fs::symlink_metadata(&file).ok().map(|_| file)
 }
 
 /// Every file under `dir` as (bundle path, file), refusing links, special files, credential
@@ -418,6 +552,22 @@ pub fn check_resources(
             )));
         }
     }
+    for hook in &retained.hooks {
+        let mut rest = hook.command.as_str();
+        while let Some(at) = rest.find(PLACEHOLDER) {
+            rest = &rest[at + PLACEHOLDER.len()..];
+            let path = rest
+                .strip_prefix('/')
+                .map(|p| p.split(char::is_whitespace).next().unwrap_or(""))
+                .unwrap_or("");
+            if !path.starts_with("hooks/") || !retained.files.contains_key(path) {
+                return Err(Invalid(format!(
+                    "binding: the retained {} hook names a file the bundle does not hold",
+                    hook.event
+                )));
+            }
+        }
+    }
     let mut total = 0u64;
     let mut files = BTreeMap::new();
     for (i, value) in resources.into_iter().enumerate() {
@@ -493,8 +643,8 @@ pub fn check_path(path: &str) -> Result<(), String> {
         return bad("a control character or a backslash");
     }
     let parts: Vec<&str> = path.split('/').collect();
-    if !matches!(parts[0], "skills" | "agents") || parts.len() < 2 {
-        return bad("it must be under skills/ or agents/");
+    if !matches!(parts[0], "skills" | "agents" | "hooks") || parts.len() < 2 {
+        return bad("it must be under skills/, agents/ or hooks/");
     }
     for part in &parts {
         if part.is_empty() || *part == "." || *part == ".." {
@@ -631,8 +781,9 @@ mod tests {
             file: "skills/a/SKILL.md".into(),
         }];
         let retained = Retained {
-            digest: Retained::compute_digest(&skills, &files),
+            digest: Retained::compute_digest(&skills, &[], &files),
             skills,
+            hooks: Vec::new(),
             files,
         };
         (retained, Vec::new())
