@@ -264,6 +264,66 @@ fn the_bundle_survives_export_and_import_into_another_home() {
     assert!(!files_under(&retained_root(&other)).is_empty());
 }
 
+/// An archive's retained hooks are never run: an imported conversation that continues (its
+/// composition exists here) keeps this machine's own hooks, so a hook script carried in the
+/// archive cannot run a program on import or after.
+#[test]
+fn an_imported_conversation_never_runs_the_archives_hooks() {
+    let list = || Reply::tool_calls(&[("c1", "ls", r#"{"path":"."}"#)]);
+    let server = FakeOpenAI::start(vec![list(), Reply::text("one"), list(), Reply::text("two")]);
+    let (home, work) = (Dir::new(), Dir::new());
+    // The script writes where it runs: the workspace of the conversation.
+    work.write("hooks/note.sh", "echo ran >> hook-ran.txt\n");
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        "[[hooks]]\nevent = \"PostToolUse\"\ncommand = \"sh hooks/note.sh\"\n",
+    );
+    let create = |home: &Dir| {
+        let out = run(reasonix(home, work.path()).args([
+            "agent",
+            "create",
+            "user:noted",
+            "--hooks",
+            "PostToolUse",
+        ]));
+        assert_eq!(out.code, 0, "{out:?}");
+    };
+    create(&home);
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:noted", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        work.join("hook-ran.txt").exists(),
+        "the hook ran where it was bound"
+    );
+    let id = session_id(&session_files(&home)[0]);
+    let export = run(reasonix(&home, work.path()).args(["session", "export", &id]));
+    assert_eq!(export.code, 0, "{export:?}");
+
+    // Another home with the same composition and no hooks of its own.
+    let other = Dir::new();
+    use_fake_provider(&other, &server.base_url(), "");
+    create(&other);
+    let elsewhere = Dir::new();
+    let file = elsewhere.write("archive.json", &export.stdout);
+    let import = run(reasonix(&other, elsewhere.path())
+        .args(["session", "import"])
+        .arg(&file));
+    assert_eq!(import.code, 0, "{import:?}");
+    let imported = session_id(&session_files(&other)[0]);
+    let out = run_in(&other, elsewhere.path(), &["--resume", &imported, "go on"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(server.wait_for_requests(4).len(), 4);
+    assert!(
+        !elsewhere.join("hook-ran.txt").exists(),
+        "the archive's hook ran"
+    );
+}
+
 /// The exported archive of a bound conversation, and a home to import it into.
 fn exported() -> (String, Dir, Dir) {
     let (_server, home, work) = setup(vec![Reply::text("one")], OLD);
