@@ -37,6 +37,32 @@ pub fn base64url(bytes: &[u8]) -> String {
     encode(bytes, URL_SAFE, false)
 }
 
+/// Decodes standard base64 with padding (what [`base64`] writes); `None` for anything else:
+/// another alphabet, a missing or misplaced `=`, or a length that is not a multiple of 4.
+pub fn decode(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return None;
+    }
+    let value = |c: u8| STANDARD.iter().position(|&s| s == c).map(|v| v as u32);
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    let chunks = bytes.chunks(4).count();
+    for (i, chunk) in bytes.chunks(4).enumerate() {
+        let pads = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pads > 2 || (pads > 0 && i + 1 != chunks) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pads] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pads as u32;
+        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&decoded[..3 - pads]);
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,9 +80,18 @@ mod tests {
         ];
         for (plain, encoded) in vectors {
             assert_eq!(base64(plain.as_bytes()), encoded, "{plain}");
+            assert_eq!(
+                decode(encoded).as_deref(),
+                Some(plain.as_bytes()),
+                "{encoded}"
+            );
             assert_eq!(base64url(plain.as_bytes()), encoded.trim_end_matches('='));
         }
         assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
         assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+        assert_eq!(decode("+/8="), Some(vec![0xfb, 0xff]));
+        for bad in ["Zg=", "Zg==Zm8=", "Z===", "Zm-v", "Zm9v\n"] {
+            assert_eq!(decode(bad), None, "{bad}");
+        }
     }
 }

@@ -1536,6 +1536,37 @@ fn the_page_lists_the_models_and_switches_a_session_s_model_for_the_next_turn() 
     );
 }
 
+/// `/<profile> TASK` typed in the page runs the profile host-side, as in the chat: the child's
+/// request goes first with the task as its only user message, and the next turn's request
+/// carries the child's answer after the unchanged prefix. A profile without a task is refused.
+#[test]
+fn a_slash_profile_typed_in_the_page_runs_host_side() {
+    let fake = FakeOpenAI::start(vec![Reply::text("EXPLORED"), Reply::text("noted")]);
+    let server = start(&fake, "", &[]);
+    let id = new_session(&server);
+    let mut events = Events::open(&server, &id);
+    let empty = send(&server, &id, "/explore");
+    assert_eq!(empty.status, 400, "{}", empty.body);
+    assert!(empty.body.contains("needs a task"), "{}", empty.body);
+    let ran = prompt(&server, &mut events, &id, "/explore where is the loader");
+    assert_eq!(ran.last().unwrap()["outcome"], "done", "{ran:?}");
+    assert_eq!(text_of(&ran), "EXPLORED");
+    prompt(&server, &mut events, &id, "thanks");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].body["messages"][1]["content"],
+        "where is the loader"
+    );
+    let parent = requests[1].body["messages"].as_array().unwrap();
+    assert!(parent[1]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("/explore where is the loader"));
+    assert_eq!(parent[2]["content"], "EXPLORED");
+    assert_eq!(parent[3]["content"], "thanks");
+}
+
 #[test]
 fn slash_commands_typed_in_the_page_run_on_the_server_and_never_reach_the_model() {
     let fake = FakeOpenAI::start(vec![

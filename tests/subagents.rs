@@ -651,29 +651,111 @@ fn a_profile_from_an_untrusted_workspace_runs_read_only() {
     assert!(bash_description(&requests[1].body).contains("read-only"));
 }
 
+/// `/<profile> TASK` in the chat runs the profile host-side (the spec's
+/// `RunSubagentProfile`): the child's request is the first one sent, with the profile's body
+/// as its system prompt and the task as its only user message; the model is never asked to
+/// call `task`. The answer enters the conversation, so the next request carries it, after a
+/// prefix that did not move.
 #[test]
-fn a_slash_profile_in_the_chat_hands_the_task_to_that_profile() {
+fn a_slash_profile_in_the_chat_runs_the_profile_host_side() {
     let server = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[(
-            "c1",
-            "task",
-            r#"{"prompt":"where is the loader","profile":"explore"}"#,
-        )]),
-        Reply::text("EXPLORED"),
-        Reply::text("chat parent done"),
+        Reply::text("hello there"),
+        Reply::text("SCOUTED: the loader is in src/load.rs"),
+        Reply::text("noted"),
     ]);
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), "");
-    let out = crate::util::piped_chat(&home, work.path(), &[], "/explore where is the loader\n");
-    assert_eq!(out.code, 0, "{out:?}");
+    home.write(
+        ".reasonix/skills/scout/SKILL.md",
+        "---\nname: scout\ndescription: Finds things\nrunAs: subagent\ninvocation: manual\n---\nYou are the scout profile.\n",
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = crate::util::pty::Pty::spawn(cmd, 100, 30);
+    pty.wait_text("fake-model · ask");
+    pty.send("hello\r");
+    pty.wait_text("hello there");
+    pty.wait_text("Ask anything");
+    pty.send("/scout where is the loader\r");
+    pty.wait_text("SCOUTED");
+    pty.wait_text("Ask anything");
+    pty.send("thanks\r");
+    pty.wait_text("noted");
+    pty.wait_text("Ask anything");
+    pty.send("\x04");
+    assert!(pty.wait_exit().success(), "{}", pty.screen());
     let requests = server.requests();
-    let turn = last_content(&requests[0].body);
-    assert!(turn.contains("`explore` subagent"), "{turn}");
-    assert!(turn.contains("Task: where is the loader"), "{turn}");
-    // The name is in the user's turn only: not in the system prompt or a schema.
-    assert!(!system(&requests[0].body).contains("explore"));
-    // The built-in profile ran read-only, with its own system prompt.
-    assert!(!tool_names(&requests[1].body).contains(&"write_file".to_string()));
-    assert!(last_content(&requests[2].body).contains("EXPLORED"));
+    assert_eq!(requests.len(), 3, "{}", pty.screen());
+    // The child: the profile's prompt, the task, and no `task` call asked of the parent.
+    assert_eq!(system(&requests[1].body), "You are the scout profile.");
+    assert_eq!(
+        requests[1].body["messages"][1]["content"],
+        "where is the loader"
+    );
+    assert_eq!(requests[1].body["messages"].as_array().unwrap().len(), 2);
+    // The parent's next request: its earlier messages unchanged, then the user's `/scout`
+    // turn and the child's answer, then the new message.
+    let before = requests[0].body["messages"].as_array().unwrap();
+    let after = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "the cached prefix moved"
+    );
+    let added: Vec<(&str, &str)> = after[before.len()..]
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default(),
+                m["content"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(added.len(), 4, "{added:?}");
+    assert_eq!(added[0], ("assistant", "hello there"));
+    assert_eq!(added[1].0, "user");
+    assert!(
+        added[1].1.starts_with("/scout where is the loader"),
+        "{added:?}"
+    );
+    assert_eq!(
+        added[2],
+        ("assistant", "SCOUTED: the loader is in src/load.rs")
+    );
+    assert_eq!(added[3], ("user", "thanks"));
+    // A manual profile stays out of the parent's system prompt, yet `/scout` runs it.
+    assert!(!system(&requests[0].body).contains("scout"));
+    assert_eq!(child_sessions(&home.join(".reasonix")).len(), 1);
+}
+
+/// The plain (piped) chat runs `/<profile> TASK` host-side too; the built-in `explore`
+/// profile runs read-only with its own prompt.
+#[test]
+fn a_slash_profile_in_the_piped_chat_runs_host_side() {
+    let server = FakeOpenAI::start(vec![Reply::text("EXPLORED"), Reply::text("parent done")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let out = crate::util::piped_chat(
+        &home,
+        work.path(),
+        &[],
+        "/explore where is the loader\nwhat did it find\n",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("EXPLORED"), "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{out:?}");
+    assert_eq!(
+        requests[0].body["messages"][1]["content"],
+        "where is the loader"
+    );
+    assert!(!tool_names(&requests[0].body).contains(&"write_file".to_string()));
+    assert!(!tool_names(&requests[0].body).contains(&"task".to_string()));
+    let parent = requests[1].body["messages"].as_array().unwrap();
+    assert!(parent
+        .iter()
+        .any(|m| m["role"] == "assistant" && m["content"] == "EXPLORED"));
+    assert_eq!(last_content(&requests[1].body), "what did it find");
 }

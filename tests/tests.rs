@@ -37,6 +37,7 @@ mod permissions;
 mod plan;
 mod provider;
 mod provider_edges;
+mod retained_resources;
 mod rewind;
 mod round_caps;
 mod rule_names;

@@ -59,6 +59,20 @@ impl Runner {
         }
     }
 
+    /// `/<profile> TASK`, run host-side (see [`Agent::run_profile`]); in a pair the
+    /// executor's conversation gets the answer, the planner is not asked.
+    pub fn run_profile(
+        &mut self,
+        profile: &str,
+        task: String,
+        sink: &mut dyn EventSink,
+    ) -> Result<Finish, AgentError> {
+        match self {
+            Runner::Agent(agent) => agent.run_profile(profile, task, sink),
+            Runner::Coordinator(pair) => pair.executor_mut().run_profile(profile, task, sink),
+        }
+    }
+
     /// `/replan [TEXT]`; `None` when there is no planner to ask.
     pub fn replan(
         &mut self,

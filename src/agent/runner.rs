@@ -498,6 +498,61 @@ impl Agent {
         result
     }
 
+    /// `/<profile> TASK` typed in the chat: runs the subagent profile host-side (the spec's
+    /// `RunSubagentProfile`), never by asking the model to call `task`. The child is an
+    /// isolated session with the profile's prompt, tools and model; only its final answer
+    /// comes back. The parent's history gains the user's turn and that answer as the reply,
+    /// appended after everything already sent, so the cached prefix stays as it was and the
+    /// next request sees both. The child's edits belong to this turn for `/rewind`.
+    pub fn run_profile(
+        &mut self,
+        profile: &str,
+        task: String,
+        sink: &mut dyn EventSink,
+    ) -> Result<Finish, AgentError> {
+        let Some(delegate) = self.ctx.delegate.clone() else {
+            sink.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: format!("/{profile}: this session cannot start subagents"),
+            });
+            return Ok(Finish::Answered);
+        };
+        self.session.push(Message::user(format!(
+            "/{profile} {task}\n\n[The user ran the `{profile}` subagent on this task; its \
+             final answer is the reply below.]"
+        )))?;
+        delegate.offer_mcp(self.mcp_tools());
+        delegate.begin_round();
+        let mut parent = self.ctx.clone();
+        parent.call_id = None;
+        parent.parent_turn = Some((self.session.id().to_string(), self.session.turns()));
+        let spec = crate::tool::delegate::TaskSpec {
+            prompt: task,
+            profile: Some(profile.to_string()),
+            ..Default::default()
+        };
+        let outcome = self
+            .hook_events
+            .relay_while(sink, || Some(delegate.run(&spec, &parent)))
+            .unwrap_or_else(|| Err("the subagent could not start".into()));
+        let answer = match outcome {
+            Ok(outcome) if outcome.ok => outcome.answer,
+            Ok(outcome) => format!(
+                "The `{profile}` subagent did not finish: {}",
+                outcome.answer
+            ),
+            Err(err) => format!("The `{profile}` subagent could not start: {err}"),
+        };
+        sink.emit(Event::TextDelta(answer.clone()));
+        self.stats.final_text = answer.clone();
+        self.session.push(Message::assistant(answer))?;
+        self.session.sync()?;
+        if self.ctx.cancel.is_cancelled() {
+            return Err(AgentError::Interrupted);
+        }
+        Ok(Finish::Answered)
+    }
+
     fn run_loop(&mut self, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
         self.lease = Lease::new(&self.todo_items());
         self.loops = LoopGuard::default();

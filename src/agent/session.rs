@@ -1039,6 +1039,7 @@ mod tests {
             mcp_contracts: Default::default(),
             needs_vision: false,
             imported: false,
+            retained: None,
         });
         let s = Session::create(dir.path(), h.clone()).unwrap();
         let path = s.path().to_path_buf();

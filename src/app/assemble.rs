@@ -194,9 +194,10 @@ fn adopt_foreign(
     let decoded = super::session_archive::Decoded {
         header,
         messages: super::session_archive::imported_history(system, messages),
+        resources: Default::default(),
     };
     let dir = config::paths::sessions_dir(&config.home, cwd);
-    let id = super::session_archive::save(decoded, &dir, cwd)?;
+    let id = super::session_archive::save(decoded, &config.home, &dir, cwd)?;
     Ok(Session::open(&dir.join(format!("{id}.jsonl")))?)
 }
 

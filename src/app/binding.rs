@@ -9,6 +9,7 @@ use super::assemble::{self, SessionChoice};
 use super::Error;
 use crate::agent::session;
 use crate::composition::resolve::{self, Available, Binding};
+use crate::composition::retain;
 use crate::composition::store::Catalog;
 use crate::composition::{Code, CompositionError, Selection};
 use crate::config::Config;
@@ -106,9 +107,32 @@ pub fn prepare(
     };
     // Gathered only for a binding: an ordinary run reads no extra directories.
     let available = available(config, cwd);
-    let binding = resolve::bind(&id, &definition, &available, cwd)?;
+    let mut binding = resolve::bind(&id, &definition, &available, cwd)?;
     resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)?;
     check_tools(&binding, &available)?;
+    // Frozen last, once nothing else refuses the binding: a refused one leaves no bundle.
+    if let Selection::Only(skills) = &binding.modules.skills {
+        let store = crate::app::skills::session_store(config, cwd);
+        let hooks: Vec<_> = config
+            .hooks
+            .iter()
+            .filter(|h| {
+                !crate::composition::SAFETY_HOOKS.contains(&h.event.as_str())
+                    && binding.modules.hooks.keeps(&h.event)
+            })
+            .cloned()
+            .collect();
+        let selected = retain::Selected {
+            skills,
+            store: &store,
+            hooks: &hooks,
+            cwd,
+            user_home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(Into::into),
+        };
+        binding.retained = Some(retain::freeze(&binding.id, &selected, &config.home)?);
+    }
     resolve::apply(&binding, config, &available.skills);
     Ok(fresh(Some(binding)))
 }
@@ -180,7 +204,24 @@ fn resumed(
     let checked = checked.and_then(|()| {
         resolve::check_runnable(&binding, config, &settings.name, &settings.model, cwd)
     });
-    let here = available(config, cwd);
+    // Its skills are the files frozen at binding: they must still be there, unchanged.
+    let checked = checked.and_then(|()| match &binding.retained {
+        Some(retained) => retain::verify(&config.home, retained)
+            .map(|_| ())
+            .map_err(|e| CompositionError::new(Code::Unavailable, format!("{}: {e}", binding.id))),
+        None => Ok(()),
+    });
+    // What it may use here, its skills being the frozen ones: a skill deleted since binding
+    // still leaves it the `skill` tool.
+    let here = match &binding.retained {
+        Some(retained) => {
+            let mut frozen = config.clone();
+            frozen.skills.retained = Some(retain::bundle_dir(&config.home, retained));
+            frozen.skills.retained_untrusted = binding.imported;
+            available(&frozen, cwd)
+        }
+        None => available(config, cwd),
+    };
     match checked.and_then(|()| check_tools(&binding, &here)) {
         Err(err) => prepared.history_only = Some(history_only(&header.id, err)),
         Ok(()) => {

@@ -48,7 +48,7 @@ pub struct Conversation {
     pub registered: Vec<String>,
     /// What starting the MCP servers had to say.
     pub notices: Vec<String>,
-    /// The custom commands the binding keeps.
+    /// The custom commands the binding keeps, then the skills and subagent profiles.
     pub commands: Loaded,
     pub binding: Option<Binding>,
     /// The conversation's model.
@@ -149,6 +149,9 @@ pub fn open(
             .commands
             .retain(|c| binding.modules.commands.keeps(&c.name));
     }
+    // The skills and subagent profiles as `/NAME`, as in the chat: the browser's composer
+    // shares its input path, `/<profile> TASK` included.
+    super::skills::add_commands(&mut commands, &super::skills::session_store(&config, cwd));
     Ok(Conversation {
         runner: built.runner,
         gate,

@@ -305,6 +305,7 @@ fn prepare_prompt(
     let prepared = match input::interpret(prompt, &catalog) {
         Some(Ok(Input::Message(message))) => message.prepare(cwd, sandbox, mcp),
         Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
+        Some(Ok(Input::Profile { name, .. })) => Err(CommandError::ProfileHere(name)),
         Some(Err(err)) => Err(err),
         // The front end refuses a blank prompt; there is nothing to interpret.
         None => return Ok(prompt.to_string()),

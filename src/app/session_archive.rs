@@ -6,7 +6,9 @@
 //! start time), the messages exactly as the provider was sent them, the composition binding
 //! (`null` for an unbound session: ID, revision, resolved persona and modules with their
 //! digests, the workspace of a project binding, MCP parameters as `${NAME}` references and
-//! the pinned MCP tool contracts) and the retained resources (this reasonix retains none). It
+//! the pinned MCP tool contracts) and the retained resources: the files of the binding's
+//! retained bundle (`composition::retain`), each `{path, sha256, base64}`, checked on import
+//! against the binding's sha256 list, the bundle's limits and paths. It
 //! never holds a credential: keys live in the environment and `<home>/.env`, which no session
 //! line contains.
 //!
@@ -26,6 +28,7 @@
 //! Saving writes a new session file in the workspace and nothing else: it trusts no
 //! workspace, creates no grant and starts no program.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
@@ -37,6 +40,7 @@ use serde_json::Value;
 use super::Error;
 use crate::agent::session::{self, Header, Session};
 use crate::composition::resolve::Binding;
+use crate::composition::retain::ResourceError;
 use crate::provider::Message;
 
 /// The `format` every archive names.
@@ -124,30 +128,39 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// A checked archive: the session it carries.
+/// A checked archive: the session it carries, and the retained files of its binding (bundle
+/// path to bytes, each checked against the binding's sha256 list).
 #[derive(Debug)]
 pub struct Decoded {
     pub header: Header,
     pub messages: Vec<Message>,
+    pub resources: BTreeMap<String, Vec<u8>>,
 }
 
 /// The envelope of a session, pretty-printed, with a final newline; the binding of a bound
-/// session goes in `binding`, the header keeps its bound schema.
-pub fn encode(header: &Header, messages: &[Message]) -> String {
+/// session goes in `binding`, the header keeps its bound schema, and the files of its
+/// retained bundle under `home` go in `resources` (checked against their digests first: a
+/// bundle that is missing or changed is an error, never an archive without it).
+pub fn encode(home: &Path, header: &Header, messages: &[Message]) -> Result<String, String> {
     let mut unbound = header.clone();
     let binding = unbound.composition.take();
+    let resources = match binding.as_ref().and_then(|b| b.retained.as_ref()) {
+        Some(retained) => crate::composition::retain::export_resources(home, retained)
+            .map_err(|e| format!("session {} cannot be exported: {e}", header.id))?,
+        None => Vec::new(),
+    };
     let envelope = Envelope {
         format: FORMAT,
         version: VERSION,
         session: &unbound,
         binding: binding.as_ref(),
         messages,
-        resources: &[],
+        resources: &resources,
     };
     // Every part is plain data: encoding cannot fail, and `{}` would be refused on import.
     let mut text = serde_json::to_string_pretty(&envelope).unwrap_or_else(|_| "{}".into());
     text.push('\n');
-    text
+    Ok(text)
 }
 
 /// The archive's bytes, refused by type and size before any is read (a sparse file of any size
@@ -249,13 +262,6 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, Refusal> {
             i + 1
         )));
     }
-    if !archive.resources.is_empty() {
-        return Err(Refusal::Unsupported(
-            "the archive retains resources (skill or hook files), which this reasonix cannot \
-             restore"
-                .into(),
-        ));
-    }
     if archive.session.schema > session::BOUND_SCHEMA_VERSION || archive.session.kind != "session" {
         return Err(Refusal::Unsupported(format!(
             "session schema {}; this reasonix reads up to {}",
@@ -265,6 +271,19 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, Refusal> {
     }
     let mut header = archive.session;
     let binding = decode_binding(archive.binding, &header)?;
+    let resources = match binding.as_ref().and_then(|b| b.retained.as_ref()) {
+        Some(retained) => crate::composition::retain::check_resources(retained, archive.resources)
+            .map_err(|e| match e {
+                ResourceError::Invalid(detail) => Refusal::Invalid(detail),
+                ResourceError::TooLarge(detail) => Refusal::TooLarge(detail),
+            })?,
+        None if archive.resources.is_empty() => BTreeMap::new(),
+        None => {
+            return Err(Refusal::Invalid(
+                "the archive carries retained files but no binding that records them".into(),
+            ))
+        }
+    };
     header.composition = None;
     if let Some(binding) = binding {
         header.bind(binding);
@@ -281,7 +300,11 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, Refusal> {
             .map_err(|e| Refusal::Invalid(format!("message {}: {e}", i + 1)))?;
         messages.push(message);
     }
-    Ok(Decoded { header, messages })
+    Ok(Decoded {
+        header,
+        messages,
+        resources,
+    })
 }
 
 /// The note that opens an archive's `system` text once it is quoted.
@@ -416,10 +439,40 @@ pub fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// Saves `decoded` as a new session of the workspace `cwd` in `dir`, under its own id unless
-/// that is taken (an archive imported twice), and returns the id. The history is repaired the
-/// way a resume would repair it, so what was imported is what `--resume` sends.
-pub fn save(decoded: Decoded, dir: &Path, cwd: &Path) -> Result<String, Error> {
+/// Writes the retained bundle an archive carried into `home` (checked by [`decode`]; a
+/// bundle already there with the same digest is checked, not rewritten). Before the system
+/// prompt of the import is built, since that reads the bundle's skills.
+pub fn install_resources(home: &Path, decoded: &Decoded) -> Result<(), Error> {
+    let Some(retained) = decoded
+        .header
+        .composition
+        .as_ref()
+        .and_then(|b| b.retained.as_ref())
+    else {
+        return Ok(());
+    };
+    // A session file adopted from outside the home carries no files: nothing to install, and
+    // the conversation is history only where its bundle is missing.
+    if !retained.files.keys().eq(decoded.resources.keys()) {
+        return Ok(());
+    }
+    crate::composition::retain::install(home, retained, &decoded.resources).map_err(|e| {
+        Error::Composition(crate::composition::CompositionError::new(
+            crate::composition::Code::Unavailable,
+            format!(
+                "cannot write the archive's retained files under {}: {e}",
+                crate::composition::retain::root(home).display()
+            ),
+        ))
+    })
+}
+
+/// Saves `decoded` as a new session of the workspace `cwd` in `dir` (its retained files into
+/// `home`), under its own id unless that is taken (an archive imported twice), and returns
+/// the id. The history is repaired the way a resume would repair it, so what was imported is
+/// what `--resume` sends.
+pub fn save(decoded: Decoded, home: &Path, dir: &Path, cwd: &Path) -> Result<String, Error> {
+    install_resources(home, &decoded)?;
     let mut header = decoded.header;
     if dir.join(format!("{}.jsonl", header.id)).exists() {
         header.id = session::new_id();
@@ -455,7 +508,7 @@ mod tests {
         image.images.push("data:image/png;base64,AA==".into());
         let messages = vec![Message::system("s"), image, Message::assistant("a")];
         let header = header();
-        let text = encode(&header, &messages);
+        let text = encode(Path::new("/nonexistent"), &header, &messages).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["format"], FORMAT);
         assert_eq!(value["version"], 2);
@@ -487,6 +540,7 @@ mod tests {
             mcp_contracts: Default::default(),
             needs_vision: false,
             imported: false,
+            retained: None,
         });
         h
     }
@@ -494,7 +548,7 @@ mod tests {
     #[test]
     fn a_bound_session_carries_its_binding_in_the_envelope_and_comes_back_imported() {
         let header = bound_header();
-        let text = encode(&header, &[Message::user("u")]);
+        let text = encode(Path::new("/nonexistent"), &header, &[Message::user("u")]).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["binding"]["id"], "user:tess");
         assert_eq!(value["session"]["schema"], 2);
@@ -520,7 +574,12 @@ mod tests {
             code(&text.replace("\"schema\": 2", "\"schema\": 1")),
             "session.archive_invalid"
         );
-        let unbound = encode(&self::header(), &[Message::user("u")]);
+        let unbound = encode(
+            Path::new("/nonexistent"),
+            &self::header(),
+            &[Message::user("u")],
+        )
+        .unwrap();
         assert_eq!(
             code(&unbound.replace("\"schema\": 1", "\"schema\": 2")),
             "session.archive_invalid"
@@ -529,7 +588,7 @@ mod tests {
 
     #[test]
     fn each_refusal_has_its_code() {
-        let good = encode(&header(), &[Message::user("u")]);
+        let good = encode(Path::new("/nonexistent"), &header(), &[Message::user("u")]).unwrap();
         assert_eq!(code(&good), "ok");
         assert_eq!(code("{\"format\":"), "session.archive_invalid");
         assert_eq!(code("[]"), "session.archive_invalid");
@@ -545,9 +604,10 @@ mod tests {
             code(&good.replace("\"binding\": null", "\"binding\": {\"id\": \"user:x\"}")),
             "session.archive_invalid"
         );
+        // Retained files need a binding that records them.
         assert_eq!(
             code(&good.replace("\"resources\": []", "\"resources\": [{}]")),
-            "session.archive_unsupported"
+            "session.archive_invalid"
         );
         assert_eq!(
             code(&good.replace("\"schema\": 1", "\"schema\": 4")),

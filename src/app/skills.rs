@@ -10,8 +10,9 @@ use crate::config::{self, Config};
 use crate::skill::store::{self, Roots, Store};
 use crate::skill::{RunAs, Scope, Skill};
 
-/// A workspace and whether it was trusted when its skills were read.
-type StoreKey = (PathBuf, bool);
+/// A workspace, whether it was trusted when its skills were read, and the retained bundle a
+/// bound conversation reads instead (with whether it is untrusted).
+type StoreKey = (PathBuf, bool, Option<(PathBuf, bool)>);
 
 /// The store a session uses, with the workspace's trust as the trust list records it. It is
 /// read once per process (and trust standing): the system prompt's index, the `skill` tool,
@@ -20,25 +21,29 @@ type StoreKey = (PathBuf, bool);
 pub fn session_store(config: &Config, workspace: &Path) -> Arc<Store> {
     static STORES: Mutex<Vec<(StoreKey, Arc<Store>)>> = Mutex::new(Vec::new());
     let trusted = skills_trusted(config, workspace);
-    let key = (workspace.to_path_buf(), trusted);
+    let retained = config
+        .skills
+        .retained
+        .clone()
+        .map(|dir| (dir, config.skills.retained_untrusted));
+    let key = (workspace.to_path_buf(), trusted, retained.clone());
     let mut stores = STORES.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((_, store)) = stores.iter().find(|(k, _)| *k == key) {
         return Arc::clone(store);
     }
-    let store = Arc::new(store::load(&roots(
-        config,
-        &config.home,
-        workspace,
-        trusted,
-    )));
+    // A bound conversation's skills are those frozen when it was bound.
+    let store = Arc::new(match retained {
+        Some((dir, untrusted)) => crate::composition::retain::load_store(&dir, untrusted),
+        None => store::load(&roots(config, &config.home, workspace, trusted)),
+    });
     stores.push((key, Arc::clone(&store)));
     store
 }
 
 /// Each inline skill as a `/<name>` command whose text loads the skill with the typed
-/// arguments, and each subagent profile (stored or built-in) as one whose text has the model
-/// hand the typed task to that profile through `task`. The profile's name is in the user's
-/// turn only, never in a schema or the system prompt. A custom command of the same name wins
+/// arguments, and each subagent profile (stored or built-in) as one the front end runs
+/// host-side with the typed task (`Agent::run_profile`), never through the model's `task`.
+/// The profile's name is in the user's turn only, never in a schema or the system prompt. A custom command of the same name wins
 /// (it is the user's explicit file), with a notice.
 pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
     let profiles = profiles(&store.skills);
@@ -68,15 +73,9 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
                 format!("skill: {}", skill.description),
                 crate::tool::builtin::skill::render(skill, "$ARGUMENTS"),
             ),
-            RunAs::Subagent => (
-                format!("subagent: {}", skill.description),
-                format!(
-                    "Hand this task to the `{name}` subagent: call the `task` tool with \
-                     `profile` set to \"{name}\" and the task below as its `prompt`, then \
-                     report its answer.\n\nTask: $ARGUMENTS",
-                    name = skill.name
-                ),
-            ),
+            // Run host-side by the front end (`command::input::Input::Profile`); no text of
+            // it goes to the model as a prompt.
+            RunAs::Subagent => (format!("subagent: {}", skill.description), String::new()),
         };
         commands.commands.push(custom::CustomCommand {
             name: skill.name.clone(),
@@ -84,6 +83,7 @@ pub fn add_commands(commands: &mut custom::Loaded, store: &Store) {
             argument_hint: String::new(),
             body,
             path: skill.dir.join("SKILL.md"),
+            profile: skill.run_as == RunAs::Subagent,
         });
     }
     commands.commands.sort_by(|a, b| a.name.cmp(&b.name));

@@ -20,7 +20,7 @@ use crate::agent::session::{self, Session};
 use crate::app::assemble::{self, PromptFlags, SessionChoice};
 use crate::app::workspace::{self, Workspace as Setup, WorkspaceOptions};
 use crate::cli::error::{exit, Error};
-use crate::command::input::{self, Input};
+use crate::command::input::{self, Input, Turn};
 use crate::command::{Builtin, Catalog, CommandError};
 use crate::config::{self, trust::TrustStore, Config};
 use crate::mcp::{self, LaunchApprover, McpHandle, McpHost, McpOptions, NoMcp};
@@ -576,11 +576,14 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             None => continue,
             Some(Ok(Input::Builtin(Builtin::Exit, _))) => break,
             Some(Ok(Input::Builtin(builtin, _))) => Err(CommandError::NeedsChat(builtin)),
-            Some(Ok(Input::Message(message))) => message.prepare(&setup.cwd, &ctx.sandbox, &mcp),
+            Some(Ok(Input::Message(message))) => message
+                .prepare(&setup.cwd, &ctx.sandbox, &mcp)
+                .map(|turn| (turn, None)),
+            Some(Ok(Input::Profile { name, task })) => Ok((Turn::default(), Some((name, task)))),
             Some(Err(err)) => Err(err),
         };
-        let turn = match prepared {
-            Ok(turn) => turn,
+        let (turn, profile) = match prepared {
+            Ok(prepared) => prepared,
             Err(err) => {
                 output.emit(Event::Notice {
                     level: NoticeLevel::Warning,
@@ -596,7 +599,10 @@ fn plain_chat(args: &ChatArgs, setup: Setup) -> Result<i32, Error> {
             });
         }
         output.cancel_on_close(agent.reset_cancel());
-        let outcome = agent.run(turn.text, &mut output);
+        let outcome = match profile {
+            Some((name, task)) => agent.run_profile(&name, task, &mut output),
+            None => agent.run(turn.text, &mut output),
+        };
         if output.closed() {
             // Nobody reads the answers any more: stop quietly, as `run` does.
             return Ok(exit::OUTPUT_CLOSED);

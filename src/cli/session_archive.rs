@@ -9,7 +9,9 @@ use std::path::Path;
 use super::lex::{Arg, Lexer};
 use super::{print_out, unknown_flag, Global};
 use crate::agent::session;
-use crate::app::session_archive::{decode, encode, imported_history, read_archive, save, Decoded};
+use crate::app::session_archive::{
+    decode, encode, imported_history, install_resources, read_archive, save, Decoded,
+};
 use crate::cli::error::{exit, Error};
 use crate::config;
 
@@ -28,10 +30,15 @@ resources; never a key).
                 starts nothing: a bound session continues only where this machine has its
                 composition (with the same MCP launch parameters); elsewhere it is history
 
+A bound conversation's retained skill files travel with it and are written into this home
+on import, after they are checked against the binding's sha256 list.
+
 An archive is refused, with one line naming the code first, when it is malformed
-(session.archive_invalid, exit 10), of another version (session.archive_unsupported,
-exit 11), or over the limits (session.archive_too_large, exit 12): 192 MiB in all, 250000
-messages, 64 MiB for one message.
+(session.archive_invalid, exit 10: also retained files that do not match the binding's
+digests, a path outside the bundle or a credential file's name), of another version
+(session.archive_unsupported, exit 11), or over the limits (session.archive_too_large,
+exit 12): 192 MiB in all, 250000 messages, 64 MiB for one message, 1 MiB for one retained
+file and 16 MiB for all of them.
 ";
 
 pub fn main(mut global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
@@ -69,7 +76,8 @@ fn export(global: &Global, reference: &str) -> Result<i32, Error> {
     let (cwd, _, loaded) = global.load_workspace()?;
     let path = crate::app::assemble::find_session(reference, &loaded.config, &cwd)?;
     let (header, messages) = session::load(&path)?;
-    print_out(&encode(&header, &messages));
+    let text = encode(&loaded.config.home, &header, &messages).map_err(unexportable)?;
+    print_out(&text);
     Ok(exit::OK)
 }
 
@@ -88,6 +96,8 @@ fn import(global: &Global, file: &Path) -> Result<i32, Error> {
         }
     };
     let dir = config::paths::sessions_dir(&loaded.config.home, &cwd);
+    // The archive's retained skills are read by the prompt built next.
+    install_resources(&loaded.config.home, &decoded)?;
     // Today's prompt, with the persona of the binding when there is one (it continues only
     // where this machine's catalog has that composition, so the persona is the local one).
     let mut config = loaded.config.clone();
@@ -103,9 +113,19 @@ fn import(global: &Global, file: &Path) -> Result<i32, Error> {
         messages: imported_history(system, decoded.messages),
         ..decoded
     };
-    let id = save(decoded, &dir, &cwd)?;
+    let id = save(decoded, &loaded.config.home, &dir, &cwd)?;
     print_out(&format!(
         "imported session {id}; continue it with `reasonix --resume {id}`\n"
     ));
     Ok(exit::OK)
+}
+
+/// A bound conversation whose retained bundle is missing or changed is not exported without
+/// it: the archive would not be the conversation.
+fn unexportable(detail: String) -> Error {
+    crate::app::Error::Composition(crate::composition::CompositionError::new(
+        crate::composition::Code::Unavailable,
+        detail,
+    ))
+    .into()
 }

@@ -25,6 +25,9 @@ pub struct CustomCommand {
     pub argument_hint: String,
     pub body: String,
     pub path: PathBuf,
+    /// A subagent profile's `/NAME`: the front end runs the profile host-side with the typed
+    /// task instead of sending `body` to the model.
+    pub profile: bool,
 }
 
 /// Why a command file was skipped. It reads as the detail of the notice "skipped command file
@@ -197,6 +200,7 @@ fn parse_file(root: &Path, path: &Path) -> Result<CustomCommand, FileError> {
         argument_hint: parsed.argument_hint,
         body: parsed.body,
         path: path.to_path_buf(),
+        profile: false,
     })
 }
 

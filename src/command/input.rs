@@ -28,6 +28,10 @@ pub enum Input {
     Builtin(Builtin, String),
     /// Something for the model.
     Message(Message),
+    /// `/<profile> TASK`: a subagent profile the front end runs host-side (an isolated
+    /// child session whose final answer returns), never a request for the model to call
+    /// `task`. `task` is the text after the name, as typed.
+    Profile { name: String, task: String },
 }
 
 /// A message on its way to the model.
@@ -83,6 +87,12 @@ pub fn interpret(typed: &str, catalog: &Catalog) -> Option<Result<Input, Command
         None => return Some(Err(CommandError::Unknown(name.to_string()))),
         Some(Kind::Builtin(builtin)) => {
             return Some(Ok(Input::Builtin(*builtin, args.to_string())));
+        }
+        Some(Kind::Custom(command)) if command.profile => {
+            return Some(Ok(Input::Profile {
+                name: command.name.clone(),
+                task: args.trim().to_string(),
+            }));
         }
         Some(Kind::Custom(command)) => Source::Text {
             text: custom::render(&command.body, args),
@@ -199,6 +209,7 @@ mod tests {
             argument_hint: String::new(),
             body: "Review $1, then $2.".into(),
             path: "/c/review.md".into(),
+            profile: false,
         };
         Catalog::new(vec![review], mcp.prompts())
     }
@@ -210,6 +221,7 @@ mod tests {
                 message.prepare(cwd, &Policy::workspace_only(cwd), mcp)
             }
             Input::Builtin(builtin, _) => Err(CommandError::NeedsChat(builtin)),
+            Input::Profile { name, .. } => Err(CommandError::ProfileHere(name)),
         }
     }
 
@@ -281,6 +293,7 @@ mod tests {
             argument_hint: String::new(),
             body: "Look @srv:file:///a.txt and $ARGUMENTS".into(),
             path: "/c/planted.md".into(),
+            profile: false,
         };
         let catalog = Catalog::new(vec![planted], mcp.prompts());
         let Input::Message(message) = interpret("/planted @srv:file:///b.txt", &catalog)

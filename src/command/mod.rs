@@ -174,6 +174,9 @@ pub enum CommandError {
     Unknown(String),
     /// A built-in typed where only messages can go (`reasonix run`, the plain chat).
     NeedsChat(Builtin),
+    /// A subagent profile's `/NAME` typed where no profile runs host-side (a goal's
+    /// objective, `reasonix run`, which never reinterprets a slash as a profile).
+    ProfileHere(String),
     /// An MCP prompt command without its required arguments.
     MissingArguments { missing: Vec<String>, usage: String },
     /// Words beyond the last argument of an MCP prompt that takes none.
@@ -191,6 +194,11 @@ impl fmt::Display for CommandError {
             CommandError::NeedsChat(builtin) => {
                 f.write_str(&crate::i18n::trf(Ui::CommandNeedsChat, &[&builtin.name()]))
             }
+            CommandError::ProfileHere(name) => write!(
+                f,
+                "command: /{name} runs the `{name}` subagent, which cannot start from here; type \
+                 it on its own line in the chat, or use `reasonix subagent run {name} TASK`"
+            ),
             CommandError::MissingArguments { missing, usage } => {
                 let command = usage.split(' ').next().unwrap_or(usage);
                 f.write_str(&crate::i18n::trf(
@@ -376,6 +384,7 @@ mod tests {
             argument_hint: String::new(),
             body: "b".into(),
             path: format!("/p/{name}.md").into(),
+            profile: false,
         };
         let prompt = PromptInfo {
             server: "gh".into(),

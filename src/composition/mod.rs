@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub mod builtin;
 pub mod pin;
 pub mod resolve;
+pub mod retain;
 pub mod store;
 
 /// The one definition format this build reads and writes.

@@ -88,6 +88,11 @@ pub struct Binding {
     /// it continues only where [`check_imported`] finds its composition here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub imported: bool,
+    /// The skill files frozen at binding (`retain`), which the conversation reads instead of
+    /// the skills' current files. A binding written before bundles existed has none and
+    /// reads the current files, as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retained: Option<super::retain::Retained>,
 }
 
 impl Binding {
@@ -106,6 +111,10 @@ impl Binding {
     pub fn digests_match(&self) -> bool {
         self.persona_digest == digest(&self.persona)
             && self.modules_digest == digest(&(&self.modules, &self.mcp))
+            && self
+                .retained
+                .as_ref()
+                .is_none_or(super::retain::Retained::digest_matches)
     }
 
     /// Whether the binding starts MCP servers at all.
@@ -216,6 +225,7 @@ pub fn bind(
         needs_vision: matches!(&definition.modules.tools, Selection::Only(ids)
             if ids.iter().any(|t| t == "view_image")),
         imported: false,
+        retained: None,
     })
 }
 
@@ -307,12 +317,25 @@ pub fn model_has_vision(config: &Config, provider: &str, model: &str) -> bool {
         .is_some_and(|entry| entry.vision(model))
 }
 
-/// Edits `config` to what `binding` selected: its persona replaces the user's, its tool
-/// list becomes `[tools] enabled`, unselected skills are disabled, unselected MCP servers
+/// Edits `config` to what `binding` selected: its skills come from its retained bundle (when
+/// it has one), its persona replaces the user's, its tool list becomes `[tools] enabled`, unselected skills are disabled, unselected MCP servers
 /// and non-safety hooks are dropped and MCP parameters applied. Permission rules and the
 /// safety hooks stay as they are.
 pub fn apply(binding: &Binding, config: &mut Config, available_skills: &[String]) {
     let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    if let Some(retained) = &binding.retained {
+        let dir = super::retain::bundle_dir(&config.home, retained);
+        // The non-blocking hooks as they were at binding, running the bundle's copies. An
+        // archive's never run: an imported binding keeps this machine's own hooks.
+        if !binding.imported {
+            config
+                .hooks
+                .retain(|h| SAFETY_HOOKS.contains(&h.event.as_str()));
+            config.hooks.extend(retained.hook_configs(&dir));
+        }
+        config.skills.retained = Some(dir);
+        config.skills.retained_untrusted = binding.imported;
+    }
     config.agent.persona_prefix = text(&binding.persona.prefix);
     config.agent.persona_suffix = text(&binding.persona.suffix);
     if let Selection::Only(tools) = &binding.modules.tools {

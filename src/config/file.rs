@@ -428,6 +428,14 @@ pub struct SkillsConfig {
     /// Convention roots to hide.
     pub excluded_paths: Vec<String>,
     pub disabled_skills: Vec<String>,
+    /// A bound conversation's retained bundle (`composition::retain`): its skills come from
+    /// there, frozen at binding, instead of the roots. Set by applying a binding, never read
+    /// from a file.
+    #[serde(skip)]
+    pub retained: Option<std::path::PathBuf>,
+    /// The bundle came from an archive: none of its skills is trusted.
+    #[serde(skip)]
+    pub retained_untrusted: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

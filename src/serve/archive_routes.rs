@@ -43,7 +43,8 @@ fn export(factory: &dyn Factory, request: &Request) -> Result<Response, Response
         200,
         &json!({
             "name": format!("{}.json", header.id),
-            "content": session_archive::encode(&header, &messages),
+            "content": session_archive::encode(&factory.home(), &header, &messages)
+                .map_err(|e| Response::error(409, &format!("agent_composition.unavailable: {e}")))?,
         }),
     ))
 }
@@ -71,6 +72,9 @@ fn import(factory: &dyn Factory, request: &Request) -> Result<Response, Response
         None => factory.cwd(),
     };
     let decoded = session_archive::decode(&bytes).map_err(|r| refusal(&r))?;
+    // The archive's retained skills are read by the prompt built next.
+    session_archive::install_resources(&factory.home(), &decoded)
+        .map_err(|e| Response::error(500, &e.to_string()))?;
     let binding = decoded.header.composition.as_ref().map(
         |b| json!({"id": b.id, "revision": b.revision, "bound": true, "imported": b.imported}),
     );
@@ -84,7 +88,7 @@ fn import(factory: &dyn Factory, request: &Request) -> Result<Response, Response
         ..decoded
     };
     let dir = paths::sessions_dir(&factory.home(), &workspace);
-    let id = session_archive::save(decoded, &dir, &workspace)
+    let id = session_archive::save(decoded, &factory.home(), &dir, &workspace)
         .map_err(|e| Response::error(500, &e.to_string()))?;
     Ok(Response::json(
         201,
@@ -126,8 +130,9 @@ fn move_to(factory: &dyn Factory, request: &Request) -> Result<Response, Respons
     let decoded = Decoded {
         header: held.header.clone(),
         messages: held.messages().to_vec(),
+        resources: Default::default(),
     };
-    let id = session_archive::save(decoded, &dir, &target)
+    let id = session_archive::save(decoded, &factory.home(), &dir, &target)
         .map_err(|e| Response::error(500, &e.to_string()))?;
     std::fs::remove_file(&file).map_err(|e| {
         Response::error(

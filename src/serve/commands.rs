@@ -34,6 +34,14 @@ pub fn typed(hub: &Hub, live: &Arc<Live>, text: &str) -> Response {
             Ok(()) => Response::json(200, &json!({"ok": true})),
             Err(err) => Response::error(409, &err),
         },
+        Some(Ok(Input::Profile { name, task })) if task.is_empty() => Response::error(
+            400,
+            &format!("/{name} needs a task: /{name} TASK runs the `{name}` subagent on it"),
+        ),
+        Some(Ok(Input::Profile { name, task })) => match live.run_profile(name, task) {
+            Ok(()) => Response::json(200, &json!({"ok": true})),
+            Err(err) => Response::error(409, &err),
+        },
         Some(Ok(Input::Builtin(builtin, args))) => {
             if builtin.needs_idle(&args) && live.describe()["running"] == true {
                 return Response::error(

@@ -58,6 +58,11 @@ enum Command {
     Effort(Option<String>),
     /// `/compact`: fold the conversation now.
     Compact,
+    /// `/<profile> TASK`: the subagent profile runs host-side (`Runner::run_profile`).
+    Profile {
+        name: String,
+        task: String,
+    },
     Quit,
 }
 
@@ -338,6 +343,13 @@ impl Live {
         self.lock().title = (!title.is_empty()).then_some(title);
         let shown = self.title();
         self.publish(json!({"type": "title", "title": shown}));
+    }
+
+    /// Runs `/<profile> TASK` on the agent's thread, as a turn of its own: the profile runs
+    /// host-side and its answer joins the conversation.
+    pub fn run_profile(&self, name: String, task: String) -> Result<(), String> {
+        let title = one_line_title(&format!("/{name} {task}"));
+        self.start_work(Command::Profile { name, task }, Some(title))
     }
 
     /// Runs `/compact` on the agent's thread, as a turn of its own.
@@ -829,8 +841,9 @@ fn agent_thread(
     drop(live);
     loop {
         let work = match rx.recv() {
-            Ok(Command::Send(message)) => Some(message),
-            Ok(Command::Compact) => None,
+            Ok(Command::Send(message)) => Work::Send(message),
+            Ok(Command::Compact) => Work::Compact,
+            Ok(Command::Profile { name, task }) => Work::Profile(name, task),
             Ok(Command::Planning(planning)) => {
                 let Some(live) = weak.upgrade() else { break };
                 runner.set_planning(planning);
@@ -874,11 +887,19 @@ fn agent_thread(
             }
         };
         let result = match work {
-            Some(message) => {
+            Work::Send(message) => {
                 live.publish(json!({"type": "turn_start", "text": message.display}));
                 turn(&mut runner, message, &cwd, mcp.as_ref(), &mut sink)
             }
-            None => {
+            Work::Profile(name, task) => {
+                live.publish(json!({"type": "turn_start", "text": format!("/{name} {task}")}));
+                match runner.run_profile(&name, task, &mut |event| sink(event)) {
+                    Ok(_) => Ok(()),
+                    Err(AgentError::Interrupted) => Err(None),
+                    Err(err) => Err(Some(err.to_string())),
+                }
+            }
+            Work::Compact => {
                 live.publish(json!({"type": "turn_start", "text": "/compact"}));
                 compact(&mut runner, &live, &mut sink)
             }
@@ -900,6 +921,13 @@ fn agent_thread(
             json!({"type": "turn_end", "outcome": outcome, "error": error, "status": figures}),
         );
     }
+}
+
+/// What the agent's thread runs as a turn.
+enum Work {
+    Send(Message),
+    Compact,
+    Profile(String, String),
 }
 
 /// One turn: the message's references are read (as the chat reads them, notices for those

@@ -313,6 +313,32 @@ fn read_claude_agent(file: &Path) -> Result<Skill, Diagnostic> {
     Ok(skill)
 }
 
+/// One skill folder read on its own, outside any root (a retained bundle's copy).
+pub fn read_folder(folder: &Path) -> Result<Skill, Diagnostic> {
+    let mut ignored = Vec::new();
+    read_skill(folder, &folder.join("SKILL.md"), None, &mut ignored)
+}
+
+/// One Claude Code agent file read on its own (a retained bundle's copy).
+pub fn read_agent(file: &Path) -> Result<Skill, Diagnostic> {
+    read_claude_agent(file)
+}
+
+/// The agent file in `dir` that defines the agent `name` (its file name need not match).
+pub fn agent_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .take(MAX_SKILLS_PER_ROOT)
+        .find(|file| read_claude_agent(file).is_ok_and(|skill| skill.name == name))
+}
+
 fn read_skill(
     folder: &Path,
     file: &Path,

@@ -95,6 +95,12 @@ pub(super) enum Work {
     Compact,
     /// `/replan [TEXT]`: a planner/executor pair plans again, then carries on.
     Replan(String),
+    /// `/<profile> TASK`: the subagent profile runs host-side and its answer joins the
+    /// conversation.
+    Profile {
+        name: String,
+        task: String,
+    },
 }
 
 /// Everything the UI thread hears about.

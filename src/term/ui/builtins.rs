@@ -24,6 +24,7 @@ impl Chat {
             // A message with a very strong AutoResearch signal is sent as a research goal.
             Some(Ok(Input::Message(_))) if self.upgrade_to_goal(&typed) => {}
             Some(Ok(Input::Message(message))) => self.send(message),
+            Some(Ok(Input::Profile { name, task })) => self.profile_command(name, task, &typed),
             // The catalog learns the servers' prompts once they are up.
             Some(Err(CommandError::Unknown(name)))
                 if name.starts_with("mcp__") && self.starting.is_some() =>
@@ -36,6 +37,28 @@ impl Chat {
             }
             Some(Err(err)) => self.transcript.error(&err.to_string()),
         }
+    }
+
+    /// `/<profile> TASK`: runs the profile host-side on the turn thread, like a message
+    /// but never through the model's `task` tool; it waits for a running turn to end.
+    fn profile_command(&mut self, name: String, task: String, typed: &str) {
+        self.transcript.user_message(typed);
+        if self.refused_as_history() {
+            return;
+        }
+        if self.busy() || self.starting.is_some() || self.preparing.is_some() {
+            self.transcript
+                .notice(NoticeLevel::Warning, &trf(Ui::WaitsForTurn, &[&name]));
+            return;
+        }
+        if task.is_empty() {
+            self.transcript.error(&format!(
+                "/{name} needs a task: /{name} TASK runs the `{name}` subagent on it"
+            ));
+            return;
+        }
+        self.prompted = true;
+        self.start_work(super::Work::Profile { name, task });
     }
 
     pub(super) fn builtin(&mut self, builtin: Builtin, args: &str, typed: &str) {

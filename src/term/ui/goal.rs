@@ -73,6 +73,10 @@ impl Chat {
                 self.transcript.error(&trf(Ui::GoalBuiltin, &[&err]));
                 return;
             }
+            Some(Ok(Input::Profile { name, .. })) => {
+                let err = CommandError::ProfileHere(name);
+                return self.transcript.error(&err.to_string());
+            }
             Some(Err(err)) => return self.transcript.error(&err.to_string()),
             None => return self.transcript.error(tr(Ui::GoalEmpty)),
         };

@@ -62,6 +62,7 @@ impl Chat {
                             Ok((finish, agent.stats().final_text.clone()))
                         })
                     }
+                    Work::Profile { name, task } => agent.run_profile(&name, task, &mut sink),
                     Work::Replan(text) => agent
                         .replan(text, &mut sink)
                         .unwrap_or(Ok(Finish::Answered)),
