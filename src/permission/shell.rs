@@ -997,6 +997,8 @@ mod tests {
         has("echo hi && rm -rf /", "rm -rf /");
         has("echo $(rm -rf /)", "rm -rf /");
         has("echo \"`rm -rf /`\"", "rm -rf /");
+        // An escaped backtick inside backticks nests a substitution.
+        has("echo `echo \\`rm -rf /\\``", "rm -rf /");
         has("sudo -u root rm -rf /", "rm -rf /");
         has("/bin/rm -rf /", "rm -rf /");
         has("FOO=1 rm -rf /", "rm -rf /");
