@@ -966,6 +966,11 @@ mod tests {
             );
         }
         assert_eq!(simple("go test # comment"), Err(NotSimple::Comment));
+        assert_eq!(
+            simple("echo `ls # hidden`"),
+            Err(NotSimple::Comment),
+            "inside backticks too"
+        );
         assert_eq!(simple(""), Err(NotSimple::Empty));
         assert!(
             simple("echo a#b").is_ok(),

@@ -451,6 +451,31 @@ mod tests {
         assert_eq!(fs::read_to_string(s.join("src/sub/a")).unwrap(), "a");
     }
 
+    /// A missing entry is `None`; any other failure stays an error, never "missing" (a
+    /// caller that creates what is missing must not act on a name it could not look up).
+    #[test]
+    fn missing_is_none_and_other_failures_stay_errors() {
+        let s = TempDir::new("missing");
+        fs::write(s.join("file"), "x").unwrap();
+        let missing = Entry::open(&s.join("absent"), Parents::Existing).unwrap();
+        assert!(missing.metadata().unwrap().is_none());
+        assert!(missing.open_existing().unwrap().is_none());
+        let too_long = Entry::open(&s.join("n".repeat(300)), Parents::Existing).unwrap();
+        let err = too_long.metadata().unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        let err = too_long.open_existing().unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        let present = Entry::open(&s.join("file"), Parents::Existing).unwrap();
+        assert!(present.metadata().unwrap().is_some());
+        assert!(present.open_existing().unwrap().is_some());
+        let text = path_changed().to_string();
+        assert!(
+            text.starts_with("the path changed while it was being written"),
+            "{text}"
+        );
+        assert!(text.ends_with("retry"), "{text}");
+    }
+
     #[test]
     fn rename_to_never_replaces() {
         let s = TempDir::new("rename");
