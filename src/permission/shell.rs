@@ -1048,6 +1048,15 @@ mod tests {
         );
     }
 
+    /// A backslash before a newline continues the line, outside quotes and inside double
+    /// quotes alike: the two halves are one word.
+    #[test]
+    fn line_continuations_join_the_lines() {
+        assert_eq!(simple("ls \\\n-l").unwrap(), ["ls", "-l"]);
+        assert_eq!(simple("echo ab\\\ncd").unwrap(), ["echo", "abcd"]);
+        assert_eq!(simple("echo \"ab\\\ncd\"").unwrap(), ["echo", "abcd"]);
+    }
+
     #[test]
     fn assignments_start_with_a_letter_or_underscore() {
         assert!(is_assignment("FOO=1"));

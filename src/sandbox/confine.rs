@@ -328,6 +328,44 @@ mod tests {
     use crate::fsutil::scratch::TempDir;
     use std::os::unix::fs::symlink;
 
+    fn policy_in(ws: &Path, home: &Path, forbid_read: Vec<PathBuf>) -> Policy {
+        Policy::new(super::super::Settings {
+            workspace_root: ws.to_path_buf(),
+            home: home.to_path_buf(),
+            allow_write: Vec::new(),
+            forbid_read,
+            bash: super::super::BashMode::Enforce,
+            network: false,
+            backend: super::super::Backend::Bwrap,
+        })
+    }
+
+    /// A home inside the workspace is still the home: writers may not change it.
+    #[test]
+    fn the_home_stays_unwritable_inside_the_workspace() {
+        let s = TempDir::new("protected");
+        fs::create_dir_all(s.join("home")).unwrap();
+        let policy = policy_in(s.path(), &s.join("home"), Vec::new());
+        let err = policy.check_write(&s.join("home/config.toml")).unwrap_err();
+        assert!(matches!(err, SandboxError::Protected { .. }), "{err}");
+        assert!(policy.check_write(&s.join("notes.txt")).is_ok());
+    }
+
+    /// A hard link to a hidden file is hidden by inode, wherever it lies and whatever its name.
+    #[test]
+    fn a_hard_link_to_a_hidden_file_is_hidden() {
+        use std::os::unix::fs::MetadataExt;
+        let s = TempDir::new("links");
+        fs::create_dir_all(s.join("home")).unwrap();
+        fs::write(s.join("secret.txt"), "key").unwrap();
+        fs::write(s.join("other.txt"), "plain").unwrap();
+        fs::hard_link(s.join("secret.txt"), s.join("copy.txt")).unwrap();
+        let policy = policy_in(s.path(), &s.join("home"), vec![s.join("secret.txt")]);
+        let ino = |name: &str| fs::metadata(s.join(name)).unwrap().ino();
+        assert!(policy.hides_link(&s.join("copy.txt"), ino("copy.txt")));
+        assert!(!policy.hides_link(&s.join("other.txt"), ino("other.txt")));
+    }
+
     #[test]
     fn resolves_missing_tails_dots_and_links() {
         let s = TempDir::new("resolve");
