@@ -580,7 +580,7 @@ fn skip_or_fail(what: &str, install: &str) {
 
 /// How to start server-everything: the global bin, else the package's entry under npm's
 /// global root; None, after `skip_or_fail`, when it is not installed.
-fn server_everything() -> Option<(String, Vec<String>)> {
+pub(crate) fn server_everything() -> Option<(String, Vec<String>)> {
     let found = find_server_everything();
     if found.is_none() {
         skip_or_fail(

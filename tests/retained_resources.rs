@@ -168,11 +168,16 @@ fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
     let home = Dir::new();
     let work = Dir::new();
     let out_file = work.join("hook-out.txt");
-    // A workspace script named by a relative path (hooks run in the workspace).
-    let script = work.write(
+    // A workspace script named by a relative path (hooks run in the workspace), which
+    // reads a sibling file of its folder: the folder is retained with it.
+    work.write(
         "hooks/note.sh",
-        &format!("echo OLD >> '{}'\n", out_file.display()),
+        &format!(
+            ". \"$(dirname \"$0\")/word.sh\"\necho \"$WORD\" >> '{}'\n",
+            out_file.display()
+        ),
     );
+    let sibling = work.write("hooks/word.sh", "WORD=OLD\n");
     use_fake_provider(
         &home,
         &server.base_url(),
@@ -197,9 +202,10 @@ fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
     let files = header["composition"]["retained"]["files"]
         .as_object()
         .unwrap();
-    assert!(files.contains_key("hooks/0/note.sh"), "{header}");
+    assert!(files.contains_key("hooks/0/0/note.sh"), "{header}");
+    assert!(files.contains_key("hooks/0/0/word.sh"), "{header}");
 
-    std::fs::write(&script, format!("echo NEW >> '{}'\n", out_file.display())).unwrap();
+    std::fs::write(&sibling, "WORD=NEW\n").unwrap();
     let out = run_in(&home, work.path(), &["--continue", "again"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "OLD\nOLD\n");

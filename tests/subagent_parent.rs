@@ -100,6 +100,57 @@ fn children_call_the_parents_mcp_server_which_starts_once() {
     }
 }
 
+/// Issue 37.4 with a real third-party server: a child started by `task` calls the reference
+/// server-everything's `echo` tool through the parent's connection, under each jail backend.
+#[test]
+fn a_child_calls_a_tool_of_the_reference_server_everything() {
+    let Some((program, args)) = crate::mcp::server_everything() else {
+        return;
+    };
+    for backend in jail_backends() {
+        let server = FakeOpenAI::start(vec![
+            Reply::tool_calls(&[("p1", "task", r#"{"prompt":"echo something"}"#)]),
+            Reply::tool_calls(&[(
+                "k1",
+                "mcp__everything__echo",
+                r#"{"message":"from the child"}"#,
+            )]),
+            Reply::text("child done"),
+            Reply::text("all done"),
+        ]);
+        let (home, work) = (Dir::new(), Dir::new());
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .chain(["\"stdio\"".to_string()])
+            .collect();
+        use_fake_provider(
+            &home,
+            &server.base_url(),
+            &format!(
+                "[[plugins]]\nname = \"everything\"\ncommand = {program:?}\nargs = [{}]\n\n[sandbox]\nbackend = \"{backend}\"\n",
+                args.join(", ")
+            ),
+        );
+        let out = run(reasonix(&home, work.path())
+            .args(["run", "use the helper"])
+            .env("FAKE_API_KEY", "k"));
+        assert_eq!(out.code, 0, "{backend}: {out:?}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4, "{backend}");
+        let offered = tool_names(&requests[1].body);
+        assert!(
+            offered.iter().any(|n| n == "mcp__everything__echo"),
+            "{backend}: the child is offered {offered:?}"
+        );
+        let results = tool_results(&requests[2].body);
+        assert!(
+            results.len() == 1 && results[0].contains("from the child"),
+            "{backend}: the child's call reached server-everything: {results:?}"
+        );
+    }
+}
+
 /// Issue 37.4: a writer child kept its snapshots under its own session, so rewinding the
 /// parent's turn that ran it left the child's edits in place. Now the rewind lists and
 /// restores them like the parent's own.

@@ -3,8 +3,8 @@
 //! `<state>/trusted/agent-presets/retained/<digest>/`, and the bound conversation reads its
 //! skills from there, so a later edit of a skill does not follow into it. Its selected
 //! non-blocking hooks are kept as they were, each script file a hook's command names frozen
-//! beside the skills and the command pointed at the copy (an imported binding's hooks never
-//! run: `resolve::apply` keeps the machine's own). The binding records
+//! with the folder it lives in (its sibling bundle) and the command pointed at the copy (an
+//! imported binding's hooks never run: `resolve::apply` keeps the machine's own). The binding records
 //! the bundle ([`Retained`]): each file's sha256 and one digest over the list, which names
 //! the directory. A bundle is content-addressed and never rewritten.
 //!
@@ -203,6 +203,7 @@ pub fn freeze(
             ))
         };
         let mut command = String::new();
+        let mut scripts = 0;
         let mut rest = hook.command.as_str();
         while let Some(start) = rest.find(|c: char| !c.is_whitespace()) {
             command.push_str(&rest[..start]);
@@ -224,17 +225,29 @@ pub fn freeze(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let path = format!("hooks/{index}/{name}");
+            // The spec retains a script with its sibling bundle: every file of the folder it
+            // lives in (its modules, data, a package.json), so that the frozen copy runs as
+            // the original did. Hence the advice to keep hook code in a folder of its own.
+            let folder = format!("hooks/{index}/{scripts}");
+            scripts += 1;
+            let path = format!("{folder}/{name}");
             check_path(&path).map_err(|_| refuse(format!("`{name}` is not a plain file name")))?;
-            let bytes = read_regular(&file).map_err(refuse)?;
-            total += bytes.len() as u64;
-            if total > MAX_BUNDLE_BYTES || contents.len() >= MAX_FILES {
-                return Err(refuse(format!(
-                    "the bundle would pass its limits ({MAX_FILES} files, {} MiB in all)",
-                    MAX_BUNDLE_BYTES / (1024 * 1024)
-                )));
+            let mut siblings = Vec::new();
+            let dir = file.parent().unwrap_or(selected.cwd);
+            walk(dir, &folder, 0, &mut siblings)
+                .map_err(|why| refuse(format!("its folder {}: {why}", dir.display())))?;
+            for (sibling_path, sibling) in siblings {
+                check_path(&sibling_path).map_err(&refuse)?;
+                let bytes = read_regular(&sibling).map_err(refuse)?;
+                total += bytes.len() as u64;
+                if total > MAX_BUNDLE_BYTES || contents.len() >= MAX_FILES {
+                    return Err(refuse(format!(
+                        "the bundle would pass its limits ({MAX_FILES} files, {} MiB in all)",
+                        MAX_BUNDLE_BYTES / (1024 * 1024)
+                    )));
+                }
+                contents.insert(sibling_path, bytes);
             }
-            contents.insert(path.clone(), bytes);
             command.push_str(&format!("{PLACEHOLDER}/{path}"));
         }
         command.push_str(rest);
