@@ -469,3 +469,62 @@ fn a_symlink_or_credential_file_in_a_selected_skill_is_refused_at_binding() {
         assert!(files_under(&retained_root(&home)).is_empty(), "{what}");
     }
 }
+
+/// Claude Code's settings files are a source of hooks like `[[hooks]]`: a bound conversation
+/// keeps the selected non-blocking ones as they were at binding, and one bound without them
+/// runs none.
+#[test]
+fn claude_settings_hooks_follow_the_binding() {
+    let list = || Reply::tool_calls(&[("c1", "ls", r#"{"path":"."}"#)]);
+    let server = FakeOpenAI::start(vec![
+        list(),
+        Reply::text("one"),
+        list(),
+        Reply::text("two"),
+        list(),
+        Reply::text("three"),
+    ]);
+    let home = Dir::new();
+    let work = Dir::new();
+    let out_file = work.join("hook-out.txt");
+    let settings = |word: &str| {
+        format!(
+            r#"{{"hooks":{{"PostToolUse":[{{"hooks":[{{"type":"command","command":"echo {word} >> {}"}}]}}]}}}}"#,
+            out_file.display()
+        )
+    };
+    home.write(".claude/settings.json", &settings("OLD"));
+    use_fake_provider(&home, &server.base_url(), "");
+    for (name, hooks) in [("user:noted", "PostToolUse"), ("user:quiet", "Stop")] {
+        let created = run(reasonix(&home, work.path())
+            .args(["agent", "create", name, "--hooks", hooks, "--skills", ""]));
+        assert_eq!(created.code, 0, "{created:?}");
+    }
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:noted", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "OLD\n");
+
+    home.write(".claude/settings.json", &settings("NEW"));
+    let out = run_in(&home, work.path(), &["--continue", "again"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&out_file).unwrap(),
+        "OLD\nOLD\n",
+        "the bound conversation runs the hook as it was at binding"
+    );
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:quiet", "fresh"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&out_file).unwrap(),
+        "OLD\nOLD\n",
+        "a binding without PostToolUse runs no PostToolUse hook of the settings files"
+    );
+}

@@ -46,9 +46,10 @@ pub fn available(config: &Config, cwd: &Path) -> Available {
         !s.origin.needs_grant() || grants.is_granted(cwd, &s.name, &s.identity_hash())
     };
     let mut hooks: Vec<String> = Vec::new();
-    for hook in &config.hooks {
-        if !hooks.contains(&hook.event) {
-            hooks.push(hook.event.clone());
+    let claude = crate::app::hooks::claude_hooks_to_retain(config, cwd, |_| true);
+    for event in config.hooks.iter().chain(&claude).map(|h| &h.event) {
+        if !hooks.contains(event) {
+            hooks.push(event.clone());
         }
     }
     Available {
@@ -113,7 +114,7 @@ pub fn prepare(
     // Frozen last, once nothing else refuses the binding: a refused one leaves no bundle.
     if let Selection::Only(skills) = &binding.modules.skills {
         let store = crate::app::skills::session_store(config, cwd);
-        let hooks: Vec<_> = config
+        let mut hooks: Vec<_> = config
             .hooks
             .iter()
             .filter(|h| {
@@ -122,6 +123,13 @@ pub fn prepare(
             })
             .cloned()
             .collect();
+        // Claude Code's settings files are a source of hooks like `[[hooks]]`: their
+        // selected non-blocking hooks are retained too, and no longer read live.
+        hooks.extend(crate::app::hooks::claude_hooks_to_retain(
+            config,
+            cwd,
+            |event| binding.modules.hooks.keeps(event),
+        ));
         let selected = retain::Selected {
             skills,
             store: &store,

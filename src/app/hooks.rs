@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::agent::hooks::{self, Hook, Hooks};
-use crate::config::{self, Config};
+use crate::config::{self, BoundClaudeHooks, Config};
 
 /// The hooks, and one line per problem or skipped source.
 pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) {
@@ -32,6 +32,51 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
             Err(problem) => problems.push(format!("hooks: {problem}; skipped")),
         }
     }
+    let (claude, mut trouble) = claude_settings_hooks(config, workspace);
+    found.extend(
+        claude
+            .into_iter()
+            .filter(|hook| match &config.bound_claude_hooks {
+                BoundClaudeHooks::Live => true,
+                BoundClaudeHooks::Events(kept) => {
+                    is_safety(hook) || kept.iter().any(|e| e == hook.event.as_str())
+                }
+                BoundClaudeHooks::Retained => is_safety(hook),
+            }),
+    );
+    problems.append(&mut trouble);
+    (Hooks::new(found), problems)
+}
+
+fn is_safety(hook: &Hook) -> bool {
+    crate::composition::SAFETY_HOOKS.contains(&hook.event.as_str())
+}
+
+/// The non-blocking hooks of Claude Code's settings files that a binding selecting `keeps`
+/// retains, as `[[hooks]]` entries (both match tools by our and Claude's names alike).
+pub fn claude_hooks_to_retain(
+    config: &Config,
+    workspace: &Path,
+    keeps: impl Fn(&str) -> bool,
+) -> Vec<config::HookConfig> {
+    let (claude, _) = claude_settings_hooks(config, workspace);
+    claude
+        .into_iter()
+        .filter(|hook| !is_safety(hook) && keeps(hook.event.as_str()))
+        .map(|hook| config::HookConfig {
+            event: hook.event.as_str().to_string(),
+            matcher: hook.matcher_text,
+            command: hook.command,
+            timeout_seconds: hook.timeout.as_secs(),
+        })
+        .collect()
+}
+
+/// The command hooks of the Claude Code settings files that are believed (see the module
+/// documentation), and one line per problem or file whose hooks are ignored.
+fn claude_settings_hooks(config: &Config, workspace: &Path) -> (Vec<Hook>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
     for file in config::claude::settings_files(config, workspace) {
         let Ok(text) = std::fs::read_to_string(&file.path) else {
             continue;
@@ -52,7 +97,7 @@ pub fn session_hooks(config: &Config, workspace: &Path) -> (Hooks, Vec<String>) 
             claude.len()
         ));
     }
-    (Hooks::new(found), problems)
+    (found, problems)
 }
 
 /// Gives the session's hooks to the agent and its children; each problem is a warning event.

@@ -17,7 +17,7 @@ use super::{
     builtin, check_authority, digest, Code, CompositionError, Definition, Id, McpParams, Modules,
     Persona, Scope, Selection, SAFETY_HOOKS,
 };
-use crate::config::Config;
+use crate::config::{BoundClaudeHooks, Config};
 use crate::tool::Registry;
 
 /// What this machine offers a composition to select from, gathered by the front end.
@@ -332,6 +332,7 @@ pub fn apply(binding: &Binding, config: &mut Config, available_skills: &[String]
                 .hooks
                 .retain(|h| SAFETY_HOOKS.contains(&h.event.as_str()));
             config.hooks.extend(retained.hook_configs(&dir));
+            config.bound_claude_hooks = BoundClaudeHooks::Retained;
         }
         config.skills.retained = Some(dir);
         config.skills.retained_untrusted = binding.imported;
@@ -379,6 +380,9 @@ pub fn apply(binding: &Binding, config: &mut Config, available_skills: &[String]
     config
         .hooks
         .retain(|h| SAFETY_HOOKS.contains(&h.event.as_str()) || hooks.keeps(&h.event));
+    if let (Selection::Only(events), BoundClaudeHooks::Live) = (hooks, &config.bound_claude_hooks) {
+        config.bound_claude_hooks = BoundClaudeHooks::Events(events.clone());
+    }
 }
 
 /// Narrows the assembled registry to the binding: tools outside its list go (an empty list

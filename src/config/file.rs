@@ -44,6 +44,10 @@ pub struct Config {
     /// (`user`, `project`, `local`); `None` reads all of them. Set by the loader.
     #[serde(skip)]
     pub claude_setting_sources: Option<Vec<String>>,
+    /// Which non-blocking hooks of Claude Code's settings files a composition binding keeps;
+    /// set by applying the binding (`composition::resolve::apply`), never read from a file.
+    #[serde(skip)]
+    pub bound_claude_hooks: BoundClaudeHooks,
     /// A provider name, a bare model name or `provider/model`.
     pub default_model: Option<String>,
     /// UI language tag (`en`, `zh`); `None` or empty = detect from `$REASONIX_LANG`, then the
@@ -61,6 +65,21 @@ pub struct Config {
     pub plugins: Vec<PluginConfig>,
     /// `[[hooks]]`: the user's commands run at points of the loop (see `agent::hooks`).
     pub hooks: Vec<HookConfig>,
+}
+
+/// How a conversation takes the non-blocking hooks of Claude Code's settings files (the
+/// safety events, `PreToolUse`, `UserPromptSubmit` and `PermissionRequest`, always load live
+/// from the files, like the safety `[[hooks]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum BoundClaudeHooks {
+    /// Not bound, or bound to every hook event: each hook as the files hold it now.
+    #[default]
+    Live,
+    /// Bound to these events without a retained bundle: their hooks, as the files hold them.
+    Events(Vec<String>),
+    /// Bound with a retained bundle: none from the files; the bundle holds the selected ones
+    /// as they were at binding (`composition::retain`).
+    Retained,
 }
 
 /// One `[[hooks]]` entry.
