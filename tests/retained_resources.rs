@@ -151,11 +151,9 @@ fn a_new_conversation_binds_the_edited_skill() {
     assert!(skill_result(&requests[1].body).contains(NEW));
 }
 
-/// A selected non-blocking hook runs the script it was bound with: the script file is frozen
-/// in the bundle and the hook's command points at the copy, so a later edit of the script
-/// reaches new conversations only. The safety hooks are never frozen.
-#[test]
-fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
+/// A model that lists the workspace once in each of three turns (a tool call for the
+/// `PostToolUse` hooks to follow), with a home and a workspace for it.
+fn three_turns_with_a_tool_each() -> (FakeOpenAI, Dir, Dir) {
     let list = || Reply::tool_calls(&[("c1", "ls", r#"{"path":"."}"#)]);
     let server = FakeOpenAI::start(vec![
         list(),
@@ -165,8 +163,15 @@ fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
         list(),
         Reply::text("three"),
     ]);
-    let home = Dir::new();
-    let work = Dir::new();
+    (server, Dir::new(), Dir::new())
+}
+
+/// A selected non-blocking hook runs the script it was bound with: the script file is frozen
+/// in the bundle and the hook's command points at the copy, so a later edit of the script
+/// reaches new conversations only. The safety hooks are never frozen.
+#[test]
+fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
+    let (server, home, work) = three_turns_with_a_tool_each();
     let out_file = work.join("hook-out.txt");
     // A workspace script named by a relative path (hooks run in the workspace), which
     // reads a sibling file of its folder: the folder is retained with it.
@@ -475,17 +480,7 @@ fn a_symlink_or_credential_file_in_a_selected_skill_is_refused_at_binding() {
 /// runs none.
 #[test]
 fn claude_settings_hooks_follow_the_binding() {
-    let list = || Reply::tool_calls(&[("c1", "ls", r#"{"path":"."}"#)]);
-    let server = FakeOpenAI::start(vec![
-        list(),
-        Reply::text("one"),
-        list(),
-        Reply::text("two"),
-        list(),
-        Reply::text("three"),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
+    let (server, home, work) = three_turns_with_a_tool_each();
     let out_file = work.join("hook-out.txt");
     let settings = |word: &str| {
         format!(

@@ -174,17 +174,7 @@ pub fn freeze(
         if !sources.iter().any(|(path, _)| *path == main) {
             return Err(refuse(format!("{main} is not a regular file")));
         }
-        for (path, file) in sources {
-            let bytes = read_regular(&file).map_err(refuse)?;
-            total += bytes.len() as u64;
-            if total > MAX_BUNDLE_BYTES || contents.len() >= MAX_FILES {
-                return Err(refuse(format!(
-                    "the bundle would pass its limits ({MAX_FILES} files, {} MiB in all)",
-                    MAX_BUNDLE_BYTES / (1024 * 1024)
-                )));
-            }
-            contents.insert(path, bytes);
-        }
+        add_files(&mut contents, &mut total, sources).map_err(refuse)?;
         skills.push(RetainedSkill {
             name: name.clone(),
             scope: scope_label(&skill.scope),
@@ -236,18 +226,10 @@ pub fn freeze(
             let dir = file.parent().unwrap_or(selected.cwd);
             walk(dir, &folder, 0, &mut siblings)
                 .map_err(|why| refuse(format!("its folder {}: {why}", dir.display())))?;
-            for (sibling_path, sibling) in siblings {
-                check_path(&sibling_path).map_err(&refuse)?;
-                let bytes = read_regular(&sibling).map_err(refuse)?;
-                total += bytes.len() as u64;
-                if total > MAX_BUNDLE_BYTES || contents.len() >= MAX_FILES {
-                    return Err(refuse(format!(
-                        "the bundle would pass its limits ({MAX_FILES} files, {} MiB in all)",
-                        MAX_BUNDLE_BYTES / (1024 * 1024)
-                    )));
-                }
-                contents.insert(sibling_path, bytes);
+            for (sibling_path, _) in &siblings {
+                check_path(sibling_path).map_err(&refuse)?;
             }
+            add_files(&mut contents, &mut total, siblings).map_err(refuse)?;
             command.push_str(&format!("{PLACEHOLDER}/{path}"));
         }
         command.push_str(rest);
@@ -275,6 +257,27 @@ pub fn freeze(
         ))
     })?;
     Ok(retained)
+}
+
+/// Reads `files` (bundle path, file) into `contents`, refusing when the bundle would pass
+/// its limits; `total` is the bundle's size so far.
+fn add_files(
+    contents: &mut BTreeMap<String, Vec<u8>>,
+    total: &mut u64,
+    files: Vec<(String, PathBuf)>,
+) -> Result<(), String> {
+    for (path, file) in files {
+        let bytes = read_regular(&file)?;
+        *total += bytes.len() as u64;
+        if *total > MAX_BUNDLE_BYTES || contents.len() >= MAX_FILES {
+            return Err(format!(
+                "the bundle would pass its limits ({MAX_FILES} files, {} MiB in all)",
+                MAX_BUNDLE_BYTES / (1024 * 1024)
+            ));
+        }
+        contents.insert(path, bytes);
+    }
+    Ok(())
 }
 
 /// What a binding selected to retain, as this machine has it.
