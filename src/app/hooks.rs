@@ -5,7 +5,9 @@
 //! and the workspace's `.claude/settings.json` and `.claude/settings.local.json`, read only
 //! when the workspace is trusted with that file as it is now (`config::trust::Bound`) or for a
 //! `--trust-project` run, since a repository, or a model writing in the workspace, could
-//! otherwise make reasonix run its commands.
+//! otherwise make reasonix run its commands. A conversation bound to a composition takes the
+//! settings files' non-blocking hooks the way it takes `[[hooks]]`: only the selected events,
+//! and from its retained bundle when it has one (`config::BoundClaudeHooks`).
 
 use std::path::Path;
 use std::time::Duration;
