@@ -678,9 +678,10 @@ fn every_flag_is_accepted_with_its_effect_or_refused_with_one_line() {
             &["--fallback-model", "x"],
             "--fallback-model: reasonix has no fallback model",
         ),
+        (&["--session-id", "s1"], "--session-id must be a UUID"),
         (
-            &["--session-id", "0b5e7c1a-0000-4000-8000-000000000000"],
-            "--session-id: reasonix names its sessions",
+            &["--session-id", "0b5e7c1a-0000-4000-8000-000000000000", "-c"],
+            "it needs --fork-session",
         ),
         (&["--agents", "{}"], "--agents: subagents are skills"),
         (&["--betas", "x"], "--betas: beta headers"),
@@ -718,6 +719,55 @@ fn every_flag_is_accepted_with_its_effect_or_refused_with_one_line() {
         assert!(out.stderr.contains(line), "{args:?}: {out:?}");
         assert_eq!(out.stderr.trim().lines().count(), 1, "one line: {out:?}");
     }
+}
+
+/// `--session-id UUID` names the new session, which `--resume UUID` then continues; an id a
+/// session already has is refused, and with `--fork-session` the fork takes the id.
+#[test]
+fn session_id_names_the_new_session_and_resume_finds_it() {
+    let case = Case::new(
+        vec![
+            Reply::text("first"),
+            Reply::text("second"),
+            Reply::text("third"),
+        ],
+        "",
+    );
+    let id = "0b5e7c1a-0000-4000-8000-00000000abcd";
+    let out = case.run(&["-p", "--output-format", "json", "--session-id", id, "one"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let first: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(first["session_id"], id, "{first}");
+
+    let again = case.run(&["-p", "--session-id", id, "two"]);
+    assert_eq!(again.code, 2, "{again:?}");
+    assert!(again.stderr.contains("already exists"), "{again:?}");
+
+    let resumed = case.run(&["-p", "--output-format", "json", "-r", id, "two"]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let second: Value = serde_json::from_str(resumed.stdout.trim()).unwrap();
+    assert_eq!(second["session_id"], id);
+    let sent = case.server.wait_for_requests(2)[1].body.to_string();
+    assert!(
+        sent.contains("first"),
+        "the resumed session has the first turn: {sent}"
+    );
+
+    let fork = "0b5e7c1a-0000-4000-8000-00000000beef";
+    let forked = case.run(&[
+        "-p",
+        "--output-format",
+        "json",
+        "-r",
+        id,
+        "--fork-session",
+        "--session-id",
+        fork,
+        "three",
+    ]);
+    assert_eq!(forked.code, 0, "{forked:?}");
+    let third: Value = serde_json::from_str(forked.stdout.trim()).unwrap();
+    assert_eq!(third["session_id"], fork);
 }
 
 #[test]

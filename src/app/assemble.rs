@@ -138,6 +138,9 @@ pub struct PromptFlags {
     pub append_system_prompt: Vec<String>,
     /// The agent composition a new session is bound to (header metadata only).
     pub binding: Option<crate::composition::resolve::Binding>,
+    /// The id a new or forked session takes (print mode's `--session-id`); `None`: a fresh
+    /// one from [`session::new_id`].
+    pub id: Option<String>,
 }
 
 /// The session a run or chat works in: new, or an existing one continued in place (locked)
@@ -168,7 +171,12 @@ pub fn open_session(
     match attach {
         Attach::InPlace => Ok(Session::open(&path)?),
         Attach::Fork => {
-            let mut header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+            let mut header = Header::new(
+                new_id(flags, config, cwd)?,
+                &settings.name,
+                &settings.model,
+                cwd,
+            );
             link_planner(&mut header, config, settings);
             Ok(Session::fork(&path, &dir, header)?)
         }
@@ -221,7 +229,12 @@ pub fn new_session(
     cwd: &Path,
 ) -> Result<Session, Error> {
     let dir = config::paths::sessions_dir(&config.home, cwd);
-    let mut header = Header::new(session::new_id(), &settings.name, &settings.model, cwd);
+    let mut header = Header::new(
+        new_id(flags, config, cwd)?,
+        &settings.name,
+        &settings.model,
+        cwd,
+    );
     link_planner(&mut header, config, settings);
     if let Some(binding) = &flags.binding {
         header.bind(binding.clone());
@@ -230,6 +243,21 @@ pub fn new_session(
     let system = system_prompt(flags, config, cwd)?;
     session.push(Message::system(system))?;
     Ok(session)
+}
+
+/// The id of a session about to be created: the one asked for, unless a session already has
+/// it (here or in another workspace: `--resume ID` must find one session), else a fresh one.
+fn new_id(flags: &PromptFlags, config: &Config, cwd: &Path) -> Result<String, Error> {
+    let Some(id) = &flags.id else {
+        return Ok(session::new_id());
+    };
+    if find_session(id, config, cwd).is_ok() {
+        return Err(Error::Usage(format!(
+            "--session-id {id}: a session with this id already exists; continue it with \
+             --resume {id}, or give another id"
+        )));
+    }
+    Ok(id.clone())
 }
 
 /// A new executor session of a planner/executor pair names its planner session in its header.

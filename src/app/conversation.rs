@@ -112,6 +112,7 @@ pub fn open(
     );
     let flags = PromptFlags {
         binding: binding.clone(),
+        id: None,
         ..PromptFlags::default()
     };
     let session = assemble::open_session(

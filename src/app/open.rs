@@ -49,6 +49,8 @@ pub struct FrontEnd {
     /// The prompt is sent as it is, not through the chat's input path (the Agent SDK's
     /// turns, which arrive later on stdin).
     pub prompt_as_is: bool,
+    /// The id a new or forked session takes (`--session-id`); `None`: a fresh one.
+    pub session_id: Option<String>,
 }
 
 /// What a headless front end asks of its session, from its flags.
@@ -201,6 +203,7 @@ pub fn open(
             .or_else(|| profile.as_ref().map(|p| p.body.trim().to_string())),
         append_system_prompt: options.prompt_flags.append_system_prompt.clone(),
         binding: binding.clone(),
+        id: front.session_id.clone(),
     };
     let session = assemble::open_session(
         &choice,

@@ -131,6 +131,7 @@ impl Workspace {
             attach,
             &PromptFlags {
                 binding: binding.clone(),
+                id: None,
                 ..PromptFlags::default()
             },
             config,

@@ -57,16 +57,11 @@ pub const FLAGS: &[(&str, Disposition)] = &[
     ("json-schema", Disposition::Accepted),
     ("permission-prompt-tool", Disposition::Accepted),
     ("effort", Disposition::Accepted),
+    ("session-id", Disposition::Accepted),
     (
         "fallback-model",
         Disposition::Refused(
             "reasonix has no fallback model; a provider's retries are set in its config (`retry = { max_retries = N }`) and --model picks the model",
-        ),
-    ),
-    (
-        "session-id",
-        Disposition::Refused(
-            "reasonix names its sessions itself (the init message's session_id); continue one with --resume ID",
         ),
     ),
     (
@@ -170,6 +165,8 @@ pub struct PrintFlags {
     pub max_turns: Option<u32>,
     pub resume: Option<SessionChoice>,
     pub attach: Attach,
+    /// `--session-id UUID`: the id of the new (or forked) session.
+    pub session_id: Option<String>,
     pub model: Option<String>,
     pub effort: Option<String>,
     /// `--system-prompt` or the text of `--system-prompt-file`; an empty one keeps ours
@@ -228,7 +225,29 @@ pub fn parse(flags: &mut PrintFlags, lexer: &mut Lexer) -> Result<(), Error> {
             "--permission-prompt-tool stdio needs --input-format stream-json (the Agent SDK answers asks over stdin)".into(),
         ));
     }
+    if flags.session_id.is_some() && flags.resume.is_some() && flags.attach != Attach::Fork {
+        return Err(usage(
+            "--session-id names a new session: with --continue or --resume it needs --fork-session (the fork takes the id)".into(),
+        ));
+    }
     Ok(flags.attach.check(flags.resume.as_ref())?)
+}
+
+/// `--session-id`'s value: a UUID, as Claude Code requires (it also names the session's
+/// file, so nothing else may pass).
+fn session_uuid(text: &str) -> Result<String, Error> {
+    let id = text.trim().to_ascii_lowercase();
+    let is_uuid = id.len() == 36
+        && id.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    if !is_uuid {
+        return Err(usage(format!(
+            "--session-id must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got `{text}`"
+        )));
+    }
+    Ok(id)
 }
 
 impl PrintFlags {
@@ -287,6 +306,7 @@ impl PrintFlags {
             "continue" => self.resume = Some(SessionChoice::Newest),
             "resume" => self.resume = Some(SessionChoice::Reference(value()?)),
             "fork-session" => self.attach = Attach::Fork,
+            "session-id" => self.session_id = Some(session_uuid(&value()?)?),
             "model" => self.model = Some(value()?),
             "effort" => self.effort = Some(value()?),
             "system-prompt" => self.system_prompt = non_empty(value()?),

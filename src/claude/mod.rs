@@ -57,6 +57,7 @@ Flags:
   -c, --continue               Continue the newest session of this workspace
   -r, --resume ID              Continue a session by id, unique id prefix or file path
       --fork-session           With --continue/--resume: continue a copy under a new id
+      --session-id UUID        The new session's id (with --fork-session: the copy's)
       --model REF              Model: provider name, model name or provider/model
       --effort LEVEL           Reasoning effort sent to the model
       --system-prompt TEXT     Replace the system prompt (empty: keep reasonix's)
@@ -93,8 +94,8 @@ Flags:
                                hooks, .claude/settings, .env, .mcp.json); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
 
-Refused (one line says why): --fallback-model, --session-id, --agents, --betas,
---no-session-persistence, --replay-user-messages, --permission-mode auto.
+Refused (one line says why): --fallback-model, --agents, --betas, --no-session-persistence,
+--replay-user-messages, --permission-mode auto.
 
 Exit codes as `reasonix run`, except that a refused or missing API key exits 1 as Claude
 Code does (run: 3): 0 done, 1 error, 2 usage, 4 a limit, 5 no progress, 130 interrupted, 141
@@ -256,6 +257,7 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
         mcp_servers: flags.mcp_servers,
         strict_mcp: flags.strict_mcp,
         setting_sources: flags.setting_sources,
+        session_id: flags.session_id,
         ..args.front
     };
     Ok(args)

@@ -488,6 +488,7 @@ impl Services for ChatServices {
         assemble::new_session(
             &PromptFlags {
                 binding: self.binding.clone(),
+                id: None,
                 ..PromptFlags::default()
             },
             &self.config,

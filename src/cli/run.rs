@@ -339,6 +339,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
             system_prompt: args.own.system_prompt.clone(),
             append_system_prompt: args.own.append_system_prompt.clone(),
             binding: None,
+            id: None,
         },
         permissions: PermissionFlags {
             posture: args.common.posture,
