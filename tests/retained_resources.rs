@@ -23,6 +23,26 @@ fn skill_file(body: &str) -> String {
 
 /// A home with the fake model answering `replies`, the skill `deploy` saying `body`, and the
 /// composition `user:ship` selecting only that skill.
+/// [`setup`], then a first conversation bound to `user:ship`.
+fn bound(replies: Vec<Reply>, body: &str) -> (FakeOpenAI, Dir, Dir) {
+    let (server, home, work) = setup(replies, body);
+    let out = run_in(
+        &home,
+        work.path(),
+        &["--agent-composition", "user:ship", "first"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    (server, home, work)
+}
+
+/// `session export` of the home's first conversation, as printed.
+fn export_first(home: &Dir, work: &Path) -> String {
+    let id = session_id(&session_files(home)[0]);
+    let export = run(reasonix(home, work).args(["session", "export", &id]));
+    assert_eq!(export.code, 0, "{export:?}");
+    export.stdout
+}
+
 fn setup(replies: Vec<Reply>, body: &str) -> (FakeOpenAI, Dir, Dir) {
     let server = FakeOpenAI::start(replies);
     let home = Dir::new();
@@ -80,16 +100,10 @@ fn session_id(path: &Path) -> String {
 
 #[test]
 fn a_bound_conversation_keeps_its_frozen_skill_after_the_file_is_edited() {
-    let (server, home, work) = setup(
+    let (server, home, work) = bound(
         vec![Reply::text("one"), load_skill(), Reply::text("done")],
         OLD,
     );
-    let out = run_in(
-        &home,
-        work.path(),
-        &["--agent-composition", "user:ship", "first"],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
     // The binding records the bundle's digest and each file's sha256.
     let (header, _) = read_session(&session_files(&home)[0]);
     let retained = &header["composition"]["retained"];
@@ -120,16 +134,10 @@ fn a_bound_conversation_keeps_its_frozen_skill_after_the_file_is_edited() {
 /// and the `skill` tool it was bound with is still offered.
 #[test]
 fn a_bound_conversation_keeps_a_skill_deleted_after_binding() {
-    let (server, home, work) = setup(
+    let (server, home, work) = bound(
         vec![Reply::text("one"), load_skill(), Reply::text("done")],
         OLD,
     );
-    let out = run_in(
-        &home,
-        work.path(),
-        &["--agent-composition", "user:ship", "first"],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
     std::fs::remove_dir_all(home.join(".reasonix/skills/deploy")).unwrap();
     let out = run_in(&home, work.path(), &["--continue", "ship it"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -231,20 +239,12 @@ fn a_bound_conversation_runs_the_hook_script_it_was_bound_with() {
 /// continues with the frozen skill it carried, not the other home's file of that name.
 #[test]
 fn the_bundle_survives_export_and_import_into_another_home() {
-    let (server, home, work) = setup(
+    let (server, home, work) = bound(
         vec![Reply::text("one"), load_skill(), Reply::text("done")],
         OLD,
     );
-    let out = run_in(
-        &home,
-        work.path(),
-        &["--agent-composition", "user:ship", "first"],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    let id = session_id(&session_files(&home)[0]);
-    let export = run(reasonix(&home, work.path()).args(["session", "export", &id]));
-    assert_eq!(export.code, 0, "{export:?}");
-    let archive: Value = serde_json::from_str(&export.stdout).unwrap();
+    let export = export_first(&home, work.path());
+    let archive: Value = serde_json::from_str(&export).unwrap();
     let resources = archive["resources"].as_array().unwrap();
     assert_eq!(resources.len(), 2, "{archive}");
 
@@ -256,7 +256,7 @@ fn the_bundle_survives_export_and_import_into_another_home() {
     );
     create_ship(&other);
     let elsewhere = Dir::new();
-    let file = elsewhere.write("archive.json", &export.stdout);
+    let file = elsewhere.write("archive.json", &export);
     let import = run(reasonix(&other, elsewhere.path())
         .args(["session", "import"])
         .arg(&file));
@@ -311,16 +311,14 @@ fn an_imported_conversation_never_runs_the_archives_hooks() {
         work.join("hook-ran.txt").exists(),
         "the hook ran where it was bound"
     );
-    let id = session_id(&session_files(&home)[0]);
-    let export = run(reasonix(&home, work.path()).args(["session", "export", &id]));
-    assert_eq!(export.code, 0, "{export:?}");
+    let export = export_first(&home, work.path());
 
     // Another home with the same composition and no hooks of its own.
     let other = Dir::new();
     use_fake_provider(&other, &server.base_url(), "");
     create(&other);
     let elsewhere = Dir::new();
-    let file = elsewhere.write("archive.json", &export.stdout);
+    let file = elsewhere.write("archive.json", &export);
     let import = run(reasonix(&other, elsewhere.path())
         .args(["session", "import"])
         .arg(&file));
@@ -337,17 +335,9 @@ fn an_imported_conversation_never_runs_the_archives_hooks() {
 
 /// The exported archive of a bound conversation, and a home to import it into.
 fn exported() -> (String, Dir, Dir) {
-    let (_server, home, work) = setup(vec![Reply::text("one")], OLD);
-    let out = run_in(
-        &home,
-        work.path(),
-        &["--agent-composition", "user:ship", "first"],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    let id = session_id(&session_files(&home)[0]);
-    let export = run(reasonix(&home, work.path()).args(["session", "export", &id]));
-    assert_eq!(export.code, 0, "{export:?}");
-    (export.stdout, Dir::new(), Dir::new())
+    let (_server, home, work) = bound(vec![Reply::text("one")], OLD);
+    let export = export_first(&home, work.path());
+    (export, Dir::new(), Dir::new())
 }
 
 fn import(home: &Dir, work: &Dir, archive: &Value) -> Run {

@@ -342,25 +342,12 @@ impl ClaudeStream {
         }
         if self.streaming() {
             let origin = self.origin(parent);
+            let assistant = |block| encode::assistant(origin, &message_id, &model, block, &usage);
             if !thinking.is_empty() {
-                let block = encode::thinking_block(&thinking);
-                lines.push(encode::assistant(
-                    origin,
-                    &message_id,
-                    &model,
-                    block,
-                    &usage,
-                ));
+                lines.push(assistant(encode::thinking_block(&thinking)));
             }
             if !text.is_empty() {
-                let block = encode::text_block(&text);
-                lines.push(encode::assistant(
-                    origin,
-                    &message_id,
-                    &model,
-                    block,
-                    &usage,
-                ));
+                lines.push(assistant(encode::text_block(&text)));
             }
         }
         for line in lines {
