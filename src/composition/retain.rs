@@ -335,7 +335,12 @@ fn walk(
         ));
     }
     let entries = fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    // A folder holding more entries than a bundle may is refused without listing the rest
+    // (a hook script at the top of a large workspace must not make binding read all of it).
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).take(MAX_FILES + 1).collect();
+    if entries.len() > MAX_FILES {
+        return Err(format!("{prefix} holds more than {MAX_FILES} entries"));
+    }
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -742,6 +747,20 @@ fn scope_from_label(label: &str) -> Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A folder with more entries than a bundle may hold is refused after reading one more
+    /// than the limit, not after listing all of it.
+    #[test]
+    fn a_folder_past_the_file_limit_is_refused_when_listed() {
+        let dir = crate::fsutil::scratch::TempDir::new("retain-many");
+        for n in 0..=MAX_FILES {
+            fs::write(dir.join(format!("f{n}")), "").unwrap();
+        }
+        let mut found = Vec::new();
+        let err = walk(dir.path(), "hooks/0/0", 0, &mut found).unwrap_err();
+        assert!(err.contains("holds more than 1024 entries"), "{err}");
+        assert!(found.is_empty());
+    }
 
     #[test]
     fn every_default_forbidden_location_is_a_credential_name() {
