@@ -364,3 +364,21 @@ fn workspace_claude_agents_are_read_only_when_the_workspace_is_trusted() {
         "{stderr}"
     );
 }
+
+/// A settings file is read with the config's size bound for its hooks as for its permissions:
+/// a 9 MiB file (a repository's could be any size, and is read before its trust is judged) is
+/// refused unread with one line each, and the run goes on.
+#[test]
+fn an_oversized_claude_settings_file_is_refused_unread() {
+    let server = FakeOpenAI::start(vec![Reply::text("done")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(&home, &server.base_url(), "");
+    let padded = format!("{{\"hooks\": {{}}{}}}", " ".repeat(9 << 20));
+    home.write(".claude/settings.json", &padded);
+    let out = go(&home, work.path(), &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("larger than 8 MiB"), "{}", out.stderr);
+    assert!(out.stderr.contains("its hooks are not read"), "{}", out.stderr);
+    assert!(out.stderr.contains("its permissions are not read"), "{}", out.stderr);
+}

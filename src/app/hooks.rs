@@ -80,8 +80,19 @@ fn claude_settings_hooks(config: &Config, workspace: &Path) -> (Vec<Hook>, Vec<S
     let mut found = Vec::new();
     let mut problems = Vec::new();
     for file in config::claude::settings_files(config, workspace) {
-        let Ok(text) = std::fs::read_to_string(&file.path) else {
-            continue;
+        // The same bounded read as the files' permissions: a repository's settings file is
+        // read before its trust is judged.
+        let text = match config::load::read_bounded(&file.path) {
+            Ok(text) => text,
+            Err(config::ConfigError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                continue
+            }
+            Err(err) => {
+                problems.push(format!("hooks: {err}; its hooks are not read"));
+                continue;
+            }
         };
         let origin = file.path.display().to_string();
         let (claude, mut trouble) = hooks::from_claude_settings(&text, &origin);

@@ -297,7 +297,7 @@ fn read_layer(path: &Path, layer: Layer) -> Result<Option<String>, ConfigError> 
 
 /// Reads a config file of at most [`MAX_FILE_BYTES`], judged on its size before reading and
 /// held to it while reading (the file may grow meanwhile, or be a pipe).
-pub(super) fn read_bounded(path: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read_bounded(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read;
     let read_error = |source| ConfigError::Read {
         path: path.to_path_buf(),
