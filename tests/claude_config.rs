@@ -379,6 +379,14 @@ fn an_oversized_claude_settings_file_is_refused_unread() {
     let out = go(&home, work.path(), &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("larger than 8 MiB"), "{}", out.stderr);
-    assert!(out.stderr.contains("its hooks are not read"), "{}", out.stderr);
-    assert!(out.stderr.contains("its permissions are not read"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("its hooks are not read"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("its permissions are not read"),
+        "{}",
+        out.stderr
+    );
 }
