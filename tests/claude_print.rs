@@ -674,10 +674,6 @@ fn every_flag_is_accepted_with_its_effect_or_refused_with_one_line() {
         assert_eq!(out.code, 0, "{args:?}: {out:?}");
     }
     let refused: &[(&[&str], &str)] = &[
-        (
-            &["--fallback-model", "x"],
-            "--fallback-model: reasonix has no fallback model",
-        ),
         (&["--session-id", "s1"], "--session-id must be a UUID"),
         (
             &["--session-id", "0b5e7c1a-0000-4000-8000-000000000000", "-c"],

@@ -6,6 +6,8 @@
 //! scenario fails the test.
 
 use crate::util::fake_openai::{sse_text, FakeOpenAI, Reply};
+use serde_json::Value;
+
 use crate::util::{reasonix, use_fake_provider, Dir};
 
 /// The SDK version `.ci/run` installs; the scenarios were written against it.
@@ -230,4 +232,32 @@ fn sdk_client_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() 
         second.contains("first question") && second.contains("first answer"),
         "{second}"
     );
+}
+
+/// `ClaudeAgentOptions(fallback_model=...)`: the SDK passes `--fallback-model`; the primary's
+/// 529 hands the turn to the fallback, which the SDK sees in a `model_fallback` message.
+#[test]
+fn sdk_fallback_model_answers_when_the_primary_is_overloaded() {
+    if !sdk_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::error(529, "Overloaded"),
+        Reply::text("From the backup."),
+    ]);
+    let setup = setup(&fake);
+    let config = setup.home.join(".reasonix/config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("the config");
+    text.push_str(&format!(
+        "\n[[providers]]\nname = \"backup\"\nbase_url = \"{}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\n",
+        fake.base_url()
+    ));
+    std::fs::write(&config, text).expect("write the config");
+    run_scenario(&setup, "fallback_model");
+    let models: Vec<Value> = fake
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(models, ["fake-model", "backup-model"]);
 }

@@ -19,6 +19,7 @@ mod demo;
 mod dependencies;
 mod dist;
 mod escapes;
+mod fallback_model;
 mod fleet;
 mod goal;
 mod guardian;

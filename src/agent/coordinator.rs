@@ -598,21 +598,37 @@ impl Coordinator {
             usage,
             cost_usd,
         });
-        models.push(agent_stats("executor", &self.executor));
+        models.extend(agent_stats("executor", &self.executor));
         models
     }
 }
 
-/// One agent's share, as [`ModelStats`].
-pub fn agent_stats(role: &'static str, agent: &Agent) -> ModelStats {
+/// One agent's share, as [`ModelStats`]: its own model's, and its fallback model's when that
+/// served any of its requests (`--fallback-model`).
+pub fn agent_stats(role: &'static str, agent: &Agent) -> Vec<ModelStats> {
     let stats = agent.stats();
-    ModelStats {
+    let fallback = &stats.fallback;
+    let mut own = ModelStats {
         role,
         model: agent.provider().model().to_string(),
-        requests: stats.requests + stats.summary_requests,
+        requests: (stats.requests + stats.summary_requests).saturating_sub(fallback.requests),
         usage: stats.usage,
-        cost_usd: stats.cost_usd,
+        cost_usd: stats.cost_usd - fallback.cost_usd,
+    };
+    if fallback.requests == 0 {
+        return vec![own];
     }
+    own.usage = own.usage.minus(&fallback.usage);
+    vec![
+        own,
+        ModelStats {
+            role: "fallback",
+            model: fallback.model.clone(),
+            requests: fallback.requests,
+            usage: fallback.usage,
+            cost_usd: fallback.cost_usd,
+        },
+    ]
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ impl Runner {
     /// executor's for a pair.
     pub fn models(&self) -> Vec<ModelStats> {
         let mut models = match self {
-            Runner::Agent(agent) => vec![coordinator::agent_stats("agent", agent)],
+            Runner::Agent(agent) => coordinator::agent_stats("agent", agent),
             Runner::Coordinator(pair) => pair.models(),
         };
         let reviews = self.reviews();

@@ -84,6 +84,17 @@ pub enum Event {
     /// A provider request failed in a way worth another try, which comes after `wait`.
     /// Front ends show it as a warning notice (stream-json: `"kind": "retry"`).
     Retry(Retry),
+    /// The primary model was still overloaded after its retries and this turn goes on with
+    /// the fallback model (`--fallback-model`); the next turn tries the primary again. Front
+    /// ends show it as a warning (Claude stream-json: `system`/`model_fallback`).
+    ModelFallback {
+        /// `overloaded`, `server_error` or `model_not_found`.
+        trigger: &'static str,
+        from: String,
+        to: String,
+        /// The primary's last error.
+        reason: String,
+    },
     /// Context maintenance rewrote the history: stale tool results were snipped or pruned
     /// and, for `tier = "fold"`, earlier assistant/tool work was folded into a digest.
     Compaction {

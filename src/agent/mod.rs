@@ -7,6 +7,7 @@ pub mod coordinator;
 pub mod dispatch;
 pub mod driver;
 pub mod events;
+pub mod fallback;
 pub mod goal;
 pub mod hooks;
 pub mod live;

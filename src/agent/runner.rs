@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
+use super::fallback::{self, Fallback, FallbackStats};
 use super::hooks::{HookEvent, Hooks};
 use super::live::EventQueue;
 use super::plan::{PlanSettings, Planner};
@@ -67,6 +68,8 @@ pub struct Options {
     pub watch: Watch,
     /// What one round may multiply: MCP calls, and the image bytes a request carries.
     pub caps: RoundCaps,
+    /// `--fallback-model`: the model a turn goes on with when this one is overloaded.
+    pub fallback: Option<Fallback>,
 }
 
 /// Limits on what a run spends on the model, checked after each reply: the reply that
@@ -222,6 +225,8 @@ pub struct Stats {
     /// The Guardian reviewer's answered requests for this agent's calls (in none of the
     /// figures above).
     pub reviews: ReviewerStats,
+    /// The share of `requests`, `usage` and `cost_usd` the fallback model served.
+    pub fallback: FallbackStats,
 }
 
 /// What the Guardian reviewer spent on one agent's calls.
@@ -273,6 +278,8 @@ pub struct Agent {
     stop_event: HookEvent,
     /// Plan mode's hooks at the start and end of a turn, before the gate and after a round.
     planner: Planner,
+    /// This turn switched to [`Options::fallback`]; the next turn starts on the primary again.
+    on_fallback: bool,
 }
 
 /// What one assistant reply consisted of.
@@ -330,6 +337,7 @@ impl Agent {
             session_started: false,
             stop_blocks: 0,
             stop_event: HookEvent::Stop,
+            on_fallback: false,
         }
     }
 
@@ -390,6 +398,14 @@ impl Agent {
 
     pub fn provider(&self) -> &dyn Provider {
         self.provider.as_ref()
+    }
+
+    /// The model this turn's requests go to: the fallback once the turn switched to it.
+    fn active_provider(&self) -> &dyn Provider {
+        match (&self.options.fallback, self.on_fallback) {
+            (Some(fallback), true) => fallback.provider.as_ref(),
+            _ => self.provider.as_ref(),
+        }
     }
 
     /// Between turns of a chat: installs a fresh cancel token (the previous turn's may be
@@ -481,6 +497,7 @@ impl Agent {
     pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
         // Written now, made durable at the end of the first round: an fsync here would delay
         // the request, and a killed process loses nothing that write() has handed the kernel.
+        self.on_fallback = false;
         let mut input =
             self.planner
                 .start_turn(input, &self.ctx.workflow, self.gate.as_ref(), sink);
@@ -731,7 +748,13 @@ impl Agent {
             usage: None,
             finish_reason: String::new(),
         };
-        let outcome = self.stream_into(&request, &mut reply, sink);
+        let mut outcome = self.stream_into(&request, &mut reply, sink);
+        if let Err(err) = &outcome {
+            if self.switch_to_fallback(err, &reply, sink) {
+                self.stats.requests += 1;
+                outcome = self.stream_into(&request, &mut reply, sink);
+            }
+        }
         match outcome {
             Ok(()) => {
                 self.account_usage(&request, &reply, sink);
@@ -760,6 +783,35 @@ impl Agent {
                 })
             }
         }
+    }
+
+    /// Switches this turn to the fallback model when `err` ended a request to the primary
+    /// before any of its reply arrived and is an overload the fallback is for; says so.
+    fn switch_to_fallback(
+        &mut self,
+        err: &ProviderError,
+        reply: &Reply,
+        sink: &mut dyn EventSink,
+    ) -> bool {
+        let received =
+            !reply.text.is_empty() || !reply.reasoning.is_empty() || !reply.calls.is_empty();
+        let Some(fallback) = &self.options.fallback else {
+            return false;
+        };
+        if self.on_fallback || received || self.ctx.cancel.is_cancelled() {
+            return false;
+        }
+        let Some(trigger) = fallback::trigger(err) else {
+            return false;
+        };
+        self.on_fallback = true;
+        sink.emit(Event::ModelFallback {
+            trigger: trigger.as_str(),
+            from: self.provider.model().to_string(),
+            to: fallback.provider.model().to_string(),
+            reason: err.to_string(),
+        });
+        true
     }
 
     fn stream_into(
@@ -794,10 +846,22 @@ impl Agent {
                 message: "the server reported no token usage; figures are estimates".into(),
             });
         }
-        let cost = self.options.prices.map(|p| p.cost(&usage));
+        let prices = match (&self.options.fallback, self.on_fallback) {
+            (Some(fallback), true) => fallback.prices,
+            _ => self.options.prices,
+        };
+        let cost = prices.map(|p| p.cost(&usage));
         self.options.budget.record(&usage, cost);
         self.stats.usage.add(&usage);
         self.stats.cost_usd += cost.unwrap_or(0.0);
+        if self.on_fallback {
+            let model = self.active_provider().model().to_string();
+            let share = &mut self.stats.fallback;
+            share.model = model;
+            share.requests = share.requests.saturating_add(1);
+            share.usage.add(&usage);
+            share.cost_usd += cost.unwrap_or(0.0);
+        }
         sink.emit(Event::Usage {
             usage,
             cost_usd: cost,
@@ -864,8 +928,8 @@ impl Agent {
     ) -> Result<(), AgentError> {
         let todos = self.todo_items();
         self.ctx.images.start_round(
-            self.provider.model(),
-            self.provider.vision(),
+            self.active_provider().model(),
+            self.active_provider().vision(),
             RequestImages {
                 carried: self.session.image_bytes(),
                 cap: self.options.caps.image_bytes_per_request,
@@ -1307,7 +1371,7 @@ impl Agent {
         each: &mut dyn FnMut(Chunk, &mut dyn EventSink),
     ) -> Result<(), ProviderError> {
         waiting::stream(
-            self.provider.as_ref(),
+            self.active_provider(),
             request,
             &self.ctx.cancel,
             &self.options.watch,

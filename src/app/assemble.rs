@@ -556,5 +556,6 @@ pub fn options(
             mcp_calls: config.agent.max_mcp_calls_per_round as usize,
             image_bytes_per_request: config.agent.max_image_bytes_per_request,
         },
+        fallback: None,
     }
 }

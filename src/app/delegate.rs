@@ -5,6 +5,7 @@
 //! directory (`<sessions>/<parent-id>/children/<child-id>.jsonl`). Its usage is added to a
 //! tally the front end folds into the parent's totals.
 
+use crate::agent::fallback::Fallback;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
@@ -58,6 +59,8 @@ pub struct Children {
     /// The run's budget (`run --max-tokens-total`, `--max-budget-usd`), which children spend
     /// from too; unlimited by default.
     pub budget: Budget,
+    /// The run's `--fallback-model`: a child's turn goes on with it as the parent's does.
+    fallback: OnceLock<Fallback>,
 }
 
 impl Children {
@@ -90,7 +93,14 @@ impl Children {
             hooks: OnceLock::new(),
             mcp: Mutex::default(),
             budget: Budget::default(),
+            fallback: OnceLock::new(),
         }
+    }
+
+    /// `--fallback-model`: children whose own model is overloaded go on with it too (except
+    /// a child that runs on the fallback model itself).
+    pub fn set_fallback(&self, fallback: Fallback) {
+        let _ = self.fallback.set(fallback);
     }
 
     /// The hooks children run: the parent's `PreToolUse` and `PostToolUse` (a hook that
@@ -252,8 +262,13 @@ impl Children {
             planning,
             ..Workflow::default()
         }));
+        let fallback = self
+            .fallback
+            .get()
+            .filter(|f| f.provider.name() != settings.name || f.provider.model() != settings.model);
         let options = Options {
             budget: self.budget.clone(),
+            fallback: fallback.cloned(),
             ..assemble::options(&self.config, &settings, None, effort)
         };
         let tools = self.registry(planned.read_only, planned.profile.as_ref(), parent);

@@ -12,6 +12,7 @@ use super::assemble::{self, Attach, PermissionFlags, PromptFlags, SessionChoice}
 use super::build::{self, Built, Parts};
 use super::Error;
 use crate::agent::events::{Event, EventSink, NoticeLevel};
+use crate::agent::fallback::Fallback;
 use crate::agent::runner::Budget;
 use crate::command::input::{self, Input};
 use crate::command::{custom, Catalog, CommandError};
@@ -58,6 +59,8 @@ pub struct FrontEnd {
 pub struct SessionOptions {
     /// `--model REF`.
     pub model: Option<String>,
+    /// `--fallback-model REF`: the model a turn goes on with when `model` is overloaded.
+    pub fallback_model: Option<String>,
     /// `--effort LEVEL`.
     pub effort: Option<String>,
     /// `--replay FILE`: model replies from a recording instead of the network.
@@ -145,6 +148,10 @@ pub fn open(
     }
     settings.record_file = options.record.clone();
     assemble::check_key(&settings)?;
+    let fallback = match &options.fallback_model {
+        Some(name) => Some(fallback(&config, name, &settings, options)?),
+        None => None,
+    };
     let (mut binding, choice) = super::binding::prepare(
         options.composition.as_deref(),
         &options.session,
@@ -235,7 +242,7 @@ pub fn open(
     let max_steps = options
         .max_steps
         .or((headless_steps > 0).then_some(headless_steps));
-    let built = build::agent(
+    let mut built = build::agent(
         Parts {
             config: &config,
             settings: &settings,
@@ -255,6 +262,10 @@ pub fn open(
         },
         sink,
     )?;
+    if let Some(fallback) = &fallback {
+        built.children.set_fallback(fallback.clone());
+    }
+    built.runner.options_mut().fallback = fallback;
     Ok(Opened {
         built,
         settings,
@@ -262,6 +273,36 @@ pub fn open(
         prompt,
         mcp,
         config,
+    })
+}
+
+/// `--fallback-model NAME`, resolved as `--model` is, and its provider: a different model,
+/// with its key, recorded beside the primary under `--record`.
+fn fallback(
+    config: &Config,
+    name: &str,
+    primary: &ProviderSettings,
+    options: &SessionOptions,
+) -> Result<Fallback, Error> {
+    if options.replay.is_some() {
+        return Err(Error::Usage(
+            "--fallback-model cannot be used with --replay: a recording holds one model's replies"
+                .into(),
+        ));
+    }
+    let mut settings = config.resolve_model(Some(name))?;
+    if settings.name == primary.name && settings.model == primary.model {
+        return Err(Error::Usage(format!(
+            "--fallback-model `{name}` is the model the run already uses (`{}`); name a different one",
+            primary.model
+        )));
+    }
+    settings.record_file = options.record.clone();
+    assemble::check_key(&settings)?;
+    let prices = settings.prices;
+    Ok(Fallback {
+        provider: Arc::from(provider::build(settings)?),
+        prices,
     })
 }
 

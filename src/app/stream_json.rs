@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::agent::events::{waiting_message, Event, PrefixChange};
+use crate::agent::fallback;
 use crate::permission::Posture;
 use crate::provider::Usage;
 use crate::tool::collab::PlanOutcome;
@@ -151,6 +152,14 @@ pub fn stream_json(event: &Event) -> Option<Value> {
         Event::Notice { level, message } => {
             json!({"type": "notice", "level": level.as_str(), "message": message})
         }
+        Event::ModelFallback {
+            trigger,
+            from,
+            to,
+            reason,
+        } => json!({"type": "notice", "level": "warning", "kind": "model_fallback",
+            "message": fallback::describe(from, to, reason), "trigger": trigger,
+            "from": from, "to": to}),
         Event::Retry(retry) => json!({"type": "notice", "level": "warning", "kind": "retry",
             "message": retry.to_string(), "attempt": retry.attempt,
             "max_attempts": retry.max_attempts, "wait_ms": retry.wait.as_millis() as u64}),

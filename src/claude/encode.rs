@@ -259,6 +259,27 @@ pub fn compact_boundary(
     })
 }
 
+/// `{"type": "system", "subtype": "model_fallback"}`: this turn goes on with the fallback
+/// model (`trigger`: `overloaded`, `server_error` or `model_not_found`).
+pub fn model_fallback(
+    session_id: &str,
+    trigger: &str,
+    from: &str,
+    to: &str,
+    content: &str,
+) -> Value {
+    json!({
+        "type": "system",
+        "subtype": "model_fallback",
+        "trigger": trigger,
+        "original_model": from,
+        "fallback_model": to,
+        "content": content,
+        "session_id": session_id,
+        "uuid": uuid(),
+    })
+}
+
 /// `{"type": "system", "subtype": "hook_response"}` (`--include-hook-events`): a hook ran.
 pub fn hook_response(
     session_id: &str,
@@ -313,17 +334,27 @@ pub fn model_usage(models: &[ModelStats], context_window: u64) -> Value {
     let used = models
         .iter()
         .filter(|m| m.usage.prompt_tokens > 0 || m.usage.completion_tokens > 0);
+    // Roles on one model (the agent and its Guardian reviewer, or its fallback) are one entry.
+    let mut merged: Vec<(&str, Usage, f64)> = Vec::new();
     for model in used {
-        let usage = &model.usage;
+        match merged.iter_mut().find(|(name, ..)| *name == model.model) {
+            Some((_, usage, cost)) => {
+                usage.add(&model.usage);
+                *cost += model.cost_usd;
+            }
+            None => merged.push((&model.model, model.usage, model.cost_usd)),
+        }
+    }
+    for (name, usage, cost) in merged {
         out.insert(
-            model.model.clone(),
+            name.to_string(),
             json!({
                 "inputTokens": usage.prompt_tokens.saturating_sub(usage.cache_hit_tokens),
                 "outputTokens": usage.completion_tokens,
                 "cacheReadInputTokens": usage.cache_hit_tokens,
                 "cacheCreationInputTokens": 0,
                 "webSearchRequests": 0,
-                "costUSD": model.cost_usd,
+                "costUSD": cost,
                 "contextWindow": context_window,
                 "maxOutputTokens": 0,
             }),

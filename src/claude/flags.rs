@@ -58,12 +58,7 @@ pub const FLAGS: &[(&str, Disposition)] = &[
     ("permission-prompt-tool", Disposition::Accepted),
     ("effort", Disposition::Accepted),
     ("session-id", Disposition::Accepted),
-    (
-        "fallback-model",
-        Disposition::Refused(
-            "reasonix has no fallback model; a provider's retries are set in its config (`retry = { max_retries = N }`) and --model picks the model",
-        ),
-    ),
+    ("fallback-model", Disposition::Accepted),
     (
         "agents",
         Disposition::Refused(
@@ -167,6 +162,8 @@ pub struct PrintFlags {
     pub attach: Attach,
     /// `--session-id UUID`: the id of the new (or forked) session.
     pub session_id: Option<String>,
+    /// `--fallback-model REF`: the model a turn goes on with when `model` is overloaded.
+    pub fallback_model: Option<String>,
     pub model: Option<String>,
     pub effort: Option<String>,
     /// `--system-prompt` or the text of `--system-prompt-file`; an empty one keeps ours
@@ -308,6 +305,7 @@ impl PrintFlags {
             "fork-session" => self.attach = Attach::Fork,
             "session-id" => self.session_id = Some(session_uuid(&value()?)?),
             "model" => self.model = Some(value()?),
+            "fallback-model" => self.fallback_model = Some(value()?),
             "effort" => self.effort = Some(value()?),
             "system-prompt" => self.system_prompt = non_empty(value()?),
             "system-prompt-file" => self.system_prompt = non_empty(read_file(&value()?, &shown)?),

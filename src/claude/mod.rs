@@ -59,6 +59,9 @@ Flags:
       --fork-session           With --continue/--resume: continue a copy under a new id
       --session-id UUID        The new session's id (with --fork-session: the copy's)
       --model REF              Model: provider name, model name or provider/model
+      --fallback-model REF     When the model is still overloaded after its retries (HTTP
+                               529, 503, another 5xx, or 404), the turn goes on with this one
+                               (a system model_fallback message says so)
       --effort LEVEL           Reasoning effort sent to the model
       --system-prompt TEXT     Replace the system prompt (empty: keep reasonix's)
       --system-prompt-file F   Replace the system prompt with the text of file F
@@ -94,7 +97,7 @@ Flags:
                                hooks, .claude/settings, .env, .mcp.json); nothing is stored
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
 
-Refused (one line says why): --fallback-model, --agents, --betas, --no-session-persistence,
+Refused (one line says why): --agents, --betas, --no-session-persistence,
 --replay-user-messages, --permission-mode auto.
 
 Exit codes as `reasonix run`, except that a refused or missing API key exits 1 as Claude
@@ -195,6 +198,7 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
     args.own.words = words;
     args.common.global = flags.global;
     args.common.model = flags.model;
+    args.own.fallback_model = flags.fallback_model;
     args.common.resume = flags.resume;
     args.common.attach = flags.attach;
     args.common.effort = flags.effort;

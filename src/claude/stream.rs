@@ -58,6 +58,8 @@ pub struct ClaudeStream {
     finished: bool,
     session_id: String,
     model: String,
+    /// The fallback model this turn switched to (`--fallback-model`), until its result.
+    turn_model: Option<String>,
     /// The reply in progress per agent: `None` is the top level.
     replies: HashMap<Option<String>, Reply>,
     /// Calls shown but not yet answered, for `permission_denials`: id, Claude name, input.
@@ -81,6 +83,7 @@ impl ClaudeStream {
             finished: false,
             session_id: String::new(),
             model: String::new(),
+            turn_model: None,
             replies: HashMap::new(),
             pending: Vec::new(),
             denials: Vec::new(),
@@ -187,6 +190,23 @@ impl ClaudeStream {
                 message,
             } => self.stderr(&format!("warning: {message}")),
             Event::Retry(retry) => self.stderr(&format!("warning: {retry}")),
+            Event::ModelFallback {
+                trigger,
+                from,
+                to,
+                reason,
+            } => {
+                let content = crate::agent::fallback::describe(&from, &to, &reason);
+                self.stderr(&format!("warning: {content}"));
+                if self.streaming() {
+                    let value =
+                        encode::model_fallback(&self.session_id, trigger, &from, &to, &content);
+                    self.line(&value);
+                }
+                if parent.is_none() {
+                    self.turn_model = Some(to);
+                }
+            }
             Event::Notice { message, .. } if self.options.verbose => {
                 self.stderr(&message);
             }
@@ -265,7 +285,7 @@ impl ClaudeStream {
     fn begin_message(&mut self, parent: &Option<String>) -> Vec<Value> {
         self.end_message(parent);
         let partial = self.partial();
-        let model = self.model.clone();
+        let model = self.message_model();
         let reply = self.reply(parent);
         if reply.message_id.is_empty() {
             reply.message_id = encode::message_id();
@@ -320,7 +340,7 @@ impl ClaudeStream {
                 .api_ms
                 .saturating_add(self.request_started.elapsed().as_millis() as u64);
         }
-        let model = self.model.clone();
+        let model = self.message_model();
         let started: Vec<Value> = self.begin_message(parent);
         let reply = self.reply(parent);
         reply.usage = usage;
@@ -364,7 +384,7 @@ impl ClaudeStream {
         if !self.streaming() {
             return;
         }
-        let model = self.model.clone();
+        let model = self.message_model();
         let partial = self.partial();
         let reply = self.reply(parent);
         let mut events = Vec::new();
@@ -474,6 +494,13 @@ impl ClaudeStream {
         info
     }
 
+    /// The model the top level's messages name: the fallback's while a turn runs on it.
+    fn message_model(&self) -> String {
+        self.turn_model
+            .clone()
+            .unwrap_or_else(|| self.model.clone())
+    }
+
     fn report(&mut self, result: &RunResult) {
         self.finished = true;
         let parents: Vec<Option<String>> = self.replies.keys().cloned().collect();
@@ -507,6 +534,8 @@ impl ClaudeStream {
             }
         }
         self.stdout.flush();
+        // The next turn starts on the primary model again.
+        self.turn_model = None;
     }
 }
 

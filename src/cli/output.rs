@@ -14,6 +14,7 @@ use super::stdout_buffer::StdoutBuffer;
 use crate::agent::compaction::Tier;
 use crate::agent::coordinator::ModelStats;
 use crate::agent::events::{waiting_message, Event, EventSink};
+use crate::agent::fallback;
 use crate::app::stream_json::{posture_name, prefix_changed_message, stream_json, usage_json};
 use crate::cancel::CancelToken;
 use crate::provider::Usage;
@@ -288,6 +289,12 @@ impl Output {
                 self.err_line(&format!("{}: {message}", level.as_str()));
             }
             Event::Retry(retry) => self.err_line(&format!("warning: {retry}")),
+            Event::ModelFallback {
+                from, to, reason, ..
+            } => self.err_line(&format!(
+                "warning: {}",
+                fallback::describe(&from, &to, &reason)
+            )),
             Event::Waiting {
                 silent_ms,
                 received,

@@ -32,6 +32,8 @@ as a <stdin> block.
 
 Flags:
   -m, --model REF              Model: provider name, model name or provider/model
+      --fallback-model REF     When the model is still overloaded after its retries (HTTP
+                               529, 503, another 5xx, or 404), the turn goes on with this one
       --max-steps N            Stop after N tool rounds (exit 4, subtype error_max_turns, if
                                the model wants more); default agent.max_steps_headless (200)
       --max-tokens-total N     Stop once the run's requests used N tokens, prompt plus
@@ -134,6 +136,8 @@ pub struct RunFlags {
     pub show_thinking: bool,
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
+    /// `--fallback-model REF`.
+    pub fallback_model: Option<String>,
     pub words: Vec<String>,
     pub stdin_dash: bool,
     /// `--allow`/`--deny` and their aliases; the posture is in [`CommonFlags`].
@@ -171,6 +175,7 @@ impl RunFlags {
         match arg {
             Arg::Value(word) if word == "-" => self.stdin_dash = true,
             Arg::Value(word) => self.words.push(word.clone()),
+            Arg::Long(n) if n == "fallback-model" => self.fallback_model = Some(value()?),
             Arg::Long(n) if n == "max-steps" => {
                 let value = value()?;
                 self.max_steps = Some(value.parse().map_err(|_| {
@@ -328,6 +333,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     super::print_warnings(&loaded.warnings);
     let options = SessionOptions {
         model: args.common.model.clone(),
+        fallback_model: args.own.fallback_model.clone(),
         effort: args.common.effort.clone(),
         replay: args.own.replay.clone(),
         record: args.own.record.clone(),

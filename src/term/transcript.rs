@@ -16,6 +16,7 @@ use super::markdown::Markdown;
 use super::sanitize::{for_display, one_row};
 use super::width::truncate;
 use crate::agent::events::{Event, NoticeLevel};
+use crate::agent::fallback;
 use crate::i18n::{tr, trf, Ui};
 use crate::permission::Resolution;
 use crate::tool::Family;
@@ -256,6 +257,12 @@ impl Transcript {
             Event::Retry(retry) => {
                 self.end_blocks();
                 self.notice(NoticeLevel::Warning, &retry.to_string());
+            }
+            Event::ModelFallback {
+                from, to, reason, ..
+            } => {
+                self.end_blocks();
+                self.notice(NoticeLevel::Warning, &fallback::describe(from, to, reason));
             }
             Event::Permission {
                 tool,

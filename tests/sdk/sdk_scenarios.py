@@ -189,6 +189,20 @@ async def client_two_turns_and_interrupt():
         expect(usage.get("totalTokens", 0) > 0 and usage.get("maxTokens", 0) > 0, "context usage has totals", usage)
 
 
+async def fallback_model():
+    """The primary model is overloaded (the fake answers 529); the option's fallback answers."""
+    seen = await collect("Hello", options(fallback_model="backup"))
+    switched = [m for m in seen if isinstance(m, SystemMessage) and m.subtype == "model_fallback"]
+    expect(len(switched) == 1, "one model_fallback message", seen)
+    expect(switched[0].data.get("fallback_model") == "backup-model", "naming the fallback", seen)
+    expect(switched[0].data.get("trigger") == "overloaded", "because the primary is overloaded", seen)
+    answers = [m for m in seen if isinstance(m, AssistantMessage)]
+    expect(answers and all(m.model == "backup-model" for m in answers), "the answer is the fallback's", seen)
+    result = seen[-1]
+    expect(isinstance(result, ResultMessage) and not result.is_error, "a success result last", seen)
+    expect(result.result == "From the backup.", "with the fallback's answer", seen)
+
+
 SCENARIOS = {
     "query_basic": query_basic,
     "can_use_tool_deny": can_use_tool_deny,
@@ -196,6 +210,7 @@ SCENARIOS = {
     "hook_blocks_bash": hook_blocks_bash,
     "sdk_mcp_tool": sdk_mcp_tool,
     "client_two_turns_and_interrupt": client_two_turns_and_interrupt,
+    "fallback_model": fallback_model,
 }
 
 if __name__ == "__main__":
