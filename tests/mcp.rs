@@ -1824,3 +1824,38 @@ fn a_reply_to_the_initialized_notification_is_ignored_not_fatal() {
         "{logged}"
     );
 }
+
+/// Print mode's `system/init` lists a server's prompts among the `slash_commands`, as
+/// `mcp__SERVER__PROMPT`, the name a print-mode prompt runs them by (as Claude Code's does).
+#[test]
+fn print_mode_init_lists_the_servers_prompts_as_slash_commands() {
+    let server = FakeOpenAI::start(vec![Reply::text("ok"), Reply::text("ok")]);
+    let home = Dir::new();
+    let work = Dir::new();
+    use_fake_provider(
+        &home,
+        &server.base_url(),
+        &stdio_plugin("docs", example(), &[], ""),
+    );
+    let out = run(reasonix(&home, work.path())
+        .args(["-p", "--output-format", "stream-json", "--verbose", "hi"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let init: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("init is JSON ({e}): {out:?}"));
+    assert_eq!(init["subtype"], "init", "{init}");
+    let commands = init["slash_commands"].as_array().expect("a list");
+    assert!(
+        commands.contains(&json!("mcp__docs__review")),
+        "{commands:?}"
+    );
+    // And the name listed is the one a print-mode prompt runs.
+    let out = run(reasonix(&home, work.path())
+        .args(["-p", "/mcp__docs__review error handling"])
+        .env("FAKE_API_KEY", "k"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        first_user_message(&server.wait_for_requests(2)[1].body),
+        "Review the current changes against doc://style-guide. Focus on error handling."
+    );
+}

@@ -1,6 +1,7 @@
 //! What print mode's `system/init` lists besides the tools, in Claude Code's terms: the
-//! `slash_commands` a print-mode prompt may start with (the custom commands: skills and
-//! profiles run as `/NAME` only in the chat, so they are not listed), the `skills`, the
+//! `slash_commands` a print-mode prompt may start with (the custom commands and the MCP
+//! servers' prompts as `mcp__SERVER__PROMPT`; skills and profiles run as `/NAME` only in the
+//! chat, so they are not listed), the `skills`, the
 //! `agents` the `Task` tool can run (the subagent profiles: stored, `~/.claude/agents`, a
 //! trusted workspace's `.claude/agents`, and the built-in ones), and `apiKeySource`, where the
 //! model's key came from.
@@ -9,6 +10,7 @@ use std::path::Path;
 
 use crate::command::custom;
 use crate::config::Config;
+use crate::mcp::host::{McpHost, PromptInfo};
 use crate::provider::ProviderSettings;
 use crate::skill::store::Store;
 use crate::skill::RunAs;
@@ -16,7 +18,7 @@ use crate::skill::RunAs;
 /// The `init` fields a session's catalog answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InitCatalog {
-    /// Custom command names without the slash, sorted.
+    /// Custom command and MCP prompt names without the slash, sorted.
     pub slash_commands: Vec<String>,
     pub skills: Vec<String>,
     pub agents: Vec<String>,
@@ -34,13 +36,14 @@ pub const FROM_STORE: &str = "/login managed key";
 pub const NO_KEY: &str = "none";
 
 impl InitCatalog {
-    /// The catalog of a session opened in `cwd` under `config`, with its skill store and
-    /// executor model.
+    /// The catalog of a session opened in `cwd` under `config`, with its skill store,
+    /// executor model and MCP servers.
     pub fn of_session(
         config: &Config,
         cwd: &Path,
         store: Option<&Store>,
         settings: &ProviderSettings,
+        mcp: &dyn McpHost,
     ) -> InitCatalog {
         let stored = store.map_or(&[][..], |s| s.skills.as_slice());
         let mut skills: Vec<String> = stored
@@ -57,6 +60,7 @@ impl InitCatalog {
             .commands
             .into_iter()
             .map(|c| c.name)
+            .chain(mcp.prompts().iter().map(PromptInfo::command_name))
             .collect();
         slash_commands.sort();
         slash_commands.dedup();

@@ -380,6 +380,7 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
         &cwd,
         ctx.skills.as_deref(),
         &settings,
+        &mcp,
     ));
     output.emit(Event::Init {
         session_id: agent.session().id().to_string(),
