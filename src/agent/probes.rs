@@ -225,8 +225,10 @@ fn record(cache_path: &Path, key: String, entry: CachedVersion) {
     let mut cache = read_cache(cache_path);
     cache.insert(key, entry);
     if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
+        // Only the `cache` folder itself: a home removed while a probe ran (a CI job's
+        // temporary home, a test's) is not brought back by a late answer.
         if let Some(dir) = cache_path.parent() {
-            let _ = std::fs::create_dir_all(dir);
+            let _ = std::fs::create_dir(dir);
         }
         let _ = crate::fsutil::write_atomic(cache_path, &bytes, None);
     }
@@ -314,6 +316,27 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         ready()
+    }
+
+    #[test]
+    fn a_late_answer_does_not_bring_back_a_removed_home() {
+        let home = TempDir::new("probe-removed-home");
+        let gone = home.join("home");
+        let entry = CachedVersion {
+            mtime: 1,
+            size: 1,
+            version: Some("1.0".into()),
+        };
+        record(
+            &gone.join("cache/tool-versions.json"),
+            "git".into(),
+            entry.clone(),
+        );
+        assert!(!gone.exists(), "the removed home was created again");
+        std::fs::create_dir(&gone).unwrap();
+        let cache_path = gone.join("cache/tool-versions.json");
+        record(&cache_path, "git".into(), entry.clone());
+        assert_eq!(read_cache(&cache_path).get("git"), Some(&entry));
     }
 
     #[test]
