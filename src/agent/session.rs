@@ -475,6 +475,14 @@ fn image_bytes_of(messages: &[Message]) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
+impl Drop for Session {
+    /// Releases the lock now: a child forked by another thread shares our descriptor until it
+    /// execs, and the lock would last until then if closing ours were all.
+    fn drop(&mut self) {
+        crate::sandbox::sys::unlock(&self.file);
+    }
+}
+
 /// Takes the session's exclusive lock on `file`, without waiting.
 fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
     match crate::sandbox::sys::try_lock_exclusive(file) {
@@ -1277,6 +1285,20 @@ mod tests {
         drop(s);
         let reopened = reopen(&path);
         assert_eq!(reopened.messages().len(), 2);
+    }
+
+    /// A child process forked by another thread (a tool's command, an MCP server) shares the
+    /// session file's descriptor until it execs; closing ours must still free the session.
+    #[test]
+    fn a_closed_session_is_free_while_a_forked_copy_of_its_descriptor_lives() {
+        let dir = TempDir::new("lock-dup");
+        let s = Session::create(dir.path(), header("d1")).unwrap();
+        let path = s.path().to_path_buf();
+        let forked_copy = s.file.try_clone().unwrap();
+        drop(s);
+        let reopened = Session::open(&path);
+        assert!(reopened.is_ok(), "{:?}", reopened.err());
+        drop(forked_copy);
     }
 
     #[test]

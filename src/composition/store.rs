@@ -231,7 +231,7 @@ impl Catalog {
 
     /// An exclusive lock for one definition's read-compare-write, so two savers cannot both
     /// pass the revision check. Held until the returned file is dropped.
-    fn lock(&self, id: &Id) -> Result<fs::File, CompositionError> {
+    fn lock(&self, id: &Id) -> Result<DefinitionLock, CompositionError> {
         let dir = self.root().join("locks");
         crate::fsutil::create_private_dir(&dir).map_err(|e| io_error("creating", &dir, e))?;
         let slug = crate::config::paths::project_slug(&self.workspace);
@@ -247,7 +247,7 @@ impl Catalog {
             .open(&path)
             .map_err(|e| io_error("opening", &path, e))?;
         match crate::sandbox::sys::try_lock_exclusive(&file) {
-            Ok(true) => Ok(file),
+            Ok(true) => Ok(DefinitionLock(file)),
             Ok(false) => Err(CompositionError::new(
                 Code::Conflict,
                 format!("{id} is being saved by another process; try again"),
@@ -348,6 +348,16 @@ pub fn preview(
     check_authority(scope, &definition)?;
     let diagnostics = available.missing(&definition);
     Ok((definition, diagnostics))
+}
+
+/// A definition's lock, released when dropped, also while a child forked by another thread
+/// still shares the descriptor (the kernel would keep it until that child execs).
+struct DefinitionLock(fs::File);
+
+impl Drop for DefinitionLock {
+    fn drop(&mut self) {
+        crate::sandbox::sys::unlock(&self.0);
+    }
 }
 
 #[cfg(test)]

@@ -331,6 +331,15 @@ pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
     }
 }
 
+/// Releases a lock [`try_lock_exclusive`] took, for every descriptor of the open file
+/// description (a forked child's copy included). Nothing to report: the kernel frees it at
+/// the last close in any case.
+pub fn unlock(file: &std::fs::File) {
+    // SAFETY: flock(2) on a descriptor `file` owns and keeps open for the whole call; it
+    // reads and writes no memory of ours.
+    let _ = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+}
+
 /// `getrandom(2)` with no flags: random bytes from the kernel's generator, waiting only until
 /// it is first seeded at boot. How many bytes it wrote (possibly fewer than asked for); fails
 /// with `ENOSYS` on kernels before 3.17, and on the other Unix systems of the platform check,

@@ -95,6 +95,9 @@ pub fn try_lock_exclusive(_file: &File) -> io::Result<bool> {
     Ok(true)
 }
 
+/// No lock was taken (see [`try_lock_exclusive`]).
+pub fn unlock(_file: &File) {}
+
 /// No `getrandom(2)` and no `/dev/urandom`: nothing here makes secrets.
 pub fn getrandom(_buf: &mut [u8]) -> io::Result<usize> {
     Err(unsupported())
