@@ -246,6 +246,13 @@ fn sdk_fallback_model_answers_when_the_primary_is_overloaded() {
         Reply::text("From the backup."),
     ]);
     let setup = setup(&fake);
+    add_backup_provider(&setup, &fake);
+    run_scenario(&setup, "fallback_model");
+    assert_eq!(models_asked(&fake), ["fake-model", "backup-model"]);
+}
+
+/// A second provider, `backup` (model `backup-model`), on the same fake server.
+fn add_backup_provider(setup: &Setup, fake: &FakeOpenAI) {
     let config = setup.home.join(".reasonix/config.toml");
     let mut text = std::fs::read_to_string(&config).expect("the config");
     text.push_str(&format!(
@@ -253,11 +260,26 @@ fn sdk_fallback_model_answers_when_the_primary_is_overloaded() {
         fake.base_url()
     ));
     std::fs::write(&config, text).expect("write the config");
-    run_scenario(&setup, "fallback_model");
-    let models: Vec<Value> = fake
-        .requests()
+}
+
+/// The model each request asked for, in order.
+fn models_asked(fake: &FakeOpenAI) -> Vec<Value> {
+    fake.requests()
         .iter()
         .map(|r| r.body["model"].clone())
-        .collect();
-    assert_eq!(models, ["fake-model", "backup-model"]);
+        .collect()
+}
+
+/// `ClaudeSDKClient.set_model` between turns: the second turn goes to the model set and its
+/// messages name it (they named the first model before).
+#[test]
+fn sdk_set_model_sends_the_next_turn_to_the_model_set() {
+    if !sdk_available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![Reply::text("one"), Reply::text("two")]);
+    let setup = setup(&fake);
+    add_backup_provider(&setup, &fake);
+    run_scenario(&setup, "client_set_model");
+    assert_eq!(models_asked(&fake), ["fake-model", "backup-model"]);
 }

@@ -603,32 +603,39 @@ impl Coordinator {
     }
 }
 
-/// One agent's share, as [`ModelStats`]: its own model's, and its fallback model's when that
-/// served any of its requests (`--fallback-model`).
+/// One agent's share, as [`ModelStats`]: one entry per model that served its requests (the
+/// session's model may change between turns, and `--fallback-model` may serve some), the
+/// current model's listed even when it served nothing, and holding the requests that failed.
 pub fn agent_stats(role: &'static str, agent: &Agent) -> Vec<ModelStats> {
     let stats = agent.stats();
-    let fallback = &stats.fallback;
-    let mut own = ModelStats {
-        role,
-        model: agent.provider().model().to_string(),
-        requests: (stats.requests + stats.summary_requests).saturating_sub(fallback.requests),
-        usage: stats.usage,
-        cost_usd: stats.cost_usd - fallback.cost_usd,
-    };
-    if fallback.requests == 0 {
-        return vec![own];
+    let current = agent.provider().model();
+    let mut models: Vec<ModelStats> = stats
+        .by_model
+        .iter()
+        .map(|share| ModelStats {
+            role: if share.fallback { "fallback" } else { role },
+            model: share.model.clone(),
+            requests: share.requests,
+            usage: share.usage,
+            cost_usd: share.cost_usd,
+        })
+        .collect();
+    let answered: u32 = models.iter().map(|m| m.requests).sum();
+    let failed = (stats.requests + stats.summary_requests).saturating_sub(answered);
+    match models
+        .iter_mut()
+        .find(|m| m.model == current && m.role == role)
+    {
+        Some(own) => own.requests += failed,
+        None => models.push(ModelStats {
+            role,
+            model: current.to_string(),
+            requests: failed,
+            usage: crate::provider::Usage::default(),
+            cost_usd: 0.0,
+        }),
     }
-    own.usage = own.usage.minus(&fallback.usage);
-    vec![
-        own,
-        ModelStats {
-            role: "fallback",
-            model: fallback.model.clone(),
-            requests: fallback.requests,
-            usage: fallback.usage,
-            cost_usd: fallback.cost_usd,
-        },
-    ]
+    models
 }
 
 #[cfg(test)]

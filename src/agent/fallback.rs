@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::provider::{Prices, Provider, ProviderError, Usage};
+use crate::provider::{Prices, Provider, ProviderError};
 
 /// The second model and its prices.
 #[derive(Clone)]
@@ -69,17 +69,6 @@ pub fn trigger(err: &ProviderError) -> Option<Trigger> {
 /// The line a front end shows when a turn switches.
 pub fn describe(from: &str, to: &str, reason: &str) -> String {
     format!("model `{from}` failed ({reason}); this turn goes on with the fallback model `{to}`")
-}
-
-/// What the fallback model served of one agent's requests: part of the agent's own totals,
-/// reported as that model's share.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FallbackStats {
-    /// The fallback's model; empty before it served a request.
-    pub model: String,
-    pub requests: u32,
-    pub usage: Usage,
-    pub cost_usd: f64,
 }
 
 #[cfg(test)]

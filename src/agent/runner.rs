@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::compaction::{self, ContextOptions, Fold, Limits, Plan, Shorten, Tier, Trigger};
 use super::dispatch::{self, Prepared};
 use super::events::{Event, EventSink, NoticeLevel, PrefixChange};
-use super::fallback::{self, Fallback, FallbackStats};
+use super::fallback::{self, Fallback};
 use super::hooks::{HookEvent, Hooks};
 use super::live::EventQueue;
 use super::plan::{PlanSettings, Planner};
@@ -225,8 +225,21 @@ pub struct Stats {
     /// The Guardian reviewer's answered requests for this agent's calls (in none of the
     /// figures above).
     pub reviews: ReviewerStats,
-    /// The share of `requests`, `usage` and `cost_usd` the fallback model served.
-    pub fallback: FallbackStats,
+    /// Each model's share of the answered requests, `usage` and `cost_usd`, in the order the
+    /// models first served: the session's model changes between turns (`/model`, the SDK's
+    /// `set_model`) and a turn may go on with the fallback model.
+    pub by_model: Vec<ModelSpend>,
+}
+
+/// What one model served of an agent's answered requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelSpend {
+    pub model: String,
+    /// Served as `--fallback-model`.
+    pub fallback: bool,
+    pub requests: u32,
+    pub usage: Usage,
+    pub cost_usd: f64,
 }
 
 /// What the Guardian reviewer spent on one agent's calls.
@@ -854,14 +867,27 @@ impl Agent {
         self.options.budget.record(&usage, cost);
         self.stats.usage.add(&usage);
         self.stats.cost_usd += cost.unwrap_or(0.0);
-        if self.on_fallback {
-            let model = self.active_provider().model().to_string();
-            let share = &mut self.stats.fallback;
-            share.model = model;
-            share.requests = share.requests.saturating_add(1);
-            share.usage.add(&usage);
-            share.cost_usd += cost.unwrap_or(0.0);
-        }
+        let (model, fallback) = (self.active_provider().model(), self.on_fallback);
+        let at = match self
+            .stats
+            .by_model
+            .iter()
+            .position(|s| s.model == model && s.fallback == fallback)
+        {
+            Some(at) => at,
+            None => {
+                self.stats.by_model.push(ModelSpend {
+                    model: model.to_string(),
+                    fallback,
+                    ..ModelSpend::default()
+                });
+                self.stats.by_model.len() - 1
+            }
+        };
+        let share = &mut self.stats.by_model[at];
+        share.requests = share.requests.saturating_add(1);
+        share.usage.add(&usage);
+        share.cost_usd += cost.unwrap_or(0.0);
         sink.emit(Event::Usage {
             usage,
             cost_usd: cost,

@@ -126,6 +126,7 @@ impl Turns for RunTurns<'_> {
             .map_err(|e| e.to_string())?;
         let provider = crate::provider::build(settings.clone()).map_err(|e| e.to_string())?;
         self.agent.set_provider(provider, settings.prices);
+        self.output.model_changed(&settings.model);
         self.settings = settings;
         Ok(())
     }

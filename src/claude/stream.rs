@@ -586,6 +586,10 @@ impl Report for ClaudeStream {
     fn catalog(&mut self, catalog: &InitCatalog) {
         self.catalog = catalog.clone();
     }
+
+    fn model_changed(&mut self, model: &str) {
+        self.model = model.to_string();
+    }
 }
 
 #[cfg(test)]

@@ -512,6 +512,9 @@ pub trait Report: EventSink {
     /// What the opened session offers besides its tools, before its `Init` event (print
     /// mode's `system/init` lists it); other reports show nothing of it.
     fn catalog(&mut self, _catalog: &crate::claude::init_catalog::InitCatalog) {}
+    /// The session's model changed between turns (the Agent SDK's `set_model`): print mode's
+    /// messages name the new one from then on; other reports show nothing of it.
+    fn model_changed(&mut self, _model: &str) {}
 }
 
 impl Report for Output {

@@ -329,22 +329,6 @@ impl Usage {
         self.estimated |= other.estimated;
     }
 
-    /// These counts less `part`'s, which they include (never below zero).
-    pub fn minus(&self, part: &Usage) -> Usage {
-        Usage {
-            prompt_tokens: self.prompt_tokens.saturating_sub(part.prompt_tokens),
-            completion_tokens: self
-                .completion_tokens
-                .saturating_sub(part.completion_tokens),
-            cache_hit_tokens: self.cache_hit_tokens.saturating_sub(part.cache_hit_tokens),
-            cache_miss_tokens: self
-                .cache_miss_tokens
-                .saturating_sub(part.cache_miss_tokens),
-            reasoning_tokens: self.reasoning_tokens.saturating_sub(part.reasoning_tokens),
-            estimated: self.estimated,
-        }
-    }
-
     /// Fraction of prompt tokens that hit the cache, if the provider reported any prompt.
     pub fn cache_hit_ratio(&self) -> Option<f64> {
         (self.prompt_tokens > 0).then(|| self.cache_hit_tokens as f64 / self.prompt_tokens as f64)

@@ -203,6 +203,24 @@ async def fallback_model():
     expect(result.result == "From the backup.", "with the fallback's answer", seen)
 
 
+async def client_set_model():
+    """`set_model` between turns: the next turn's request and messages are the new model's."""
+    async with ClaudeSDKClient(options=options()) as client:
+        await client.query("first question")
+        first = [m async for m in client.receive_response()]
+        models = [m.model for m in first if isinstance(m, AssistantMessage)]
+        expect(models == ["fake-model"], "turn one is the configured model's", first)
+        await client.set_model("backup")
+        await client.query("second question")
+        second = [m async for m in client.receive_response()]
+        models = [m.model for m in second if isinstance(m, AssistantMessage)]
+        expect(models == ["backup-model"], "turn two names the model set", second)
+        expect(isinstance(second[-1], ResultMessage) and not second[-1].is_error, "a success result", second)
+        usage = second[-1].model_usage or {}
+        expect(sorted(usage) == ["backup-model", "fake-model"], "each model's usage is its own", second)
+        expect(usage["fake-model"]["inputTokens"] == 100 and usage["backup-model"]["inputTokens"] == 100, "one turn each", second)
+
+
 SCENARIOS = {
     "query_basic": query_basic,
     "can_use_tool_deny": can_use_tool_deny,
@@ -211,6 +229,7 @@ SCENARIOS = {
     "sdk_mcp_tool": sdk_mcp_tool,
     "client_two_turns_and_interrupt": client_two_turns_and_interrupt,
     "fallback_model": fallback_model,
+    "client_set_model": client_set_model,
 }
 
 if __name__ == "__main__":
