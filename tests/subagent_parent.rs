@@ -210,3 +210,73 @@ fn rewinding_a_turn_restores_the_edits_of_the_writer_child_it_ran() {
     pty.send("\x15\x04");
     assert!(pty.wait_exit().success());
 }
+
+/// `/<profile> TASK` typed in the chat runs the profile host-side; rewinding that turn
+/// restores what the profile's child edited and drops the turn from what the model is sent.
+#[test]
+fn rewinding_a_host_side_profile_turn_restores_its_childs_edits() {
+    let server = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"a.txt","content":"v1\n"}"#)]),
+        Reply::text("Wrote version one."),
+        Reply::tool_calls(&[(
+            "k1",
+            "edit_file",
+            r#"{"path":"a.txt","old_string":"v1","new_string":"v2"}"#,
+        )]),
+        Reply::text("The fixer changed it."),
+        Reply::text("Third turn done."),
+    ]);
+    let (home, work) = (Dir::new(), Dir::new());
+    use_fake_provider(&home, &server.base_url(), "[sandbox]\nbash = \"off\"\n");
+    home.write(
+        ".reasonix/skills/fixer/SKILL.md",
+        "---\nname: fixer\ndescription: Fixes things\nrunAs: subagent\ninvocation: manual\n---\nYou are the fixer.\n",
+    );
+    let mut cmd = reasonix(&home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 40);
+    pty.wait_text("fake-model · ask");
+    pty.send("\x1b[Z\x1b[Z");
+    pty.wait_text("fake-model · yolo");
+    pty.send("first task\r");
+    pty.wait_text("Wrote version one.");
+    pty.wait_text("Ask anything");
+    pty.send("/fixer bump the version\r");
+    pty.wait_text("The fixer changed it.");
+    pty.wait_text("Ask anything");
+    assert_eq!(work.read("a.txt"), "v2\n", "the profile's child edited it");
+
+    pty.send("/rewind\r");
+    pty.wait_text("Rewind to before which turn?");
+    pty.send("\r");
+    pty.wait_text("Rewind how?");
+    let screen = pty.screen();
+    assert!(screen.contains("a.txt"), "a.txt is not listed:\n{screen}");
+    pty.send("f");
+    pty.wait_text("rewound the conversation to before turn #2; restored 1 file");
+    assert_eq!(
+        work.read("a.txt"),
+        "v1\n",
+        "the content before the profile's turn"
+    );
+    // The turn's text comes back to the composer as it was typed.
+    pty.wait_text("/fixer bump the version");
+    assert!(
+        !pty.screen().contains("subagent on this task"),
+        "the model's note came back:\n{}",
+        pty.screen()
+    );
+
+    pty.send("\x15third task\r");
+    pty.wait_text("Third turn done.");
+    pty.wait_text("Ask anything");
+    pty.send("\x15\x04");
+    assert!(pty.wait_exit().success());
+    let requests = server.wait_for_requests(5);
+    let sent = requests[4].body["messages"].to_string();
+    assert!(
+        !sent.contains("bump the version") && !sent.contains("The fixer changed it."),
+        "the rewound turn was sent again: {sent}"
+    );
+    assert!(sent.contains("Wrote version one."), "{sent}");
+}

@@ -547,10 +547,8 @@ impl Agent {
             });
             return Ok(Finish::Answered);
         };
-        self.session.push(Message::user(format!(
-            "/{profile} {task}\n\n[The user ran the `{profile}` subagent on this task; its \
-             final answer is the reply below.]"
-        )))?;
+        self.session
+            .push(super::session::profile_turn(profile, &task))?;
         delegate.offer_mcp(self.mcp_tools());
         delegate.begin_round();
         let mut parent = self.ctx.clone();

@@ -809,6 +809,33 @@ pub struct UserTurn {
     pub text: String,
 }
 
+/// What the model reads after a host-side profile turn's `/<profile> TASK`.
+fn profile_note(profile: &str) -> String {
+    format!(
+        "\n\n[The user ran the `{profile}` subagent on this task; its final answer is the reply below.]"
+    )
+}
+
+/// The user message of a `/<profile> TASK` turn run host-side: what was typed, and a note that
+/// tells the model the reply below is the profile's answer.
+pub fn profile_turn(profile: &str, task: &str) -> Message {
+    Message::user(format!("/{profile} {task}{}", profile_note(profile)))
+}
+
+/// What the user typed for the turn `message` opens: a host-side profile turn without the note
+/// only the model reads.
+pub fn typed_text(message: &Message) -> &str {
+    let text = message.content.as_str();
+    let profile = text
+        .strip_prefix('/')
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_default();
+    if profile.is_empty() {
+        return text;
+    }
+    text.strip_suffix(&profile_note(profile)).unwrap_or(text)
+}
+
 /// The turns of `messages` that can be rewound to, oldest first: those after the last
 /// compaction digest. A digest sums up the work of every turn it folded at once, so no history
 /// "before" one of those turns exists any more.
@@ -822,7 +849,7 @@ pub fn user_turns(messages: &[Message]) -> Vec<UserTurn> {
             turns.push(UserTurn {
                 number,
                 index,
-                text: message.content.clone(),
+                text: typed_text(message).to_string(),
             });
         }
     }
@@ -1285,6 +1312,23 @@ mod tests {
         drop(s);
         let reopened = reopen(&path);
         assert_eq!(reopened.messages().len(), 2);
+    }
+
+    #[test]
+    fn a_profile_turn_gives_back_only_what_was_typed() {
+        let turn = profile_turn("fixer", "bump the version");
+        assert!(
+            turn.content.contains("subagent on this task"),
+            "{}",
+            turn.content
+        );
+        assert_eq!(typed_text(&turn), "/fixer bump the version");
+        let typed = Message::user("/fixer by hand, no note");
+        assert_eq!(typed_text(&typed), "/fixer by hand, no note");
+        assert_eq!(typed_text(&Message::user("plain")), "plain");
+        assert_eq!(typed_text(&Message::user("/")), "/");
+        let turns = user_turns(&[Message::system("s"), turn]);
+        assert_eq!(turns[0].text, "/fixer bump the version");
     }
 
     /// A child process forked by another thread (a tool's command, an MCP server) shares the

@@ -806,7 +806,7 @@ fn agent_thread(
     let first_prompt = messages
         .iter()
         .find(|m| m.role == crate::provider::Role::User)
-        .map(|m| one_line_title(&m.content));
+        .map(|m| one_line_title(crate::agent::session::typed_text(m)));
     let prompted = first_prompt.is_some();
     let history = messages
         .iter()
