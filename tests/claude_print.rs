@@ -639,6 +639,7 @@ fn every_flag_is_accepted_with_its_effect_or_refused_with_one_line() {
         &["--include-hook-events", "--output-format", "stream-json"],
         &["--model", "fake"],
         &["--effort", "high"],
+        &["--thinking", "adaptive"],
         &["--system-prompt", "You are terse."],
         &["--append-system-prompt", "Be brief."],
         &["--tools", "Read,Grep"],
@@ -680,6 +681,35 @@ fn every_flag_is_accepted_with_its_effect_or_refused_with_one_line() {
             "it needs --fork-session",
         ),
         (&["--agents", "{}"], "--agents: subagents are skills"),
+        (
+            &["--thinking", "disabled"],
+            "--thinking disabled: a model's reasoning cannot be turned off",
+        ),
+        (
+            &["--max-thinking-tokens", "8000"],
+            "--max-thinking-tokens: a thinking budget in tokens has no OpenAI-compatible equivalent",
+        ),
+        (
+            &["--thinking-display", "summarized"],
+            "--thinking-display: reasonix shows the model's reasoning as it arrives",
+        ),
+        (&["--task-budget", "5000"], "--task-budget: reasonix has no task budget"),
+        (
+            &["--session-mirror"],
+            "--session-mirror: an SDK session store is not supported",
+        ),
+        (
+            &["--resume-session-at", "m1"],
+            "--resume-session-at: resuming at a chosen message is not supported",
+        ),
+        (
+            &["--resume-drops-turn", "m1"],
+            "--resume-drops-turn: resuming at a chosen message is not supported",
+        ),
+        (
+            &["--plugin-dir", "/tmp"],
+            "--plugin-dir: Claude Code plugins are not supported",
+        ),
         (&["--betas", "x"], "--betas: beta headers"),
         (
             &["--no-session-persistence"],

@@ -59,6 +59,49 @@ pub const FLAGS: &[(&str, Disposition)] = &[
     ("effort", Disposition::Accepted),
     ("session-id", Disposition::Accepted),
     ("fallback-model", Disposition::Accepted),
+    ("thinking", Disposition::Accepted),
+    (
+        "max-thinking-tokens",
+        Disposition::Refused(
+            "a thinking budget in tokens has no OpenAI-compatible equivalent; --effort sets the model's reasoning effort",
+        ),
+    ),
+    (
+        "thinking-display",
+        Disposition::Refused(
+            "reasonix shows the model's reasoning as it arrives, in thinking blocks; it has no summaries to choose from",
+        ),
+    ),
+    (
+        "task-budget",
+        Disposition::Refused(
+            "reasonix has no task budget; bound the run with --max-budget-usd or --max-turns",
+        ),
+    ),
+    (
+        "session-mirror",
+        Disposition::Refused(
+            "an SDK session store is not supported; reasonix keeps every session itself, under its state directory",
+        ),
+    ),
+    (
+        "resume-session-at",
+        Disposition::Refused(
+            "resuming at a chosen message is not supported; --resume continues a whole session (with --fork-session, a copy)",
+        ),
+    ),
+    (
+        "resume-drops-turn",
+        Disposition::Refused(
+            "resuming at a chosen message is not supported; --resume continues a whole session (with --fork-session, a copy)",
+        ),
+    ),
+    (
+        "plugin-dir",
+        Disposition::Refused(
+            "Claude Code plugins are not supported; MCP servers come from --mcp-config or the config, skills from skill folders",
+        ),
+    ),
     (
         "agents",
         Disposition::Refused(
@@ -230,6 +273,20 @@ pub fn parse(flags: &mut PrintFlags, lexer: &mut Lexer) -> Result<(), Error> {
     Ok(flags.attach.check(flags.resume.as_ref())?)
 }
 
+/// `--thinking MODE`: `adaptive` (the model decides how much it reasons) is what a reasoning
+/// model behind an OpenAI-compatible API does anyway; nothing there turns reasoning off.
+fn thinking(mode: &str) -> Result<(), Error> {
+    match mode {
+        "adaptive" => Ok(()),
+        "disabled" => Err(usage(
+            "--thinking disabled: a model's reasoning cannot be turned off through the OpenAI-compatible API; choose a model without it (--model) or lower it (--effort)".into(),
+        )),
+        other => Err(usage(format!(
+            "--thinking must be adaptive or disabled, got `{other}`"
+        ))),
+    }
+}
+
 /// `--session-id`'s value: a UUID, as Claude Code requires (it also names the session's
 /// file, so nothing else may pass).
 fn session_uuid(text: &str) -> Result<String, Error> {
@@ -307,6 +364,7 @@ impl PrintFlags {
             "model" => self.model = Some(value()?),
             "fallback-model" => self.fallback_model = Some(value()?),
             "effort" => self.effort = Some(value()?),
+            "thinking" => thinking(&value()?)?,
             "system-prompt" => self.system_prompt = non_empty(value()?),
             "system-prompt-file" => self.system_prompt = non_empty(read_file(&value()?, &shown)?),
             "append-system-prompt" => self.append_system_prompt.push(value()?),

@@ -63,6 +63,8 @@ Flags:
                                529, 503, another 5xx, or 404), the turn goes on with this one
                                (a system model_fallback message says so)
       --effort LEVEL           Reasoning effort sent to the model
+      --thinking adaptive      The model decides how much it reasons (what reasoning models
+                               do here anyway); `disabled` is refused
       --system-prompt TEXT     Replace the system prompt (empty: keep reasonix's)
       --system-prompt-file F   Replace the system prompt with the text of file F
       --append-system-prompt TEXT  Append to the system prompt (repeatable)
@@ -98,7 +100,8 @@ Flags:
       --trust-project-mcp      Launch MCP servers declared by project files without a grant
 
 Refused (one line says why): --agents, --betas, --no-session-persistence,
---replay-user-messages, --permission-mode auto.
+--replay-user-messages, --permission-mode auto, --max-thinking-tokens, --thinking-display,
+--task-budget, --session-mirror, --resume-session-at, --resume-drops-turn, --plugin-dir.
 
 Exit codes as `reasonix run`, except that a refused or missing API key exits 1 as Claude
 Code does (run: 3): 0 done, 1 error, 2 usage, 4 a limit, 5 no progress, 130 interrupted, 141
