@@ -31,7 +31,8 @@ impl Case {
     }
 }
 
-fn lines(out: &Run) -> Vec<Value> {
+/// Every stdout line as JSON.
+pub fn lines(out: &Run) -> Vec<Value> {
     out.stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}\n{out:?}")))

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::claude_print::lines;
 use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Reply};
 use crate::util::{reasonix, run, run_with_stdin, use_fake_provider, Dir, Run};
 
@@ -45,13 +46,6 @@ impl Case {
             .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
             .collect()
     }
-}
-
-fn lines(out: &Run) -> Vec<Value> {
-    out.stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}\n{out:?}")))
-        .collect()
 }
 
 fn answer(text: &str, prompt: u64, completion: u64) -> Reply {

@@ -12,6 +12,21 @@ use crate::util::{read_session, reasonix, run, session_files, use_fake_provider,
 /// Bash runs unconfined here so the test does not depend on the host's sandbox.
 const NO_JAIL: &str = "[sandbox]\nbash = \"off\"\n";
 
+/// The chat in a pseudo-terminal, switched to yolo, after a first turn whose reply (the fake's
+/// script) ends with "Wrote version one.".
+pub fn chat_after_a_first_turn(home: &Dir, work: &Dir) -> Pty {
+    let mut cmd = reasonix(home, work.path());
+    cmd.arg("chat").env("FAKE_API_KEY", "k");
+    let mut pty = Pty::spawn(cmd, 100, 40);
+    pty.wait_text("fake-model · ask");
+    pty.send("\x1b[Z\x1b[Z");
+    pty.wait_text("fake-model · yolo");
+    pty.send("first task\r");
+    pty.wait_text("Wrote version one.");
+    pty.wait_text("Ask anything");
+    pty
+}
+
 fn messages(server: &FakeOpenAI, n: usize) -> Vec<Value> {
     server.wait_for_requests(n)[n - 1].body["messages"]
         .as_array()
@@ -40,15 +55,7 @@ fn rewind_restores_files_and_the_conversation_continues_from_before_the_turn() {
     let home = Dir::new();
     let work = Dir::new();
     use_fake_provider(&home, &server.base_url(), NO_JAIL);
-    let mut cmd = reasonix(&home, work.path());
-    cmd.arg("chat").env("FAKE_API_KEY", "k");
-    let mut pty = Pty::spawn(cmd, 100, 40);
-    pty.wait_text("fake-model · ask");
-    pty.send("\x1b[Z\x1b[Z");
-    pty.wait_text("fake-model · yolo");
-    pty.send("first task\r");
-    pty.wait_text("Wrote version one.");
-    pty.wait_text("Ask anything");
+    let mut pty = chat_after_a_first_turn(&home, &work);
     pty.send("second task\r");
     pty.wait_text("Turn two is done.");
     pty.wait_text("Ask anything");

@@ -9,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::Value;
 
 use crate::mcp::jail_backends;
+use crate::rewind::chat_after_a_first_turn;
 use crate::util::fake_openai::{FakeOpenAI, Reply};
-use crate::util::pty::Pty;
 use crate::util::{copy_into, reasonix, run, use_fake_provider, Dir};
 
 fn tool_names(body: &Value) -> Vec<String> {
@@ -173,15 +173,7 @@ fn rewinding_a_turn_restores_the_edits_of_the_writer_child_it_ran() {
     ]);
     let (home, work) = (Dir::new(), Dir::new());
     use_fake_provider(&home, &server.base_url(), "[sandbox]\nbash = \"off\"\n");
-    let mut cmd = reasonix(&home, work.path());
-    cmd.arg("chat").env("FAKE_API_KEY", "k");
-    let mut pty = Pty::spawn(cmd, 100, 40);
-    pty.wait_text("fake-model · ask");
-    pty.send("\x1b[Z\x1b[Z");
-    pty.wait_text("fake-model · yolo");
-    pty.send("first task\r");
-    pty.wait_text("Wrote version one.");
-    pty.wait_text("Ask anything");
+    let mut pty = chat_after_a_first_turn(&home, &work);
     pty.send("second task\r");
     pty.wait_text("Turn two is done.");
     pty.wait_text("Ask anything");
@@ -232,15 +224,7 @@ fn rewinding_a_host_side_profile_turn_restores_its_childs_edits() {
         ".reasonix/skills/fixer/SKILL.md",
         "---\nname: fixer\ndescription: Fixes things\nrunAs: subagent\ninvocation: manual\n---\nYou are the fixer.\n",
     );
-    let mut cmd = reasonix(&home, work.path());
-    cmd.arg("chat").env("FAKE_API_KEY", "k");
-    let mut pty = Pty::spawn(cmd, 100, 40);
-    pty.wait_text("fake-model · ask");
-    pty.send("\x1b[Z\x1b[Z");
-    pty.wait_text("fake-model · yolo");
-    pty.send("first task\r");
-    pty.wait_text("Wrote version one.");
-    pty.wait_text("Ask anything");
+    let mut pty = chat_after_a_first_turn(&home, &work);
     pty.send("/fixer bump the version\r");
     pty.wait_text("The fixer changed it.");
     pty.wait_text("Ask anything");

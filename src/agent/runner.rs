@@ -508,9 +508,10 @@ impl Agent {
 
     /// Sends `input` as a user turn and loops until the model answers without tools.
     pub fn run(&mut self, input: String, sink: &mut dyn EventSink) -> Result<Finish, AgentError> {
+        // Every turn tries the session's own model first, whatever the last one fell back to.
+        self.on_fallback = false;
         // Written now, made durable at the end of the first round: an fsync here would delay
         // the request, and a killed process loses nothing that write() has handed the kernel.
-        self.on_fallback = false;
         let mut input =
             self.planner
                 .start_turn(input, &self.ctx.workflow, self.gate.as_ref(), sink);

@@ -5,13 +5,13 @@
 //! directory (`<sessions>/<parent-id>/children/<child-id>.jsonl`). Its usage is added to a
 //! tally the front end folds into the parent's totals.
 
-use crate::agent::fallback::Fallback;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use super::assemble::{self, PromptFlags};
 use crate::agent::events::{ChildState, Event, EventSink};
+use crate::agent::fallback::Fallback;
 use crate::agent::hooks::{HookEvent, Hooks};
 use crate::agent::live::EventQueue;
 use crate::agent::runner::{Agent, AgentError, Budget, Finish, Options};
