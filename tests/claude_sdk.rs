@@ -3,7 +3,9 @@
 //! fake's replies, runs one scenario of `tests/sdk/sdk_scenarios.py` and checks what only this
 //! side can see (what the model was sent, which files exist). The SDK absent skips, unless
 //! `REASONIX_REQUIRE_SDK` is set (CI), where its absence fails; installed, every failed
-//! scenario fails the test.
+//! scenario fails the test. The TypeScript `@anthropic-ai/claude-agent-sdk` runs the scenarios
+//! of `tests/sdk/ts_scenarios.mjs` the same way (`pathToClaudeCodeExecutable`), from the folder
+//! `REASONIX_TS_SDK_DIR` names (`REASONIX_REQUIRE_TS_SDK` in CI).
 
 use crate::util::fake_openai::{sse_text, FakeOpenAI, Reply};
 use serde_json::Value;
@@ -31,6 +33,32 @@ fn sdk_available() -> bool {
     found
 }
 
+/// The TypeScript SDK version `.ci/run` installs; `tests/sdk/ts_scenarios.mjs` was written
+/// against it.
+const TS_SDK_VERSION: &str = "0.3.337";
+
+/// Where `npm install --prefix DIR @anthropic-ai/claude-agent-sdk` put the TypeScript SDK,
+/// when it did. With `REASONIX_REQUIRE_TS_SDK` set, a missing SDK fails instead of skipping.
+fn ts_sdk_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("REASONIX_TS_SDK_DIR").map(std::path::PathBuf::from);
+    let found = dir.filter(|d| {
+        d.join("node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs")
+            .is_file()
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("REASONIX_REQUIRE_TS_SDK").is_none(),
+            "REASONIX_REQUIRE_TS_SDK is set but REASONIX_TS_SDK_DIR holds no SDK: npm install \
+             --prefix DIR --omit=optional @anthropic-ai/claude-agent-sdk@{TS_SDK_VERSION}"
+        );
+        eprintln!(
+            "skipping the TypeScript SDK test: npm install --prefix DIR --omit=optional \
+             @anthropic-ai/claude-agent-sdk@{TS_SDK_VERSION} and set REASONIX_TS_SDK_DIR=DIR"
+        );
+    }
+    found
+}
+
 /// A workspace and a home whose only model is `fake`.
 struct Setup {
     home: Dir,
@@ -53,10 +81,16 @@ fn run_scenario(setup: &Setup, scenario: &str) {
 /// [`run_scenario`] with arguments for the scenario.
 fn run_scenario_with(setup: &Setup, scenario: &str, args: &[&str]) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/sdk_scenarios.py");
+    run_script(setup, "python3", script, scenario, args);
+}
+
+/// Runs `scenario` of `script` under `interpreter` (Python or Node), whose SDK spawns our
+/// binary; fails the test with the script's output when the scenario fails.
+fn run_script(setup: &Setup, interpreter: &str, script: &str, scenario: &str, args: &[&str]) {
     // The environment `reasonix` gets in every test (HOME, REASONIX_HOME, no keys or proxies),
-    // given to Python, whose SDK passes it on to the binary it spawns.
+    // given to the interpreter, whose SDK passes it on to the binary it spawns.
     let template = reasonix(&setup.home, setup.work.path());
-    let mut python = std::process::Command::new("python3");
+    let mut python = std::process::Command::new(interpreter);
     python
         .arg(script)
         .arg(scenario)
@@ -68,7 +102,14 @@ fn run_scenario_with(setup: &Setup, scenario: &str, args: &[&str]) {
             python.env(key, value);
         }
     }
-    for key in ["PATH", "PYTHONPATH", "PYENV_ROOT", "VIRTUAL_ENV", "LANG"] {
+    for key in [
+        "PATH",
+        "PYTHONPATH",
+        "PYENV_ROOT",
+        "VIRTUAL_ENV",
+        "LANG",
+        "REASONIX_TS_SDK_DIR",
+    ] {
         if let Some(value) = std::env::var_os(key) {
             python.env(key, value);
         }
@@ -282,4 +323,46 @@ fn sdk_set_model_sends_the_next_turn_to_the_model_set() {
     add_backup_provider(&setup, &fake);
     run_scenario(&setup, "client_set_model");
     assert_eq!(models_asked(&fake), ["fake-model", "backup-model"]);
+}
+
+/// The TypeScript SDK's `query()` against reasonix: init, a `Read` tool_use in Claude's keys,
+/// its result, the answer and a success result with usage.
+#[test]
+fn ts_sdk_query_yields_init_tool_use_tool_result_and_result() {
+    if ts_sdk_dir().is_none() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "read_file", r#"{"path":"a.txt"}"#)]),
+        Reply::text("It says hello."),
+    ]);
+    let setup = setup(&fake);
+    setup.work.write("a.txt", "hello from a\n");
+    run_ts_scenario(&setup, "query_basic");
+    assert_eq!(fake.requests().len(), 2);
+}
+
+/// The TypeScript SDK's `canUseTool` is asked about a write in Claude's names; its deny is
+/// final (the file stays absent) and the model reads its message.
+#[test]
+fn ts_sdk_can_use_tool_deny_is_final() {
+    if ts_sdk_dir().is_none() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"out.txt","content":"x"}"#)]),
+        Reply::text("I could not write it."),
+    ]);
+    let setup = setup(&fake);
+    run_ts_scenario(&setup, "can_use_tool_deny");
+    assert!(!setup.work.join("out.txt").exists());
+    assert!(
+        request_text(&fake, 1).contains("writes are not allowed in this test"),
+        "the model was not told why"
+    );
+}
+
+fn run_ts_scenario(setup: &Setup, scenario: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ts_scenarios.mjs");
+    run_script(setup, "node", script, scenario, &[]);
 }
