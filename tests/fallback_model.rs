@@ -255,3 +255,59 @@ fn a_subagent_whose_model_is_overloaded_goes_on_with_the_fallback_and_its_parent
         .expect("the parent's answer");
     assert_eq!(last["message"]["model"], "fake-model", "{last}");
 }
+
+/// A home whose `fake` model costs 1/2 USD per million tokens in/out and whose `backup`
+/// model costs 3/4, or has no prices.
+fn priced_case(replies: Vec<Reply>, backup_priced: bool) -> Case {
+    let server = FakeOpenAI::start(replies);
+    let (home, work) = (Dir::new(), Dir::new());
+    let backup_prices = if backup_priced {
+        "prices = { \"backup-model\" = { input = 3.0, output = 4.0 } }\n"
+    } else {
+        ""
+    };
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\nprices = {{ \"fake-model\" = {{ input = 1.0, output = 2.0 }} }}\n\n[[providers]]\nname = \"backup\"\nbase_url = \"{url}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\n{backup_prices}\n[environment]\nenabled = false\n",
+            url = server.base_url()
+        ),
+    );
+    Case { server, home, work }
+}
+
+#[test]
+fn the_fallbacks_own_prices_count_and_a_budget_needs_them() {
+    let case = priced_case(Vec::new(), false);
+    let mut args = PRINT.to_vec();
+    args.extend(["--max-budget-usd", "1", "go"]);
+    let out = case.run(&args);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("--max-budget-usd needs the prices of the fallback model too"),
+        "{out:?}"
+    );
+    assert!(case.server.requests().is_empty());
+
+    let case = priced_case(
+        vec![
+            Reply::error(529, "Overloaded"),
+            answer("cheap enough", 300, 7),
+        ],
+        true,
+    );
+    let out = case.run(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    let result = lines(&out).pop().expect("a result");
+    let expected = (300.0 * 3.0 + 7.0 * 4.0) / 1e6;
+    let cost = result["total_cost_usd"].as_f64().expect("a cost");
+    assert!(
+        (cost - expected).abs() < 1e-12,
+        "{cost} != {expected}: {result}"
+    );
+    let backup = result["modelUsage"]["backup-model"]["costUSD"]
+        .as_f64()
+        .expect("the fallback's cost");
+    assert!((backup - expected).abs() < 1e-12, "{result}");
+}

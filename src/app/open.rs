@@ -297,6 +297,12 @@ fn fallback(
             primary.model
         )));
     }
+    if options.budget.max_cost_usd.is_some() && settings.prices.is_none() {
+        return Err(Error::Usage(format!(
+            "--max-budget-usd needs the prices of the fallback model too, and `{}` has none; set `prices` for it in the config or bound the run with --max-tokens-total",
+            settings.model
+        )));
+    }
     settings.record_file = options.record.clone();
     assemble::check_key(&settings)?;
     let prices = settings.prices;

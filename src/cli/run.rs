@@ -396,7 +396,14 @@ fn execute(args: &RunArgs, started: Instant, output: &mut dyn Report) -> Result<
     if args.own.approve_plan {
         agent.set_interact(Arc::new(ApprovePlans));
     }
-    let priced = settings.prices.is_some() && planner.as_ref().is_none_or(|p| p.prices.is_some());
+    // The cost is known only when every model that may serve the run has prices.
+    let priced = settings.prices.is_some()
+        && planner.as_ref().is_none_or(|p| p.prices.is_some())
+        && agent
+            .options()
+            .fallback
+            .as_ref()
+            .is_none_or(|f| f.prices.is_some());
     if let Some(link) = &args.sdk {
         let mut turns = crate::claude::control_turns::RunTurns {
             agent: &mut agent,
