@@ -923,35 +923,6 @@ fn a_subagents_messages_carry_the_task_calls_id_as_parent_tool_use_id() {
     assert_eq!(result(&messages)["result"], "all done");
 }
 
-/// Print mode's stream-json for the three scripts the goldens of the real Claude Code CLI
-/// were captured with (a text answer, a Read round, an invalid key), compared in shape.
-#[test]
-fn print_mode_has_the_shapes_of_the_claude_code_goldens() {
-    use crate::claude_golden::{claude_vocabulary, differences, golden};
-    let scripts: [(&str, Vec<Reply>); 3] = [
-        ("text", vec![Reply::text("Hello from the fake model.")]),
-        (
-            "tool",
-            vec![
-                Reply::tool_calls(&[("call_1", "read_file", r#"{"path":"hello.txt"}"#)]),
-                Reply::text("The file says: golden hello."),
-            ],
-        ),
-        ("error", vec![Reply::error(401, "invalid api key")]),
-    ];
-    let mut problems = Vec::new();
-    for (name, replies) in scripts {
-        let case = Case::new(replies, "");
-        case.work.write("hello.txt", "golden hello\n");
-        let out = case.run(&["-p", "--output-format", "stream-json", "--verbose", "go"]);
-        let ours = lines(&out);
-        for line in differences(&golden(name), &ours, &claude_vocabulary()) {
-            problems.push(format!("{name}: {line}"));
-        }
-    }
-    assert!(problems.is_empty(), "{problems:#?}");
-}
-
 #[test]
 fn setting_sources_decides_which_claude_settings_files_are_read() {
     let attempt = |sources: Option<&str>| {

@@ -86,12 +86,9 @@ fn an_overloaded_model_hands_the_turn_to_the_fallback_and_print_mode_says_so() {
     assert_eq!(switch[0]["trigger"], "overloaded");
     assert_eq!(switch[0]["original_model"], "fake-model");
     assert_eq!(switch[0]["fallback_model"], "backup-model");
-    assert!(
-        switch[0]["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("529")),
-        "the message names the primary's error: {}",
-        switch[0]
+    assert_eq!(
+        switch[0]["content"], "Switched to backup-model due to high demand for fake-model",
+        "Claude Code's words"
     );
     let assistant = messages
         .iter()
@@ -310,4 +307,52 @@ fn the_fallbacks_own_prices_count_and_a_budget_needs_them() {
         .as_f64()
         .expect("the fallback's cost");
     assert!((backup - expected).abs() < 1e-12, "{result}");
+}
+
+/// With retries left, the fallback takes over after the third overloaded answer in a row (as
+/// Claude Code's does) instead of waiting out the whole retry budget; each retry before it is
+/// a `system`/`api_retry` message in Claude Code's shape.
+#[test]
+fn the_fallback_takes_over_after_the_third_overloaded_answer_in_a_row() {
+    let server = FakeOpenAI::start(vec![
+        Reply::error(529, "Overloaded"),
+        Reply::error(503, "Service Unavailable"),
+        Reply::error(529, "Overloaded"),
+        answer("from the backup", 10, 2),
+    ]);
+    let (home, work) = (Dir::new(), Dir::new());
+    home.write(
+        ".reasonix/config.toml",
+        &format!(
+            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 10, initial_backoff_ms = 1, max_backoff_seconds = 1 }}\n\n[[providers]]\nname = \"backup\"\nbase_url = \"{url}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\n\n[environment]\nenabled = false\n",
+            url = server.base_url()
+        ),
+    );
+    let case = Case { server, home, work };
+    let mut args = PRINT.to_vec();
+    args.push("go");
+    let out = case.run(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        case.models_asked(4),
+        ["fake-model", "fake-model", "fake-model", "backup-model"]
+    );
+    let messages = lines(&out);
+    let retries: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["subtype"] == "api_retry")
+        .collect();
+    assert_eq!(retries.len(), 2, "{messages:?}");
+    assert_eq!(retries[0]["attempt"], 1);
+    assert_eq!(retries[0]["max_retries"], 10);
+    assert_eq!(retries[0]["error_status"], 529);
+    assert_eq!(retries[0]["error"], "overloaded");
+    assert_eq!(retries[1]["attempt"], 2);
+    assert_eq!(retries[1]["error_status"], 503);
+    assert_eq!(retries[1]["error"], "server_error");
+    assert!(messages.iter().any(|m| m["subtype"] == "model_fallback"));
+    assert_eq!(
+        messages.last().expect("a result")["result"],
+        "from the backup"
+    );
 }

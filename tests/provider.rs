@@ -38,6 +38,7 @@ fn settings(base_url: &str) -> ProviderSettings {
             max_backoff: Duration::from_millis(5),
             max_retry_after: Duration::from_secs(5),
             max_total_wait: Duration::from_secs(20),
+            overloaded_attempts: None,
         },
         ..ProviderSettings::default()
     }

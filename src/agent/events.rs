@@ -84,7 +84,7 @@ pub enum Event {
     /// A provider request failed in a way worth another try, which comes after `wait`.
     /// Front ends show it as a warning notice (stream-json: `"kind": "retry"`).
     Retry(Retry),
-    /// The primary model was still overloaded after its retries and this turn goes on with
+    /// The primary model stayed overloaded (or failed with a server error) and this turn goes on with
     /// the fallback model (`--fallback-model`); the next turn tries the primary again. Front
     /// ends show it as a warning (Claude stream-json: `system`/`model_fallback`).
     ModelFallback {

@@ -1,17 +1,19 @@
-//! `--fallback-model`: when the model is still overloaded after the provider's own retries,
-//! the turn goes on with a second model instead of failing, as Claude Code's flag of that name
-//! does. Only a request that failed before any of its reply arrived is sent again, so nothing
-//! already shown is repeated; the next turn tries the primary model first again.
+//! `--fallback-model`: when the model stays overloaded, the turn goes on with a second model
+//! instead of failing, as Claude Code's flag of that name does. Only a request that failed
+//! before any of its reply arrived is sent again, so nothing already shown is repeated; the
+//! next turn tries the primary model first again.
 //!
-//! What counts as overloaded is an HTTP status the provider gave up on: 529 and 503
-//! (overloaded), another 5xx (a server error), 404 (the model is unknown there). A 429 is the
+//! What counts is an HTTP status the provider gave up on: 529 and 503 (overloaded: with a
+//! fallback, the provider gives up after [`AFTER_OVERLOADS`] of them in a row, as Claude Code
+//! does, not after its whole retry budget), another 5xx once the retries are spent (a server
+//! error), 404 (the model is unknown there). A 429 is the
 //! account's rate limit, which another model on the same account would meet too, and an
 //! authentication, request or connection error is not the model's: none of them switches.
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::provider::{Prices, Provider, ProviderError};
+use crate::provider::{Prices, Provider, ProviderError, RetryPolicy};
 
 /// The second model and its prices.
 #[derive(Clone)]
@@ -63,6 +65,24 @@ pub fn trigger(err: &ProviderError) -> Option<Trigger> {
         }
         ProviderError::Http { status: 404, .. } => Some(Trigger::ModelNotFound),
         _ => None,
+    }
+}
+
+/// Overloaded answers in a row after which a request stops retrying and the fallback takes
+/// over, as Claude Code's does (it switches after the third 529).
+pub const AFTER_OVERLOADS: u32 = 3;
+
+/// The retries of a model that has a fallback: an overloaded server is not waited out for the
+/// whole retry budget; after [`AFTER_OVERLOADS`] overloaded answers the fallback answers.
+pub fn hand_over_early(policy: &mut RetryPolicy) {
+    policy.overloaded_attempts = Some(AFTER_OVERLOADS);
+}
+
+/// Claude Code's `content` of its `model_fallback` message for `trigger`.
+pub fn claude_content(trigger: &str, from: &str, to: &str, reason: &str) -> String {
+    match trigger {
+        "model_not_found" => format!("Switched to {to} because {from} is not available ({reason})"),
+        _ => format!("Switched to {to} due to high demand for {from}"),
     }
 }
 

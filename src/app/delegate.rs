@@ -216,13 +216,21 @@ impl Children {
     ) -> Result<Agent, String> {
         let profile = planned.profile.as_ref();
         let (model, effort) = choose(&self.config, profile, task);
-        let settings = match &model {
+        let mut settings = match &model {
             Some(reference) => self
                 .config
                 .resolve_model(Some(reference))
                 .map_err(|e| format!("the subagent's model: {e}"))?,
             None => self.settings.clone(),
         };
+        let fallback = self
+            .fallback
+            .get()
+            .filter(|f| f.provider.name() != settings.name || f.provider.model() != settings.model)
+            .cloned();
+        if fallback.is_some() {
+            crate::agent::fallback::hand_over_early(&mut settings.retry);
+        }
         let effort = effort.or_else(|| self.effort.clone());
         let provider = provider::build(settings.clone()).map_err(|e| e.to_string())?;
         let system = match profile {
@@ -262,13 +270,9 @@ impl Children {
             planning,
             ..Workflow::default()
         }));
-        let fallback = self
-            .fallback
-            .get()
-            .filter(|f| f.provider.name() != settings.name || f.provider.model() != settings.model);
         let options = Options {
             budget: self.budget.clone(),
-            fallback: fallback.cloned(),
+            fallback,
             ..assemble::options(&self.config, &settings, None, effort)
         };
         let tools = self.registry(planned.read_only, planned.profile.as_ref(), parent);

@@ -152,6 +152,9 @@ pub fn open(
         Some(name) => Some(fallback(&config, name, &settings, options)?),
         None => None,
     };
+    if fallback.is_some() {
+        crate::agent::fallback::hand_over_early(&mut settings.retry);
+    }
     let (mut binding, choice) = super::binding::prepare(
         options.composition.as_deref(),
         &options.session,

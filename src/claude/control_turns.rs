@@ -120,10 +120,13 @@ impl Turns for RunTurns<'_> {
     }
 
     fn set_model(&mut self, model: Option<&str>) -> Result<(), String> {
-        let settings = self
+        let mut settings = self
             .config
             .resolve_model(model)
             .map_err(|e| e.to_string())?;
+        if self.agent.options().fallback.is_some() {
+            crate::agent::fallback::hand_over_early(&mut settings.retry);
+        }
         let provider = crate::provider::build(settings.clone()).map_err(|e| e.to_string())?;
         self.agent.set_provider(provider, settings.prices);
         self.output.model_changed(&settings.model);

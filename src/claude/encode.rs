@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::agent::coordinator::ModelStats;
-use crate::provider::Usage;
+use crate::provider::{Retry, Usage};
 
 /// A random UUID (version 4), as Claude Code gives every message.
 pub fn uuid() -> String {
@@ -259,6 +259,30 @@ pub fn compact_boundary(
     })
 }
 
+/// `{"type": "system", "subtype": "api_retry"}`: a request failed in a way worth another try,
+/// which comes after `retry.wait`; Claude Code's attempt numbers count the retries (the first
+/// retry is attempt 1), and its `error` is a category of the status.
+pub fn api_retry(session_id: &str, retry: &Retry) -> Value {
+    let error = match retry.status {
+        Some(529) => "overloaded",
+        Some(429) => "rate_limit",
+        Some(401 | 403) => "authentication_failed",
+        Some(status) if status >= 408 => "server_error",
+        _ => "unknown",
+    };
+    json!({
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": retry.attempt.saturating_sub(1),
+        "max_retries": retry.max_attempts.saturating_sub(1),
+        "retry_delay_ms": u64::try_from(retry.wait.as_millis()).unwrap_or(u64::MAX),
+        "error_status": retry.status,
+        "error": error,
+        "session_id": session_id,
+        "uuid": uuid(),
+    })
+}
+
 /// `{"type": "system", "subtype": "model_fallback"}`: this turn goes on with the fallback
 /// model (`trigger`: `overloaded`, `server_error` or `model_not_found`).
 pub fn model_fallback(
@@ -437,6 +461,32 @@ pub fn stop_reason(finish_reason: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_reads_as_claude_codes_api_retry() {
+        let retry = |status| Retry {
+            attempt: 3,
+            max_attempts: 11,
+            wait: std::time::Duration::from_millis(1500),
+            reason: "busy".into(),
+            status,
+        };
+        let value = api_retry("s", &retry(Some(529)));
+        assert_eq!(value["attempt"], 2, "the second retry");
+        assert_eq!(value["max_retries"], 10);
+        assert_eq!(value["retry_delay_ms"], 1500);
+        assert_eq!(value["error_status"], 529);
+        let error = |status| api_retry("s", &retry(status))["error"].clone();
+        assert_eq!(error(Some(529)), "overloaded");
+        assert_eq!(error(Some(429)), "rate_limit");
+        assert_eq!(error(Some(401)), "authentication_failed");
+        assert_eq!(error(Some(403)), "authentication_failed");
+        assert_eq!(error(Some(408)), "server_error");
+        assert_eq!(error(Some(503)), "server_error");
+        assert_eq!(error(Some(404)), "unknown");
+        assert_eq!(error(None), "unknown");
+        assert_eq!(api_retry("s", &retry(None))["error_status"], Value::Null);
+    }
 
     #[test]
     fn ids_have_the_shapes_the_sdks_expect() {

@@ -59,9 +59,10 @@ Flags:
       --fork-session           With --continue/--resume: continue a copy under a new id
       --session-id UUID        The new session's id (with --fork-session: the copy's)
       --model REF              Model: provider name, model name or provider/model
-      --fallback-model REF     When the model is still overloaded after its retries (HTTP
-                               529, 503, another 5xx, or 404), the turn goes on with this one
-                               (a system model_fallback message says so)
+      --fallback-model REF     When the model answers overloaded (HTTP 529 or 503) three times
+                               in a row, or fails with another 5xx or a 404 once its retries
+                               are spent, the turn goes on with this one (a system
+                               model_fallback message says so)
       --effort LEVEL           Reasoning effort sent to the model
       --thinking adaptive      The model decides how much it reasons (what reasoning models
                                do here anyway); `disabled` is refused

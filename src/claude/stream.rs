@@ -189,16 +189,24 @@ impl ClaudeStream {
                 level: NoticeLevel::Warning,
                 message,
             } => self.stderr(&format!("warning: {message}")),
-            Event::Retry(retry) => self.stderr(&format!("warning: {retry}")),
+            Event::Retry(retry) => {
+                self.stderr(&format!("warning: {retry}"));
+                if self.streaming() {
+                    let value = encode::api_retry(&self.session_id, &retry);
+                    self.line(&value);
+                }
+            }
             Event::ModelFallback {
                 trigger,
                 from,
                 to,
                 reason,
             } => {
-                let content = crate::agent::fallback::describe(&from, &to, &reason);
-                self.stderr(&format!("warning: {content}"));
+                let warning = crate::agent::fallback::describe(&from, &to, &reason);
+                self.stderr(&format!("warning: {warning}"));
                 if self.streaming() {
+                    let content =
+                        crate::agent::fallback::claude_content(trigger, &from, &to, &reason);
                     let value =
                         encode::model_fallback(&self.session_id, trigger, &from, &to, &content);
                     self.line(&value);

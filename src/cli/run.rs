@@ -32,8 +32,9 @@ as a <stdin> block.
 
 Flags:
   -m, --model REF              Model: provider name, model name or provider/model
-      --fallback-model REF     When the model is still overloaded after its retries (HTTP
-                               529, 503, another 5xx, or 404), the turn goes on with this one
+      --fallback-model REF     When the model answers overloaded (HTTP 529 or 503) three times
+                               in a row, or fails with another 5xx or a 404 once its retries
+                               are spent, the turn goes on with this one
       --max-steps N            Stop after N tool rounds (exit 4, subtype error_max_turns, if
                                the model wants more); default agent.max_steps_headless (200)
       --max-tokens-total N     Stop once the run's requests used N tokens, prompt plus

@@ -268,6 +268,7 @@ fn retry(provider: &ProviderConfig) -> RetryPolicy {
         max_total_wait: r
             .max_wait_seconds
             .map_or(defaults.max_total_wait, Duration::from_secs),
+        overloaded_attempts: None,
     }
 }
 

@@ -435,6 +435,10 @@ pub struct RetryPolicy {
     /// The waits of one request's retries together stay under this (a server's
     /// `Retry-After` on a 429 is honoured besides it, each wait up to `max_retry_after`).
     pub max_total_wait: Duration,
+    /// Give up after this many attempts in a row that the server answered overloaded (529 or
+    /// 503), whatever retries are left: with `--fallback-model` the fallback takes over then,
+    /// as Claude Code's does after three. `None`: only the limits above.
+    pub overloaded_attempts: Option<u32>,
 }
 
 impl Default for RetryPolicy {
@@ -445,6 +449,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
             max_total_wait: Duration::from_secs(20),
+            overloaded_attempts: None,
         }
     }
 }

@@ -272,6 +272,7 @@ impl Net {
         let uri = parse_url(exchange.url).map_err(Failure::without_response)?;
         let proxy = proxy_for(&uri, &env_lookup).map_err(Failure::without_response)?;
         let mut attempt = 0u32;
+        let mut overloaded_in_a_row = 0u32;
         let mut replaced_stale = false;
         let mut budget = retry::Budget::new(policy);
         loop {
@@ -308,7 +309,17 @@ impl Net {
                     self.contacted.store(true, Ordering::Relaxed);
                     let failed = http_failure(response, exchange.api_key_env);
                     let status = failed.status;
-                    if !retry::is_retryable_status(status) || attempt >= policy.max_retries {
+                    overloaded_in_a_row = match status {
+                        503 | 529 => overloaded_in_a_row + 1,
+                        _ => 0,
+                    };
+                    let handed_over = policy
+                        .overloaded_attempts
+                        .is_some_and(|n| overloaded_in_a_row >= n);
+                    if !retry::is_retryable_status(status)
+                        || attempt >= policy.max_retries
+                        || handed_over
+                    {
                         return Err(gave_up(failed.into_failure(), attempt));
                     }
                     let retry_after = failed.retry_after.clone();
@@ -381,6 +392,7 @@ impl Net {
                 max_attempts: policy.max_retries.saturating_add(1),
                 wait,
                 reason: failed.error.to_string(),
+                status: (failed.status != 0).then_some(failed.status),
             };
             on_retry(retry, &failed);
             if retry::sleep(wait, cancel).is_err() {

@@ -31,6 +31,9 @@ pub struct Retry {
     pub wait: Duration,
     /// The failure being retried, as its error message.
     pub reason: String,
+    /// Its HTTP status; `None` when no response arrived (a connection error, a timeout) or the
+    /// reply was empty.
+    pub status: Option<u16>,
 }
 
 impl fmt::Display for Retry {
@@ -254,6 +257,7 @@ mod tests {
             max_attempts: 11,
             wait: Duration::from_millis(1500),
             reason: "provider: HTTP 503: busy".into(),
+            status: Some(503),
         };
         assert_eq!(
             retry.to_string(),

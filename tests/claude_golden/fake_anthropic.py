@@ -8,7 +8,10 @@ It plays one of three scripts against the real Claude Code CLI (`claude -p`):
          `Read` tool_use of the file named by --read; the next one (with the result)
          with a closing text;
   error  every request is answered with HTTP 401 and Anthropic's error body
-         (`authentication_error`), as for an invalid key; no retries follow a 401.
+         (`authentication_error`), as for an invalid key; no retries follow a 401;
+  fallback  a request for the main model is answered with HTTP 529 (`overloaded_error`);
+         one for the fallback model (`--fallback-model claude-fake-fallback`) with the text
+         reply, in that model's name.
 
 Replies stream Anthropic's SSE events in order: message_start, content_block_start,
 content_block_delta, content_block_stop, message_delta, message_stop. A request without
@@ -24,6 +27,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "claude-fake-model"
+FALLBACK_MODEL = "claude-fake-fallback"
 TEXT_ANSWER = "Hello from the fake model."
 TOOL_CLOSING = "The file says: golden hello."
 USAGE = {
@@ -120,6 +124,15 @@ class Handler(BaseHTTPRequestHandler):
         if not path.endswith("/v1/messages"):
             self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
             return
+        model = MODEL
+        if self.server.script == "fallback":
+            if body.get("model") != FALLBACK_MODEL:
+                self.send_json(
+                    529,
+                    {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+                )
+                return
+            model = FALLBACK_MODEL
         self.server.counter += 1
         counter = self.server.counter
         blocks, stop = blocks_for(self.server.script, body, self.server.read_path, counter)
@@ -131,7 +144,7 @@ class Handler(BaseHTTPRequestHandler):
                     "id": message_id,
                     "type": "message",
                     "role": "assistant",
-                    "model": MODEL,
+                    "model": model,
                     "content": blocks,
                     "stop_reason": stop,
                     "stop_sequence": None,
@@ -154,7 +167,7 @@ class Handler(BaseHTTPRequestHandler):
                         "id": message_id,
                         "type": "message",
                         "role": "assistant",
-                        "model": MODEL,
+                        "model": model,
                         "content": [],
                         "stop_reason": None,
                         "stop_sequence": None,
@@ -182,7 +195,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--script", choices=["text", "tool", "error"], required=True)
+    parser.add_argument("--script", choices=["text", "tool", "error", "fallback"], required=True)
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--read", default="", help="the file the tool script reads")

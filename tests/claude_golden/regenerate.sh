@@ -1,9 +1,11 @@
 #!/bin/sh
 # Regenerates the goldens of this directory: what the real Claude Code CLI prints with
-# `-p --output-format stream-json --verbose` for three scripts played by fake_anthropic.py
-# (a text answer, a Read tool round, an invalid key). See README.md.
+# `-p --output-format stream-json --verbose` for four scripts played by fake_anthropic.py
+# (a text answer, a Read tool round, an invalid key, an overloaded model with a fallback).
+# See README.md.
 #
-# Usage: CLAUDE=/path/to/claude tests/claude_golden/regenerate.sh
+# Usage: CLAUDE=/path/to/claude tests/claude_golden/regenerate.sh [NAME...]
+#   NAME     only these goldens (text, tool, error, fallback); default: all
 #   CLAUDE   the pinned CLI, installed outside the repository:
 #              mkdir -p /work/tmpw/claude-code && cd /work/tmpw/claude-code &&
 #              npm install @anthropic-ai/claude-code@2.1.332
@@ -21,9 +23,14 @@ scratch=${SCRATCH:-$(mktemp -d)}
 version=$("$claude" --version | cut -d' ' -f1)
 echo "regenerate: Claude Code $version, scratch $scratch" >&2
 
-# capture NAME SCRIPT EXPECTED_STATUS PROMPT
+# capture NAME SCRIPT EXPECTED_STATUS PROMPT [RETRIES [FLAG...]]
 capture() {
-    name=$1 script=$2 expected=$3 prompt=$4
+    name=$1 script=$2 expected=$3 prompt=$4 retries=${5:-1}
+    shift 4
+    [ $# -gt 0 ] && shift
+    if [ -n "$only" ]; then
+        case " $only " in *" $name "*) ;; *) return 0 ;; esac
+    fi
     dir="$scratch/$name"
     rm -rf "$dir"
     mkdir -p "$dir/home" "$dir/workspace"
@@ -44,9 +51,9 @@ capture() {
     status=0
     (cd "$dir/workspace" && env -i PATH="$PATH" HOME="$dir/home" \
         ANTHROPIC_BASE_URL="http://127.0.0.1:$(cat "$dir/port")" ANTHROPIC_API_KEY=sk-golden-fake \
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 CLAUDE_CODE_MAX_RETRIES=1 \
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 CLAUDE_CODE_MAX_RETRIES="$retries" \
         "$claude" -p "$prompt" --output-format stream-json --verbose \
-        --model claude-fake-model --allowedTools Read \
+        --model claude-fake-model --allowedTools Read "$@" \
         > "$dir/out.jsonl" 2> "$dir/stderr.txt") || status=$?
     kill "$fake" 2>/dev/null || true
     wait "$fake" 2>/dev/null || true
@@ -62,7 +69,10 @@ capture() {
     echo "regenerate: $name.jsonl: $(wc -l < "$here/$name.jsonl") lines" >&2
 }
 
+only="$*"
 capture text text 0 "Say hello"
 capture tool tool 0 "Read hello.txt and tell me what it says"
 capture error error 1 "Say hello"
+# Claude Code switches after the third 529 in a row, within four retries.
+capture fallback fallback 0 "Say hello" 4 --fallback-model claude-fake-fallback
 printf '%s\n' "$version" > "$here/VERSION"

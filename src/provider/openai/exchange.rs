@@ -164,6 +164,7 @@ pub(super) fn start(
             max_attempts: job.policy.max_retries.saturating_add(1),
             wait,
             reason: empty.to_string(),
+            status: None,
         });
         retry::sleep(wait, cancel).map_err(|_| ProviderError::Cancelled)?;
         empty_retries += 1;
