@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::claude_print::lines;
 use crate::util::fake_openai::{done, sse_finish, sse_text, sse_usage, FakeOpenAI, Reply};
-use crate::util::{reasonix, run, run_with_stdin, use_fake_provider, Dir, Run};
+use crate::util::{reasonix, run, run_with_stdin, Dir, Run};
 
 struct Case {
     server: FakeOpenAI,
@@ -16,19 +16,24 @@ struct Case {
 }
 
 impl Case {
+    /// `fake` (the model, `fake-model`) and `backup` (`backup-model`) on one fake server, no
+    /// retries.
     fn new(replies: Vec<Reply>) -> Case {
+        let no_retries = "retry = { max_retries = 0 }\n";
+        Case::with(replies, no_retries, no_retries)
+    }
+
+    /// The two providers with `fake` and `backup` as the extra lines of their entries.
+    fn with(replies: Vec<Reply>, fake: &str, backup: &str) -> Case {
         let server = FakeOpenAI::start(replies);
-        let home = Dir::new();
-        let work = Dir::new();
-        use_fake_provider(&home, &server.base_url(), "");
-        // A second provider on the same server: the fallback, by its own name.
-        let config = home.join(".reasonix/config.toml");
-        let mut text = std::fs::read_to_string(&config).expect("the config");
-        text.push_str(&format!(
-            "\n[[providers]]\nname = \"backup\"\nbase_url = \"{}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\n",
-            server.base_url()
-        ));
-        std::fs::write(&config, text).expect("write the config");
+        let (home, work) = (Dir::new(), Dir::new());
+        home.write(
+            ".reasonix/config.toml",
+            &format!(
+                "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\n{fake}\n[[providers]]\nname = \"backup\"\nbase_url = \"{url}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\n{backup}\n[environment]\nenabled = false\n",
+                url = server.base_url()
+            ),
+        );
         Case { server, home, work }
     }
 
@@ -253,24 +258,16 @@ fn a_subagent_whose_model_is_overloaded_goes_on_with_the_fallback_and_its_parent
     assert_eq!(last["message"]["model"], "fake-model", "{last}");
 }
 
-/// A home whose `fake` model costs 1/2 USD per million tokens in/out and whose `backup`
-/// model costs 3/4, or has no prices.
+/// The two providers, `fake` costing 1/2 USD per million tokens in/out and `backup` 3/4, or
+/// nothing.
 fn priced_case(replies: Vec<Reply>, backup_priced: bool) -> Case {
-    let server = FakeOpenAI::start(replies);
-    let (home, work) = (Dir::new(), Dir::new());
-    let backup_prices = if backup_priced {
+    let backup = if backup_priced {
         "prices = { \"backup-model\" = { input = 3.0, output = 4.0 } }\n"
     } else {
         ""
     };
-    home.write(
-        ".reasonix/config.toml",
-        &format!(
-            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 0 }}\nprices = {{ \"fake-model\" = {{ input = 1.0, output = 2.0 }} }}\n\n[[providers]]\nname = \"backup\"\nbase_url = \"{url}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\n{backup_prices}\n[environment]\nenabled = false\n",
-            url = server.base_url()
-        ),
-    );
-    Case { server, home, work }
+    let fake = "retry = { max_retries = 0 }\nprices = { \"fake-model\" = { input = 1.0, output = 2.0 } }\n";
+    Case::with(replies, fake, backup)
 }
 
 #[test]
@@ -314,21 +311,14 @@ fn the_fallbacks_own_prices_count_and_a_budget_needs_them() {
 /// a `system`/`api_retry` message in Claude Code's shape.
 #[test]
 fn the_fallback_takes_over_after_the_third_overloaded_answer_in_a_row() {
-    let server = FakeOpenAI::start(vec![
+    let replies = vec![
         Reply::error(529, "Overloaded"),
         Reply::error(503, "Service Unavailable"),
         Reply::error(529, "Overloaded"),
         answer("from the backup", 10, 2),
-    ]);
-    let (home, work) = (Dir::new(), Dir::new());
-    home.write(
-        ".reasonix/config.toml",
-        &format!(
-            "default_model = \"fake\"\n\n[[providers]]\nname = \"fake\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\napi_key_env = \"FAKE_API_KEY\"\nretry = {{ max_retries = 10, initial_backoff_ms = 1, max_backoff_seconds = 1 }}\n\n[[providers]]\nname = \"backup\"\nbase_url = \"{url}\"\nmodel = \"backup-model\"\napi_key_env = \"FAKE_API_KEY\"\n\n[environment]\nenabled = false\n",
-            url = server.base_url()
-        ),
-    );
-    let case = Case { server, home, work };
+    ];
+    let retries = "retry = { max_retries = 10, initial_backoff_ms = 1, max_backoff_seconds = 1 }\n";
+    let case = Case::with(replies, retries, "");
     let mut args = PRINT.to_vec();
     args.push("go");
     let out = case.run(&args);

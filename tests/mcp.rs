@@ -279,20 +279,22 @@ fn plain_json_http_replies_work_too() {
     );
 }
 
-#[test]
-fn mcp_prompts_and_resources_expand_the_run_prompt() {
-    let server = FakeOpenAI::start(vec![
-        Reply::text("ok"),
-        Reply::text("ok"),
-        Reply::text("ok"),
-    ]);
-    let home = Dir::new();
-    let work = Dir::new();
+/// A home whose MCP server `docs` is the example plugin (a `review` prompt, resources), with
+/// the fake model answering `replies` "ok"s.
+fn with_docs_server(replies: usize) -> (FakeOpenAI, Dir, Dir) {
+    let server = FakeOpenAI::start((0..replies).map(|_| Reply::text("ok")).collect());
+    let (home, work) = (Dir::new(), Dir::new());
     use_fake_provider(
         &home,
         &server.base_url(),
         &stdio_plugin("docs", example(), &[], ""),
     );
+    (server, home, work)
+}
+
+#[test]
+fn mcp_prompts_and_resources_expand_the_run_prompt() {
+    let (server, home, work) = with_docs_server(3);
     let out = run(reasonix(&home, work.path()).args(["run", "/mcp__docs__review error handling"]));
     assert_eq!(out.code, 0, "{out:?}");
     let out =
@@ -1829,14 +1831,7 @@ fn a_reply_to_the_initialized_notification_is_ignored_not_fatal() {
 /// `mcp__SERVER__PROMPT`, the name a print-mode prompt runs them by (as Claude Code's does).
 #[test]
 fn print_mode_init_lists_the_servers_prompts_as_slash_commands() {
-    let server = FakeOpenAI::start(vec![Reply::text("ok"), Reply::text("ok")]);
-    let home = Dir::new();
-    let work = Dir::new();
-    use_fake_provider(
-        &home,
-        &server.base_url(),
-        &stdio_plugin("docs", example(), &[], ""),
-    );
+    let (server, home, work) = with_docs_server(2);
     let out = run(reasonix(&home, work.path())
         .args(["-p", "--output-format", "stream-json", "--verbose", "hi"])
         .env("FAKE_API_KEY", "k"));
