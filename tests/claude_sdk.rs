@@ -362,6 +362,86 @@ fn ts_sdk_can_use_tool_deny_is_final() {
     );
 }
 
+/// The TypeScript SDK's `PreToolUse` hook callback denies a `Bash` call even under
+/// `bypassPermissions`; the command does not run and the model reads the reason.
+#[test]
+fn ts_sdk_pre_tool_use_hook_blocks_a_bash_call() {
+    if ts_sdk_dir().is_none() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "bash", r#"{"command":"touch ran.txt"}"#)]),
+        Reply::text("The hook stopped it."),
+    ]);
+    let setup = setup(&fake);
+    run_ts_scenario(&setup, "hook_blocks_bash");
+    assert!(!setup.work.join("ran.txt").exists());
+    assert!(request_text(&fake, 1).contains("bash is off today"));
+}
+
+/// A `createSdkMcpServer` tool of the TypeScript SDK is offered to the model, called, and its
+/// result returns to the model.
+#[test]
+fn ts_sdk_in_process_mcp_tool_is_called_and_its_result_returns() {
+    if ts_sdk_dir().is_none() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__calc__add", r#"{"a":2,"b":3}"#)]),
+        Reply::text("The sum is 5."),
+    ]);
+    let setup = setup(&fake);
+    run_ts_scenario(&setup, "sdk_mcp_tool");
+    assert!(fake.requests()[0].body["tools"]
+        .to_string()
+        .contains("mcp__calc__add"));
+    assert!(request_text(&fake, 1).contains("sum is 5"));
+}
+
+/// Streamed input: two turns in one session, then a third whose endless answer the SDK's
+/// `interrupt()` stops within a second.
+#[test]
+fn ts_sdk_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() {
+    if ts_sdk_dir().is_none() {
+        return;
+    }
+    let (endless, _release) =
+        Reply::hold(vec![sse_text("Once upon a time "), sse_text("there was ")]);
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        endless,
+    ]);
+    let setup = setup(&fake);
+    run_ts_scenario(&setup, "two_turns_and_interrupt");
+    let second = request_text(&fake, 1);
+    assert!(
+        second.contains("first question") && second.contains("first answer"),
+        "{second}"
+    );
+}
+
+/// The TypeScript SDK sends its `systemPrompt` (and the output schema) in `initialize`, not as
+/// flags: the session opens with that system prompt and the answer is structured output.
+#[test]
+fn ts_sdk_system_prompt_and_output_schema_apply() {
+    if ts_sdk_dir().is_none() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![Reply::text(r#"{"answer":"yes"}"#)]);
+    let setup = setup(&fake);
+    run_ts_scenario(&setup, "system_prompt_and_structured_output");
+    let system = fake.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        system.starts_with("You are the TypeScript test agent."),
+        "the SDK's system prompt was not used: {system}"
+    );
+    assert!(system.contains("JSON Schema"), "{system}");
+}
+
 fn run_ts_scenario(setup: &Setup, scenario: &str) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ts_scenarios.mjs");
     run_script(setup, "node", script, scenario, &[]);

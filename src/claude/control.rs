@@ -121,7 +121,9 @@ impl SdkRequest {
     }
 }
 
-/// The `initialize` request: the SDK's hooks (as callback ids), agents and skills filter.
+/// The `initialize` request: the SDK's hooks (as callback ids), agents and skills filter, and
+/// what the TypeScript SDK sends here instead of as flags (the system prompt, structured
+/// output, its in-process MCP servers), which print mode reads before the session opens.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Initialize {
     pub hooks: Vec<HookMatcher>,
@@ -129,7 +131,31 @@ pub struct Initialize {
     pub agents: Map<String, Value>,
     /// `None`: every skill; otherwise only these.
     pub skills: Option<Vec<String>>,
+    /// `systemPrompt`: replaces the system prompt when it holds any text (`[""]`: keep ours).
+    pub system_prompt: Option<String>,
+    /// `appendSystemPrompt`.
+    pub append_system_prompt: Option<String>,
+    /// `jsonSchema`: the final answer is JSON matching it (`--json-schema`).
+    pub json_schema: Option<Value>,
+    /// `sdkMcpServers`: the SDK's in-process MCP servers, by name (`--mcp-config` `type: sdk`).
+    pub sdk_mcp_servers: Vec<String>,
+    /// Keys the SDK set that reasonix does not use, for one notice.
+    pub unsupported: Vec<String>,
 }
+
+/// `initialize` keys of the TypeScript SDK that reasonix does not use; set, each is named in a
+/// notice instead of being dropped silently.
+const UNSUPPORTED_INITIALIZE_KEYS: &[&str] = &[
+    "planModeInstructions",
+    "systemPromptSnapshot",
+    "appendSubagentSystemPrompt",
+    "toolAliases",
+    "codeRunningMcpTools",
+    "excludeDynamicSections",
+    "title",
+    "promptSuggestions",
+    "agentProgressSummaries",
+];
 
 /// One matcher of an SDK hook event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,6 +363,43 @@ fn parse_initialize(body: &Value) -> Result<Initialize, ControlError> {
             .collect();
         init.skills = Some(names.ok_or_else(|| shape("initialize's `skills` holds a non-string"))?);
     }
+    init.system_prompt = match body.get("systemPrompt") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(Value::Array(parts)) => Some(
+            parts
+                .iter()
+                .map(|p| {
+                    p.as_str()
+                        .ok_or_else(|| shape("initialize's `systemPrompt` holds a non-string"))
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .join("\n\n"),
+        ),
+        Some(_) => return Err(shape("initialize's `systemPrompt` is not text")),
+    }
+    .filter(|text| !text.trim().is_empty());
+    init.append_system_prompt = match body.get("appendSystemPrompt") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.clone()).filter(|t| !t.trim().is_empty()),
+        Some(_) => return Err(shape("initialize's `appendSystemPrompt` is not text")),
+    };
+    init.json_schema = body.get("jsonSchema").filter(|s| !s.is_null()).cloned();
+    if let Some(servers) = body.get("sdkMcpServers").filter(|s| !s.is_null()) {
+        let names: Option<Vec<String>> = servers
+            .as_array()
+            .ok_or_else(|| shape("initialize's `sdkMcpServers` is not a list"))?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect();
+        init.sdk_mcp_servers =
+            names.ok_or_else(|| shape("initialize's `sdkMcpServers` holds a non-string"))?;
+    }
+    init.unsupported = UNSUPPORTED_INITIALIZE_KEYS
+        .iter()
+        .filter(|key| body.get(**key).is_some_and(|v| !v.is_null()))
+        .map(|key| key.to_string())
+        .collect();
     Ok(init)
 }
 
@@ -522,6 +585,49 @@ mod tests {
         assert!(!post.block_on_failure);
         assert!(init.agents.contains_key("rev"));
         assert_eq!(init.skills, Some(vec!["a".to_string()]));
+    }
+
+    #[test]
+    fn initialize_reads_what_the_typescript_sdk_sends_instead_of_flags() {
+        let init = |body: &str| {
+            let line = format!(
+                r#"{{"type":"control_request","request_id":"r","request":{{"subtype":"initialize",{body}}}}}"#
+            );
+            match parse(&line) {
+                Ok(Inbound::Request {
+                    request: SdkRequest::Initialize(init),
+                    ..
+                }) => Ok(init),
+                Ok(_) => panic!("not initialize"),
+                Err(err) => Err(err.to_string()),
+            }
+        };
+        let read = init(
+            r#""systemPrompt":["Be terse.","Use tabs."],"appendSystemPrompt":"And kind.",
+            "jsonSchema":{"type":"object"},"sdkMcpServers":["calc"],"title":"t","toolAliases":{}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read.system_prompt.as_deref(),
+            Some("Be terse.\n\nUse tabs.")
+        );
+        assert_eq!(read.append_system_prompt.as_deref(), Some("And kind."));
+        assert_eq!(
+            read.json_schema,
+            Some(serde_json::json!({"type": "object"}))
+        );
+        assert_eq!(read.sdk_mcp_servers, ["calc"]);
+        assert_eq!(read.unsupported, ["toolAliases", "title"]);
+        // The SDK's default (`[""]`) keeps reasonix's system prompt.
+        let default = init(r#""systemPrompt":[""],"appendSystemPrompt":null"#).unwrap();
+        assert_eq!(default.system_prompt, None);
+        assert_eq!(default.append_system_prompt, None);
+        assert!(init(r#""systemPrompt":[1]"#)
+            .unwrap_err()
+            .contains("systemPrompt"));
+        assert!(init(r#""sdkMcpServers":"calc""#)
+            .unwrap_err()
+            .contains("sdkMcpServers"));
     }
 
     #[test]

@@ -79,6 +79,15 @@ impl SdkLink {
         })
     }
 
+    /// See [`Reads::first_initialize`]; `None` also once the session took the lines.
+    pub fn first_initialize(&self) -> Option<Initialize> {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .and_then(Reads::first_initialize)
+    }
+
     /// stdin's lines for the session; `None` once taken.
     pub fn take_reads(&self) -> Option<Reads> {
         self.reads
@@ -117,8 +126,31 @@ pub enum Read {
     End(String),
 }
 
-/// The lines the reader has taken from stdin, in order, for [`serve`].
-pub struct Reads(Receiver<Read>);
+/// The lines the reader has taken from stdin, in order, for [`serve`]; `first` is a line read
+/// early ([`Reads::first_initialize`]) and not yet handled.
+pub struct Reads {
+    first: Option<Read>,
+    rest: Receiver<Read>,
+}
+
+impl Reads {
+    /// The SDK's `initialize` request when it is the first line on stdin, as both SDKs send it
+    /// (the TypeScript one puts the system prompt, structured output and its in-process MCP
+    /// servers there, which must be known before the session opens). Waits for that first
+    /// line; the line stays first for [`serve`] to answer.
+    pub fn first_initialize(&mut self) -> Option<Initialize> {
+        if self.first.is_none() {
+            self.first = self.rest.recv().ok();
+        }
+        match &self.first {
+            Some(Read::Line(Inbound::Request {
+                request: SdkRequest::Initialize(init),
+                ..
+            })) => Some(init.clone()),
+            _ => None,
+        }
+    }
+}
 
 /// Starts reading `input` at once: answers to our requests are delivered from then on (the
 /// SDK's in-process MCP servers answer while the session is still being set up), the rest
@@ -132,7 +164,10 @@ pub fn start_reader<R: BufRead + Send + 'static>(
     std::thread::Builder::new()
         .name("sdk-stdin".into())
         .spawn(move || read_stdin(input, &calls, &read_tx))?;
-    Ok(Reads(read_rx))
+    Ok(Reads {
+        first: None,
+        rest: read_rx,
+    })
 }
 
 /// Runs the session until stdin ends and every received turn has run. The turns run on the
@@ -148,7 +183,7 @@ pub fn serve<T: Turns>(turns: &mut T, reads: Reads, wiring: Wiring) -> std::io::
     // still run, then `work` returns.
     std::thread::Builder::new()
         .name("sdk-control".into())
-        .spawn(move || dispatch(&reads.0, &job_tx, &wiring))?;
+        .spawn(move || dispatch(reads, &job_tx, &wiring))?;
     work(
         turns,
         &job_rx,
@@ -189,7 +224,7 @@ fn read_stdin<R: BufRead>(mut input: R, calls: &Calls, tx: &Sender<Read>) {
 }
 
 /// The loop: answers what cannot wait, queues the rest for the worker.
-fn dispatch(reads: &Receiver<Read>, jobs: &Sender<Job>, wiring: &Wiring) {
+fn dispatch(reads: Reads, jobs: &Sender<Job>, wiring: &Wiring) {
     let answer = |line: String| {
         // stdout gone means the SDK is gone; the end of stdin follows.
         let _ = wiring.out.send_line(&line);
@@ -197,7 +232,7 @@ fn dispatch(reads: &Receiver<Read>, jobs: &Sender<Job>, wiring: &Wiring) {
     // The tokens of the turns received since the last interrupt: an interrupt stops the
     // running turn and those still queued, even one whose message arrived just before it.
     let mut unfinished: Vec<CancelToken> = Vec::new();
-    for read in reads {
+    for read in reads.first.into_iter().chain(reads.rest.iter()) {
         let (id, request) = match read {
             Read::End(_) => return,
             Read::Bad(error) => {
@@ -280,6 +315,21 @@ fn work<T: Turns>(
                 cancel.cancel();
             }
             Job::Initialize { id, init } => {
+                if !init.unsupported.is_empty() {
+                    notice(format!(
+                        "control: initialize's {} not used by reasonix; ignored",
+                        init.unsupported
+                            .iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                            + if init.unsupported.len() == 1 {
+                                " is"
+                            } else {
+                                " are"
+                            }
+                    ));
+                }
                 let (hooks, problems) = hooks_from_initialize(&init, calls);
                 for problem in problems {
                     notice(format!("{problem}; that SDK hook is not run"));

@@ -581,6 +581,21 @@ fn mcp_config(text: &str) -> Result<Vec<PluginConfig>, Error> {
         .collect())
 }
 
+/// The SDK's in-process MCP servers named in its `initialize` request, as `--mcp-config`
+/// entries of `type: sdk` would declare them.
+pub fn sdk_servers(names: &[String]) -> Result<Vec<PluginConfig>, Error> {
+    let servers: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|name| {
+            (
+                name.clone(),
+                serde_json::json!({"type": "sdk", "name": name}),
+            )
+        })
+        .collect();
+    mcp_config(&serde_json::json!({ "mcpServers": servers }).to_string())
+}
+
 fn setting_sources(list: &str) -> Result<Vec<String>, Error> {
     let sources: Vec<String> = list
         .split(',')

@@ -128,22 +128,29 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         ..PrintFlags::default()
     };
     let parsed = flags::parse(&mut flags, lexer);
-    let mut stream = ClaudeStream::new(StreamOptions {
+    let mut options = StreamOptions {
         format: flags.output,
         partial_messages: flags.partial_messages,
         hook_events: flags.hook_events,
         permission_mode: flags.mode.as_str(),
         json_schema: flags.json_schema.is_some(),
         verbose: flags.verbose,
-    });
+    };
     let prompt = parsed.and_then(|()| prompt_words(&flags));
     let (parsed, words) = match prompt {
         Ok(words) => (Ok(()), words),
         Err(err) => (Err(err), Vec::new()),
     };
     let outcome = match run_args(flags, words) {
-        Ok(args) => run::report_run(parsed, &args, started, &mut stream),
-        Err(err) => run::report_run(Err(err), &RunArgs::default(), started, &mut stream),
+        Ok((args, structured)) => {
+            options.json_schema |= structured;
+            let mut stream = ClaudeStream::new(options);
+            run::report_run(parsed, &args, started, &mut stream)
+        }
+        Err(err) => {
+            let mut stream = ClaudeStream::new(options);
+            run::report_run(Err(err), &RunArgs::default(), started, &mut stream)
+        }
     };
     claude_exit(outcome)
 }
@@ -195,7 +202,9 @@ fn stdin_has_data() -> bool {
 
 /// Print mode's flags as the session `reasonix run` opens, with Claude Code's permission
 /// semantics.
-fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
+/// Print mode's flags (and, in an SDK session, what its `initialize` request sets) as the
+/// session `reasonix run` opens; `true` when the final answer is structured output.
+fn run_args(mut flags: PrintFlags, words: Vec<String>) -> Result<(RunArgs, bool), Error> {
     let mut args = RunArgs::default();
     let (stdin_dash, words): (Vec<String>, Vec<String>) = words.into_iter().partition(|w| w == "-");
     args.own.stdin_dash = !stdin_dash.is_empty();
@@ -213,6 +222,32 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
     args.own.format = Some(flags.output.unwrap_or(Format::Text));
     args.own.max_steps = flags.max_turns;
     args.own.budget.max_cost_usd = flags.max_budget_usd;
+    // With stream-json input the session is the SDK's: several turns, control requests. The
+    // TypeScript SDK sends the system prompt, structured output and its in-process MCP
+    // servers in its first request, `initialize`, rather than as flags: read it first.
+    let sdk = match flags.input {
+        InputFormat::StreamJson => Some(
+            control_session::SdkLink::stdio()
+                .map_err(|e| Error::Failed(format!("control: reading stdin: {e}")))?,
+        ),
+        _ => None,
+    };
+    if let Some(init) = sdk
+        .as_ref()
+        .and_then(control_session::SdkLink::first_initialize)
+    {
+        if init.system_prompt.is_some() {
+            flags.system_prompt = init.system_prompt;
+        }
+        flags.append_system_prompt.extend(init.append_system_prompt);
+        if let Some(schema) = init.json_schema {
+            flags.json_schema = Some(schema);
+        }
+        flags
+            .mcp_servers
+            .extend(flags::sdk_servers(&init.sdk_mcp_servers)?);
+    }
+    let structured = flags.json_schema.is_some();
     args.own.system_prompt = flags.system_prompt;
     args.own.append_system_prompt = flags.append_system_prompt;
     if let Some(schema) = &flags.json_schema {
@@ -223,14 +258,6 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
     args.own.permissions.allow = flags.allow;
     args.own.permissions.deny = flags.deny;
     let mode = flags.mode;
-    // With stream-json input the session is the SDK's: several turns, control requests.
-    let sdk = match flags.input {
-        InputFormat::StreamJson => Some(
-            control_session::SdkLink::stdio()
-                .map_err(|e| Error::Failed(format!("control: reading stdin: {e}")))?,
-        ),
-        _ => None,
-    };
     let ask_sdk = sdk.clone().filter(|_| flags.permission_prompt_stdio);
     if mode == ClaudeMode::BypassPermissions {
         args.common.posture = Some(Posture::Yolo);
@@ -268,7 +295,7 @@ fn run_args(flags: PrintFlags, words: Vec<String>) -> Result<RunArgs, Error> {
         session_id: flags.session_id,
         ..args.front
     };
-    Ok(args)
+    Ok((args, structured))
 }
 
 #[cfg(test)]
