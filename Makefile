@@ -11,15 +11,15 @@ DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl
 # issues require added 462,848: Claude Code's print mode and the Agent SDK's control protocol
 # (src/claude/), Claude's user config, the Guardian reviewer and the round caps (307,200), then
 # the retained composition bundles, host-side /<profile> runs, the SDK's updatedInput and --session-id
-# (155,648), then --fallback-model, Claude's api_retry messages, MCP prompts in print mode's init
-# and usage per model (20,480). No single piece is a duplicate (cargo-bloat); meeting 6.0 MB
+# (155,648), then --fallback-model, Claude's api_retry messages, MCP prompts in print mode's init,
+# usage per model and the TypeScript SDK's initialize read before the session opens (32,768). No single piece is a duplicate (cargo-bloat); meeting 6.0 MB
 # means dropping one of those features or writing code only to save bytes, so the limit holds
 # the line at the measured size plus 0.25% until that is decided (issue 34's closing note;
 # docs/guide/install.md).
-MAX_STATIC_BYTES ?= 6320000
+MAX_STATIC_BYTES ?= 6333000
 # The size recorded in docs/guide/install.md; `make static` prints the change against it
 # (update both together).
-RECORDED_STATIC_BYTES := 6304952
+RECORDED_STATIC_BYTES := 6317240
 # `make bench BENCH_BEFORE=path/to/an/earlier/reasonix`: the start-up and round figures are
 # measured for that build too, alternating, and printed with the ratio.
 BENCH_BEFORE ?=
