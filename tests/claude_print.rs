@@ -998,3 +998,38 @@ fn hooks_get_claude_codes_names_and_keys_and_hook_events_are_streamed() {
     let out = case.run(&["-p", "--output-format", "stream-json", "go"]);
     assert!(!out.stdout.contains("hook_response"), "{out:?}");
 }
+
+/// An SDK session reads its first stdin line (the `initialize` request) before it opens, but a
+/// command line already refused is reported at once: nothing waits for stdin, which the SDK
+/// (or a pipeline) may keep open without writing.
+#[test]
+fn a_refused_flag_with_stream_json_input_does_not_wait_for_stdin() {
+    let home = Dir::new();
+    let work = Dir::new();
+    let mut child = crate::util::spawn_piped(reasonix(&home, work.path()).args([
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--frobnicate",
+    ]));
+    // Held open and silent for as long as the test waits.
+    let stdin = child.stdin.take().expect("piped stdin");
+    let (done, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    // A bound only so that a regression fails instead of hanging the suite.
+    let out = exited
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("reasonix waited for stdin before reporting the refused flag")
+        .expect("wait for reasonix");
+    drop(stdin);
+    let out: Run = out.into();
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("unknown flag `--frobnicate`"),
+        "{out:?}"
+    );
+}

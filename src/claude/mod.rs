@@ -141,7 +141,9 @@ pub fn main(global: Global, lexer: &mut Lexer) -> Result<i32, Error> {
         Ok(words) => (Ok(()), words),
         Err(err) => (Err(err), Vec::new()),
     };
-    let outcome = match run_args(flags, words) {
+    // A command line already refused is reported at once, without waiting for stdin.
+    let read_initialize = parsed.is_ok();
+    let outcome = match run_args(flags, words, read_initialize) {
         Ok((args, structured)) => {
             options.json_schema |= structured;
             let mut stream = ClaudeStream::new(options);
@@ -204,7 +206,11 @@ fn stdin_has_data() -> bool {
 /// semantics.
 /// Print mode's flags (and, in an SDK session, what its `initialize` request sets) as the
 /// session `reasonix run` opens; `true` when the final answer is structured output.
-fn run_args(mut flags: PrintFlags, words: Vec<String>) -> Result<(RunArgs, bool), Error> {
+fn run_args(
+    mut flags: PrintFlags,
+    words: Vec<String>,
+    read_initialize: bool,
+) -> Result<(RunArgs, bool), Error> {
     let mut args = RunArgs::default();
     let (stdin_dash, words): (Vec<String>, Vec<String>) = words.into_iter().partition(|w| w == "-");
     args.own.stdin_dash = !stdin_dash.is_empty();
@@ -232,10 +238,11 @@ fn run_args(mut flags: PrintFlags, words: Vec<String>) -> Result<(RunArgs, bool)
         ),
         _ => None,
     };
-    if let Some(init) = sdk
+    let initialize = sdk
         .as_ref()
-        .and_then(control_session::SdkLink::first_initialize)
-    {
+        .filter(|_| read_initialize)
+        .and_then(control_session::SdkLink::first_initialize);
+    if let Some(init) = initialize {
         if init.system_prompt.is_some() {
             flags.system_prompt = init.system_prompt;
         }
