@@ -153,9 +153,34 @@ fn sdk_query_yields_system_assistant_tool_result_and_result_messages() {
     assert_eq!(fake.requests().len(), 2);
 }
 
-#[test]
-fn sdk_can_use_tool_deny_is_final_and_the_model_reads_its_message() {
-    if !sdk_available() {
+/// The two SDKs, each driving reasonix through its own scenario script.
+#[derive(Clone, Copy)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+impl Sdk {
+    /// Whether it is installed here (a required one that is missing fails the test).
+    fn available(self) -> bool {
+        match self {
+            Sdk::Python => sdk_available(),
+            Sdk::TypeScript => ts_sdk_dir().is_some(),
+        }
+    }
+
+    fn run(self, setup: &Setup, scenario: &str) {
+        match self {
+            Sdk::Python => run_scenario(setup, scenario),
+            Sdk::TypeScript => run_ts_scenario(setup, scenario),
+        }
+    }
+}
+
+/// `can_use_tool` is asked about the model's write in Claude's names; its deny is final (the
+/// file stays absent) and the model reads its message.
+fn can_use_tool_deny_is_final(sdk: Sdk) {
+    if !sdk.available() {
         return;
     }
     let fake = FakeOpenAI::start(vec![
@@ -163,13 +188,115 @@ fn sdk_can_use_tool_deny_is_final_and_the_model_reads_its_message() {
         Reply::text("I could not write it."),
     ]);
     let setup = setup(&fake);
-    run_scenario(&setup, "can_use_tool_deny");
+    sdk.run(&setup, "can_use_tool_deny");
     assert!(!setup.work.join("out.txt").exists());
     let sent = request_text(&fake, 1);
     assert!(
         sent.contains("writes are not allowed in this test"),
         "the model was not told why: {sent}"
     );
+}
+
+#[test]
+fn sdk_can_use_tool_deny_is_final_and_the_model_reads_its_message() {
+    can_use_tool_deny_is_final(Sdk::Python);
+}
+
+#[test]
+fn ts_sdk_can_use_tool_deny_is_final() {
+    can_use_tool_deny_is_final(Sdk::TypeScript);
+}
+
+/// An SDK `PreToolUse` hook callback denies a `Bash` call even under `bypassPermissions`; the
+/// command does not run and the model reads the reason.
+fn pre_tool_use_hook_blocks_a_bash_call(sdk: Sdk) {
+    if !sdk.available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "bash", r#"{"command":"touch ran.txt"}"#)]),
+        Reply::text("The hook stopped it."),
+    ]);
+    let setup = setup(&fake);
+    sdk.run(&setup, "hook_blocks_bash");
+    assert!(!setup.work.join("ran.txt").exists());
+    assert!(request_text(&fake, 1).contains("bash is off today"));
+}
+
+#[test]
+fn sdk_pre_tool_use_hook_blocks_a_bash_call() {
+    pre_tool_use_hook_blocks_a_bash_call(Sdk::Python);
+}
+
+#[test]
+fn ts_sdk_pre_tool_use_hook_blocks_a_bash_call() {
+    pre_tool_use_hook_blocks_a_bash_call(Sdk::TypeScript);
+}
+
+/// An SDK's in-process MCP server's tool is offered to the model, called, and its result
+/// returns to the model.
+fn in_process_mcp_tool_is_called_and_its_result_returns(sdk: Sdk) {
+    if !sdk.available() {
+        return;
+    }
+    let fake = FakeOpenAI::start(vec![
+        Reply::tool_calls(&[("c1", "mcp__calc__add", r#"{"a":2,"b":3}"#)]),
+        Reply::text("The sum is 5."),
+    ]);
+    let setup = setup(&fake);
+    sdk.run(&setup, "sdk_mcp_tool");
+    let offered = fake.requests()[0].body["tools"].to_string();
+    assert!(
+        offered.contains("mcp__calc__add"),
+        "the SDK tool was not offered: {offered}"
+    );
+    assert!(request_text(&fake, 1).contains("sum is 5"));
+}
+
+#[test]
+fn sdk_in_process_mcp_tool_is_called_and_its_result_returns() {
+    in_process_mcp_tool_is_called_and_its_result_returns(Sdk::Python);
+}
+
+#[test]
+fn ts_sdk_in_process_mcp_tool_is_called_and_its_result_returns() {
+    in_process_mcp_tool_is_called_and_its_result_returns(Sdk::TypeScript);
+}
+
+/// Two turns in one session, then a third whose endless answer the SDK's interrupt stops
+/// within a second (the scenario measures it).
+fn two_turns_in_one_session_and_interrupt(sdk: Sdk) {
+    if !sdk.available() {
+        return;
+    }
+    // The third answer starts streaming and never ends on its own: only the interrupt stops it.
+    let (endless, _release) =
+        Reply::hold(vec![sse_text("Once upon a time "), sse_text("there was ")]);
+    let fake = FakeOpenAI::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        endless,
+    ]);
+    let setup = setup(&fake);
+    sdk.run(&setup, "client_two_turns_and_interrupt");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    // One session: the second request carries the first turn.
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("first question") && second.contains("first answer"),
+        "{second}"
+    );
+}
+
+#[test]
+fn sdk_client_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() {
+    two_turns_in_one_session_and_interrupt(Sdk::Python);
+}
+
+#[test]
+fn ts_sdk_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() {
+    two_turns_in_one_session_and_interrupt(Sdk::TypeScript);
 }
 
 /// The SDK allows the model's write of `out.txt` as a write of `target`: the scenario checks
@@ -213,66 +340,6 @@ fn sdk_can_use_tool_updated_input_is_judged_again_deny_rules_and_workspace_hold(
     let (_setup, fake) = rewritten_write(outside.to_str().unwrap(), "denied");
     assert!(!outside.exists(), "a write outside the workspace ran");
     assert!(request_text(&fake, 1).contains("outside the workspace"));
-}
-
-#[test]
-fn sdk_pre_tool_use_hook_blocks_a_bash_call() {
-    if !sdk_available() {
-        return;
-    }
-    let fake = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "bash", r#"{"command":"touch ran.txt"}"#)]),
-        Reply::text("The hook stopped it."),
-    ]);
-    let setup = setup(&fake);
-    run_scenario(&setup, "hook_blocks_bash");
-    assert!(!setup.work.join("ran.txt").exists());
-    assert!(request_text(&fake, 1).contains("bash is off today"));
-}
-
-#[test]
-fn sdk_in_process_mcp_tool_is_called_and_its_result_returns() {
-    if !sdk_available() {
-        return;
-    }
-    let fake = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__calc__add", r#"{"a":2,"b":3}"#)]),
-        Reply::text("The sum is 5."),
-    ]);
-    let setup = setup(&fake);
-    run_scenario(&setup, "sdk_mcp_tool");
-    let first = &fake.requests()[0].body;
-    let offered = first["tools"].to_string();
-    assert!(
-        offered.contains("mcp__calc__add"),
-        "the SDK tool was not offered: {offered}"
-    );
-    assert!(request_text(&fake, 1).contains("sum is 5"));
-}
-
-#[test]
-fn sdk_client_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() {
-    if !sdk_available() {
-        return;
-    }
-    // The third answer starts streaming and never ends on its own: only the interrupt stops it.
-    let (endless, _release) =
-        Reply::hold(vec![sse_text("Once upon a time "), sse_text("there was ")]);
-    let fake = FakeOpenAI::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-        endless,
-    ]);
-    let setup = setup(&fake);
-    run_scenario(&setup, "client_two_turns_and_interrupt");
-    let requests = fake.requests();
-    assert_eq!(requests.len(), 3);
-    // One session: the second request carries the first turn.
-    let second = requests[1].body["messages"].to_string();
-    assert!(
-        second.contains("first question") && second.contains("first answer"),
-        "{second}"
-    );
 }
 
 /// `ClaudeAgentOptions(fallback_model=...)`: the SDK passes `--fallback-model`; the primary's
@@ -344,83 +411,6 @@ fn ts_sdk_query_yields_init_tool_use_tool_result_and_result() {
 
 /// The TypeScript SDK's `canUseTool` is asked about a write in Claude's names; its deny is
 /// final (the file stays absent) and the model reads its message.
-#[test]
-fn ts_sdk_can_use_tool_deny_is_final() {
-    if ts_sdk_dir().is_none() {
-        return;
-    }
-    let fake = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "write_file", r#"{"path":"out.txt","content":"x"}"#)]),
-        Reply::text("I could not write it."),
-    ]);
-    let setup = setup(&fake);
-    run_ts_scenario(&setup, "can_use_tool_deny");
-    assert!(!setup.work.join("out.txt").exists());
-    assert!(
-        request_text(&fake, 1).contains("writes are not allowed in this test"),
-        "the model was not told why"
-    );
-}
-
-/// The TypeScript SDK's `PreToolUse` hook callback denies a `Bash` call even under
-/// `bypassPermissions`; the command does not run and the model reads the reason.
-#[test]
-fn ts_sdk_pre_tool_use_hook_blocks_a_bash_call() {
-    if ts_sdk_dir().is_none() {
-        return;
-    }
-    let fake = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "bash", r#"{"command":"touch ran.txt"}"#)]),
-        Reply::text("The hook stopped it."),
-    ]);
-    let setup = setup(&fake);
-    run_ts_scenario(&setup, "hook_blocks_bash");
-    assert!(!setup.work.join("ran.txt").exists());
-    assert!(request_text(&fake, 1).contains("bash is off today"));
-}
-
-/// A `createSdkMcpServer` tool of the TypeScript SDK is offered to the model, called, and its
-/// result returns to the model.
-#[test]
-fn ts_sdk_in_process_mcp_tool_is_called_and_its_result_returns() {
-    if ts_sdk_dir().is_none() {
-        return;
-    }
-    let fake = FakeOpenAI::start(vec![
-        Reply::tool_calls(&[("c1", "mcp__calc__add", r#"{"a":2,"b":3}"#)]),
-        Reply::text("The sum is 5."),
-    ]);
-    let setup = setup(&fake);
-    run_ts_scenario(&setup, "sdk_mcp_tool");
-    assert!(fake.requests()[0].body["tools"]
-        .to_string()
-        .contains("mcp__calc__add"));
-    assert!(request_text(&fake, 1).contains("sum is 5"));
-}
-
-/// Streamed input: two turns in one session, then a third whose endless answer the SDK's
-/// `interrupt()` stops within a second.
-#[test]
-fn ts_sdk_runs_two_turns_in_one_session_and_interrupt_stops_a_long_stream() {
-    if ts_sdk_dir().is_none() {
-        return;
-    }
-    let (endless, _release) =
-        Reply::hold(vec![sse_text("Once upon a time "), sse_text("there was ")]);
-    let fake = FakeOpenAI::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-        endless,
-    ]);
-    let setup = setup(&fake);
-    run_ts_scenario(&setup, "two_turns_and_interrupt");
-    let second = request_text(&fake, 1);
-    assert!(
-        second.contains("first question") && second.contains("first answer"),
-        "{second}"
-    );
-}
-
 /// The TypeScript SDK sends its `systemPrompt` (and the output schema) in `initialize`, not as
 /// flags: the session opens with that system prompt and the answer is structured output.
 #[test]

@@ -24,7 +24,7 @@ const WORKSPACE = process.env.SDK_WORKSPACE;
 
 function options(extra = {}) {
   return {
-    pathToClaudeCodeExecutable: process.env.REASONIX_WRAP || process.env.REASONIX_BIN,
+    pathToClaudeCodeExecutable: process.env.REASONIX_BIN,
     cwd: WORKSPACE,
     ...extra,
   };
@@ -202,7 +202,7 @@ const SCENARIOS = {
   can_use_tool_deny: canUseToolDeny,
   hook_blocks_bash: hookBlocksBash,
   sdk_mcp_tool: sdkMcpTool,
-  two_turns_and_interrupt: twoTurnsAndInterrupt,
+  client_two_turns_and_interrupt: twoTurnsAndInterrupt,
 };
 
 const name = process.argv[2];
