@@ -366,65 +366,67 @@ fn a_tampered_escaping_or_oversized_bundle_is_refused_on_import() {
         .position(|r| r["path"] == "skills/deploy/SKILL.md")
         .unwrap();
 
-    // Other bytes than the digests recorded in the binding.
-    let mut tampered = archive.clone();
-    tampered["resources"][skill_at]["base64"] = Value::from("WA==");
-    let out = import(&home, &work, &tampered);
-    assert_refused(&out, "session.archive_invalid", 10, &home);
-    assert!(out.stderr.contains("sha256"), "{out:?}");
-
-    // A path that leaves the bundle.
-    let mut escaping = archive.clone();
-    escaping["resources"][skill_at]["path"] = Value::from("skills/../../../.bashrc");
-    assert_refused(
-        &import(&home, &work, &escaping),
-        "session.archive_invalid",
-        10,
-        &home,
-    );
-
-    // A file that is not in the binding's list.
-    let mut extra = archive.clone();
-    let mut planted = archive["resources"][skill_at].clone();
-    planted["path"] = Value::from("skills/deploy/scripts/run.sh");
-    extra["resources"].as_array_mut().unwrap().push(planted);
-    assert_refused(
-        &import(&home, &work, &extra),
-        "session.archive_invalid",
-        10,
-        &home,
-    );
-
-    // A credential file's name.
-    let mut secret = archive.clone();
-    secret["resources"][skill_at]["path"] = Value::from("skills/deploy/.env");
-    assert_refused(
-        &import(&home, &work, &secret),
-        "session.archive_invalid",
-        10,
-        &home,
-    );
-
-    // One file over the per-file limit: refused on its size, before any digest.
-    let mut huge = archive.clone();
-    huge["resources"][skill_at]["base64"] = Value::from("A".repeat(2 * 1024 * 1024));
-    assert_refused(
-        &import(&home, &work, &huge),
-        "session.archive_too_large",
-        12,
-        &home,
-    );
-
-    // Resources without a binding to record them.
-    let mut unbound = archive.clone();
-    unbound["binding"] = Value::Null;
-    unbound["session"]["schema"] = Value::from(1);
-    assert_refused(
-        &import(&home, &work, &unbound),
-        "session.archive_invalid",
-        10,
-        &home,
-    );
+    // Each way the archive is spoiled, the code and exit status it is refused with, and what
+    // the one line must name besides the code.
+    type Spoil = fn(&mut Value, usize);
+    let cases: [(&str, Spoil, &str, i32, &str); 6] = [
+        (
+            "other bytes than the digests recorded in the binding",
+            |a, at| a["resources"][at]["base64"] = Value::from("WA=="),
+            "session.archive_invalid",
+            10,
+            "sha256",
+        ),
+        (
+            "a path that leaves the bundle",
+            |a, at| a["resources"][at]["path"] = Value::from("skills/../../../.bashrc"),
+            "session.archive_invalid",
+            10,
+            "",
+        ),
+        (
+            "a file that is not in the binding's list",
+            |a, at| {
+                let mut planted = a["resources"][at].clone();
+                planted["path"] = Value::from("skills/deploy/scripts/run.sh");
+                a["resources"].as_array_mut().unwrap().push(planted);
+            },
+            "session.archive_invalid",
+            10,
+            "",
+        ),
+        (
+            "a credential file's name",
+            |a, at| a["resources"][at]["path"] = Value::from("skills/deploy/.env"),
+            "session.archive_invalid",
+            10,
+            "",
+        ),
+        (
+            "one file over the per-file limit: refused on its size, before any digest",
+            |a, at| a["resources"][at]["base64"] = Value::from("A".repeat(2 * 1024 * 1024)),
+            "session.archive_too_large",
+            12,
+            "",
+        ),
+        (
+            "resources without a binding to record them",
+            |a, _| {
+                a["binding"] = Value::Null;
+                a["session"]["schema"] = Value::from(1);
+            },
+            "session.archive_invalid",
+            10,
+            "",
+        ),
+    ];
+    for (what, spoil, code, status, names) in cases {
+        let mut spoiled = archive.clone();
+        spoil(&mut spoiled, skill_at);
+        let out = import(&home, &work, &spoiled);
+        assert_refused(&out, code, status, &home);
+        assert!(out.stderr.contains(names), "{what}: {out:?}");
+    }
 
     // The untouched archive imports.
     let out = import(&home, &work, &archive);
